@@ -1,0 +1,50 @@
+# The two commands of the README: `make run` serves the app, `make test` runs every test.
+# Each does its own set-up (a virtualenv in .venv, npm packages in frontend/, system packages).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PY_STAMP := $(VENV)/.installed
+JS_STAMP := frontend/node_modules/.installed
+SYS_STAMP := $(VENV)/.system-installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test setup system test-python test-js lint bench readme-diagram clean
+
+run: setup
+	$(PY) -m gradtrace serve --host $(HOST) --port $(PORT)
+
+test: setup system
+	$(PY) -m pytest
+	$(MAKE) test-js
+
+test-js: $(JS_STAMP)
+	cd frontend && npm test
+
+setup: $(PY_STAMP) $(JS_STAMP)
+
+$(PY_STAMP): backend/pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e 'backend[dev]'
+	touch $@
+
+$(JS_STAMP): frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+# Chromium (browser tests), PostgreSQL, Redis and nginx (scale-out tests), from Debian.
+system: $(SYS_STAMP)
+$(SYS_STAMP): scripts/install-system-deps.sh | $(PY_STAMP)
+	bash scripts/install-system-deps.sh
+	touch $@
+
+lint: setup
+	$(VENV)/bin/ruff check backend tests
+	$(VENV)/bin/ruff format --check backend tests
+
+bench: setup
+	$(PY) tests/perf/bench_capture.py
+
+clean:
+	rm -rf $(VENV) frontend/node_modules var

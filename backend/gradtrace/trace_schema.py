@@ -1,0 +1,298 @@
+"""The trace: gradtrace's public output format (schema version 1).
+
+This module is the contract between the engine (which writes traces), the service (which
+ships them), and the viewer and exporters (which draw them). It imports no torch.
+
+Conventions
+-----------
+* Ids are strings from a per-trace counter: graph nodes ``n0, n1, …`` in the order the
+  engine first saw them, edges ``e0, e1, …``. Never ``id()`` of a Python object.
+* Edge direction is **data flow** (the forward direction): ``source`` produced the value
+  that ``target`` consumed. Gradients travel the other way, from ``target`` to ``source``.
+* ``seq`` numbers events 0, 1, 2, … in the order they really fired.
+* ``pass_index`` numbers the passes of the timeline (forward #1, backward #1, …); see
+  :class:`Pass`.
+* Tensor numbers never appear as bare NaN/Infinity: see :class:`TensorValue`.
+
+Node states at a step (the rule the viewer draws and the tests check)
+--------------------------------------------------------------------
+A "step" is an index ``i`` into ``events`` (the event with ``seq == i`` has just fired).
+For each graph node:
+
+* ``hidden`` — its ``node_created`` event has not fired yet (``created_seq > i``);
+* ``active`` — it is the ``node`` of event ``i``, or the engine is running it: a
+  ``node_pre`` for it has fired in the current pass and its ``node_post`` has not;
+* ``done`` — the current pass is a backward pass and the node has finished in it: its
+  ``node_post`` fired in this pass at or before ``i`` (for a leaf tensor node: a
+  ``grad_write`` targeting it fired in this pass);
+* ``shown`` — otherwise.
+
+"Current pass" is ``events[i].pass_index``; ``passes[k].phase`` says whether it is a backward.
+
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+NonFinite = Literal["NaN", "Infinity", "-Infinity"]
+Number = float | int | NonFinite
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TensorStats(_Model):
+    """Summary statistics over the finite elements (null when there are none)."""
+
+    numel: int
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    norm: float | None
+    nan: int = 0
+    inf: int = 0
+
+
+class TensorValue(_Model):
+    """One tensor's value as it crosses into JSON.
+
+    Exactly one of three levels of detail, decided by size and by the trace's value budget:
+    ``values`` (a flat, row-major JSON list, for tensors up to ``SMALL_TENSOR`` elements;
+    non-finite numbers as the strings "NaN", "Infinity", "-Infinity"), ``data`` (base64 of
+    little-endian float32, row-major, for larger tensors while the budget lasts), or
+    neither (``truncated`` is true: stats only).
+    """
+
+    shape: list[int]
+    dtype: str
+    stats: TensorStats
+    values: list[Number] | None = None
+    data: str | None = None
+    truncated: bool = False
+
+
+class SavedTensor(_Model):
+    """A tensor (or scalar) an autograd node saved for its backward, read before backward."""
+
+    name: str  # the attribute, e.g. "_saved_self", "_saved_mat2"
+    value: TensorValue | None = None
+    scalar: Number | str | list[Any] | None = None  # saved non-tensor values (ints, floats, sizes)
+
+
+class GraphNode(_Model):
+    """A node of the autograd graph, or a leaf tensor.
+
+    ``kind == "op"``: an autograd node. ``op`` is PyTorch's exact class name
+    (``AddmmBackward0``, ``AccumulateGrad``, ``BackwardHookFunctionBackward``). When the op
+    produced a non-leaf tensor the forward program named, ``tensor`` names it; ``value`` holds
+    the tensor the op produced (for the op's output 0 where it is known); ``role`` is
+    ``"intermediate"`` for ops that produced a tensor and null for ``AccumulateGrad``.
+
+    ``kind == "tensor"``: a leaf. ``role`` is ``"parameter"`` when it requires grad (spec
+    inputs with ``requires_grad`` included) and ``"input"`` when it does not. A parameter
+    leaf's ``grad_fn`` is the id of its ``AccumulateGrad`` op node, whose ``variable`` points
+    back at the leaf.
+    """
+
+    id: str
+    kind: Literal["op", "tensor"]
+    label: str
+    op: str | None = None
+    role: Literal["input", "parameter", "intermediate"] | None = None
+    tensor: str | None = None
+    shape: list[int] | None = None
+    dtype: str | None = None
+    module: str | None = None  # dotted module path ("" is the root module), null outside modules
+    creation_order: int | None = None  # _sequence_nr(); null for AccumulateGrad (2**64-1) and leaves
+    created_seq: int | None = None  # seq of the node_created event
+    pass_index: int = 0  # the pass in which it was created
+    saved: list[SavedTensor] = Field(default_factory=list)
+    inserted: bool = False  # put there by instrumentation (e.g. BackwardHookFunctionBackward)
+    variable: str | None = None  # AccumulateGrad -> its leaf tensor node
+    grad_fn: str | None = None  # leaf tensor node -> its AccumulateGrad node
+    requires_grad: bool = False
+    retains_grad: bool = False
+    value: TensorValue | None = None
+
+
+class EdgeGrad(_Model):
+    """The gradient that travelled along an edge (target -> source) during one pass."""
+
+    pass_index: int
+    seq: int  # the node_post event of the target that emitted it
+    value: TensorValue | None  # null: the engine passed an undefined gradient
+
+
+class GraphEdge(_Model):
+    """A data-flow edge: ``source`` produced what ``target`` consumed.
+
+    ``kind``: ``"data"`` between op nodes (``slot`` is the index in target's
+    ``next_functions``; ``output_nr`` the output of source); ``"leaf"`` from a parameter leaf
+    to its ``AccumulateGrad`` node (gradient stored in ``.grad``: drawn solid);
+    ``"no_grad"`` from a leaf that does not require grad to the op that consumed it (no
+    gradient flows: drawn dashed, ``grads`` stays empty).
+    """
+
+    id: str
+    source: str
+    target: str
+    kind: Literal["data", "leaf", "no_grad"] = "data"
+    slot: int | None = None
+    output_nr: int = 0
+    requires_grad: bool = True
+    grads: list[EdgeGrad] = Field(default_factory=list)
+
+
+class ModuleHook(_Model):
+    """A hook the spec (or the user) put on a module or tensor."""
+
+    index: int  # position in spec.hooks
+    type: str
+    action: dict[str, Any] | None = None
+
+
+class ModuleInfo(_Model):
+    path: str  # "" is the root
+    type: str  # class name: "Linear", "Sequential", "Module", …
+    parent: str | None
+    hooks: list[ModuleHook] = Field(default_factory=list)
+    parameters: list[str] = Field(default_factory=list)  # full names, e.g. "f1.f.weight"
+
+
+class Graph(_Model):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    modules: list[ModuleInfo] = Field(default_factory=list)
+
+
+EventKind = Literal[
+    "pass_start",
+    "pass_end",
+    "node_created",
+    "module_forward_pre",
+    "module_forward",
+    "node_pre",
+    "node_post",
+    "module_backward_pre",
+    "module_backward",
+    "tensor_hook",
+    "post_accumulate_grad",
+    "grad_write",
+    "hook_action",
+    "zero_grad",
+    "sgd_step",
+    "error",
+]
+
+
+class Event(_Model):
+    """One thing that happened, in the order it happened.
+
+    ``target`` names what the event is about (a node id for node events, a module path for
+    module events, a tensor name for tensor events); ``node`` is the graph node to highlight
+    for it, when there is one. Payload keys by kind:
+
+    * node_created: {} (see the node)
+    * module_forward_pre: {"inputs": [TensorValue|None]}
+    * module_forward: {"inputs": [...], "outputs": [...]}
+    * node_pre: {"grad_outputs": [...]} — the engine is about to run the node
+    * node_post: {"grad_inputs": [...], "grad_outputs": [...]} — grad_inputs[k] went to
+      next_functions[k]
+    * module_backward_pre: {"grad_output": [...]}; module_backward: {"grad_input": [...],
+      "grad_output": [...]} — only where the spec registered such a hook
+    * tensor_hook / post_accumulate_grad: {"grad": TensorValue}
+    * grad_write: {"before": TensorValue|None, "after": TensorValue, "accumulated": bool}
+    * hook_action: {"action": {...}, "before": [...], "after": [...]}
+    * error: {"exception": "RuntimeError", "step": int}; the text is in ``message``
+    """
+
+    seq: int
+    pass_index: int
+    phase: Literal["forward", "backward", "step"]
+    kind: EventKind
+    target: str | None = None
+    node: str | None = None
+    module: str | None = None
+    hook: int | None = None  # index into spec.hooks for a user hook's firing
+    message: str | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class Pass(_Model):
+    """A band of the timeline: one forward, one backward (or autograd.grad), or one step."""
+
+    index: int
+    phase: Literal["forward", "backward", "step"]
+    label: str  # "forward #1", "backward #1 of loss", "grad #1 of loss", "zero_grad", …
+    step: int | None = None  # index into spec.steps; null for the initial forward
+    first_seq: int
+    last_seq: int
+
+
+class LinearReconstruction(_Model):
+    """W.grad of a Linear layer rebuilt from the captured (a, δ) factors, per backward pass."""
+
+    module: str
+    weight: str  # parameter name, e.g. "fc1.weight"
+    pass_index: int
+    a_shape: list[int]
+    delta_shape: list[int]
+    reconstructed: TensorValue
+    grad: TensorValue  # what autograd accumulated into the weight in that pass
+    max_error: float
+    matches: bool  # max_error <= 1e-6 * max(1, |grad|max)
+    a: list[TensorValue] = Field(default_factory=list)  # per-call input activations
+    delta: list[TensorValue] = Field(default_factory=list)  # per-call output gradients
+
+
+class GradNorm(_Model):
+    name: str  # parameter or tensor name
+    module: str | None
+    pass_index: int | None  # null: the final .grad
+    norm: float | NonFinite
+
+
+class Diagnostic(_Model):
+    code: str  # e.g. "hook_on_outputs_only", "inplace_after_hook", "detached_branch", "grad_not_retained"
+    severity: Literal["info", "warning", "error"]
+    message: str
+    node: str | None = None
+    module: str | None = None
+    tensor: str | None = None
+
+
+class Analyses(_Model):
+    linear: list[LinearReconstruction] = Field(default_factory=list)
+    grad_norms: list[GradNorm] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+
+
+class Limits(_Model):
+    """What the trace left out to stay small, so a reader knows it is not the whole story."""
+
+    max_nodes: int
+    value_budget: int  # float32 elements allowed in `data` fields across the trace
+    values_truncated: int = 0  # tensors reduced to stats only
+
+
+class TraceDoc(_Model):
+    """The whole trace document (what ``POST /api/v1/trace`` returns)."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    torch_version: str
+    source: Literal["spec", "module"]
+    title: str
+    spec: dict[str, Any] | None  # the normalised spec; null for gradtrace.trace(model, …)
+    graph: Graph
+    events: list[Event]
+    passes: list[Pass]
+    values: dict[str, TensorValue]
+    grads: dict[str, TensorValue | None]
+    analyses: Analyses
+    limits: Limits
