@@ -28,7 +28,7 @@ For each graph node:
 * ``shown`` — otherwise.
 
 "Current pass" is ``events[i].pass_index``; ``passes[k].phase`` says whether it is a backward.
-
+"""
 
 from __future__ import annotations
 
