@@ -1,0 +1,7 @@
+"""``python -m gradtrace`` is the ``gradtrace`` command."""
+
+import sys
+
+from gradtrace.cli import main
+
+sys.exit(main())

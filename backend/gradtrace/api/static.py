@@ -1,0 +1,42 @@
+"""The viewer: ``frontend/`` at ``/``, elkjs at ``/vendor/elkjs/``, ``/embed/{id}``.
+
+Mounted after the API routes so ``/api/v1/…`` always wins. Missing HTML (the viewer is
+written by another engineer) answers the 404 envelope, never a 500.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from gradtrace.api.errors import ApiError
+
+_PERMALINK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def embed_router(frontend_dir: Path) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/embed/{spec_id}")
+    async def embed(spec_id: str) -> FileResponse:
+        if not _PERMALINK_ID.match(spec_id):
+            raise ApiError(404, "not_found", "no such permalink", "/id")
+        page = frontend_dir / "embed.html"
+        if not page.is_file():
+            raise ApiError(404, "not_found", "the embed player is not installed")
+        return FileResponse(page, media_type="text/html")
+
+    return router
+
+
+def mount_frontend(app: FastAPI, frontend_dir: Path) -> None:
+    elk = frontend_dir / "node_modules" / "elkjs" / "lib"
+    if elk.is_dir():
+        app.mount("/vendor/elkjs", StaticFiles(directory=elk), name="elkjs")
+    if frontend_dir.is_dir():
+        # html=True: "/" serves index.html. check_dir=False keeps a missing dir a 404, not a crash.
+        app.mount("/", StaticFiles(directory=frontend_dir, html=True, check_dir=False), name="frontend")

@@ -1,0 +1,1 @@
+"""The service's torch-free machinery: settings, worker pool, cache, permalink store, limits."""

@@ -1,0 +1,89 @@
+"""Service settings: one frozen dataclass, read from the environment once at start-up.
+
+Every knob has a default that works on one machine with zero set-up (SQLite file, in-process
+cache, one worker per core); the compose deployment changes only environment variables.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+# backend/gradtrace/service/settings.py -> repo root is three parents above gradtrace/.
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _int(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from exc
+
+
+def _float(env: dict[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {name} must be a number, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Where permalinks live: DATABASE_URL (postgresql://…) wins over the SQLite file path.
+    database_url: str | None = None
+    sqlite_path: Path = _REPO_ROOT / "var" / "gradtrace.db"
+    # Shared cache and rate limits across replicas; None: in-process.
+    redis_url: str | None = None
+    frontend_dir: Path = _REPO_ROOT / "frontend"
+    # Workers: one per core; each trace bounded in wall-clock, CPU seconds and address space.
+    workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    trace_timeout_s: float = 20.0
+    worker_cpu_s: int = 30
+    worker_memory_mb: int = 2048
+    queue_limit: int = 8  # traces waiting beyond the busy workers before we shed load with 503
+    # Request limits (before anything is parsed).
+    max_body_bytes: int = 256 * 1024
+    # Per-client rate limit: a token bucket of `rate_burst` requests refilled at `rate_per_minute`.
+    rate_per_minute: int = 120
+    rate_burst: int = 30
+    cache_entries: int = 256
+    cache_ttl_s: int = 7 * 24 * 3600
+    cors_origins: tuple[str, ...] = ("*",)
+    # Trust X-Forwarded-For from the proxy in front (compose); off when exposed directly.
+    trust_proxy: bool = False
+    start_workers: bool = True
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        env = dict(os.environ if env is None else env)
+        base = cls()
+        origins = env.get("GRADTRACE_CORS_ORIGINS")
+        return replace(
+            base,
+            database_url=env.get("DATABASE_URL") or None,
+            sqlite_path=Path(env["GRADTRACE_DB"]) if env.get("GRADTRACE_DB") else base.sqlite_path,
+            redis_url=env.get("REDIS_URL") or None,
+            frontend_dir=Path(env["GRADTRACE_FRONTEND_DIR"])
+            if env.get("GRADTRACE_FRONTEND_DIR")
+            else base.frontend_dir,
+            workers=_int(env, "GRADTRACE_WORKERS", base.workers),
+            trace_timeout_s=_float(env, "GRADTRACE_TRACE_TIMEOUT", base.trace_timeout_s),
+            worker_cpu_s=_int(env, "GRADTRACE_WORKER_CPU_SECONDS", base.worker_cpu_s),
+            worker_memory_mb=_int(env, "GRADTRACE_WORKER_MEMORY_MB", base.worker_memory_mb),
+            queue_limit=_int(env, "GRADTRACE_QUEUE_LIMIT", base.queue_limit),
+            max_body_bytes=_int(env, "GRADTRACE_MAX_BODY_BYTES", base.max_body_bytes),
+            rate_per_minute=_int(env, "GRADTRACE_RATE_PER_MINUTE", base.rate_per_minute),
+            rate_burst=_int(env, "GRADTRACE_RATE_BURST", base.rate_burst),
+            cache_entries=_int(env, "GRADTRACE_CACHE_ENTRIES", base.cache_entries),
+            cors_origins=tuple(o.strip() for o in origins.split(",") if o.strip())
+            if origins
+            else base.cors_origins,
+            trust_proxy=env.get("GRADTRACE_TRUST_PROXY", "") in ("1", "true", "yes"),
+        )

@@ -1,0 +1,106 @@
+"""What runs inside a worker process. Importing this module does not import torch.
+
+The worker's forkserver preloads ``gradtrace.engine`` (torch), so the imports below are
+instant there; in the API process this module is only referenced by name for pickling.
+
+Every task returns a tagged tuple instead of raising, so nothing but plain data crosses
+the process boundary (a custom exception that fails to unpickle would look like a crash).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import time
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Set by the initializer: extra CPU seconds each task may use, and a debug delay (tests only).
+_task_cpu_s: int = 0
+_debug_delay_s: float = 0.0
+
+
+def init_worker(memory_mb: int, cpu_s: int, debug_delay_s: float = 0.0) -> None:
+    """Pool initializer: one torch thread, an address-space cap, a per-task CPU budget."""
+    global _task_cpu_s, _debug_delay_s
+    _task_cpu_s = cpu_s
+    _debug_delay_s = debug_delay_s
+    try:
+        import torch  # noqa: TID251 - worker process only; preloaded by the forkserver
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - engine missing: tasks will report it
+        log.warning("torch not importable in worker")
+    if memory_mb > 0:
+        # The cap is on top of what the preloaded interpreter + torch already map (~640 MB
+        # of address space), so a trace may allocate about memory_mb more before MemoryError.
+        current = _vm_size_bytes()
+        limit = current + memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _vm_size_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _arm_cpu_budget() -> None:
+    """RLIMIT_CPU counts the process's whole life: re-arm it at used + budget per task."""
+    if _task_cpu_s <= 0:
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = int(usage.ru_utime + usage.ru_stime) + 1
+    soft = used + _task_cpu_s
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
+
+
+def ping() -> int:
+    """Readiness probe: a worker answered, and here is its pid."""
+    return os.getpid()
+
+
+def _spec_error_payload(exc: Any) -> dict[str, Any]:
+    return {
+        "code": getattr(exc, "code", "invalid_spec"),
+        "message": getattr(exc, "message", None) or str(exc),
+        "path": getattr(exc, "path", None),
+        "line": getattr(exc, "line", None),
+        "column": getattr(exc, "column", None),
+    }
+
+
+def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
+    """Parse, dry-run on the meta device, then trace for real.
+
+    Returns ("ok", json_bytes) | ("spec_error", {...}) | ("limit", {...}) | ("error", {...}).
+    """
+    _arm_cpu_budget()
+    if _debug_delay_s:
+        time.sleep(_debug_delay_s)
+    from gradtrace.engine import TraceError, run_spec
+    from gradtrace.engine.dryrun import dry_run
+    from gradtrace.spec import SpecError, SpecLimits, check_declared, parse_spec
+
+    limits = SpecLimits()
+    try:
+        spec = parse_spec(spec_doc)
+        check_declared(spec, limits)
+        dry_run(spec, limits)
+        doc = run_spec(spec, limits)
+        return ("ok", doc.model_dump_json().encode())
+    except SpecError as exc:
+        return ("spec_error", _spec_error_payload(exc))
+    except TraceError as exc:
+        return ("spec_error", _spec_error_payload(exc))
+    except MemoryError:
+        return ("limit", {"code": "memory_limit", "message": "the trace needed more memory than allowed"})
+    except RecursionError:
+        return ("limit", {"code": "too_deep", "message": "the model is nested too deeply to trace"})
+    except Exception as exc:  # an engine failure the spec checks did not foresee
+        log.exception("trace failed")
+        return ("error", {"code": "trace_failed", "message": f"{type(exc).__name__}: {exc}"})
