@@ -1,0 +1,212 @@
+// The one place graph geometry is computed: trace -> ELK (layered, top to bottom) -> Layout.
+// Pure apart from the ELK instance it is handed (worker-backed in the browser, in-process in
+// Node), so the viewer, the static SVG export and the notebooks all draw the same picture.
+
+import { formatShape, subscript } from "./format.js";
+
+const FONT_LABEL = 7.2; // px per character at the 12px label font (measured ~7 for monospace-ish UI)
+const FONT_SUB = 6.4; // px per character at the 11px sublabel font
+const GROUP_TITLE = 26; // room for the module path on top of its box
+
+/** Pretty tensor names the way the seeds print them: "W0" -> "W₀", "a_1" -> "a₁". */
+export function prettyName(name) {
+  if (!name) return "";
+  const m = /^([A-Za-z]+)_?([0-9]+)$/.exec(name);
+  return m ? m[1] + subscript(m[2]) : name;
+}
+
+/** The label / sublabel a node is drawn with. */
+export function nodeLabels(node) {
+  if (node.kind === "tensor") {
+    return { label: prettyName(node.label), sublabel: formatShape(node.shape || []) };
+  }
+  const tensor = node.tensor ? prettyName(node.tensor) : "";
+  const shape = node.shape ? formatShape(node.shape) : "";
+  return { label: node.op || node.label, sublabel: [tensor, shape].filter(Boolean).join(" ") };
+}
+
+function textWidth(text, perChar) {
+  return Math.ceil(String(text || "").length * perChar);
+}
+
+function nodeSize(kind, label, sublabel, op) {
+  const w = Math.max(textWidth(label, FONT_LABEL), textWidth(sublabel, FONT_SUB)) + 24;
+  if (kind === "tensor") return { width: Math.max(64, w), height: 44 };
+  if (kind === "module") return { width: Math.max(110, w), height: 48 };
+  if (op === "AccumulateGrad" && !sublabel) return { width: Math.max(96, w), height: 28 };
+  return { width: Math.max(80, w), height: sublabel ? 40 : 30 };
+}
+
+/** Module paths from outermost to innermost: "a.b.c" -> ["a", "a.b", "a.b.c"]. */
+function ancestry(path) {
+  if (!path) return [];
+  const parts = path.split(".");
+  return parts.map((_, i) => parts.slice(0, i + 1).join("."));
+}
+
+/** A sensible default for big graphs: collapse every top-level module past `threshold` nodes. */
+export function defaultCollapsed(trace, threshold = 400) {
+  const nodes = trace.graph.nodes;
+  if (nodes.length <= threshold) return new Set();
+  const tops = new Set();
+  for (const n of nodes) if (n.module) tops.add(n.module.split(".")[0]);
+  return tops;
+}
+
+/** Map each visible trace node to what is drawn for it: itself or its collapsed module `m:<path>`. */
+function representatives(nodes, collapsed) {
+  const rep = new Map();
+  for (const n of nodes) {
+    const outer = ancestry(n.module).find((p) => collapsed.has(p));
+    rep.set(n.id, outer !== undefined ? `m:${outer}` : n.id);
+  }
+  return rep;
+}
+
+/** Data-flow edges between drawn things; edges through hidden inserted nodes are bridged. */
+function visibleEdges(trace, hiddenIds, rep) {
+  const out = new Map();
+  for (const e of trace.graph.edges) {
+    if (!out.has(e.source)) out.set(e.source, []);
+    out.get(e.source).push(e);
+  }
+  const result = [];
+  const seen = new Set();
+  for (const e of trace.graph.edges) {
+    if (hiddenIds.has(e.source)) continue;
+    // Follow the edge through hidden (inserted) nodes to the real consumers.
+    const targets = [];
+    const stack = [e.target];
+    const visited = new Set();
+    while (stack.length) {
+      const t = stack.pop();
+      if (visited.has(t)) continue;
+      visited.add(t);
+      if (hiddenIds.has(t)) for (const next of out.get(t) || []) stack.push(next.target);
+      else targets.push(t);
+    }
+    targets.forEach((t, k) => {
+      const source = rep.get(e.source);
+      const target = rep.get(t);
+      if (!source || !target || source === target) return;
+      const key = `${source}>${target}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      result.push({ id: k === 0 ? e.id : `${e.id}~${k}`, source, target, kind: e.kind || "data" });
+    });
+  }
+  return result;
+}
+
+/** Build the ELK graph (compound nodes for module boxes) and a lookup of what each id is. */
+function buildElkGraph(trace, { collapsed, showInserted }) {
+  const hiddenIds = new Set(showInserted ? [] : trace.graph.nodes.filter((n) => n.inserted).map((n) => n.id));
+  const nodes = trace.graph.nodes.filter((n) => !hiddenIds.has(n.id));
+  const rep = representatives(nodes, collapsed);
+  const modules = new Map((trace.graph.modules || []).map((m) => [m.path, m]));
+
+  // Which module boxes are drawn: every non-root ancestor of a drawn node, down to a collapsed one.
+  const groupPaths = new Set();
+  const collapsedCounts = new Map();
+  for (const n of nodes) {
+    for (const p of ancestry(n.module)) {
+      if (collapsed.has(p)) {
+        collapsedCounts.set(p, (collapsedCounts.get(p) || 0) + 1);
+        break;
+      }
+      groupPaths.add(p);
+    }
+  }
+
+  const elkNodes = new Map(); // id -> elk node
+  const info = new Map(); // id -> layout node / group fields
+  const root = { id: "root", children: [], edges: [] };
+  const containerOf = (modulePath) => {
+    // The innermost drawn group containing this module path (or the root).
+    const chain = ancestry(modulePath).filter((p) => groupPaths.has(p));
+    return chain.length ? elkNodes.get(`g:${chain[chain.length - 1]}`) : root;
+  };
+  const sortedGroups = [...groupPaths].sort((a, b) => a.split(".").length - b.split(".").length || a.localeCompare(b));
+  for (const path of sortedGroups) {
+    const parent = path.includes(".") ? path.slice(0, path.lastIndexOf(".")) : "";
+    const elk = {
+      id: `g:${path}`,
+      children: [],
+      layoutOptions: { "elk.padding": `[top=${GROUP_TITLE},left=12,bottom=12,right=12]` },
+    };
+    elkNodes.set(elk.id, elk);
+    (parent && groupPaths.has(parent) ? elkNodes.get(`g:${parent}`) : containerOf(parent)).children.push(elk);
+    info.set(elk.id, { path, label: path, type: modules.get(path)?.type || "", depth: path.split(".").length - 1 });
+  }
+  for (const path of collapsedCounts.keys()) {
+    const id = `m:${path}`;
+    const label = path;
+    const sublabel = `${modules.get(path)?.type || "module"} · ${collapsedCounts.get(path)} nodes`;
+    const elk = { id, ...nodeSize("module", label, sublabel) };
+    elkNodes.set(id, elk);
+    const parent = path.includes(".") ? path.slice(0, path.lastIndexOf(".")) : "";
+    containerOf(parent).children.push(elk);
+    info.set(id, { id, kind: "module", role: null, op: null, label, sublabel, inserted: false, module: path });
+  }
+  for (const n of nodes) {
+    if (rep.get(n.id) !== n.id) continue;
+    const { label, sublabel } = nodeLabels(n);
+    const elk = { id: n.id, ...nodeSize(n.kind, label, sublabel, n.op) };
+    elkNodes.set(n.id, elk);
+    containerOf(n.module).children.push(elk);
+    info.set(n.id, { id: n.id, kind: n.kind, role: n.role ?? null, op: n.op ?? null, label, sublabel, inserted: Boolean(n.inserted), module: n.module ?? null });
+  }
+  const edges = visibleEdges(trace, hiddenIds, rep);
+  root.edges = edges.map((e) => ({ id: e.id, sources: [e.source], targets: [e.target] }));
+  return { root, info, edges };
+}
+
+export const LAYOUT_OPTIONS = {
+  "elk.algorithm": "layered",
+  "elk.direction": "DOWN",
+  "elk.hierarchyHandling": "INCLUDE_CHILDREN",
+  "elk.edgeRouting": "ORTHOGONAL",
+  "elk.layered.thoroughness": "1",
+  "elk.spacing.nodeNode": "28",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "44",
+  "elk.spacing.edgeNode": "16",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "16",
+  "elk.padding": "[top=16,left=16,bottom=16,right=16]",
+  "elk.json.shapeCoords": "ROOT",
+  "elk.json.edgeCoords": "ROOT",
+};
+
+function collect(elkNode, depth, info, out) {
+  for (const c of elkNode.children || []) {
+    const base = info.get(c.id);
+    const box = { x: c.x, y: c.y, width: c.width, height: c.height };
+    if (c.id.startsWith("g:")) {
+      out.groups.push({ path: base.path, label: base.label, type: base.type, ...box, depth, collapsed: false });
+      collect(c, depth + 1, info, out);
+    } else {
+      out.nodes.push({ ...base, ...box });
+      if (base.kind === "module") out.groups.push({ path: base.module, label: base.label, ...box, depth, collapsed: true });
+    }
+  }
+}
+
+/** Lay the trace's graph out: module boxes, nodes, routed edges, in absolute coordinates. */
+export async function layoutGraph(trace, { elk, collapsed = new Set(), showInserted = true } = {}) {
+  const { root, info, edges } = buildElkGraph(trace, { collapsed, showInserted });
+  const result = await elk.layout({ ...root, layoutOptions: LAYOUT_OPTIONS });
+  const out = { width: result.width, height: result.height, nodes: [], edges: [], groups: [] };
+  collect(result, 0, info, out);
+  const routed = new Map();
+  const gather = (n) => {
+    for (const e of n.edges || []) routed.set(e.id, e);
+    for (const c of n.children || []) gather(c);
+  };
+  gather(result);
+  for (const e of edges) {
+    const r = routed.get(e.id);
+    const s = r && r.sections && r.sections[0];
+    const points = s ? [s.startPoint, ...(s.bendPoints || []), s.endPoint].map((p) => ({ x: p.x, y: p.y })) : [];
+    out.edges.push({ ...e, points });
+  }
+  return out;
+}
