@@ -1,8 +1,9 @@
 """``create_app(settings)``: the FastAPI application, its routers, and its lifespan.
 
-The lifespan builds the worker pool (torch lives only there), the permalink store and the
-trace cache. Worker warm-up (the forkserver importing torch, ~2 s) runs in the background
-so the server accepts connections at once; /readyz turns 200 when a worker answers.
+The lifespan builds the worker pool (torch lives only there), the permalink store, the
+trace cache and the rate limiter. Worker warm-up (the forkserver importing torch, ~2 s)
+runs in the background so the server accepts connections at once; /readyz turns 200 when
+a worker answers.
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 
-from gradtrace.api import health
+from gradtrace.api import examples, health, schemas, specs, trace
+from gradtrace.api.docs import install_openapi
 from gradtrace.api.errors import install_error_handlers
+from gradtrace.api.limits import rate_limit
 from gradtrace.api.middleware import install_middleware
 from gradtrace.api.static import embed_router, mount_frontend
+from gradtrace.service.cache import make_cache
+from gradtrace.service.ratelimit import make_rate_limiter
 from gradtrace.service.settings import Settings
+from gradtrace.service.store import SpecStore
 from gradtrace.service.workers import WorkerPool
 
 log = logging.getLogger(__name__)
@@ -27,26 +33,52 @@ log = logging.getLogger(__name__)
 API_PREFIX = "/api/v1"
 
 
+def api_router() -> APIRouter:
+    router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(rate_limit)])
+    for module in (trace, examples, schemas, specs):
+        router.include_router(module.router)
+    return router
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Test-only knob: every trace sleeps this long first (to kill a worker mid-request).
         debug_delay = float(os.environ.get("GRADTRACE_DEBUG_TRACE_DELAY", "0") or 0)
         pool = WorkerPool(settings, debug_delay_s=debug_delay)
         app.state.pool = pool
+        app.state.store = SpecStore(settings.database_url, settings.sqlite_path)
+        app.state.cache = make_cache(settings.redis_url, settings.cache_entries, settings.cache_ttl_s)
+        app.state.ratelimiter = (
+            make_rate_limiter(settings.redis_url, settings.rate_per_minute)
+            if settings.rate_per_minute > 0
+            else None
+        )
+        app.state.inflight = {}
         warm = asyncio.create_task(asyncio.to_thread(pool.warm_up)) if settings.start_workers else None
+        log.info(
+            "permalinks on %s; cache %s", app.state.store.backend, "redis" if settings.redis_url else "memory"
+        )
         try:
             yield
         finally:
             if warm is not None:
                 await warm
             await asyncio.to_thread(pool.close)
+            await app.state.cache.close()
+            if app.state.ratelimiter is not None:
+                await app.state.ratelimiter.close()
+            app.state.store.close()
 
     app = FastAPI(
         title="gradtrace",
         version="1",
         summary="See what PyTorch autograd really does: the graph, the engine's order, every hook.",
+        description="Post a model spec, get the trace: the autograd graph as it was built, the backward "
+        "pass in the engine's real order, every hook, the real numbers. Errors are always "
+        '`{"error": {"code", "message", "path"}}`.',
         lifespan=lifespan,
         max_body_size=settings.max_body_bytes,
         docs_url="/docs",
@@ -57,8 +89,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.pool = None
     app.state.store = None
     install_error_handlers(app)
-    install_middleware(app, settings.cors_origins)
+    install_middleware(app, settings.cors_origins, settings.max_body_bytes)
     app.include_router(health.router)
+    app.include_router(api_router())
     app.include_router(embed_router(settings.frontend_dir))
+    install_openapi(app)
     mount_frontend(app, settings.frontend_dir)  # last: API routes win over static files
     return app

@@ -90,6 +90,7 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
         404: "no such resource",
         405: "method not allowed on this resource",
         413: "request body too large",
+        406: "not acceptable",
     }.get(status, "bad request")
     return error_response(status, code, message, None, getattr(exc, "headers", None))
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gradtrace.api.errors import envelope
 
 # The viewer is self-hosted (no CDN at run time): everything from 'self'; elkjs runs in a Web
 # Worker (worker-src blob: for the case it is started from a blob); images may be data: URLs
@@ -16,6 +19,13 @@ _CSP_BASE = (
 )
 CSP_FRAMEABLE = _CSP_BASE + "; frame-ancestors *"
 CSP_DEFAULT = _CSP_BASE + "; frame-ancestors 'none'"
+# /docs is FastAPI's Swagger UI page: an inline bootstrap script and swagger-ui from its CDN.
+# Only that page gets these sources (the viewer itself works offline).
+CSP_DOCS = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: https://fastapi.tiangolo.com; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 def _is_embed(path: str) -> bool:
@@ -33,7 +43,9 @@ class SecurityHeadersMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        embed = _is_embed(scope.get("path", ""))
+        path = scope.get("path", "")
+        embed = _is_embed(path)
+        csp = CSP_FRAMEABLE if embed else CSP_DOCS if path == "/docs" else CSP_DEFAULT
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -47,7 +59,7 @@ class SecurityHeadersMiddleware:
                 add("x-content-type-options", "nosniff")
                 add("referrer-policy", "strict-origin-when-cross-origin")
                 add("cross-origin-opener-policy", "same-origin")
-                add("content-security-policy", CSP_FRAMEABLE if embed else CSP_DEFAULT)
+                add("content-security-policy", csp)
                 if not embed:
                     add("x-frame-options", "DENY")
                 message["headers"] = headers
@@ -56,7 +68,38 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
-def install_middleware(app: FastAPI, cors_origins: tuple[str, ...]) -> None:
+class DeclaredBodySizeMiddleware:
+    """413 envelope for a too-large declared Content-Length, before reading a byte.
+
+    FastAPI's ``max_body_size`` counts streamed bytes (chunked bodies included) and raises
+    into our handlers; but for a declared length it answers plain text itself, so we answer
+    that case first, in the one envelope.
+    """
+
+    def __init__(self, app: ASGIApp, max_body_size: int) -> None:
+        self.app = app
+        self.max_body_size = max_body_size
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", []):
+                if name == b"content-length":
+                    if not value.isdigit() or int(value) > self.max_body_size:
+                        response = JSONResponse(
+                            envelope(
+                                "payload_too_large",
+                                f"request body too large (limit {self.max_body_size} bytes)",
+                            ),
+                            status_code=413,
+                            headers={"Connection": "close"},
+                        )
+                        await response(scope, receive, send)
+                        return
+                    break
+        await self.app(scope, receive, send)
+
+
+def install_middleware(app: FastAPI, cors_origins: tuple[str, ...], max_body_size: int) -> None:
     # CORS for the API: any page may call it (no cookies, no credentials are involved).
     app.add_middleware(
         CORSMiddleware,
@@ -66,4 +109,12 @@ def install_middleware(app: FastAPI, cors_origins: tuple[str, ...]) -> None:
         expose_headers=["ETag", "Retry-After", "X-Cache", "Location"],
         max_age=600,
     )
-    app.add_middleware(SecurityHeadersMiddleware)
+    # These two wrap the whole stack, outside FastAPI's own outermost middleware: its body
+    # limiter replaces any response to a too-large declared body with plain text, and the
+    # security headers must be on every response, error pages included.
+    build_stack = app.build_middleware_stack
+
+    def build_wrapped_stack() -> ASGIApp:
+        return SecurityHeadersMiddleware(DeclaredBodySizeMiddleware(build_stack(), max_body_size))
+
+    app.build_middleware_stack = build_wrapped_stack  # type: ignore[method-assign]

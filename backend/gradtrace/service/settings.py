@@ -50,15 +50,16 @@ class Settings:
     queue_limit: int = 8  # traces waiting beyond the busy workers before we shed load with 503
     # Request limits (before anything is parsed).
     max_body_bytes: int = 256 * 1024
-    # Per-client rate limit: a token bucket of `rate_burst` requests refilled at `rate_per_minute`.
-    rate_per_minute: int = 120
-    rate_burst: int = 30
+    # Per-client rate limit on /api/v1: requests per one-minute window (0 disables it).
+    rate_per_minute: int = 240
     cache_entries: int = 256
     cache_ttl_s: int = 7 * 24 * 3600
     cors_origins: tuple[str, ...] = ("*",)
     # Trust X-Forwarded-For from the proxy in front (compose); off when exposed directly.
     trust_proxy: bool = False
     start_workers: bool = True
+    # Absolute base of the permalink URLs (e.g. https://gradtrace.example); None: the request's.
+    public_url: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -80,10 +81,10 @@ class Settings:
             queue_limit=_int(env, "GRADTRACE_QUEUE_LIMIT", base.queue_limit),
             max_body_bytes=_int(env, "GRADTRACE_MAX_BODY_BYTES", base.max_body_bytes),
             rate_per_minute=_int(env, "GRADTRACE_RATE_PER_MINUTE", base.rate_per_minute),
-            rate_burst=_int(env, "GRADTRACE_RATE_BURST", base.rate_burst),
             cache_entries=_int(env, "GRADTRACE_CACHE_ENTRIES", base.cache_entries),
             cors_origins=tuple(o.strip() for o in origins.split(",") if o.strip())
             if origins
             else base.cors_origins,
+            public_url=env.get("GRADTRACE_PUBLIC_URL") or None,
             trust_proxy=env.get("GRADTRACE_TRUST_PROXY", "") in ("1", "true", "yes"),
         )

@@ -1,0 +1,113 @@
+"""Permalinks: ``POST /api/v1/specs`` stores a spec, ``GET /specs/{id}`` and ``/specs/{id}/trace``.
+
+The id is derived from the normalised spec's hash (same spec, same id; storing is
+idempotent), so stored specs and their traces are immutable: long Cache-Control + ETag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from gradtrace.api.body import check_spec, read_json
+from gradtrace.api.docs import ERROR_RESPONSES, SPEC_BODY, TRACE_RESPONSE
+from gradtrace.api.errors import ApiError
+from gradtrace.api.tracing import IMMUTABLE, not_modified, trace_response
+from gradtrace.service.hashing import PERMALINK_ID_LENGTH, permalink_id, spec_hash
+from gradtrace.service.store import StoreUnavailable
+
+router = APIRouter(tags=["permalinks"])
+
+_ID = re.compile(rf"^[a-z2-7]{{{PERMALINK_ID_LENGTH}}}$")
+
+
+def public_base(request: Request) -> str:
+    configured = request.app.state.settings.public_url
+    return (configured or str(request.base_url)).rstrip("/")
+
+
+def permalink_urls(base: str, spec_id: str) -> dict[str, str]:
+    return {
+        "id": spec_id,
+        "url": f"{base}/?spec={spec_id}",
+        "embed_url": f"{base}/embed/{spec_id}",
+        "diagram_url": f"{base}/api/v1/specs/{spec_id}/diagram.svg",
+    }
+
+
+async def _store_call(fn: Any, *args: Any) -> Any:
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except StoreUnavailable as exc:
+        raise ApiError(
+            503,
+            "store_unavailable",
+            "the permalink store is unavailable; retry shortly",
+            headers={"Retry-After": "5"},
+        ) from exc
+
+
+async def load_spec(request: Request, spec_id: str) -> dict[str, Any]:
+    """The stored (normalised) spec of a permalink, or the 404 envelope."""
+    if not _ID.match(spec_id):
+        raise ApiError(404, "permalink_not_found", "no permalink with this id", "/id")
+    spec = await _store_call(request.app.state.store.get, spec_id)
+    if spec is None:
+        raise ApiError(404, "permalink_not_found", "no permalink with this id", "/id")
+    return spec
+
+
+@router.post(
+    "/specs",
+    status_code=201,
+    summary="Store a spec: a permalink to the viewer, the embed player and the diagram",
+    description="Returns `{id, url, embed_url, diagram_url}`. The id is derived from the normalised "
+    "spec, so posting the same spec again returns the same id (200 instead of 201).",
+    openapi_extra=SPEC_BODY,
+    responses=ERROR_RESPONSES,
+)
+async def create_permalink(request: Request) -> JSONResponse:
+    doc = await read_json(request)
+    _, normalized = await check_spec(doc)
+    spec_id = permalink_id(normalized)
+    created = await _store_call(request.app.state.store.put, spec_id, spec_hash(normalized), normalized)
+    base = public_base(request)
+    return JSONResponse(
+        permalink_urls(base, spec_id),
+        status_code=201 if created else 200,
+        headers={"Location": f"{base}/api/v1/specs/{spec_id}"},
+    )
+
+
+@router.get(
+    "/specs/{spec_id}", summary="The stored (normalised) spec of a permalink", responses=ERROR_RESPONSES
+)
+async def get_permalink(request: Request, spec_id: str) -> Response:
+    etag = f'"{spec_id}"'  # content-addressed: the id is the spec's hash
+    early = not_modified(request, etag, IMMUTABLE)
+    if early is not None:
+        return early
+    spec = await load_spec(request, spec_id)
+    return JSONResponse(spec, headers={"ETag": etag, "Cache-Control": IMMUTABLE})
+
+
+@router.get(
+    "/specs/{spec_id}/trace",
+    summary="The trace of a stored spec (for the embed player); cached like POST /trace",
+    responses={200: TRACE_RESPONSE, **ERROR_RESPONSES},
+    response_class=Response,
+)
+async def get_permalink_trace(request: Request, spec_id: str) -> Response:
+    spec = await load_spec(request, spec_id)
+    _, normalized = await check_spec(spec)
+    return await trace_response(request, spec, normalized, cache_control=IMMUTABLE)
+
+
+# GET /specs/{spec_id}/diagram.svg — the static diagram of a permalink — is added by the
+# embed/export module: it loads the spec with ``load_spec``, gets the trace bytes with
+# ``gradtrace.api.tracing.trace_bytes`` and renders them with
+# ``gradtrace.render.diagram_svg(trace_dict, **options)``. Register it on this ``router``.

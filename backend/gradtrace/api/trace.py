@@ -1,0 +1,28 @@
+"""``POST /api/v1/trace``: a model spec in, its trace out."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from gradtrace.api.body import check_spec, read_json
+from gradtrace.api.docs import ERROR_RESPONSES, SPEC_BODY, TRACE_RESPONSE
+from gradtrace.api.tracing import trace_response
+
+router = APIRouter(tags=["trace"])
+
+
+@router.post(
+    "/trace",
+    summary="Trace a model spec",
+    description="Builds the model the spec describes with real PyTorch, runs its forward program and "
+    "steps with every hook recorded, and returns the trace. Identical specs are answered from a cache "
+    "keyed by the content hash of the normalised spec (`ETag`, `X-Cache: hit|miss`).",
+    openapi_extra=SPEC_BODY,
+    responses={200: TRACE_RESPONSE, **ERROR_RESPONSES},
+    response_class=Response,
+)
+async def post_trace(request: Request) -> Response:
+    doc = await read_json(request)
+    _, normalized = await check_spec(doc)
+    return await trace_response(request, doc, normalized)

@@ -1,0 +1,83 @@
+"""The trace cache: trace JSON bytes by content hash, in-process or shared through Redis.
+
+Traces are immutable for a given key (spec hash + engine fingerprint), so entries never
+need invalidation; the memory cache is an LRU bounded in entries and bytes, Redis entries
+expire after a TTL. A Redis outage degrades to misses (slower), never to errors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+_MAX_MEMORY_BYTES = 256 * 1024 * 1024
+
+
+class TraceCache(Protocol):
+    async def get(self, key: str) -> bytes | None: ...
+    async def set(self, key: str, value: bytes) -> None: ...
+    async def close(self) -> None: ...
+
+
+class MemoryCache:
+    def __init__(self, max_entries: int, max_bytes: int = _MAX_MEMORY_BYTES) -> None:
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
+
+    async def get(self, key: str) -> bytes | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    async def set(self, key: str, value: bytes) -> None:
+        if len(value) > self._max_bytes:
+            return
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old)
+        self._items[key] = value
+        self._bytes += len(value)
+        while self._items and (len(self._items) > self._max_entries or self._bytes > self._max_bytes):
+            _, dropped = self._items.popitem(last=False)
+            self._bytes -= len(dropped)
+
+    async def close(self) -> None:
+        self._items.clear()
+
+
+class RedisCache:
+    """Shared by every API replica: a trace computed by one is a hit on the others."""
+
+    PREFIX = "gradtrace:trace:"
+
+    def __init__(self, url: str, ttl_s: int) -> None:
+        import redis.asyncio as aioredis
+
+        self._redis = aioredis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._ttl = ttl_s
+
+    async def get(self, key: str) -> bytes | None:
+        try:
+            return await self._redis.get(self.PREFIX + key)
+        except Exception as exc:  # redis down: a miss, not an error
+            log.warning("redis cache get failed: %s", exc)
+            return None
+
+    async def set(self, key: str, value: bytes) -> None:
+        try:
+            await self._redis.set(self.PREFIX + key, value, ex=self._ttl)
+        except Exception as exc:
+            log.warning("redis cache set failed: %s", exc)
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def make_cache(redis_url: str | None, max_entries: int, ttl_s: int) -> TraceCache:
+    return RedisCache(redis_url, ttl_s) if redis_url else MemoryCache(max_entries)

@@ -1,0 +1,126 @@
+"""Permalinks: durable storage of specs by short content id, on SQLite or PostgreSQL.
+
+One code path for both: portable SQL (``INSERT … ON CONFLICT DO NOTHING`` exists in SQLite
+≥ 3.24 and PostgreSQL ≥ 9.5), ``?`` placeholders translated for psycopg, TEXT columns. The
+connection is opened lazily and reopened once after a failure (a restarted database).
+Storing is idempotent: the id is derived from the normalised spec, so the same spec stored
+twice is one row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS permalinks (
+    id TEXT PRIMARY KEY,
+    spec_hash TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    created_at TEXT NOT NULL
+)
+"""
+
+
+class StoreUnavailable(Exception):
+    """The database cannot be reached: the API answers 503, the data is not lost."""
+
+
+class SpecStore:
+    def __init__(self, database_url: str | None, sqlite_path: Path) -> None:
+        self._url = database_url
+        self._sqlite_path = sqlite_path
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self.backend = "postgresql" if database_url else "sqlite"
+
+    # -- connection ---------------------------------------------------------------------------
+    def _connect(self) -> Any:
+        if self._url:
+            import psycopg
+
+            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=5)
+        else:
+            self._sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self._sqlite_path, timeout=10, check_same_thread=False, isolation_level=None
+            )
+            conn.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(_SCHEMA)
+        return conn
+
+    def _sql(self, query: str) -> str:
+        return query.replace("?", "%s") if self._url else query
+
+    def _run(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._conn is None:
+                        self._conn = self._connect()
+                    cur = self._conn.execute(self._sql(query), params)
+                    return list(cur.fetchall()) if cur.description else []
+                except Exception as exc:
+                    self._drop()
+                    if attempt == 2 or not _is_connection_error(exc):
+                        log.warning("permalink store error: %s", exc)
+                        raise StoreUnavailable(str(exc)) from exc
+            raise AssertionError("unreachable")
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+
+    # -- operations ------------------------------------------------------------------------------
+    def put(self, spec_id: str, spec_hash: str, spec: dict[str, Any]) -> bool:
+        """Store a spec; True if this call created the row, False if it existed already."""
+        text = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        existing = self._run("SELECT spec_hash FROM permalinks WHERE id = ?", (spec_id,))
+        if existing:
+            if existing[0][0] != spec_hash:  # a 60-bit prefix collision: never overwrite user data
+                raise StoreUnavailable("permalink id collision")
+            return False
+        self._run(
+            "INSERT INTO permalinks (id, spec_hash, spec, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            (spec_id, spec_hash, text, created),
+        )
+        return True
+
+    def get(self, spec_id: str) -> dict[str, Any] | None:
+        rows = self._run("SELECT spec FROM permalinks WHERE id = ?", (spec_id,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def ping(self) -> bool:
+        try:
+            self._run("SELECT 1")
+            return True
+        except StoreUnavailable:
+            return False
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+
+def _is_connection_error(exc: Exception) -> bool:
+    if isinstance(exc, sqlite3.OperationalError):
+        return "locked" not in str(exc)
+    try:
+        import psycopg
+
+        return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+    except ImportError:  # pragma: no cover
+        return False
