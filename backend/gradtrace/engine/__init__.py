@@ -1,0 +1,16 @@
+"""The engine: the only package of gradtrace that imports torch.
+
+``run_spec`` traces a validated ModelSpec (the service calls it in a worker process);
+``trace_module`` traces a user's own nn.Module (the Python library).
+"""
+
+from gradtrace.engine.errors import TraceError
+from gradtrace.engine.run import trace_module
+
+__all__ = ["TraceError", "run_spec", "trace_module"]
+
+
+def run_spec(spec, limits):  # noqa: ANN001, ANN201 - imported lazily: spec code is E1's
+    from gradtrace.engine.run_spec import run_spec as _run_spec
+
+    return _run_spec(spec, limits)

@@ -1,0 +1,108 @@
+"""Analyses computed from what the capture saw: Linear W.grad rebuilt from (a, δ), gradient
+norms, diagnostics.
+
+The (a, δ) trick (seed 000): a Linear's weight gradient is the sum over every leading
+(batch, token) position and every call of δ ⊗ a, where a is the layer's input (forward hook)
+and δ the gradient arriving at the node that produced its output (node pre-hook). No full
+backward hooks are needed. The reconstruction is compared with what autograd accumulated into
+the weight in that pass (.grad after minus .grad before).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from gradtrace.engine.summarize import Summarizer, finite_or_name
+
+
+class LinearAnalysis:
+    """Snapshots of Linear weights' .grad around each backward pass, then reconstruction."""
+
+    def __init__(self, linear_calls: list[dict[str, Any]], weights: dict[str, torch.Tensor]) -> None:
+        self.linear_calls = linear_calls
+        self.weights = weights  # weight name -> parameter, for Linear layers only
+        self._before: dict[int, dict[str, torch.Tensor | None]] = {}
+        self._after: dict[int, dict[str, torch.Tensor | None]] = {}
+
+    def _snapshot(self) -> dict[str, torch.Tensor | None]:
+        return {name: None if w.grad is None else w.grad.detach().clone()
+                for name, w in self.weights.items()}
+
+    def before_pass(self, pass_index: int) -> None:
+        self._before[pass_index] = self._snapshot()
+
+    def after_pass(self, pass_index: int) -> None:
+        self._after[pass_index] = self._snapshot()
+
+    def build(self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer) -> list[dict]:
+        out: list[dict[str, Any]] = []
+        for pass_index in sorted(self._after):
+            pass_deltas = deltas.get(pass_index, {})
+            by_weight: dict[str, list[tuple[dict, torch.Tensor, torch.Tensor]]] = {}
+            for call in self.linear_calls:
+                runs = pass_deltas.get(call["node"])
+                if not runs or call["weight"] not in self.weights:
+                    continue
+                grads = runs[0]
+                delta = grads[call["output_nr"]] if call["output_nr"] < len(grads) else None
+                if delta is None:
+                    continue
+                by_weight.setdefault(call["weight"], []).append((call, call["a"], delta))
+            for weight, calls in by_weight.items():
+                rec = self._reconstruct(weight, pass_index, calls, summarize)
+                if rec is not None:
+                    out.append(rec)
+        return out
+
+    def _reconstruct(self, weight: str, pass_index: int, calls: list, summarize: Summarizer):
+        after = self._after[pass_index].get(weight)
+        if after is None:
+            return None
+        before = self._before[pass_index].get(weight)
+        grad = after if before is None else after - before
+        w = self.weights[weight]
+        recon = torch.zeros(w.shape, dtype=torch.float64)
+        for _call, a, delta in calls:
+            # einsum over all leading dims: (..., out) x (..., in) -> (out, in)
+            recon += torch.einsum("no,ni->oi", delta.reshape(-1, w.shape[0]).to(torch.float64),
+                                  a.reshape(-1, w.shape[1]).to(torch.float64))
+        error = float((recon - grad.to(torch.float64)).abs().max()) if grad.numel() else 0.0
+        scale = max(1.0, float(grad.abs().max())) if grad.numel() else 1.0
+        first = calls[0]
+        return {
+            "module": first[0]["module"], "weight": weight, "pass_index": pass_index,
+            "a_shape": list(first[1].shape), "delta_shape": list(first[2].shape),
+            "reconstructed": summarize(recon.to(grad.dtype)), "grad": summarize(grad),
+            "max_error": error if math.isfinite(error) else float("inf"),
+            "matches": bool(error <= 1e-6 * scale),
+            "a": [summarize(c[1]) for c in calls], "delta": [summarize(c[2]) for c in calls],
+        }
+
+
+def grad_norm(name: str, module: str | None, pass_index: int | None,
+              grad: torch.Tensor) -> dict[str, Any]:
+    norm = float(torch.linalg.vector_norm(grad.detach().to(torch.float64)))
+    return {"name": name, "module": module, "pass_index": pass_index, "norm": finite_or_name(norm)}
+
+
+def diagnostic(code: str, severity: str, message: str, **where: str | None) -> dict[str, Any]:
+    return {"code": code, "severity": severity, "message": message,
+            "node": where.get("node"), "module": where.get("module"), "tensor": where.get("tensor")}
+
+
+def reachable_from(roots: list[str], edges: list[dict[str, Any]]) -> set[str]:
+    """Node ids upstream of ``roots`` (following edges against data flow)."""
+    sources: dict[str, list[str]] = {}
+    for e in edges:
+        sources.setdefault(e["target"], []).append(e["source"])
+    seen = set(roots)
+    stack = list(roots)
+    while stack:
+        for s in sources.get(stack.pop(), []):
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return seen

@@ -1,0 +1,100 @@
+"""Recording a backward pass in the engine's real order.
+
+``register_prehook`` + ``register_hook`` on every known autograd node for the duration of one
+backward (or autograd.grad) call; every handle is removed in ``finally`` (never leave a hook
+behind). The gradient along each edge is the target's ``grad_inputs[slot]`` (``grad_inputs[k]``
+goes to ``next_functions[k]``).
+
+``.grad`` writes are recorded by a post-accumulate-grad hook on each leaf, registered once per
+trace before any user hook, so the ``grad_write`` event fires right after the real write
+(the value "before" is read in the AccumulateGrad node's pre-hook).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import torch
+
+from gradtrace.engine.graph_walk import is_accumulate_grad
+from gradtrace.engine.recorder import Recorder
+
+
+class BackwardCapture:
+    def __init__(self, recorder: Recorder, watch: set[str]) -> None:
+        self.recorder = recorder
+        self.watch = watch  # node ids whose incoming gradient (δ) the analyses need
+        # per pass: node id -> list of grad_outputs tensors (one per run of the node)
+        self.deltas: dict[int, dict[str, list[tuple]]] = {}
+        self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
+        self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
+
+    # ---- .grad writes -------------------------------------------------------------------
+    def _grad_write(self, leaf: torch.Tensor) -> None:
+        rec = self.recorder
+        known = rec.leaf_ids.get(id(leaf))
+        if known is None or known[0] is not leaf or rec.phase != "backward":
+            return
+        leaf_id = known[1]
+        before = self._before.pop(leaf_id, None)
+        rec.emit("grad_write", target=leaf_id, node=leaf_id,
+                 module=rec.by_id[leaf_id].get("module"),
+                 payload={"before": before, "after": rec.summarize(leaf.grad),
+                          "accumulated": before is not None})
+
+    @contextmanager
+    def grad_write_hooks(self, leaves: list[torch.Tensor]):
+        """Recording post-accumulate hooks on the leaves, for the whole trace."""
+        with ExitStack() as stack:
+            for leaf in leaves:
+                if leaf.requires_grad and leaf.grad_fn is None and id(leaf) not in self._acc_hooked:
+                    self._acc_hooked.add(id(leaf))
+                    stack.callback(leaf.register_post_accumulate_grad_hook(self._grad_write).remove)
+            yield
+
+    # ---- node hooks ---------------------------------------------------------------------
+    def _make_hooks(self, node_id: str, node: Any) -> tuple[Callable, Callable]:
+        rec = self.recorder
+        record = rec.by_id[node_id]
+        module = record.get("module")
+        leaf = node.variable if is_accumulate_grad(node) else None
+        leaf_id = record.get("variable")
+        watched = node_id in self.watch
+
+        def pre(grad_outputs: tuple) -> None:
+            rec.emit("node_pre", target=node_id, node=node_id, module=module,
+                     payload={"grad_outputs": [rec.summarize(g) for g in grad_outputs]})
+            if leaf is not None and leaf_id is not None:
+                self._before[leaf_id] = rec.summarize(leaf.grad) if leaf.grad is not None else None
+            if watched:
+                pass_deltas = self.deltas.setdefault(rec.pass_index, {})
+                pass_deltas.setdefault(node_id, []).append(
+                    tuple(None if g is None else g.detach().clone() for g in grad_outputs))
+
+        def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
+            if leaf is not None and id(leaf) not in self._acc_hooked:
+                self._grad_write(leaf)  # a leaf made inside the forward: no post-acc hook
+            seq = rec.emit("node_post", target=node_id, node=node_id, module=module, payload={
+                "grad_inputs": [rec.summarize(g) for g in grad_inputs],
+                "grad_outputs": [rec.summarize(g) for g in grad_outputs],
+            })
+            for slot, g in enumerate(grad_inputs):
+                edge = rec.edge_at.get((node_id, slot))
+                if edge is not None:
+                    edge["grads"].append({"pass_index": rec.pass_index, "seq": seq,
+                                          "value": rec.summarize(g)})
+
+        return pre, post
+
+    @contextmanager
+    def node_hooks(self):
+        """Pre and post hooks on every known autograd node, removed on exit."""
+        rec = self.recorder
+        with ExitStack() as stack:
+            for node_id, node in list(rec.node_objects.items()):
+                pre, post = self._make_hooks(node_id, node)
+                stack.callback(node.register_prehook(pre).remove)
+                stack.callback(node.register_hook(post).remove)
+            yield

@@ -1,0 +1,160 @@
+"""Recording a forward pass: module hooks on every module, node discovery as ops run.
+
+Node discovery uses a ``TorchFunctionMode``: after each torch call it walks the outputs'
+``grad_fn`` for nodes not seen yet (stopping at seen ones), so ``node_created`` events are
+emitted in real time, interleaved with the module events. Inside the mode's handler PyTorch
+has popped the mode, so a Python-level function (``F.multi_head_attention_forward``) is seen
+once and the walk picks up all nodes it created, sorted by creation order.
+
+Recording hooks return None: a returned value would replace the module's input/output.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from gradtrace.engine.graph_walk import walk_new
+from gradtrace.engine.recorder import Recorder
+
+
+def flat_tensors(obj: Any) -> list[torch.Tensor]:
+    """Tensors inside a (nested) tuple/list/dict, in order."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, tuple | list):
+        return [t for item in obj for t in flat_tensors(item)]
+    if isinstance(obj, dict):
+        return [t for item in obj.values() for t in flat_tensors(item)]
+    return []
+
+
+def _arg_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    out = [a for a in args if isinstance(a, torch.Tensor)]
+    for a in args:
+        if isinstance(a, tuple | list):
+            out.extend(t for t in a if isinstance(t, torch.Tensor))
+    out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor))
+    return out
+
+
+class _DiscoveryMode(TorchFunctionMode):
+    def __init__(self, capture: ForwardCapture) -> None:
+        super().__init__()
+        self.capture = capture
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if not self.capture.paused:
+            self.capture.after_op(args, kwargs, out)
+        return out
+
+
+class ForwardCapture:
+    """Module hooks + discovery mode for one model; use :meth:`recording` around forwards."""
+
+    def __init__(self, recorder: Recorder, root: nn.Module | None, module_paths: dict[int, str],
+                 param_names: dict[int, str]) -> None:
+        self.recorder = recorder
+        self.root = root
+        self.module_paths = module_paths
+        self.param_names = param_names
+        self.paused = False
+        # Linear calls for the (a, δ) analysis: module path, weight name, a, output node id
+        self.linear_calls: list[dict[str, Any]] = []
+
+    # ---- discovery ----------------------------------------------------------------------
+    def after_op(self, args: tuple, kwargs: dict, out: Any) -> None:
+        outs = flat_tensors(out) if not isinstance(out, torch.Tensor) else [out]
+        roots = [t.grad_fn for t in outs if t.grad_fn is not None]
+        if not roots:
+            return
+        self.paused = True
+        try:
+            self.discover_from(outs)
+            consumer = roots[0]
+            for t in _arg_tensors(args, kwargs):
+                if not t.requires_grad and t.grad_fn is None:
+                    self.recorder.no_grad_input(t, consumer)
+        finally:
+            self.paused = False
+
+    def discover_from(self, tensors: list[torch.Tensor]) -> None:
+        """Discover every unseen node behind ``tensors`` (used after backward passes too)."""
+        rec = self.recorder
+        roots = [t.grad_fn for t in tensors if t.grad_fn is not None]
+        new = walk_new(roots, rec.node_ids)
+        if not new:
+            return
+        produced: dict[Any, torch.Tensor] = {}
+        for t in tensors:
+            fn = t.grad_fn
+            if fn is not None and fn not in produced:
+                produced[fn] = t
+        rec.discover(new, produced)
+
+    # ---- module hooks -------------------------------------------------------------------
+    def _pre_hook(self, module: nn.Module, args: tuple) -> None:
+        path = self.module_paths.get(id(module))
+        if path is None:
+            return
+        rec = self.recorder
+        rec.module_stack.append(path)
+        self.paused = True
+        try:
+            rec.emit("module_forward_pre", target=path, module=path,
+                     payload={"inputs": [rec.summarize(t) for t in flat_tensors(args)]})
+        finally:
+            self.paused = False
+
+    def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
+        path = self.module_paths.get(id(module))
+        if path is None:
+            return
+        rec = self.recorder
+        self.paused = True
+        try:
+            if output is not None:
+                self.discover_from(flat_tensors(output))
+            rec.emit("module_forward", target=path, module=path, payload={
+                "inputs": [rec.summarize(t) for t in flat_tensors(args)],
+                "outputs": [rec.summarize(t) for t in flat_tensors(output)],
+            })
+            if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):
+                self._note_linear(path, module, args, output)
+        finally:
+            self.paused = False
+            if rec.module_stack and rec.module_stack[-1] == path:
+                rec.module_stack.pop()
+
+    def _note_linear(self, path: str, module: nn.Linear, args: tuple, output: torch.Tensor) -> None:
+        fn = output.grad_fn
+        node_id = self.recorder.node_ids.get(fn) if fn is not None else None
+        if node_id is None or not args or not isinstance(args[0], torch.Tensor):
+            return
+        self.linear_calls.append({
+            "module": path, "weight": self.param_names.get(id(module.weight)),
+            "a": args[0].detach(), "node": node_id, "output_nr": output.output_nr,
+        })
+
+    @contextmanager
+    def hooks_installed(self):
+        """Recording hooks on every module of the model, removed on exit whatever happens."""
+        with ExitStack() as stack:
+            if self.root is not None:
+                for module in self.root.modules():
+                    stack.callback(module.register_forward_pre_hook(self._pre_hook).remove)
+                    stack.callback(module.register_forward_hook(self._post_hook,
+                                                                always_call=True).remove)
+            yield
+
+    @contextmanager
+    def recording(self):
+        """The discovery mode is on inside this block (module hooks must already be on)."""
+        with _DiscoveryMode(self):
+            yield

@@ -1,0 +1,95 @@
+"""Walking the autograd graph: the domain facts about grad_fn nodes, in one place.
+
+* Walk iteratively (explicit stack) over ``next_functions``; ``(None, 0)`` means "no grad
+  needed there". Recursion would overflow on deep graphs (thousands of layers).
+* Leaves are ``AccumulateGrad`` nodes with a ``.variable``.
+* Creation order comes from the private ``Node._sequence_nr()``: :func:`raw_sequence_nr` is
+  the only caller of it in gradtrace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+_ACCUMULATE = "AccumulateGrad"
+# AccumulateGrad nodes report UINT64_MAX, which JSON readers cannot hold
+_NO_SEQUENCE = 2**63
+
+
+def op_name(node: Any) -> str:
+    """PyTorch's class name of an autograd node: "AddmmBackward0", "AccumulateGrad", …"""
+    return node.name().rsplit("::", 1)[-1]
+
+
+def is_accumulate_grad(node: Any) -> bool:
+    return hasattr(node, "variable") and op_name(node) == _ACCUMULATE
+
+
+def raw_sequence_nr(node: Any) -> int | None:
+    """The node's forward creation counter, or None for AccumulateGrad.
+
+    NOTE: ``_sequence_nr()`` is private PyTorch API (stable since 1.x; checked on 2.13 by
+    tests/engine/test_graph_walk.py). It is a per-thread counter that keeps increasing
+    across traces in one process, so callers subtract :func:`sequence_base` to get
+    trace-relative, deterministic numbers.
+    """
+    nr = node._sequence_nr()
+    return None if nr >= _NO_SEQUENCE else nr
+
+
+def sequence_base() -> int:
+    """The sequence number the next autograd node of this thread will get."""
+    with torch.enable_grad():
+        probe = torch.zeros((), requires_grad=True) * 1.0
+        nr = raw_sequence_nr(probe.grad_fn)
+    assert nr is not None
+    return nr + 1
+
+
+def next_nodes(node: Any) -> list[tuple[int, Any, int]]:
+    """(slot, source node, output_nr) for each input of ``node`` that needs a gradient."""
+    return [(slot, fn, nr) for slot, (fn, nr) in enumerate(node.next_functions) if fn is not None]
+
+
+def walk_new(roots: Iterable[Any], seen: set[Any] | dict[Any, Any]) -> list[Any]:
+    """Every node reachable from ``roots`` that is not in ``seen``, without entering seen nodes.
+
+    Iterative DFS; the result is unordered (callers sort by creation order). ``seen`` is not
+    modified.
+    """
+    found: dict[Any, None] = {}
+    stack = [r for r in roots if r is not None and r not in seen]
+    while stack:
+        node = stack.pop()
+        if node in found:
+            continue
+        found[node] = None
+        for fn, _nr in node.next_functions:
+            if fn is not None and fn not in seen and fn not in found:
+                stack.append(fn)
+    return list(found)
+
+
+def creation_sorted(nodes: list[Any]) -> list[Any]:
+    """Nodes in forward creation order, each AccumulateGrad just before its first consumer.
+
+    A leaf "appears when first used": sorting op nodes by sequence number and pulling in
+    their not-yet-placed AccumulateGrad inputs gives that order deterministically.
+    """
+    members = set(nodes)
+    ops = [n for n in nodes if raw_sequence_nr(n) is not None]
+    ops.sort(key=raw_sequence_nr)
+    placed: dict[Any, None] = {}
+    for op in ops:
+        for _slot, fn, _nr in next_nodes(op):
+            if fn in members and fn not in placed and raw_sequence_nr(fn) is None:
+                placed[fn] = None
+        placed[op] = None
+    # AccumulateGrad roots (a leaf used directly as a root) come last, in input order
+    for n in nodes:
+        if n not in placed:
+            placed[n] = None
+    return list(placed)

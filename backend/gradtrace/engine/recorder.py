@@ -1,0 +1,234 @@
+"""The event log and the graph under construction: ids, nodes, edges, events, passes.
+
+One Recorder per trace. Ids come from per-trace counters (``n0…`` in discovery order,
+``e0…``), never from ``id()``; the Recorder holds a reference to every autograd node and leaf
+it named until the trace is serialised, so Python cannot reuse an address meanwhile.
+Everything is kept as plain dicts in the shape of trace_schema and validated once at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gradtrace.engine.errors import TraceError
+from gradtrace.engine.graph_walk import (
+    creation_sorted,
+    is_accumulate_grad,
+    next_nodes,
+    op_name,
+    raw_sequence_nr,
+)
+from gradtrace.engine.summarize import Summarizer
+
+_SAVED_ATTRS: dict[type, list[str]] = {}
+
+
+def saved_attr_names(node: Any) -> list[str]:
+    """The node's ``_saved_*`` attributes (cached per node class: dir() is slow)."""
+    cls = type(node)
+    names = _SAVED_ATTRS.get(cls)
+    if names is None:
+        names = sorted(a for a in dir(node) if a.startswith("_saved_"))
+        _SAVED_ATTRS[cls] = names
+    return names
+
+
+def _plain(value: Any) -> Any:
+    """A saved non-tensor value as JSON: ints (SymInts too), floats, lists, else its str."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return value if not isinstance(value, float) or value == value else "NaN"
+    if isinstance(value, torch.SymInt):
+        return int(value)
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+class Recorder:
+    def __init__(self, summarize: Summarizer, sequence_base: int, max_nodes: int) -> None:
+        self.summarize = summarize
+        self.sequence_base = sequence_base
+        self.max_nodes = max_nodes
+        self.nodes: list[dict[str, Any]] = []
+        self.edges: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.passes: list[dict[str, Any]] = []
+        self.node_ids: dict[Any, str] = {}  # autograd node -> id (holds the node alive)
+        self.node_objects: dict[str, Any] = {}  # id -> autograd node
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.leaf_ids: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, node id)
+        self.leaf_names: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, name)
+        self.edge_at: dict[tuple[str, int], dict[str, Any]] = {}  # (target, slot) -> data edge
+        self.no_grad_edges: set[tuple[str, str]] = set()
+        self.module_stack: list[str] = []
+        self.pass_index = -1
+        self.phase = "forward"
+        self.in_pass = False
+
+    # ---- passes and events -------------------------------------------------------------
+    def begin_pass(self, phase: str, label: str, step: int | None) -> None:
+        self.pass_index += 1
+        self.phase = phase
+        self.in_pass = True
+        self.passes.append({"index": self.pass_index, "phase": phase, "label": label,
+                            "step": step, "first_seq": len(self.events), "last_seq": -1})
+        self.emit("pass_start", message=label)
+
+    def end_pass(self) -> None:
+        self.emit("pass_end", message=self.passes[-1]["label"])
+        self.passes[-1]["last_seq"] = len(self.events) - 1
+        self.in_pass = False
+
+    def emit(self, kind: str, *, target: str | None = None, node: str | None = None,
+             module: str | None = None, hook: int | None = None, message: str | None = None,
+             payload: dict[str, Any] | None = None) -> int:
+        seq = len(self.events)
+        self.events.append({"seq": seq, "pass_index": self.pass_index, "phase": self.phase,
+                            "kind": kind, "target": target, "node": node, "module": module,
+                            "hook": hook, "message": message, "payload": payload or {}})
+        return seq
+
+    def current_module(self) -> str | None:
+        return self.module_stack[-1] if self.module_stack else None
+
+    # ---- nodes --------------------------------------------------------------------------
+    def _new_id(self) -> str:
+        return f"n{len(self.nodes)}"
+
+    def _add_node(self, obj: Any, fields: dict[str, Any]) -> dict[str, Any]:
+        node_id = self._new_id()
+        record = {"id": node_id, "saved": [], "inserted": False, "requires_grad": False,
+                  "retains_grad": False, "pass_index": self.pass_index, **fields}
+        self.nodes.append(record)
+        self.by_id[node_id] = record
+        if obj is not None:
+            self.node_ids[obj] = node_id
+            self.node_objects[node_id] = obj
+        seq = self.emit("node_created", target=node_id, node=node_id, module=record.get("module"))
+        record["created_seq"] = seq
+        return record
+
+    def leaf(self, tensor: torch.Tensor) -> str:
+        """The tensor node of a leaf (created on first use), named after its spec/param name."""
+        known = self.leaf_ids.get(id(tensor))
+        if known is not None and known[0] is tensor:
+            return known[1]
+        named = self.leaf_names.get(id(tensor))
+        name = named[1] if named is not None and named[0] is tensor else None
+        module = name.rsplit(".", 1)[0] if name and "." in name else None
+        record = self._add_node(None, {
+            "kind": "tensor", "label": name or "tensor", "tensor": name,
+            "role": "parameter" if tensor.requires_grad else "input",
+            "shape": list(tensor.shape), "dtype": str(tensor.dtype).removeprefix("torch."),
+            "module": module, "requires_grad": tensor.requires_grad,
+            "value": self.summarize(tensor),
+        })
+        self.leaf_ids[id(tensor)] = (tensor, record["id"])
+        return record["id"]
+
+    def discover(self, new_nodes: list[Any], produced: dict[Any, torch.Tensor]) -> None:
+        """Give ids to autograd nodes not seen before, emit their node_created events.
+
+        ``produced`` maps a node to the tensor it produced (its value), where known.
+        """
+        if not new_nodes:
+            return
+        if len(self.nodes) + 2 * len(new_nodes) > self.max_nodes:
+            raise TraceError("too_many_nodes",
+                             f"the autograd graph has more than max_nodes={self.max_nodes} nodes")
+        for obj in creation_sorted(new_nodes):
+            if is_accumulate_grad(obj):
+                self._add_accumulate(obj)
+            else:
+                self._add_op(obj, produced.get(obj))
+
+    def _add_accumulate(self, obj: Any) -> None:
+        variable = obj.variable
+        leaf_id = self.leaf(variable)
+        leaf = self.by_id[leaf_id]
+        record = self._add_node(obj, {
+            "kind": "op", "label": "AccumulateGrad", "op": "AccumulateGrad", "role": None,
+            "module": leaf.get("module"), "creation_order": None, "variable": leaf_id,
+            "requires_grad": True, "tensor": leaf.get("tensor"),
+        })
+        leaf["grad_fn"] = record["id"]
+        self._add_edge(leaf_id, record["id"], "leaf", None, 0)
+
+    def _add_op(self, obj: Any, tensor: torch.Tensor | None) -> None:
+        raw = raw_sequence_nr(obj)
+        name = op_name(obj)
+        fields: dict[str, Any] = {
+            "kind": "op", "label": name, "op": name, "role": "intermediate",
+            "module": self.current_module(), "requires_grad": True,
+            "creation_order": None if raw is None else raw - self.sequence_base,
+            "inserted": name == "BackwardHookFunctionBackward",
+            "saved": self._saved(obj),
+        }
+        if tensor is not None:
+            fields.update(shape=list(tensor.shape), dtype=str(tensor.dtype).removeprefix("torch."),
+                          value=self.summarize(tensor))
+        record = self._add_node(obj, fields)
+        for slot, source, output_nr in next_nodes(obj):
+            source_id = self.node_ids.get(source)
+            if source_id is None:  # a source outside the walk (cannot happen for real graphs)
+                continue
+            self._add_edge(source_id, record["id"], "data", slot, output_nr)
+
+    def _saved(self, obj: Any) -> list[dict[str, Any]]:
+        """Saved tensors/values, read now: backward frees them (DESIGN)."""
+        out: list[dict[str, Any]] = []
+        for attr in saved_attr_names(obj):
+            try:
+                value = getattr(obj, attr)
+            except RuntimeError:  # already freed or modified in place: nothing to show
+                continue
+            if isinstance(value, torch.Tensor):
+                out.append({"name": attr, "value": self.summarize(value)})
+            elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
+                for k, t in enumerate(value):
+                    out.append({"name": f"{attr}[{k}]", "value": self.summarize(t)})
+            else:
+                out.append({"name": attr, "scalar": _plain(value)})
+        return out
+
+    def _add_edge(self, source: str, target: str, kind: str, slot: int | None,
+                  output_nr: int) -> dict[str, Any]:
+        edge = {"id": f"e{len(self.edges)}", "source": source, "target": target, "kind": kind,
+                "slot": slot, "output_nr": output_nr, "requires_grad": kind != "no_grad",
+                "grads": []}
+        self.edges.append(edge)
+        if kind == "data" and slot is not None:
+            self.edge_at[(target, slot)] = edge
+        return edge
+
+    def no_grad_input(self, tensor: torch.Tensor, consumer: Any) -> None:
+        """A leaf that does not require grad, consumed by ``consumer``: a dashed edge."""
+        target = self.node_ids.get(consumer)
+        if target is None:
+            return
+        source = self.leaf(tensor)
+        if (source, target) not in self.no_grad_edges:
+            self.no_grad_edges.add((source, target))
+            self._add_edge(source, target, "no_grad", None, 0)
+
+    def name_tensor(self, name: str, tensor: torch.Tensor) -> None:
+        """The program assigned ``name``: label the node that produced the tensor."""
+        fn = tensor.grad_fn
+        node_id = self.node_ids.get(fn) if fn is not None else None
+        if node_id is None and tensor.grad_fn is None:
+            known = self.leaf_ids.get(id(tensor))
+            node_id = known[1] if known is not None and known[0] is tensor else None
+        if node_id is None:
+            return
+        record = self.by_id[node_id]
+        if record.get("tensor") is None:
+            record["tensor"] = name
+            if record["kind"] == "tensor":
+                record["label"] = name
+        if record.get("value") is None and record["kind"] == "op":
+            record.update(shape=list(tensor.shape), value=self.summarize(tensor),
+                          dtype=str(tensor.dtype).removeprefix("torch."))

@@ -1,0 +1,95 @@
+"""Entry points: trace a user's nn.Module (the library) — and a spec (see run_spec below)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradtrace.engine.analyses import diagnostic
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
+from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
+from gradtrace.trace_schema import TraceDoc
+
+
+def _input_names(inputs: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
+    if len(inputs) == 1:
+        return {"x": inputs[0]}
+    return {f"x{k}": t for k, t in enumerate(inputs)}
+
+
+def _retained_names(retain_grad: Any) -> set[str]:
+    if retain_grad is True:
+        return {"output"}
+    if not retain_grad:
+        return set()
+    return set(retain_grad)
+
+
+def trace_module(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], Any] | None = None, *,
+                 max_nodes: int = LIBRARY_MAX_NODES, value_budget: int = DEFAULT_VALUE_BUDGET,
+                 retain_grad: Any = None, title: str | None = None) -> TraceDoc:
+    """Trace one forward and one backward of ``model(*inputs)`` (the library's entry point).
+
+    ``inputs``: a tensor or a tuple of tensors, named ``x`` (or ``x0, x1, …``) in the trace.
+    ``loss_fn(output)`` gives the scalar to backward; without it a scalar output is the loss
+    and a non-scalar output is reduced with ``.sum()`` (a diagnostic says so).
+    ``retain_grad``: True (keep ``output.grad``) or names among "output", "loss".
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    inputs = tuple(inputs)
+    bad = [k for k, t in enumerate(inputs) if not isinstance(t, torch.Tensor)]
+    if bad:
+        raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is "
+                        f"{type(inputs[bad[0]]).__name__}")
+    retained = _retained_names(retain_grad)
+    session = TraceSession(model, _input_names(inputs), max_nodes=max_nodes,
+                           value_budget=value_budget)
+    try:
+        def forward() -> torch.Tensor:
+            output = model(*inputs)
+            session.name("output", output)
+            if "output" in retained and isinstance(output, torch.Tensor):
+                output.retain_grad()
+                session.retained["output"] = output
+            loss = _loss_of(output, loss_fn, session)
+            session.name("loss", loss)
+            if "loss" in retained:
+                loss.retain_grad()
+                session.retained["loss"] = loss
+            return loss
+
+        loss = session.forward(forward)
+        try:
+            session.backward_pass("backward", "loss", None, loss.backward)
+        except RuntimeError:
+            pass  # recorded as an error event with PyTorch's message
+        return session.finish(source="module", spec=None,
+                              title=title or f"{type(model).__name__} forward and backward")
+    finally:
+        session.close()
+
+
+def _loss_of(output: Any, loss_fn: Callable[[Any], Any] | None, session: TraceSession) -> torch.Tensor:
+    if loss_fn is not None:
+        loss = loss_fn(output)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise ValueError("loss_fn(output) must return a scalar tensor, got "
+                             + (f"shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor)
+                                else type(loss).__name__))
+        return loss
+    if not isinstance(output, torch.Tensor):
+        raise ValueError(f"the model returned {type(output).__name__}, not a tensor: "
+                         "pass loss_fn to turn it into a scalar")
+    if output.numel() == 1:
+        return output
+    session.diagnostics.append(diagnostic(
+        "output_reduced", "info",
+        f"the output has shape {tuple(output.shape)}, not a scalar, and no loss_fn was given: "
+        "backward ran on output.sum()"))
+    return output.sum()

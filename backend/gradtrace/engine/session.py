@@ -1,0 +1,239 @@
+"""One trace in progress: the recorder, the captures and the analyses, wired together.
+
+Both entry points (a spec, or a user's nn.Module) drive a TraceSession: ``forward(...)``
+inside the discovery mode, then ``backward(...)``/``grad(...)`` passes, then ``finish()``
+assembles the TraceDoc. The session owns every hook it installs (an ExitStack closed in
+``close()``) and restores grad mode itself.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradtrace.engine import graph_walk
+from gradtrace.engine.analyses import LinearAnalysis, diagnostic, grad_norm, reachable_from
+from gradtrace.engine.backward_capture import BackwardCapture
+from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.recorder import Recorder
+from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET, Summarizer
+from gradtrace.trace_schema import TraceDoc
+
+LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
+
+
+class TraceSession:
+    def __init__(self, root: nn.Module | None, leaves: dict[str, torch.Tensor], *,
+                 max_nodes: int = LIBRARY_MAX_NODES, value_budget: int = DEFAULT_VALUE_BUDGET,
+                 root_path: str = "") -> None:
+        self.root = root
+        self.summarize = Summarizer(value_budget)
+        self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
+        self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
+        self.params: dict[str, torch.Tensor] = {}
+        module_paths: dict[int, str] = {}
+        self.module_types: dict[str, tuple[str, str | None, list[str]]] = {}
+        if root is not None:
+            for path, module in root.named_modules():
+                full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
+                module_paths[id(module)] = full
+                parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
+                names = [f"{path}.{n}" if path else n
+                         for n, _ in module.named_parameters(recurse=False)]
+                self.module_types[full] = (type(module).__name__, parent, names)
+            self.params = dict(root.named_parameters())
+        for name, tensor in {**self.params, **self.leaves}.items():
+            self.recorder.leaf_names[id(tensor)] = (tensor, name)
+        self.forward_capture = ForwardCapture(self.recorder, root, module_paths,
+                                              {id(p): n for n, p in self.params.items()})
+        self.backward_capture = BackwardCapture(self.recorder, set())
+        linear_weights = {f"{p}.weight" if p else "weight": m.weight
+                          for p, m in (root.named_modules() if root is not None else [])
+                          if isinstance(m, nn.Linear)}
+        self.linear = LinearAnalysis(self.forward_capture.linear_calls, linear_weights)
+        self.env: dict[str, Any] = {}  # named tensors of the program (values)
+        self.retained: dict[str, torch.Tensor] = {}
+        self.diagnostics: list[dict[str, Any]] = []
+        self.grad_norms: list[dict[str, Any]] = []
+        self.backward_roots: list[str] = []
+        self.module_hooks: dict[str, list[dict[str, Any]]] = {}
+        self._stack = ExitStack()
+        self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
+        warnings.simplefilter("always")
+        self._stack.enter_context(self.forward_capture.hooks_installed())
+        self._stack.enter_context(self.backward_capture.grad_write_hooks(
+            list(self.params.values()) + list(self.leaves.values())))
+        self._forwards = 0
+        self._backwards: dict[str, int] = {}
+
+    def close(self) -> None:
+        self._stack.close()
+
+    # ---- passes -------------------------------------------------------------------------
+    def forward(self, run: Callable[[], Any], step: int | None = None) -> Any:
+        """Run ``run()`` as a recorded forward pass; returns what it returns."""
+        self._forwards += 1
+        rec = self.recorder
+        rec.begin_pass("forward", f"forward #{self._forwards}", step)
+        try:
+            with torch.enable_grad(), self.forward_capture.recording():
+                return run()
+        except Exception as exc:
+            if step is not None:  # a forward step: an error event (the first forward raises)
+                self.error_event(exc, step)
+            raise
+        finally:
+            rec.module_stack.clear()
+            rec.end_pass()
+
+    def name(self, name: str, value: Any) -> None:
+        """The program assigned ``name`` (called while the forward runs)."""
+        if isinstance(value, torch.Tensor):
+            self.env[name] = value
+            self.forward_capture.paused = True
+            try:
+                self.forward_capture.discover_from([value])
+                self.recorder.name_tensor(name, value)
+            finally:
+                self.forward_capture.paused = False
+
+    def backward_pass(self, kind: str, of: str, step: int | None, call: Callable[[], Any]) -> Any:
+        """Run ``call()`` (a backward or autograd.grad) with every node hooked."""
+        count = self._backwards[kind] = self._backwards.get(kind, 0) + 1
+        rec = self.recorder
+        rec.begin_pass("backward", f"{kind} #{count} of {of}", step)
+        pass_index = rec.pass_index
+        root = self.env.get(of)
+        if isinstance(root, torch.Tensor) and root.grad_fn in rec.node_ids:
+            self.backward_roots.append(rec.node_ids[root.grad_fn])
+        self._watch_linear_outputs()
+        self.linear.before_pass(pass_index)
+        result = None
+        try:
+            with torch.enable_grad(), self.backward_capture.node_hooks():
+                result = call()
+            self.linear.after_pass(pass_index)
+            self._note_grad_norms(pass_index)
+            return result
+        except Exception as exc:
+            self.error_event(exc, step)
+            raise
+        finally:
+            self._discover_created_in_backward(result)
+            rec.end_pass()
+
+    def _watch_linear_outputs(self) -> None:
+        self.backward_capture.watch.update(c["node"] for c in self.forward_capture.linear_calls)
+
+    def _discover_created_in_backward(self, result: Any) -> None:
+        """create_graph backwards build new nodes (in the engine): find them afterwards."""
+        tensors = [t.grad for t in self.all_leaves() if t.grad is not None]
+        tensors += flat_tensors(result)
+        self.forward_capture.paused = True
+        try:
+            self.forward_capture.discover_from(tensors)
+        finally:
+            self.forward_capture.paused = False
+
+    def all_leaves(self) -> list[torch.Tensor]:
+        return list(self.params.values()) + [t for t in self.leaves.values() if t.requires_grad]
+
+    def _note_grad_norms(self, pass_index: int) -> None:
+        for name, p in self.params.items():
+            if p.grad is not None:
+                module = name.rsplit(".", 1)[0] if "." in name else None
+                self.grad_norms.append(grad_norm(name, module, pass_index, p.grad))
+
+    # ---- errors in steps ----------------------------------------------------------------
+    def error_event(self, exc: BaseException, step: int | None) -> None:
+        """An ``error`` event with PyTorch's exact message, inside the pass it broke."""
+        if getattr(exc, "_gradtrace_recorded", False):
+            return
+        rec = self.recorder
+        opened = not rec.in_pass
+        if opened:
+            rec.begin_pass("step", f"error in step {step}", step)
+        rec.emit("error", message=str(exc), payload={"exception": type(exc).__name__, "step": step})
+        if opened:
+            rec.end_pass()
+        exc._gradtrace_recorded = True  # type: ignore[attr-defined]
+
+    def step_error(self, exc: BaseException, step: int, skipped: int) -> None:
+        self.error_event(exc, step)
+        if skipped:
+            self.diagnostics.append(diagnostic(
+                "steps_skipped", "error",
+                f"step {step} failed ({type(exc).__name__}); the {skipped} later step(s) were not run"))
+        if "BackwardHookFunctionBackward" in str(exc):
+            self.diagnostics.append(diagnostic(
+                "inplace_after_hook", "error",
+                "an in-place operation modified the output of a module that has a full backward "
+                "hook; PyTorch forbids this (the hook's BackwardHookFunctionBackward node returns "
+                "a view)"))
+
+    # ---- assembling the trace -----------------------------------------------------------
+    def finish(self, *, source: str, title: str, spec: dict[str, Any] | None) -> TraceDoc:
+        self.close()
+        rec = self.recorder
+        values = {n: self.summarize(t) for n, t in sorted(self.leaves.items())}
+        values.update({n: self.summarize(t) for n, t in self.env.items()})
+        grads: dict[str, Any] = {}
+        for name, t in list(self.params.items()) + list(self.leaves.items()):
+            if t.requires_grad:
+                grads[name] = self.summarize(t.grad) if t.grad is not None else None
+        for name, t in self.retained.items():
+            grads[name] = self.summarize(t.grad) if t.grad is not None else None
+        for name, t in self.all_leaves_named():
+            if t.grad is not None:
+                module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
+                self.grad_norms.append(grad_norm(name, module, None, t.grad))
+        self._diagnose()
+        modules = [{"path": path, "type": typ, "parent": parent, "parameters": params,
+                    "hooks": self.module_hooks.get(path, [])}
+                   for path, (typ, parent, params) in self.module_types.items()]
+        doc = {
+            "torch_version": torch.__version__, "source": source, "title": title, "spec": spec,
+            "graph": {"nodes": rec.nodes, "edges": rec.edges, "modules": modules},
+            "events": rec.events, "passes": rec.passes,
+            "values": values, "grads": dict(sorted(grads.items())),
+            "analyses": {"linear": self.linear.build(self.backward_capture.deltas, self.summarize),
+                         "grad_norms": self.grad_norms, "diagnostics": self.diagnostics},
+            "limits": {"max_nodes": rec.max_nodes, "value_budget": self.summarize.value_budget,
+                       "values_truncated": self.summarize.values_truncated},
+        }
+        return TraceDoc.model_validate(doc)
+
+    def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
+        return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
+
+    def _diagnose(self) -> None:
+        rec = self.recorder
+        if self.backward_roots:
+            connected = reachable_from(self.backward_roots, rec.edges)
+            for name, t in self.env.items():
+                fn = t.grad_fn
+                node = rec.node_ids.get(fn) if fn is not None else None
+                if node is not None and node not in connected:
+                    self.diagnostics.append(diagnostic(
+                        "detached_branch", "info",
+                        f"'{name}' is not connected to what backward was called on: "
+                        "no gradient reaches it", node=node, tensor=name))
+            for name, t in self.env.items():
+                if t.grad_fn is not None and name not in self.retained:
+                    self.diagnostics.append(diagnostic(
+                        "grad_not_retained", "info",
+                        f"'{name}' is an intermediate tensor: its .grad is None unless "
+                        "retain_grad is asked for it", tensor=name))
+        seen: set[str] = set()
+        for w in self._warnings:
+            text = str(w.message)
+            if text in seen:
+                continue
+            seen.add(text)
+            code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
+            self.diagnostics.append(diagnostic(code, "warning", text))

@@ -1,0 +1,93 @@
+"""``Trace``: the library's handle on one trace document (no torch needed to use it)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from gradtrace.trace_schema import Event, TensorValue, TraceDoc
+
+_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def tensor_array(value: TensorValue) -> Any:
+    """A TensorValue as a numpy array (None when only stats were kept)."""
+    import numpy as np
+
+    if value.values is not None:
+        flat = np.array([_NON_FINITE.get(v, v) if isinstance(v, str) else v
+                         for v in value.values], dtype=np.float64)
+    elif value.data is not None:
+        flat = np.frombuffer(base64.b64decode(value.data), dtype="<f4").astype(np.float32)
+    else:
+        return None
+    return flat.reshape(value.shape)
+
+
+class Trace:
+    """A recorded trace: ``doc`` is the TraceDoc (trace_schema), the public format."""
+
+    def __init__(self, doc: TraceDoc) -> None:
+        self.doc = doc
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trace:
+        return cls(TraceDoc.model_validate(data))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trace:
+        return cls(TraceDoc.model_validate_json(Path(path).read_text(encoding="utf-8")))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Strict JSON data: non-finite numbers are already strings ("NaN", "Infinity")."""
+        return self.doc.model_dump(mode="json")
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, indent=indent, sort_keys=False)
+
+    def save(self, path: str | Path) -> Path:
+        """Save as ``.json`` here; ``.html``/``.svg`` are drawn by gradtrace.render."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".json":
+            path.write_text(self.to_json(), encoding="utf-8")
+            return path
+        if suffix in (".html", ".svg"):
+            from gradtrace import render
+
+            render.save(self, path)
+            return path
+        raise ValueError(f"cannot save a trace as {suffix or 'a file without suffix'!r}: "
+                         "use .json, .html or .svg")
+
+    def _repr_html_(self) -> str:
+        from gradtrace import render
+
+        return render.notebook_html(self)
+
+    # ---- convenience --------------------------------------------------------------------
+    @property
+    def events(self) -> list[Event]:
+        return self.doc.events
+
+    @property
+    def grads(self) -> dict[str, Any]:
+        """Final ``.grad`` of every named leaf and retained tensor, as numpy arrays."""
+        return {k: None if v is None else tensor_array(v) for k, v in self.doc.grads.items()}
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Forward value of every named tensor, as numpy arrays."""
+        return {k: tensor_array(v) for k, v in self.doc.values.items()}
+
+    def value(self, name: str) -> Any:
+        if name not in self.doc.values:
+            raise KeyError(f"no tensor named {name!r}; named tensors: {sorted(self.doc.values)}")
+        return tensor_array(self.doc.values[name])
+
+    def __repr__(self) -> str:
+        d = self.doc
+        return (f"<gradtrace.Trace {d.title!r}: {len(d.graph.nodes)} nodes, "
+                f"{len(d.graph.edges)} edges, {len(d.events)} events>")

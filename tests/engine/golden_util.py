@@ -1,0 +1,56 @@
+"""Golden trace files: structure compared exactly, floats approximately.
+
+Regenerate with ``GRADTRACE_UPDATE_GOLDEN=1 .venv/bin/pytest tests/engine/test_golden.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("GRADTRACE_UPDATE_GOLDEN") == "1"
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+
+
+def assert_same(actual: Any, expected: Any, path: str = "$") -> None:
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), path
+        assert sorted(actual) == sorted(expected), f"{path}: keys {sorted(actual)} != {sorted(expected)}"
+        for k in expected:
+            if k == "data" and isinstance(expected[k], str) and isinstance(actual[k], str):
+                a = np.frombuffer(base64.b64decode(actual[k]), "<f4")
+                e = np.frombuffer(base64.b64decode(expected[k]), "<f4")
+                assert a.shape == e.shape and np.allclose(a, e, rtol=1e-5, atol=1e-6), f"{path}.data"
+            elif k == "torch_version":
+                continue
+            else:
+                assert_same(actual[k], expected[k], f"{path}.{k}")
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), f"{path}: length"
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_same(a, e, f"{path}[{i}]")
+    elif isinstance(expected, float) and not isinstance(expected, bool):
+        assert isinstance(actual, int | float) and _close(actual, expected), f"{path}: {actual} != {expected}"
+    else:
+        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def check_golden(name: str, trace_dict: dict[str, Any]) -> None:
+    path = GOLDEN / f"{name}.json"
+    if UPDATE or not path.exists():
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(json.dumps(trace_dict, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+        if not UPDATE:
+            raise AssertionError(f"golden file {path.name} was missing: written, rerun the test")
+        return
+    assert_same(trace_dict, json.loads(path.read_text(encoding="utf-8")))
