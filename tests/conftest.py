@@ -9,10 +9,13 @@ own environment (other limits, PostgreSQL, Redis) and stops them at the end of t
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -113,3 +116,142 @@ def server_factory(tmp_path: Path) -> Iterator:
     yield start
     for server in started:
         server.stop()
+
+
+# --- PostgreSQL and Redis from Debian's packages, on loopback, for the duration of the session ---
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _as_nobody() -> list[str]:
+    # postgres refuses to run as root: run it (and initdb) as an unprivileged user.
+    return ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
+
+
+def _pg_bin(name: str) -> str:
+    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
+    if not found:
+        pytest.skip("PostgreSQL server binaries are not installed (make system)")
+    return str(found[-1])
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL cluster in a temp dir on a free loopback port; yields its URL."""
+    # Not under pytest's tmp dir: that is mode 0700 root, which the postgres user cannot enter.
+    base = Path(tempfile.mkdtemp(prefix="gradtrace-pg-"))
+    data, sock = base / "data", base / "sock"
+    sock.mkdir()
+    if os.geteuid() == 0:
+        nobody = pwd.getpwnam("nobody")
+        for p in (base, sock):
+            os.chown(p, nobody.pw_uid, nobody.pw_gid)
+    port = free_port()
+    subprocess.run(
+        [
+            *_as_nobody(),
+            _pg_bin("initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    opts = f"-h 127.0.0.1 -p {port} -k {sock} -c fsync=off -c full_page_writes=off"
+    subprocess.run(
+        [
+            *_as_nobody(),
+            _pg_bin("pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(base / "pg.log"),
+            "-o",
+            opts,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=90,
+    )
+    try:
+        subprocess.run(
+            [
+                *_as_nobody(),
+                _pg_bin("createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "gradtrace",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+        yield f"postgresql://postgres@127.0.0.1:{port}/gradtrace"
+    finally:
+        subprocess.run(
+            [*_as_nobody(), _pg_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A redis-server on a free loopback port, no persistence; yields its URL."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed (make system)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            exe,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+            "--daemonize",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        raise RuntimeError("redis-server did not start")
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
