@@ -58,6 +58,19 @@ def envelope(code: str, message: str, path: str | None = None, **extra: Any) -> 
     return {"error": body}
 
 
+class SafeJSONResponse(JSONResponse):
+    """JSON with <, > and & escaped: quoted user text can never become markup anywhere."""
+
+    def render(self, content: Any) -> bytes:
+        return (
+            super()
+            .render(content)
+            .replace(b"<", b"\\u003c")
+            .replace(b">", b"\\u003e")
+            .replace(b"&", b"\\u0026")
+        )
+
+
 def error_response(
     status: int,
     code: str,
@@ -66,7 +79,7 @@ def error_response(
     headers: dict[str, str] | None = None,
     **extra: Any,
 ) -> JSONResponse:
-    return JSONResponse(envelope(code, message, path, **extra), status_code=status, headers=headers)
+    return SafeJSONResponse(envelope(code, message, path, **extra), status_code=status, headers=headers)
 
 
 def _pointer(loc: tuple[Any, ...] | list[Any]) -> str:

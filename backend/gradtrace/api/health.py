@@ -23,6 +23,15 @@ async def readyz(request: Request) -> JSONResponse:
     pool = state.pool
     if pool is None or not pool.ready:
         return error_response(503, "not_ready", "workers are starting", headers={"Retry-After": "2"})
+    if pool.in_flight >= pool.workers:
+        # Every worker is tracing: a ping would queue behind them. Busy is alive.
+        if not pool.alive():
+            return error_response(
+                503, "workers_down", "the worker pool is broken", headers={"Retry-After": "2"}
+            )
+        return JSONResponse(
+            {"status": "ready", "worker_pid": None, "in_flight": pool.in_flight, "busy": True}
+        )
     try:
         pid = await asyncio.to_thread(pool.ping, 5.0)
     except Exception:
@@ -32,4 +41,4 @@ async def readyz(request: Request) -> JSONResponse:
         return error_response(
             503, "store_down", "the permalink store is unreachable", headers={"Retry-After": "2"}
         )
-    return JSONResponse({"status": "ready", "worker_pid": pid, "in_flight": pool.in_flight})
+    return JSONResponse({"status": "ready", "worker_pid": pid, "in_flight": pool.in_flight, "busy": False})

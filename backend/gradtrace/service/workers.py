@@ -91,6 +91,14 @@ class WorkerPool:
                 self._pool = None
 
     @property
+    def workers(self) -> int:
+        return self._settings.workers
+
+    def alive(self) -> bool:
+        with self._lock:
+            return self._pool is not None and self._pool.active
+
+    @property
     def in_flight(self) -> int:
         return self._in_flight
 

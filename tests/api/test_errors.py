@@ -1,0 +1,187 @@
+"""Every 4xx of the contract over a real server, with its exact envelope, and no 500s."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from specs import seed_002, tiny
+
+JSON = {"content-type": "application/json"}
+
+
+def envelope(r: httpx.Response) -> dict:
+    body = r.json()
+    assert set(body) == {"error"}, body
+    err = body["error"]
+    assert {"code", "message", "path"} <= set(err), err
+    assert isinstance(err["code"], str) and isinstance(err["message"], str) and err["message"]
+    return err
+
+
+def post(url: str, content: bytes | str, headers: dict | None = None) -> httpx.Response:
+    return httpx.post(url, content=content, headers=headers if headers is not None else JSON, timeout=60)
+
+
+@pytest.mark.parametrize("endpoint", ["/api/v1/trace", "/api/v1/specs"])
+def test_415_when_not_json(live_server: str, endpoint: str) -> None:
+    r = post(live_server + endpoint, json.dumps(tiny("t")), {"content-type": "text/plain"})
+    assert r.status_code == 415
+    assert envelope(r) == {
+        "code": "unsupported_media_type",
+        "message": "send the spec as JSON with Content-Type: application/json",
+        "path": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "fragment"),
+    [
+        (b"", "invalid_json", "empty"),
+        (b'{"spec_version": 1,', "invalid_json", "line 1, column 20"),
+        (b'{"spec_version": NaN}', "non_finite_number", "NaN"),
+        (b'{"seed": Infinity}', "non_finite_number", "Infinity"),
+        (b'{"seed": -Infinity}', "non_finite_number", "-Infinity"),
+        (b"\xff\xfe{}", "invalid_json", "UTF-8"),
+    ],
+)
+def test_400_bad_json_names_the_problem(live_server: str, body: bytes, code: str, fragment: str) -> None:
+    r = post(live_server + "/api/v1/trace", body)
+    assert r.status_code == 400
+    err = envelope(r)
+    assert err["code"] == code and fragment in err["message"]
+
+
+def test_nan_in_an_integer_field_is_400_not_500(live_server: str) -> None:
+    body = json.dumps(tiny("nan"))[:-1] + ', "seed": NaN}'
+    r = post(live_server + "/api/v1/trace", body)
+    assert r.status_code == 400 and envelope(r)["code"] == "non_finite_number"
+
+
+def test_413_declared_body_too_large(live_server: str) -> None:
+    spec = tiny("big")
+    spec["description"] = "x" * 300_000
+    r = post(live_server + "/api/v1/trace", json.dumps(spec))
+    assert r.status_code == 413
+    assert envelope(r) == {
+        "code": "payload_too_large",
+        "message": "request body too large (limit 262144 bytes)",
+        "path": None,
+    }
+
+
+def test_413_chunked_body_too_large(live_server: str) -> None:
+    def chunks():
+        yield b'{"title": "'
+        for _ in range(40):
+            yield b"y" * 10_000
+        yield b'"}'
+
+    r = httpx.post(live_server + "/api/v1/trace", content=chunks(), headers=JSON, timeout=60)
+    assert r.status_code == 413
+    assert envelope(r)["code"] == "payload_too_large"
+
+
+def test_413_json_nested_too_deeply(live_server: str) -> None:
+    r = post(live_server + "/api/v1/trace", b"[" * 200_000)
+    assert r.status_code == 413 and envelope(r)["code"] == "too_deep"
+
+
+def test_422_spec_error_points_at_the_program_line(live_server: str) -> None:
+    spec = seed_002(forward=["x1 = f0(x)", "y = f1(x1", "loss = (y - 1) ** 2"])
+    r = post(live_server + "/api/v1/trace", json.dumps(spec))
+    assert r.status_code == 422
+    err = envelope(r)
+    assert err["code"] == "program_syntax"
+    assert err["path"] == "/forward/1"
+    assert err["line"] == 2 or isinstance(err.get("column"), int)
+
+
+def test_422_undefined_name_is_named(live_server: str) -> None:
+    spec = seed_002(forward=["x1 = f0(x)", "y = f1(x2)", "loss = (y - 1) ** 2"])
+    r = post(live_server + "/api/v1/trace", json.dumps(spec))
+    assert r.status_code == 422
+    err = envelope(r)
+    assert err["path"] == "/forward/1" and "x2" in err["message"]
+
+
+def test_422_wrong_structure(live_server: str) -> None:
+    for doc in ([], "spec", 3, {"spec_version": 99}):
+        r = post(live_server + "/api/v1/trace", json.dumps(doc))
+        assert r.status_code == 422, (doc, r.text)
+        envelope(r)
+
+
+def test_413_declared_tensor_over_the_element_limit(live_server: str) -> None:
+    spec = tiny("huge")
+    spec["inputs"] = {"x": {"shape": [2000, 2000], "init": "randn", "requires_grad": True}}
+    r = post(live_server + "/api/v1/trace", json.dumps(spec))
+    assert r.status_code == 413
+    err = envelope(r)
+    assert err["code"] == "limit_exceeded" and err["path"] == "/inputs/x"
+    assert "4,000,000" in err["message"]
+
+
+def test_overflowing_shape_is_refused_before_allocation(live_server: str) -> None:
+    # torch.Size([2**40, 2**40]).numel() is 0: the check must be in Python ints, in the API.
+    spec = tiny("overflow")
+    spec["inputs"] = {"x": {"shape": [2**40, 2**40], "init": "randn", "requires_grad": True}}
+    r = post(live_server + "/api/v1/trace", json.dumps(spec))
+    assert r.status_code in (413, 422)
+    assert envelope(r)["path"].startswith("/inputs/x")
+
+
+def test_user_text_is_never_echoed_unescaped(live_server: str) -> None:
+    spec = tiny("xss")
+    spec["forward"] = ["y = <script>alert(1)</script>"]
+    r = post(live_server + "/api/v1/trace", json.dumps(spec))
+    assert r.status_code == 422
+    assert b"<script>" not in r.content and b"<" not in r.content
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_404_envelopes(live_server: str) -> None:
+    for path, code in [
+        ("/api/v1/specs/aaaaaaaaaaaa", "permalink_not_found"),
+        ("/api/v1/specs/not-an-id!", "permalink_not_found"),
+        ("/api/v1/specs/aaaaaaaaaaaa/trace", "permalink_not_found"),
+        ("/api/v1/examples/no-such-example", "example_not_found"),
+        ("/api/v1/no/such/route", "not_found"),
+    ]:
+        r = httpx.get(live_server + path)
+        assert r.status_code == 404, path
+        assert envelope(r)["code"] == code, path
+
+
+def test_405_wrong_method_is_an_envelope(live_server: str) -> None:
+    r = httpx.get(live_server + "/api/v1/trace")
+    assert r.status_code == 405
+    assert envelope(r)["code"] == "method_not_allowed"
+
+
+def test_security_headers_and_csp(live_server: str) -> None:
+    r = httpx.get(live_server + "/api/v1/specs/aaaaaaaaaaaa")
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+    e = httpx.get(live_server + "/embed/aaaaaaaaaaaa")
+    assert "frame-ancestors *" in e.headers["content-security-policy"]
+    assert "x-frame-options" not in e.headers
+
+
+def test_cors_preflight_and_simple_requests(live_server: str) -> None:
+    r = httpx.options(
+        live_server + "/api/v1/trace",
+        headers={
+            "Origin": "https://docs.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type",
+        },
+    )
+    assert r.status_code == 200
+    assert r.headers["access-control-allow-origin"] in ("*", "https://docs.example")
+    assert "POST" in r.headers["access-control-allow-methods"]
+    g = httpx.get(live_server + "/api/v1/schema/spec", headers={"Origin": "https://docs.example"})
+    assert g.headers["access-control-allow-origin"] == "*"
