@@ -1,0 +1,66 @@
+// SVG/XML as strings: escaping and element helpers. Pure; shared by every exporter.
+// Everything user-controlled (labels, titles, module paths) goes through esc(), so a tensor
+// named "<script>" stays text and the document stays well-formed XML.
+
+/** Escape text or an attribute value for XML (also drops characters XML 1.0 forbids). */
+export function esc(value) {
+  return String(value ?? "")
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, "")
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;");
+}
+
+/** Round a coordinate so the file stays small and diffs stay stable. */
+export function num(x) {
+  const r = Math.round(Number(x) * 10) / 10;
+  return Object.is(r, -0) ? "0" : String(r);
+}
+
+/** ` a="1" b="2"` from an object; null/undefined/false values are left out. */
+export function attrs(obj) {
+  let out = "";
+  for (const [k, v] of Object.entries(obj)) {
+    if (v === null || v === undefined || v === false) continue;
+    out += ` ${k}="${esc(typeof v === "number" ? num(v) : v)}"`;
+  }
+  return out;
+}
+
+/** One element: tag(name, {attrs}, children...) with children already serialised. */
+export function tag(name, attributes = {}, ...children) {
+  const body = children.flat().filter((c) => c !== null && c !== undefined && c !== "").join("");
+  return body ? `<${name}${attrs(attributes)}>${body}</${name}>` : `<${name}${attrs(attributes)}/>`;
+}
+
+/** Text content element (escaped). */
+export function text(attributes, content) {
+  return `<text${attrs(attributes)}>${esc(content)}</text>`;
+}
+
+/** An SVG path "d" through polyline points. */
+export function polylinePath(points) {
+  return points.map((p, i) => `${i ? "L" : "M"}${num(p.x)} ${num(p.y)}`).join(" ");
+}
+
+/** The point a fraction `f` of the way along a polyline, by length. */
+export function pointAlong(points, f) {
+  if (!points || points.length === 0) return { x: 0, y: 0 };
+  const seg = [];
+  let total = 0;
+  for (let i = 1; i < points.length; i++) {
+    const d = Math.hypot(points[i].x - points[i - 1].x, points[i].y - points[i - 1].y);
+    seg.push(d);
+    total += d;
+  }
+  let half = total * f;
+  for (let i = 1; i < points.length; i++) {
+    if (half <= seg[i - 1] && seg[i - 1] > 0) {
+      const t = half / seg[i - 1];
+      return { x: points[i - 1].x + t * (points[i].x - points[i - 1].x), y: points[i - 1].y + t * (points[i].y - points[i - 1].y) };
+    }
+    half -= seg[i - 1];
+  }
+  return points[points.length - 1];
+}
