@@ -168,7 +168,7 @@ export const LAYOUT_OPTIONS = {
   "elk.edgeRouting": "ORTHOGONAL",
   "elk.layered.thoroughness": "1",
   "elk.spacing.nodeNode": "28",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "44",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "56",
   "elk.spacing.edgeNode": "16",
   "elk.layered.spacing.edgeNodeBetweenLayers": "16",
   "elk.padding": "[top=16,left=16,bottom=16,right=16]",

@@ -1,0 +1,52 @@
+// The only module that calls fetch. Relative URLs (one origin), stale requests aborted, and the
+// API's error envelope {"error": {"code", "message", "path"}} turned into an ApiError.
+
+export class ApiError extends Error {
+  constructor(status, code, message, path) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.path = path || null;
+  }
+}
+
+async function request(url, options = {}) {
+  let resp;
+  try {
+    resp = await fetch(url, options);
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError(0, "network", `cannot reach the server: ${err.message}`);
+  }
+  const text = await resp.text();
+  let body = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!resp.ok) {
+    const e = (body && body.error) || {};
+    const detail = body && Array.isArray(body.detail) ? body.detail.map((d) => d.msg).join("; ") : null;
+    throw new ApiError(resp.status, e.code || "http_error", e.message || detail || `HTTP ${resp.status}`, e.path);
+  }
+  return body;
+}
+
+const json = (body) => ({ method: "POST", headers: { "Content-Type": "application/json" }, body });
+
+let traceController = null;
+
+export const api = {
+  examples: () => request("/api/v1/examples"),
+  example: (id) => request(`/api/v1/examples/${encodeURIComponent(id)}`),
+  /** POST the spec text as is (the server names the bad field or line); aborts the previous call. */
+  trace(specText) {
+    if (traceController) traceController.abort();
+    traceController = new AbortController();
+    return request("/api/v1/trace", { ...json(specText), signal: traceController.signal });
+  },
+  share: (specText) => request("/api/v1/specs", json(specText)),
+  savedSpec: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}`),
+  savedTrace: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}/trace`),
+};

@@ -1,0 +1,125 @@
+// Pan, zoom, fit, follow-the-active-node and the minimap. Owns one transform on the viewport
+// group; knows nothing about traces or frames.
+
+import { svgEl } from "./dom.js";
+
+export function createCamera(svg, viewport, minimapSvg) {
+  let k = 1;
+  let tx = 0;
+  let ty = 0;
+  let content = { width: 1, height: 1 };
+  let miniView = null;
+  let userMoved = false;
+
+  const size = () => {
+    const r = svg.getBoundingClientRect();
+    return { w: r.width || 800, h: r.height || 600 };
+  };
+
+  function apply() {
+    viewport.setAttribute("transform", `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`);
+    if (miniView) {
+      const { w, h } = size();
+      miniView.setAttribute("x", -tx / k);
+      miniView.setAttribute("y", -ty / k);
+      miniView.setAttribute("width", w / k);
+      miniView.setAttribute("height", h / k);
+    }
+  }
+
+  /** Fit the whole graph, but never zoom in past 1.25 nor out past what keeps labels legible. */
+  function fit() {
+    const { w, h } = size();
+    const scale = Math.min(w / content.width, h / content.height, 1.25);
+    // Tall autograd graphs would shrink to nothing: keep labels readable and show the top instead.
+    k = Math.max(scale, 0.8);
+    tx = (w - content.width * k) / 2;
+    ty = content.height * k <= h ? (h - content.height * k) / 2 : 8;
+    if (content.width * k > w) tx = 8;
+    userMoved = false;
+    apply();
+  }
+
+  /** Keep the box in view: pan only when it is (nearly) off-screen, so the picture stays calm. */
+  function follow(box) {
+    if (!box) return;
+    const { w, h } = size();
+    const left = box.x * k + tx;
+    const top = box.y * k + ty;
+    const right = left + box.width * k;
+    const bottom = top + box.height * k;
+    const margin = 40;
+    if (left >= margin && top >= margin && right <= w - margin && bottom <= h - margin) return;
+    tx = w / 2 - (box.x + box.width / 2) * k;
+    ty = h / 2 - (box.y + box.height / 2) * k;
+    apply();
+  }
+
+  function zoomAt(factor, cx, cy) {
+    const nk = Math.max(0.05, Math.min(4, k * factor));
+    tx = cx - ((cx - tx) * nk) / k;
+    ty = cy - ((cy - ty) * nk) / k;
+    k = nk;
+    userMoved = true;
+    apply();
+  }
+
+  svg.addEventListener("wheel", (e) => {
+    e.preventDefault();
+    const r = svg.getBoundingClientRect();
+    zoomAt(Math.exp(-e.deltaY * 0.0015), e.clientX - r.left, e.clientY - r.top);
+  }, { passive: false });
+
+  let drag = null;
+  svg.addEventListener("pointerdown", (e) => {
+    if (e.button !== 0 || e.target.closest(".gt-node")) return;
+    drag = { x: e.clientX, y: e.clientY, tx, ty, moved: false };
+    svg.setPointerCapture(e.pointerId);
+  });
+  svg.addEventListener("pointermove", (e) => {
+    if (!drag) return;
+    tx = drag.tx + e.clientX - drag.x;
+    ty = drag.ty + e.clientY - drag.y;
+    userMoved = true;
+    apply();
+  });
+  const end = () => (drag = null);
+  svg.addEventListener("pointerup", end);
+  svg.addEventListener("pointercancel", end);
+
+  /** The minimap: every node as a dot-sized rect, plus the current view; click to jump. */
+  function drawMinimap(layout) {
+    if (!minimapSvg) return;
+    minimapSvg.setAttribute("viewBox", `0 0 ${layout.width} ${layout.height}`);
+    const dots = layout.nodes.map((n) => svgEl("rect", { x: n.x, y: n.y, width: n.width, height: n.height, class: `gt-mini-node gt-role-${n.role || n.kind}` }));
+    miniView = svgEl("rect", { class: "gt-mini-view" });
+    minimapSvg.replaceChildren(...dots, miniView);
+    minimapSvg.onclick = (e) => {
+      const r = minimapSvg.getBoundingClientRect();
+      const s = Math.min(r.width / layout.width, r.height / layout.height);
+      const ox = (r.width - layout.width * s) / 2;
+      const oy = (r.height - layout.height * s) / 2;
+      const x = (e.clientX - r.left - ox) / s;
+      const y = (e.clientY - r.top - oy) / s;
+      const { w, h } = size();
+      tx = w / 2 - x * k;
+      ty = h / 2 - y * k;
+      userMoved = true;
+      apply();
+    };
+  }
+
+  return {
+    setContent(layout) {
+      content = { width: Math.max(1, layout.width), height: Math.max(1, layout.height) };
+      drawMinimap(layout);
+      fit();
+    },
+    fit,
+    follow,
+    zoomIn: () => { const { w, h } = size(); zoomAt(1.25, w / 2, h / 2); },
+    zoomOut: () => { const { w, h } = size(); zoomAt(0.8, w / 2, h / 2); },
+    get userMoved() { return userMoved; },
+    get transform() { return { k, tx, ty }; },
+  };
+}

@@ -1,0 +1,76 @@
+// Downloads of what is on screen: SVG of the current view (graph.css inlined so it renders
+// anywhere), PNG (that SVG rasterised on a canvas), and the trace JSON exactly as received.
+
+/** The text of graph.css as loaded by this page (linked stylesheet or inline <style>). */
+export function graphCssText() {
+  for (const sheet of document.styleSheets) {
+    const owner = sheet.ownerNode;
+    const isGraph = (sheet.href && sheet.href.endsWith("graph.css")) || (owner && owner.id === "gt-graph-css");
+    if (!isGraph) continue;
+    try {
+      return [...sheet.cssRules].map((r) => r.cssText).join("\n");
+    } catch {
+      return "";
+    }
+  }
+  return "";
+}
+
+/** A standalone SVG string of the whole graph in its current frame and theme. */
+export function currentSvgText(svg, layout, themeClass) {
+  const clone = svg.cloneNode(true);
+  const vp = clone.querySelector(".gt-viewport");
+  if (vp) vp.removeAttribute("transform"); // the export shows the whole graph, not the camera
+  clone.setAttribute("xmlns", "http://www.w3.org/2000/svg");
+  clone.setAttribute("viewBox", `0 0 ${Math.ceil(layout.width)} ${Math.ceil(layout.height)}`);
+  clone.setAttribute("width", Math.ceil(layout.width));
+  clone.setAttribute("height", Math.ceil(layout.height));
+  clone.setAttribute("class", `gt-graph ${themeClass}`);
+  clone.removeAttribute("style");
+  const style = document.createElementNS("http://www.w3.org/2000/svg", "style");
+  // Exports are still pictures: no travel animation, no transitions.
+  style.textContent = `${graphCssText()}\n.gt-node,.gt-edge path{transition:none!important;animation:none!important}`;
+  clone.insertBefore(style, clone.firstChild);
+  const bg = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+  bg.setAttribute("width", "100%");
+  bg.setAttribute("height", "100%");
+  bg.setAttribute("fill", "var(--gt-bg)");
+  clone.insertBefore(bg, style.nextSibling);
+  return new XMLSerializer().serializeToString(clone);
+}
+
+export function saveBlob(blob, filename) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+/** Rasterise an SVG string to a PNG blob (scale 2 for crisp text, capped for huge graphs). */
+export function svgToPngBlob(svgText, width, height) {
+  return new Promise((resolve, reject) => {
+    const scale = Math.min(2, 16000 / Math.max(width, height));
+    const img = new Image();
+    const url = URL.createObjectURL(new Blob([svgText], { type: "image/svg+xml" }));
+    img.onload = () => {
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.max(1, Math.round(width * scale));
+      canvas.height = Math.max(1, Math.round(height * scale));
+      const ctx = canvas.getContext("2d");
+      ctx.scale(scale, scale);
+      ctx.drawImage(img, 0, 0, width, height);
+      URL.revokeObjectURL(url);
+      canvas.toBlob((b) => (b ? resolve(b) : reject(new Error("PNG encoding failed"))), "image/png");
+    };
+    img.onerror = () => reject(new Error("the SVG could not be rasterised"));
+    img.src = url;
+  });
+}
+
+export function slug(text) {
+  return String(text || "gradtrace").toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "gradtrace";
+}

@@ -1,0 +1,24 @@
+// Lazy, worker-backed ELK for the browser: the ~1.6 MB layout engine loads only when a graph
+// needs laying out (precomputed layouts skip it) and runs off the main thread.
+
+const BASE = "/vendor/elkjs/";
+let pending = null;
+
+function loadScript(src) {
+  return new Promise((resolve, reject) => {
+    const s = document.createElement("script");
+    s.src = src;
+    s.onload = resolve;
+    s.onerror = () => reject(new Error(`could not load the layout engine (${src})`));
+    document.head.append(s);
+  });
+}
+
+/** One shared ELK instance whose layouts run in a Web Worker. */
+export function loadElk() {
+  if (!pending) {
+    pending = (window.ELK ? Promise.resolve() : loadScript(`${BASE}elk-api.js`)).then(() => new window.ELK({ workerUrl: `${BASE}elk-worker.min.js` }));
+    pending.catch(() => (pending = null));
+  }
+  return pending;
+}

@@ -1,0 +1,88 @@
+// The timeline panel: phase bands over the scrubber and the list of every event, colour-coded by
+// kind. Linked both ways: clicking an event seeks to it; markEvents(ids) highlights a node's events.
+
+import { h } from "./dom.js";
+import { formatTensorChip } from "./format.js";
+import { passBands } from "./timeline.js";
+import { prettyName } from "./layout.js";
+
+function summary(ev, names) {
+  const p = ev.payload || {};
+  const who = ev.node ? names.get(ev.node) || ev.node : ev.module !== null && ev.module !== undefined ? ev.module || "(root)" : ev.target || "";
+  switch (ev.kind) {
+    case "node_post":
+      return `${who} → grad_inputs ${(p.grad_inputs || []).map(formatTensorChip).join(", ")}`;
+    case "node_pre":
+      return `${who} ← grad_outputs ${(p.grad_outputs || []).map(formatTensorChip).join(", ")}`;
+    case "grad_write":
+      return `${who}.grad ${p.accumulated ? "+=" : "="} → ${formatTensorChip(p.after)}`;
+    case "tensor_hook":
+    case "post_accumulate_grad":
+      return `${who} grad ${formatTensorChip(p.grad)}`;
+    case "hook_action":
+      return `${who} ${JSON.stringify(p.action || {})}`;
+    case "error":
+      return `${p.exception || "Error"}: ${ev.message || ""}`;
+    default:
+      return [who, ev.message].filter(Boolean).join(" ");
+  }
+}
+
+export function createEventList({ listEl, bandsEl, onPick }) {
+  let rows = [];
+  let current = -1;
+  let marked = [];
+
+  function draw(trace, timeline) {
+    const names = new Map(trace.graph.nodes.map((n) => [n.id, n.kind === "tensor" ? prettyName(n.label) : prettyName(n.tensor) || n.op]));
+    const total = Math.max(1, timeline.events.length);
+    bandsEl.replaceChildren(
+      ...passBands(timeline).map((b) =>
+        h("button", {
+          class: `band band--${b.phase}`,
+          style: `left:${(100 * b.from) / total}%;width:${(100 * (b.to - b.from + 1)) / total}%`,
+          title: b.label,
+          text: b.label,
+          type: "button",
+          onclick: () => onPick(b.from),
+        }),
+      ),
+    );
+    const frag = document.createDocumentFragment();
+    rows = timeline.events.map((ev, i) => {
+      const row = h("li", { class: `ev ev--${ev.kind} ev--${ev.phase}`, "data-seq": i, "data-node": timeline.eventNode[i] || "" }, [
+        h("span", { class: "ev-seq", text: String(i) }),
+        h("span", { class: "ev-kind", text: ev.kind }),
+        h("span", { class: "ev-text", text: summary(ev, names) }),
+      ]);
+      frag.append(row);
+      return row;
+    });
+    listEl.replaceChildren(frag);
+    listEl.onclick = (e) => {
+      const row = e.target.closest("li[data-seq]");
+      if (row) onPick(Number(row.dataset.seq), row.dataset.node || null);
+    };
+    current = -1;
+    marked = [];
+  }
+
+  function setCurrent(i) {
+    if (rows[current]) rows[current].classList.remove("is-current");
+    current = i;
+    const row = rows[i];
+    if (!row) return;
+    row.classList.add("is-current");
+    // Scroll the list itself (not the page) so the current event stays visible.
+    const top = row.offsetTop;
+    if (top < listEl.scrollTop || top > listEl.scrollTop + listEl.clientHeight - row.offsetHeight) listEl.scrollTop = top - listEl.clientHeight / 2;
+  }
+
+  function markEvents(seqs) {
+    for (const i of marked) rows[i]?.classList.remove("is-marked");
+    marked = seqs;
+    for (const i of marked) rows[i]?.classList.add("is-marked");
+  }
+
+  return { draw, setCurrent, markEvents };
+}

@@ -1,0 +1,288 @@
+// Composition root: create the store, renderer, camera, player and panels, and wire them.
+// Data comes from the API, or — for standalone HTML and notebooks — from an embedded
+// <script type="application/json" id="gradtrace-data"> with no network request at all.
+
+import { createStore, readHash, writeHash } from "./state.js";
+import { createRenderer } from "./render.js";
+import { createCamera } from "./camera.js";
+import { createPlayer } from "./player.js";
+import { bindControls } from "./controls.js";
+import { buildTimeline, frameAt, stepCount, eventsOfNode } from "./timeline.js";
+import { layoutGraph, defaultCollapsed } from "./layout.js";
+import { renderInspector } from "./inspector.js";
+import { createEventList } from "./eventlist.js";
+import { createEditor } from "./editor.js";
+import { bindShareAndExport } from "./share.js";
+import { api, ApiError } from "./api.js";
+import { loadElk } from "./elk.js";
+
+const $ = (id) => document.getElementById(id);
+const body = document.body;
+const embedded = readEmbeddedData();
+const mode = embedded?.mode || body.dataset.mode || "full";
+body.dataset.mode = mode;
+
+const store = createStore(readHash(location.hash));
+const renderer = createRenderer($("graph"));
+const camera = createCamera($("graph"), renderer.viewport, $("minimap"));
+const editor = $("spec") ? createEditor({ textarea: $("spec"), gutter: $("gutter"), errorEl: $("spec-error") }) : null;
+const events = $("events") ? createEventList({ listEl: $("events"), bandsEl: $("bands"), onPick: pickEvent }) : createEventList({ listEl: document.createElement("ol"), bandsEl: $("bands"), onPick: pickEvent });
+let trace = null;
+let timeline = null;
+let frame = null;
+let layoutCache = null;
+
+const player = createPlayer({
+  count: 0,
+  onStep: (i) => store.set({ step: i }),
+  onPlayingChange: (p) => controls.setPlayLabel(p),
+});
+const controls = bindControls({
+  el: { play: $("play"), back: $("step-back"), forward: $("step-forward"), restart: $("restart"), slider: $("timeline"), speed: $("speed"), counter: $("counter") },
+  player,
+  store,
+  getCount: () => (timeline ? stepCount(timeline) : 0),
+});
+
+function readEmbeddedData() {
+  const el = document.getElementById("gradtrace-data");
+  if (!el) return null;
+  try {
+    return JSON.parse(el.textContent);
+  } catch (err) {
+    setStatus(`embedded data is not valid JSON: ${err.message}`, true);
+    return null;
+  }
+}
+
+function setStatus(text, isError = false) {
+  const el = $("status");
+  if (!el) return;
+  el.textContent = text || "";
+  el.classList.toggle("is-error", isError);
+  body.classList.toggle("has-error", isError);
+}
+
+function applyTheme() {
+  const t = store.get().theme || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
+  document.documentElement.classList.toggle("gt-theme-dark", t === "dark");
+  document.documentElement.classList.toggle("gt-theme-light", t !== "dark");
+}
+
+function collapsedSet() {
+  const s = store.get().collapsed;
+  return new Set(s ? s.split(",").filter(Boolean) : []);
+}
+
+// ---- painting one step ---------------------------------------------------------------------
+
+function paint() {
+  if (!timeline) return;
+  const count = stepCount(timeline);
+  const step = Math.min(store.get().step, Math.max(0, count - 1));
+  frame = frameAt(timeline, step);
+  renderer.paint(frame);
+  const ev = frame.event;
+  const label = ev ? `${frame.pass.label} · ${ev.kind}${ev.message ? ": " + ev.message : ""}` : "";
+  controls.showStep(step, count, label);
+  const cur = $("current-event");
+  if (cur) cur.textContent = label;
+  events.setCurrent(step);
+  body.dataset.step = String(step);
+  body.dataset.phase = frame.pass.phase;
+  if (frame.node && (player.playing || !camera.userMoved)) camera.follow(renderer.boxOf(frame.node));
+  renderSelection();
+}
+
+function renderSelection() {
+  const id = store.get().node;
+  renderer.select(id);
+  body.classList.toggle("has-selection", Boolean(id));
+  if (timeline && frame) renderInspector($("inspector"), { trace, timeline, frame, id });
+}
+
+// ---- loading traces ------------------------------------------------------------------------
+
+async function relayout(precomputed) {
+  const { inserted } = store.get();
+  setStatus("laying out…");
+  let layout = precomputed;
+  if (!layout) {
+    const elk = await loadElk();
+    layout = await layoutGraph(trace, { elk, collapsed: collapsedSet(), showInserted: inserted });
+  }
+  layoutCache = layout;
+  renderer.draw(layout, trace);
+  camera.setContent(layout);
+  setStatus("");
+}
+
+async function showTrace(t, precomputedLayout = null) {
+  trace = t;
+  timeline = buildTimeline(trace);
+  player.pause();
+  player.setCount(stepCount(timeline));
+  events.draw(trace, timeline);
+  if (!store.get().collapsed && !precomputedLayout) {
+    const def = defaultCollapsed(trace);
+    if (def.size) store.set({ collapsed: [...def].join(",") });
+  }
+  await relayout(precomputedLayout);
+  player.seek(Math.min(store.get().step, stepCount(timeline) - 1));
+  paint();
+  body.classList.remove("is-loading");
+  body.classList.add("is-ready");
+  body.dataset.nodes = String(trace.graph.nodes.length);
+}
+
+async function runSpec() {
+  if (!editor) return;
+  const text = editor.checkSyntax();
+  if (text === null) {
+    setStatus("the spec is not valid JSON", true);
+    return;
+  }
+  body.classList.add("is-running");
+  setStatus("tracing…");
+  try {
+    const t = await api.trace(text);
+    editor.clearError();
+    setStatus("");
+    await showTrace(t);
+  } catch (err) {
+    if (err.name === "AbortError") return;
+    if (err instanceof ApiError) editor.showApiError(err);
+    setStatus(err.message, true);
+  } finally {
+    body.classList.remove("is-running");
+  }
+}
+
+async function loadExample(id) {
+  const spec = await api.example(id);
+  editor.value = JSON.stringify(spec, null, 2);
+  const opt = [...$("example").options].find((o) => o.value === id);
+  if ($("example-description")) $("example-description").textContent = opt?.dataset.description || "";
+  await runSpec();
+}
+
+async function bootFull() {
+  const examples = await api.examples();
+  const select = $("example");
+  select.replaceChildren(...examples.map((e) => Object.assign(document.createElement("option"), { value: e.id, textContent: e.title || e.id, title: e.description || "" })));
+  for (const [k, e] of examples.entries()) select.options[k].dataset.description = e.description || "";
+  const { spec, example } = store.get();
+  if (spec) {
+    const [saved, t] = await Promise.all([api.savedSpec(spec), api.savedTrace(spec)]);
+    editor.value = JSON.stringify(saved.spec ?? saved, null, 2);
+    select.value = "";
+    await showTrace(t);
+    return;
+  }
+  const id = examples.some((e) => e.id === example) ? example : examples[0]?.id;
+  if (!id) return;
+  select.value = id;
+  if (store.get().example !== id) store.set({ example: id });
+  await loadExample(id);
+}
+
+async function bootEmbed() {
+  const m = /\/embed\/([^/?#]+)/.exec(location.pathname);
+  const id = m ? decodeURIComponent(m[1]) : store.get().spec;
+  if ($("open-link")) $("open-link").href = `/#spec=${encodeURIComponent(id)}`;
+  await showTrace(await api.savedTrace(id));
+}
+
+// ---- user actions --------------------------------------------------------------------------
+
+function pickEvent(i, nodeId) {
+  player.pause();
+  player.seek(i);
+  if (nodeId) store.set({ node: nodeId });
+}
+
+function selectNode(id) {
+  store.set({ node: id });
+  if (!timeline || !id) return;
+  const seqs = eventsOfNode(timeline, id);
+  events.markEvents(seqs);
+}
+
+$("graph").addEventListener("click", (e) => {
+  const el = e.target.closest(".gt-node");
+  if (!el) return;
+  selectNode(el.dataset.nodeId || `m:${el.dataset.module}`);
+});
+$("graph").addEventListener("dblclick", (e) => {
+  // Double-click a module box (or a collapsed module) to collapse / expand it.
+  const el = e.target.closest(".gt-node--module, .gt-group");
+  if (!el || !trace) return;
+  const path = el.dataset.module;
+  const set = collapsedSet();
+  if (set.has(path)) set.delete(path);
+  else set.add(path);
+  store.set({ collapsed: [...set].join(",") || "-" });
+});
+
+store.on("change", (state, changed) => {
+  if (changed.has("step")) {
+    if (player.index !== state.step && timeline) player.seek(state.step);
+    paint();
+  }
+  if (changed.has("node")) {
+    renderSelection();
+    if (timeline) events.markEvents(state.node ? eventsOfNode(timeline, state.node) : []);
+  }
+  if (changed.has("speed")) player.setSpeed(state.speed);
+  if (changed.has("theme")) applyTheme();
+  if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) relayout().then(paint);
+  scheduleHashWrite();
+});
+
+let hashTimer = null;
+function scheduleHashWrite() {
+  if (embedded) return; // a standalone file has no server to reopen a link against
+  clearTimeout(hashTimer);
+  hashTimer = setTimeout(() => history.replaceState(null, "", writeHash(store.get()) || location.pathname), 120);
+}
+
+window.addEventListener("hashchange", () => {
+  const next = readHash(location.hash);
+  if (next.example && next.example !== store.get().example && editor) {
+    store.set({ ...next, step: next.step ?? 0 });
+    $("example").value = next.example;
+    loadExample(next.example);
+  } else store.set(next);
+});
+
+if (editor) {
+  $("run").addEventListener("click", runSpec);
+  $("spec").addEventListener("keydown", (e) => {
+    if ((e.ctrlKey || e.metaKey) && e.key === "Enter") runSpec();
+  });
+  $("example").addEventListener("change", (e) => {
+    store.set({ example: e.target.value, spec: "", step: 0, node: "", collapsed: "" });
+    loadExample(e.target.value).catch((err) => setStatus(err.message, true));
+  });
+  $("toggle-editor").addEventListener("click", (e) => {
+    const open = body.classList.toggle("editor-hidden");
+    e.currentTarget.setAttribute("aria-expanded", String(!open));
+  });
+}
+$("show-inserted")?.addEventListener("change", (e) => store.set({ inserted: e.target.checked }));
+$("theme")?.addEventListener("click", () => store.set({ theme: document.documentElement.classList.contains("gt-theme-dark") ? "light" : "dark" }));
+$("fit").addEventListener("click", () => camera.fit());
+$("zoom-in").addEventListener("click", () => camera.zoomIn());
+$("zoom-out").addEventListener("click", () => camera.zoomOut());
+bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", svg: $("graph") });
+
+applyTheme();
+player.setSpeed(store.get().speed);
+controls.setSpeed(store.get().speed);
+if ($("show-inserted")) $("show-inserted").checked = store.get().inserted;
+
+const boot = embedded ? showTrace(embedded.trace, embedded.layout || null) : mode === "embed" ? bootEmbed() : bootFull();
+boot.catch((err) => {
+  body.classList.remove("is-loading");
+  setStatus(err.message || String(err), true);
+});

@@ -1,0 +1,56 @@
+// Share (permalink, iframe and Markdown snippets) and the Export menu (SVG, PNG, JSON).
+
+import { currentSvgText, saveBlob, svgToPngBlob, slug } from "./download.js";
+
+const $ = (id) => document.getElementById(id);
+
+export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, svg }) {
+  const theme = () => (document.documentElement.classList.contains("gt-theme-dark") ? "gt-theme-dark" : "gt-theme-light");
+  const name = () => slug(getTrace()?.title);
+
+  $("share")?.addEventListener("click", async () => {
+    const dialog = $("share-dialog");
+    const errEl = $("share-error");
+    errEl.hidden = true;
+    try {
+      const saved = await api.share(getSpecText());
+      const origin = location.origin;
+      const { step, node } = store.get();
+      const view = new URLSearchParams({ spec: saved.id });
+      if (step) view.set("step", String(step));
+      if (node) view.set("node", node);
+      $("share-url").value = `${origin}/#${view}`;
+      const embed = saved.embed_url ? new URL(saved.embed_url, origin).href : `${origin}/embed/${saved.id}`;
+      $("share-iframe").value = `<iframe src="${embed}" width="100%" height="520" style="border:0" title="gradtrace: ${(getTrace()?.title || "").replace(/"/g, "&quot;")}"></iframe>`;
+      const diagram = saved.diagram_url ? new URL(saved.diagram_url, origin).href : `${origin}/api/v1/specs/${saved.id}/diagram.svg`;
+      $("share-markdown").value = `[![${getTrace()?.title || "gradtrace diagram"}](${diagram})](${origin}/#spec=${saved.id})`;
+      store.set({ spec: saved.id });
+    } catch (err) {
+      errEl.hidden = false;
+      errEl.textContent = `could not save the spec: ${err.message}`;
+    }
+    if (!dialog.open) dialog.showModal();
+    $("share-url").select();
+  });
+
+  const closeMenu = () => $("export-menu")?.removeAttribute("open");
+  $("export-svg")?.addEventListener("click", () => {
+    const layout = getLayout();
+    if (!layout) return;
+    saveBlob(new Blob([currentSvgText(svg, layout, theme())], { type: "image/svg+xml" }), `${name()}-step${store.get().step}.svg`);
+    closeMenu();
+  });
+  $("export-png")?.addEventListener("click", async () => {
+    const layout = getLayout();
+    if (!layout) return;
+    const blob = await svgToPngBlob(currentSvgText(svg, layout, theme()), Math.ceil(layout.width), Math.ceil(layout.height));
+    saveBlob(blob, `${name()}-step${store.get().step}.png`);
+    closeMenu();
+  });
+  $("export-json")?.addEventListener("click", () => {
+    const trace = getTrace();
+    if (!trace) return;
+    saveBlob(new Blob([JSON.stringify(trace, null, 1)], { type: "application/json" }), `${name()}.trace.json`);
+    closeMenu();
+  });
+}

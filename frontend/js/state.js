@@ -1,0 +1,55 @@
+// One store for what the user chose, mirrored to the URL hash through one PROPS table, so every
+// view (example, step, selection, toggles) is a link. No DOM beyond reading/writing the hash.
+
+export const DEFAULTS = { example: "", spec: "", step: 0, speed: 2, node: "", collapsed: "", inserted: true, theme: "" };
+
+const bool = { parse: (s) => s !== "0" && s !== "false", format: (b) => (b ? "1" : "0") };
+export const PROPS = [
+  { name: "example", parse: String, format: String },
+  { name: "spec", parse: String, format: String }, // a permalink id
+  { name: "step", parse: (s) => Math.max(0, parseInt(s, 10) || 0), format: String },
+  { name: "speed", parse: (s) => Number(s) || DEFAULTS.speed, format: String },
+  { name: "node", parse: String, format: String },
+  { name: "collapsed", parse: String, format: String }, // comma-separated module paths
+  { name: "inserted", ...bool },
+  { name: "theme", parse: String, format: String },
+];
+
+/** Parse "#example=x&step=3" into a partial state. */
+export function readHash(hash) {
+  const params = new URLSearchParams(String(hash || "").replace(/^#/, ""));
+  const out = {};
+  for (const p of PROPS) if (params.has(p.name)) out[p.name] = p.parse(params.get(p.name));
+  return out;
+}
+
+/** Format the state as a hash, leaving out values equal to the defaults. */
+export function writeHash(state) {
+  const params = new URLSearchParams();
+  for (const p of PROPS) {
+    const v = state[p.name];
+    if (v === undefined || v === DEFAULTS[p.name]) continue;
+    params.set(p.name, p.format(v));
+  }
+  const s = params.toString();
+  return s ? `#${s}` : "";
+}
+
+/** get/set/on("change") over one plain object; listeners receive (state, changedKeys). */
+export function createStore(initial = {}) {
+  let state = { ...DEFAULTS, ...initial };
+  const listeners = [];
+  return {
+    get: () => state,
+    set(patch) {
+      const changed = Object.keys(patch).filter((k) => patch[k] !== state[k]);
+      if (!changed.length) return;
+      state = { ...state, ...patch };
+      for (const fn of listeners) fn(state, new Set(changed));
+    },
+    on(event, fn) {
+      if (event !== "change") throw new Error(`unknown store event ${event}`);
+      listeners.push(fn);
+    },
+  };
+}
