@@ -1,0 +1,152 @@
+"""The meta-device dry run: build, forward and run the steps with shapes only, to enforce limits.
+
+No memory is allocated and nothing is random; every op's output is checked as it is produced
+(so a hidden blow-up such as a 10^10-element matmul stops at once), FLOPs are counted with
+FlopCounterMode, and autograd nodes are counted by walking the graphs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import FlopCounterMode
+
+from gradtrace.spec.errors import SpecError
+from gradtrace.spec.limits import SpecLimits, check_declared
+from gradtrace.spec.models import ModelSpec
+
+from .build import build, resolve_tensor
+from .interpreter import run_program
+
+
+@dataclass
+class DryRunReport:
+    nodes: int = 0  # distinct autograd nodes over the whole run (AccumulateGrad included)
+    ops: int = 0  # aten ops dispatched
+    max_tensor_elements: int = 0
+    total_elements: int = 0  # sum over every op output (an upper bound on what the run allocates)
+    flops: int = 0
+    parameters: int = 0
+    step_errors: list[str] = field(default_factory=list)  # steps PyTorch refused (recorded, not fatal)
+
+
+class _LimitHit(Exception):
+    def __init__(self, limit: str, value: int | float, bound: int | float, what: str) -> None:
+        super().__init__(f"{what} is {value:,}; the limit {limit} is {bound:,}")
+        self.limit = limit
+
+
+class _Watch(TorchDispatchMode):
+    """Checks every op's outputs against the limits as they are produced."""
+
+    def __init__(self, limits: SpecLimits, report: DryRunReport, flops: FlopCounterMode) -> None:
+        super().__init__()
+        self.limits, self.report, self.flops = limits, report, flops
+        self.max_ops = 16 * limits.max_nodes  # runaway guard (nested Modules calling children in loops)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        out = func(*args, **(kwargs or {}))
+        report, limits = self.report, self.limits
+        report.ops += 1
+        if report.ops > self.max_ops:
+            raise _LimitHit("max_nodes", report.ops, self.max_ops, "the number of tensor operations")
+        for item in tree_leaves(out):
+            if isinstance(item, torch.Tensor):
+                numel = math.prod(int(d) for d in item.shape)  # Python ints: no overflow
+                report.max_tensor_elements = max(report.max_tensor_elements, numel)
+                report.total_elements += numel
+                if numel > limits.max_tensor_elements:
+                    raise _LimitHit("max_tensor_elements", numel, limits.max_tensor_elements,
+                                    f"a tensor of shape {list(item.shape)} has {numel:,} elements, so its size")
+        if report.total_elements > limits.max_total_elements:
+            raise _LimitHit("max_total_elements", report.total_elements, limits.max_total_elements,
+                            "the elements produced by all operations")
+        flops = self.flops.get_total_flops()
+        if flops > limits.max_flops:
+            raise _LimitHit("max_flops", flops, limits.max_flops, "the floating-point operation count")
+        return out
+
+
+def _count_nodes(roots: list[Any], seen: set[Any]) -> None:
+    queue = deque(r for r in roots if r is not None and r not in seen)
+    seen.update(queue)
+    while queue:
+        node = queue.popleft()
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                queue.append(child)
+
+
+def dry_run(spec: ModelSpec, limits: SpecLimits) -> DryRunReport:
+    """Raise SpecError(code="limit_exceeded") if running `spec` would exceed `limits`.
+
+    Forward errors (shape mismatches) raise SpecError(code="forward_error") as in the real run;
+    errors of steps are PyTorch refusing (a freed graph): they are noted, not raised.
+    """
+    check_declared(spec, limits)
+    report = DryRunReport()
+    built = build(spec, torch.Generator(), device="meta")
+    report.parameters = sum(math.prod(p.shape) for p in built.root.parameters())
+    nodes: set[Any] = set()
+    env: dict[str, Any] = {}
+
+    def note_graph() -> None:
+        _count_nodes([t.grad_fn for t in env.values() if isinstance(t, torch.Tensor)], nodes)
+        if len(nodes) > limits.max_nodes:
+            raise _LimitHit("max_nodes", len(nodes), limits.max_nodes, "the number of autograd nodes")
+
+    with FlopCounterMode(display=False) as flops, _Watch(limits, report, flops):
+        try:
+            env.update(built.inputs)
+            run_program(built.program, env, built.modules)
+            note_graph()
+            for index, step in enumerate(spec.effective_steps()):
+                _run_step(spec, index, step, env, built, report)
+                note_graph()
+        except _LimitHit as hit:
+            raise SpecError("limit_exceeded", str(hit), "") from None
+        except SpecError as exc:
+            if isinstance(exc.__cause__, _LimitHit):
+                raise SpecError("limit_exceeded", f"{exc.message.split(': ', 1)[0]}: {exc.__cause__}",
+                                exc.path, exc.line, exc.column) from None
+            raise
+        report.flops = flops.get_total_flops()
+    report.nodes = len(nodes)
+    return report
+
+
+def _run_step(spec: ModelSpec, index: int, step: Any, env: dict[str, Any], built: Any, report: DryRunReport) -> None:
+    root = built.root
+    try:
+        if step.do == "backward":
+            inputs = [resolve_tensor(r, env, root) for r in step.inputs] if step.inputs else None
+            env[step.of].backward(retain_graph=step.retain_graph, create_graph=step.create_graph, inputs=inputs)
+        elif step.do == "grad":
+            outputs = [env[name] for name in step.outputs()]
+            inputs = [resolve_tensor(r, env, root) for r in step.inputs]
+            grads = torch.autograd.grad(outputs, inputs, retain_graph=step.retain_graph,
+                                        create_graph=step.create_graph, allow_unused=step.allow_unused)
+            env.update(zip(step.as_, grads, strict=True))
+        elif step.do == "forward":
+            program = spec.step_program(index) or built.program
+            if step.program is None:
+                env.update(built.inputs)
+            run_program(program, env, built.modules)
+        elif step.do == "zero_grad":
+            root.zero_grad(set_to_none=step.set_to_none)
+        elif step.do == "sgd_step":
+            with torch.no_grad():
+                for p in root.parameters():
+                    if p.grad is not None:
+                        p.sub_(step.lr * p.grad)
+    except (SpecError, _LimitHit):
+        raise
+    except Exception as exc:  # PyTorch refused the step: the real run records it as an error event
+        report.step_errors.append(f"step {index} ({step.do}): {type(exc).__name__}: {str(exc)[:300]}")

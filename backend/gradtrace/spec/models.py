@@ -1,0 +1,267 @@
+"""ModelSpec v1: the public model format (DESIGN.md "The model spec"); field names are the contract.
+
+Structure is validated by pydantic; the root validator then compiles every program and checks
+the one shared name space, the steps, the hooks and retain_grad (see `semantics.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PrivateAttr, model_validator
+
+from .modules import (
+    HARD_MAX_DIM,
+    MAX_PROGRAM_LINES,
+    LeafSpec,
+    ModuleSpec,
+    ProgramLine,
+    SpecModel,
+    walk_modules,
+)
+from .values import (
+    ModulePath,
+    Name,
+    NestedNumbers,
+    TensorRef,
+    literal_is_integral,
+    literal_shape,
+    map_literal,
+)
+
+FloatDtype = Literal["float32", "float64"]
+MAX_HOOKS = 200
+MAX_STEPS = 100  # hard cap; SpecLimits.max_steps is usually tighter
+
+
+class InputSpec(SpecModel):
+    """A named input tensor: an explicit `value`, or a `shape` with a seeded `init`."""
+
+    value: NestedNumbers | None = None
+    shape: Annotated[list[Annotated[int, Field(ge=0, le=HARD_MAX_DIM)]], Field(max_length=8)] | None = None
+    init: Literal["randn", "rand", "zeros", "ones", "arange", "randint"] | None = None
+    high: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None  # randint: values in [0, high)
+    requires_grad: bool = False
+    dtype: Literal["float32", "float64", "int64"] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> InputSpec:
+        if (self.value is None) == (self.shape is None):
+            raise ValueError("give exactly one of `value` or `shape`")
+        if self.value is not None and (self.init is not None or self.high is not None):
+            raise ValueError("`init` and `high` go with `shape`, not with `value`")
+        if self.shape is not None and self.init is None:
+            self.init = "randn"
+        if (self.init == "randint") != (self.high is not None):
+            raise ValueError("`init: randint` needs `high` (values are drawn from [0, high)), and only it takes `high`")
+        if self.dtype == "int64":
+            if self.requires_grad:
+                raise ValueError("an int64 tensor cannot require grad (only floating point tensors can)")
+            if self.init in ("randn", "rand"):
+                raise ValueError(f"`init: {self.init}` draws floats; an int64 input takes zeros, ones, arange or randint")
+            if self.value is not None:
+                if not literal_is_integral(self.value):
+                    raise ValueError("an int64 input's value must hold whole numbers")
+                self.value = map_literal(self.value, int)
+        else:
+            if self.init == "randint":
+                raise ValueError("`init: randint` is for int64 inputs (set `dtype: int64`)")
+            if self.value is not None:
+                self.value = map_literal(self.value, float)
+        return self
+
+    def declared_shape(self) -> tuple[int, ...]:
+        return tuple(self.shape) if self.shape is not None else literal_shape(self.value)
+
+
+# Which value each hook type's action may change (one per type).
+HOOK_TARGETS: dict[str, str] = {
+    "forward_pre": "input",
+    "forward": "output",
+    "full_backward_pre": "grad_output",
+    "full_backward": "grad_input",
+    "backward": "grad_input",
+    "tensor": "grad",
+    "post_accumulate_grad": "grad",
+}
+
+
+class HookAction(SpecModel):
+    """What a hook does to the value it sees, declaratively (PyTorch: return a replacement)."""
+
+    op: Literal["scale", "add", "zero", "clamp"]
+    target: Literal["input", "output", "grad_input", "grad_output", "grad"] | None = None
+    by: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _check_fields(self) -> HookAction:
+        if self.op in ("scale", "add"):
+            if self.by is None:
+                raise ValueError(f"op {self.op} needs `by`")
+            if self.min is not None or self.max is not None:
+                raise ValueError(f"op {self.op} takes `by`, not `min`/`max`")
+        elif self.op == "zero":
+            if self.by is not None or self.min is not None or self.max is not None:
+                raise ValueError("op zero takes no `by`, `min` or `max`")
+        else:
+            if self.by is not None:
+                raise ValueError("op clamp takes `min` and/or `max`, not `by`")
+            if self.min is None and self.max is None:
+                raise ValueError("op clamp needs `min` and/or `max`")
+            if self.min is not None and self.max is not None and self.min > self.max:
+                raise ValueError("op clamp needs min <= max")
+        return self
+
+
+class _HookBase(SpecModel):
+    action: HookAction | None = None
+
+    @model_validator(mode="after")
+    def _check_target(self) -> _HookBase:
+        if self.action is None:
+            return self
+        expected = HOOK_TARGETS[self.type]  # type: ignore[attr-defined]
+        if self.action.target is None:
+            self.action.target = expected  # the only valid target: fill it in
+        elif self.action.target != expected:
+            raise ValueError(f"a {self.type} hook's action can change {expected!r}, not {self.action.target!r}")  # type: ignore[attr-defined]
+        return self
+
+
+class ModuleHookSpec(_HookBase):
+    type: Literal["forward_pre", "forward", "full_backward_pre", "full_backward", "backward"]
+    module: ModulePath
+
+
+class TensorHookSpec(_HookBase):
+    type: Literal["tensor", "post_accumulate_grad"]
+    tensor: TensorRef
+
+
+HookSpec = Annotated[ModuleHookSpec | TensorHookSpec, Field(discriminator="type")]
+
+
+class BackwardStep(SpecModel):
+    do: Literal["backward"]
+    of: Name
+    retain_graph: bool = False
+    create_graph: bool = False
+    inputs: Annotated[list[TensorRef], Field(min_length=1, max_length=100)] | None = None
+
+
+class GradStep(SpecModel):
+    """torch.autograd.grad(of, inputs) -> tensors named by `as`."""
+
+    do: Literal["grad"]
+    of: Name | Annotated[list[Name], Field(min_length=1, max_length=100)]
+    inputs: Annotated[list[TensorRef], Field(min_length=1, max_length=100)]
+    as_: Annotated[list[Name], Field(min_length=1, max_length=100)] = Field(alias="as")
+    retain_graph: bool | None = None
+    create_graph: bool = False
+    allow_unused: bool = False
+
+    @model_validator(mode="after")
+    def _check_lengths(self) -> GradStep:
+        if len(self.as_) != len(self.inputs):
+            raise ValueError(f"`as` names {len(self.as_)} result(s) but `inputs` has {len(self.inputs)}")
+        return self
+
+    def outputs(self) -> list[str]:
+        return [self.of] if isinstance(self.of, str) else list(self.of)
+
+
+class ForwardStep(SpecModel):
+    """Run the forward again: `program` null reruns the top-level program (a new graph);
+    lines run these extra assignments in the same name space."""
+
+    do: Literal["forward"]
+    program: Annotated[list[ProgramLine], Field(min_length=1, max_length=MAX_PROGRAM_LINES)] | None = None
+
+
+class ZeroGradStep(SpecModel):
+    do: Literal["zero_grad"]
+    set_to_none: bool = True
+
+
+class SgdStep(SpecModel):
+    do: Literal["sgd_step"]
+    lr: Annotated[float, Field(gt=0, le=1e6)]
+
+
+StepSpec = Annotated[BackwardStep | GradStep | ForwardStep | ZeroGradStep | SgdStep, Field(discriminator="do")]
+
+
+class ModelSpec(SpecModel):
+    """A model spec, format version 1. Use `parse_spec(data)` to get one (it raises SpecError)."""
+
+    spec_version: Literal[1]
+    title: Annotated[str, Field(min_length=1, max_length=200)]
+    description: Annotated[str, Field(max_length=4000)] | None = None
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
+    dtype: FloatDtype = "float32"
+    modules: Annotated[dict[Name, ModuleSpec], Field(max_length=1000)] = Field(default_factory=dict)
+    inputs: Annotated[dict[Name, InputSpec], Field(max_length=1000)] = Field(default_factory=dict)
+    forward: Annotated[list[ProgramLine], Field(min_length=1, max_length=MAX_PROGRAM_LINES)]
+    hooks: Annotated[list[HookSpec], Field(max_length=MAX_HOOKS)] = Field(default_factory=list)
+    retain_grad: Annotated[list[Name], Field(max_length=1000)] = Field(default_factory=list)
+    steps: Annotated[list[StepSpec], Field(min_length=1, max_length=MAX_STEPS)] | None = None
+
+    _program: Any = PrivateAttr(default=None)
+    _step_programs: dict[int, Any] = PrivateAttr(default_factory=dict)
+    _warnings: list[Any] = PrivateAttr(default_factory=list)
+    _analysis: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check_semantics(self) -> ModelSpec:
+        from .semantics import check_spec  # late import: semantics imports this module
+
+        check_spec(self)
+        return self
+
+    # ---- compiled views (filled by the validator) ----------------------------------------
+    @property
+    def program(self) -> Any:
+        """The compiled top-level forward program (spec.program.Program)."""
+        return self._program
+
+    def step_program(self, index: int) -> Any:
+        """The compiled program of a `forward` step with lines (None: rerun the top level)."""
+        return self._step_programs.get(index)
+
+    @property
+    def warnings(self) -> list[Any]:
+        """Harmless findings (unused tensors, …) as SpecWarning."""
+        return list(self._warnings)
+
+    @property
+    def analysis(self) -> Any:
+        """ProgramAnalysis of the top-level program (longest path, fan-in/out)."""
+        return self._analysis
+
+    def effective_steps(self) -> list[Any]:
+        """The steps, with the default (one backward of the last assigned tensor) filled in."""
+        if self.steps is not None:
+            return list(self.steps)
+        last = self._program.statements[-1].targets[-1]
+        return [BackwardStep(do="backward", of=last)]
+
+    def parameter_shapes(self) -> dict[str, tuple[int, ...]]:
+        from .modules import parameter_shapes
+
+        return parameter_shapes(self.modules)
+
+    def module_paths(self) -> dict[str, Any]:
+        """Dotted module path -> its spec, parents first ("f1", "f1.f", "seq.0")."""
+        return {path: spec for path, _ptr, spec, _depth in walk_modules(self.modules)}
+
+    def normalized(self) -> dict[str, Any]:
+        """The canonical JSON form: defaults filled, fixed key order (hash it, store it in traces)."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        data["steps"] = [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in self.effective_steps()]
+        return data
+
+
+def leaf_specs(spec: ModelSpec) -> dict[str, LeafSpec]:
+    return {p: s for p, s in spec.module_paths().items() if isinstance(s, LeafSpec)}

@@ -1,0 +1,74 @@
+"""parse_spec: dict -> ModelSpec, every failure as one SpecError pointing at the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import SpecError, pointer
+from .models import ModelSpec
+
+MAX_MESSAGE = 300
+
+
+def _json_pointer(loc: tuple[Any, ...], data: Any) -> str:
+    """Turn a pydantic loc into a JSON Pointer into `data`, skipping discriminator tags."""
+    parts: list[Any] = []
+    node = data
+    for part in loc:
+        if part == "[key]":
+            break
+        if isinstance(node, dict) and part in node:
+            parts.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            parts.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and part not in node and _is_field_name(part):
+            parts.append(part)  # a missing required field: point at where it belongs
+            node = None
+        # else: a union/discriminator tag such as "Linear" or "backward": not in the document
+    return pointer(*parts)
+
+
+def _is_field_name(part: str) -> bool:
+    return part.islower() or "_" in part
+
+
+def _message(error: dict[str, Any], path: str) -> str:
+    kind = error["type"]
+    if kind == "union_tag_invalid":
+        ctx = error.get("ctx", {})
+        tag = str(ctx.get("tag", ""))[:40]
+        msg = f"unknown {ctx.get('discriminator', 'tag')} {tag!r}; expected one of {ctx.get('expected_tags', '')}"
+    elif kind == "union_tag_not_found":
+        msg = f"missing the field {error.get('ctx', {}).get('discriminator', 'type')} that says which kind this is"
+    elif kind == "extra_forbidden":
+        msg = "unknown field"
+    else:
+        msg = str(error["msg"])
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+    msg = msg[:MAX_MESSAGE]
+    return f"{path or '/'}: {msg}"
+
+
+def parse_spec(data: Any) -> ModelSpec:
+    """Validate a spec document (a dict from JSON); raise SpecError naming the offending field."""
+    if not isinstance(data, dict):
+        raise SpecError("invalid_spec", "the spec must be a JSON object", "")
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_input=False, include_url=False)
+        first = errors[0]
+        path = _json_pointer(tuple(first["loc"]), data)
+        error = SpecError("invalid_spec", _message(first, path), path)
+        error.details = [  # type: ignore[attr-defined]
+            {"path": (p := _json_pointer(tuple(e["loc"]), data)), "message": _message(e, p), "type": e["type"]}
+            for e in errors[:20]
+        ]
+        raise error from None
+    except RecursionError:
+        raise SpecError("invalid_spec", "the spec is nested too deeply", "") from None

@@ -1,0 +1,102 @@
+"""Field types shared by the spec models: names, finite numbers, nested numeric literals."""
+
+from __future__ import annotations
+
+import keyword
+import math
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, StringConstraints, WithJsonSchema
+
+MAX_NAME_LENGTH = 64
+MAX_LITERAL_DEPTH = 8  # nesting of [[...]] in a value or init literal
+MAX_LITERAL_ELEMENTS = 1_000_000  # hard cap; SpecLimits is usually tighter
+IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# A parameter path ("f1.f.weight", "seq.0.bias") or a plain name.
+REF_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$"
+
+
+def _not_keyword(name: str) -> str:
+    if keyword.iskeyword(name):
+        raise ValueError(f"{name!r} is a Python keyword and cannot be a name")
+    return name
+
+
+Name = Annotated[
+    str,
+    StringConstraints(pattern=IDENTIFIER_PATTERN, min_length=1, max_length=MAX_NAME_LENGTH),
+    AfterValidator(_not_keyword),
+]
+TensorRef = Annotated[str, StringConstraints(pattern=REF_PATTERN, min_length=1, max_length=4 * MAX_NAME_LENGTH)]
+ModulePath = Annotated[str, StringConstraints(pattern=REF_PATTERN, min_length=1, max_length=4 * MAX_NAME_LENGTH)]
+
+
+def literal_shape(value: Any) -> tuple[int, ...]:
+    """The shape of a validated nested literal (a number is a 0-d tensor: ())."""
+    shape: list[int] = []
+    while isinstance(value, list):
+        shape.append(len(value))
+        if not value:
+            break
+        value = value[0]
+    return tuple(shape)
+
+
+def _check_literal(value: Any) -> Any:
+    """Accept a number or a rectangular nested list of finite numbers; iterative, bounded."""
+    if _is_number(value):
+        return value
+    if not isinstance(value, list):
+        raise ValueError("must be a number or a nested list of numbers")
+    shape = literal_shape(value)
+    if len(shape) > MAX_LITERAL_DEPTH:
+        raise ValueError(f"nested more than {MAX_LITERAL_DEPTH} levels deep")
+    count = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth == len(shape):
+            if not _is_number(item):
+                raise ValueError("is not rectangular or holds a non-number")
+            count += 1
+            continue
+        if not isinstance(item, list) or len(item) != shape[depth]:
+            raise ValueError(f"is not rectangular: expected a list of length {shape[depth]} at depth {depth}")
+        if count + len(stack) > MAX_LITERAL_ELEMENTS:
+            raise ValueError(f"has more than {MAX_LITERAL_ELEMENTS} elements")
+        stack.extend((child, depth + 1) for child in item)
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("non-finite numbers (NaN, Infinity) are not allowed")
+    return True
+
+
+def _literal_schema(depth: int) -> dict[str, Any]:
+    if depth == 0:
+        return {"type": "number"}
+    return {"anyOf": [{"type": "number"}, {"type": "array", "items": _literal_schema(depth - 1)}]}
+
+
+NestedNumbers = Annotated[
+    Any,
+    BeforeValidator(_check_literal),
+    WithJsonSchema(_literal_schema(MAX_LITERAL_DEPTH)),
+]
+
+
+def map_literal(value: Any, fn: Any) -> Any:
+    """Apply fn to every number of a nested literal (used to normalise ints to floats)."""
+    if isinstance(value, list):
+        return [map_literal(item, fn) for item in value]
+    return fn(value)
+
+
+def literal_is_integral(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(literal_is_integral(item) for item in value)
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
