@@ -31,19 +31,24 @@ def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:
     """Trace a model spec (the JSON format of the service and the examples).
 
     Raises ``gradtrace.spec.SpecError`` for an invalid spec (naming the field or line) and
-    ``gradtrace.engine.TraceError`` for a limit. Options: ``max_nodes``, ``value_budget``.
+    ``gradtrace.engine.TraceError`` for a limit. Options: ``max_nodes`` (default 40,000),
+    ``value_budget`` (float32 elements kept as base64 across the trace), and any other
+    ``SpecLimits`` field.
     """
     from gradtrace.engine import run_spec
-    from gradtrace.spec import SpecLimits, parse_spec
+    from gradtrace.spec import SpecLimits, check_declared, parse_spec
 
+    budget = options.pop("value_budget", None)
     limits = SpecLimits.local()
-    if options:
-        limits = limits.model_copy(update=options) if hasattr(limits, "model_copy") else limits
-        for key, value in options.items():
-            if not hasattr(limits, key):
-                raise TypeError(f"unknown option {key!r}")
-            object.__setattr__(limits, key, value)
-    return Trace(run_spec(parse_spec(spec), limits))
+    unknown = sorted(k for k in options if not hasattr(limits, k))
+    if unknown:
+        raise TypeError(f"unknown option(s) {unknown}: use value_budget or SpecLimits fields")
+    limits = limits.with_(**options)
+    model_spec = parse_spec(spec)
+    check_declared(model_spec, limits)
+    if budget is None:
+        return Trace(run_spec(model_spec, limits))
+    return Trace(run_spec(model_spec, limits, value_budget=budget))
 
 
 def show(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace:

@@ -6,11 +6,6 @@
 
 from gradtrace.engine.errors import TraceError
 from gradtrace.engine.run import trace_module
+from gradtrace.engine.run_spec import run_spec
 
 __all__ = ["TraceError", "run_spec", "trace_module"]
-
-
-def run_spec(spec, limits):  # noqa: ANN001, ANN201 - imported lazily: spec code is E1's
-    from gradtrace.engine.run_spec import run_spec as _run_spec
-
-    return _run_spec(spec, limits)

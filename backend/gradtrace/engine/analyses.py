@@ -64,18 +64,19 @@ class LinearAnalysis:
         before = self._before[pass_index].get(weight)
         grad = after if before is None else after - before
         w = self.weights[weight]
-        recon = torch.zeros(w.shape, dtype=torch.float64)
+        recon = torch.zeros(w.shape, dtype=grad.dtype)
         for _call, a, delta in calls:
-            # einsum over all leading dims: (..., out) x (..., in) -> (out, in)
-            recon += torch.einsum("no,ni->oi", delta.reshape(-1, w.shape[0]).to(torch.float64),
-                                  a.reshape(-1, w.shape[1]).to(torch.float64))
+            # einsum over all leading (batch, token) dims: (..., out) x (..., in) -> (out, in),
+            # in the weight's dtype, as autograd itself computes it
+            recon += torch.einsum("no,ni->oi", delta.reshape(-1, w.shape[0]).to(grad.dtype),
+                                  a.reshape(-1, w.shape[1]).to(grad.dtype))
         error = float((recon - grad.to(torch.float64)).abs().max()) if grad.numel() else 0.0
         scale = max(1.0, float(grad.abs().max())) if grad.numel() else 1.0
         first = calls[0]
         return {
             "module": first[0]["module"], "weight": weight, "pass_index": pass_index,
             "a_shape": list(first[1].shape), "delta_shape": list(first[2].shape),
-            "reconstructed": summarize(recon.to(grad.dtype)), "grad": summarize(grad),
+            "reconstructed": summarize(recon), "grad": summarize(grad),
             "max_error": error if math.isfinite(error) else float("inf"),
             "matches": bool(error <= 1e-6 * scale),
             "a": [summarize(c[1]) for c in calls], "delta": [summarize(c[2]) for c in calls],

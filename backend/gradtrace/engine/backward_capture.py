@@ -64,6 +64,7 @@ class BackwardCapture:
         watched = node_id in self.watch
 
         def pre(grad_outputs: tuple) -> None:
+            rec.active_nodes.append(node_id)
             rec.emit("node_pre", target=node_id, node=node_id, module=module,
                      payload={"grad_outputs": [rec.summarize(g) for g in grad_outputs]})
             if leaf is not None and leaf_id is not None:
@@ -74,6 +75,8 @@ class BackwardCapture:
                     tuple(None if g is None else g.detach().clone() for g in grad_outputs))
 
         def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
+            if rec.active_nodes and rec.active_nodes[-1] == node_id:
+                rec.active_nodes.pop()
             if leaf is not None and id(leaf) not in self._acc_hooked:
                 self._grad_write(leaf)  # a leaf made inside the forward: no post-acc hook
             seq = rec.emit("node_post", target=node_id, node=node_id, module=module, payload={
@@ -93,6 +96,7 @@ class BackwardCapture:
         """Pre and post hooks on every known autograd node, removed on exit."""
         rec = self.recorder
         with ExitStack() as stack:
+            stack.callback(rec.active_nodes.clear)
             for node_id, node in list(rec.node_objects.items()):
                 pre, post = self._make_hooks(node_id, node)
                 stack.callback(node.register_prehook(pre).remove)

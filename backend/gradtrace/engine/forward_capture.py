@@ -104,9 +104,12 @@ class ForwardCapture:
         if path is None:
             return
         rec = self.recorder
-        rec.module_stack.append(path)
         self.paused = True
         try:
+            # nodes behind the inputs belong to the caller: discover them before entering
+            # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
+            self.discover_from(flat_tensors(args))
+            rec.module_stack.append(path)
             rec.emit("module_forward_pre", target=path, module=path,
                      payload={"inputs": [rec.summarize(t) for t in flat_tensors(args)]})
         finally:

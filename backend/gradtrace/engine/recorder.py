@@ -65,6 +65,7 @@ class Recorder:
         self.edge_at: dict[tuple[str, int], dict[str, Any]] = {}  # (target, slot) -> data edge
         self.no_grad_edges: set[tuple[str, str]] = set()
         self.module_stack: list[str] = []
+        self.active_nodes: list[str] = []  # backward: the node whose pre fired, post not yet
         self.pass_index = -1
         self.phase = "forward"
         self.in_pass = False
@@ -163,7 +164,7 @@ class Recorder:
         name = op_name(obj)
         fields: dict[str, Any] = {
             "kind": "op", "label": name, "op": name, "role": "intermediate",
-            "module": self.current_module(), "requires_grad": True,
+            "module": self._module_of(obj, name), "requires_grad": True,
             "creation_order": None if raw is None else raw - self.sequence_base,
             "inserted": name == "BackwardHookFunctionBackward",
             "saved": self._saved(obj),
@@ -177,6 +178,24 @@ class Recorder:
             if source_id is None:  # a source outside the walk (cannot happen for real graphs)
                 continue
             self._add_edge(source_id, record["id"], "data", slot, output_nr)
+
+    def _module_of(self, obj: Any, name: str) -> str | None:
+        """The module an op belongs to: the module running when it was created.
+
+        Exception: a module's full backward hook wraps its outputs in a
+        BackwardHookFunctionBackward after the module returned; that node is first seen by the
+        caller's next op, so it takes the module of the output it wraps.
+        """
+        current = self.current_module()
+        if name != "BackwardHookFunctionBackward":
+            return current
+        for _slot, source, _nr in next_nodes(obj):
+            source_id = self.node_ids.get(source)
+            inner = self.by_id[source_id].get("module") if source_id else None
+            if inner is not None and inner != current and (
+                    current is None or current == "" or inner.startswith(current + ".")):
+                return inner
+        return current
 
     def _saved(self, obj: Any) -> list[dict[str, Any]]:
         """Saved tensors/values, read now: backward frees them (DESIGN)."""

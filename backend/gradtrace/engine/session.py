@@ -22,6 +22,7 @@ from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
 from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET, Summarizer
+from gradtrace.spec.errors import SpecError
 from gradtrace.trace_schema import TraceDoc
 
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
@@ -155,10 +156,15 @@ class TraceSession:
         if getattr(exc, "_gradtrace_recorded", False):
             return
         rec = self.recorder
+        # the interpreter wraps torch's errors in a SpecError naming the line: show torch's own
+        cause = exc.__cause__ if isinstance(exc, SpecError) and exc.__cause__ is not None else exc
         opened = not rec.in_pass
         if opened:
             rec.begin_pass("step", f"error in step {step}", step)
-        rec.emit("error", message=str(exc), payload={"exception": type(exc).__name__, "step": step})
+        payload = {"exception": type(cause).__name__, "step": step}
+        if cause is not exc:
+            payload["where"] = str(exc)
+        rec.emit("error", message=str(cause), payload=payload)
         if opened:
             rec.end_pass()
         exc._gradtrace_recorded = True  # type: ignore[attr-defined]
@@ -169,7 +175,7 @@ class TraceSession:
             self.diagnostics.append(diagnostic(
                 "steps_skipped", "error",
                 f"step {step} failed ({type(exc).__name__}); the {skipped} later step(s) were not run"))
-        if "BackwardHookFunctionBackward" in str(exc):
+        if "BackwardHookFunctionBackward" in str(exc.__cause__ or exc):
             self.diagnostics.append(diagnostic(
                 "inplace_after_hook", "error",
                 "an in-place operation modified the output of a module that has a full backward "
@@ -223,8 +229,10 @@ class TraceSession:
                         "detached_branch", "info",
                         f"'{name}' is not connected to what backward was called on: "
                         "no gradient reaches it", node=node, tensor=name))
+            roots = set(self.backward_roots)
             for name, t in self.env.items():
-                if t.grad_fn is not None and name not in self.retained:
+                fn = t.grad_fn
+                if fn is not None and name not in self.retained and rec.node_ids.get(fn) not in roots:
                     self.diagnostics.append(diagnostic(
                         "grad_not_retained", "info",
                         f"'{name}' is an intermediate tensor: its .grad is None unless "

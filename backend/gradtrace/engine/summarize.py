@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 SMALL_TENSOR = 1024  # elements: up to this, a JSON list a curl reader can see
-DEFAULT_VALUE_BUDGET = 2_000_000  # float32 elements in base64 `data` across one trace
+DEFAULT_VALUE_BUDGET = 1_000_000  # float32 elements in base64 `data` across one trace (~5 MB)
 
 
 def finite_or_name(x: float) -> float | str:
@@ -69,6 +69,8 @@ class Summarizer:
     The same tensor object at the same version (``_version`` bumps on in-place writes) is
     summarized once and the dict reused: a module's output is also the next module's input
     and some node's value. References to cached tensors are held so ``id()`` cannot be reused.
+    Every appearance of ``data`` in the trace is charged to the budget (the JSON repeats it),
+    so the budget bounds the size of the trace on the wire.
     """
 
     def __init__(self, value_budget: int = DEFAULT_VALUE_BUDGET) -> None:
@@ -83,10 +85,20 @@ class Summarizer:
         key = (id(t), t._version)
         hit = self._cache.get(key)
         if hit is not None and hit[0] is t:
-            return hit[1]
+            return self._reuse(hit[1])
         value = self._summarize(t)
         self._cache[key] = (t, value)
         return value
+
+    def _reuse(self, value: dict[str, Any]) -> dict[str, Any]:
+        if value.get("data") is None:
+            return value
+        numel = value["stats"]["numel"]
+        if numel <= self.budget_left:
+            self.budget_left -= numel
+            return value
+        self.values_truncated += 1
+        return {**value, "data": None, "truncated": True}
 
     def _summarize(self, t: torch.Tensor) -> dict[str, Any]:
         with torch.no_grad():

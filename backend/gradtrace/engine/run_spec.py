@@ -1,0 +1,121 @@
+"""run_spec: build a spec's model (E1's build), trace its forward program and its steps.
+
+Errors building the model or running the first forward are errors of the spec (SpecError,
+a 422 in the service); errors in later steps are events of the trace (see steps.py).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+import torch
+
+from gradtrace.engine.session import TraceSession
+from gradtrace.engine.steps import StepRunner
+from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
+from gradtrace.engine.user_hooks import UserHooks
+from gradtrace.spec import SpecError
+from gradtrace.trace_schema import TraceDoc
+
+
+def _forward_error(exc: Exception) -> SpecError:
+    if isinstance(exc, SpecError):
+        return exc
+    return SpecError("forward_error", f"the forward program failed: {exc}", "/forward",
+                     exception=type(exc).__name__)
+
+
+class SpecTrace:
+    """One spec being traced: the built model, its names, its hooks, its session."""
+
+    def __init__(self, spec: Any, limits: Any, value_budget: int) -> None:
+        from gradtrace.engine.build import build
+
+        self.spec = spec
+        generator = torch.Generator().manual_seed(spec.seed)
+        try:
+            self.built = build(spec, generator)
+        except SpecError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - torch refused the model: the spec's fault
+            raise SpecError("build_error", f"building the model failed: {exc}", "/modules",
+                            exception=type(exc).__name__) from exc
+        self.session = TraceSession(self.built.root, dict(self.built.inputs),
+                                    max_nodes=limits.max_nodes, value_budget=value_budget)
+        self.hooks = [h.model_dump(mode="json", by_alias=True, exclude_none=True) for h in spec.hooks]
+        self.tensor_hooks: dict[str, list[int]] = {}  # intermediate name -> hook indexes
+        self.retain = set(spec.retain_grad)
+        self.env: dict[str, Any] = dict(self.built.inputs)
+
+    # ---- names --------------------------------------------------------------------------
+    def resolve(self, ref: str) -> torch.Tensor:
+        """A spec tensor reference: a program/input name or a parameter path ("f0.weight")."""
+        if ref in self.env and isinstance(self.env[ref], torch.Tensor):
+            return self.env[ref]
+        if ref in self.session.params:
+            return self.session.params[ref]
+        raise KeyError(f"no tensor named {ref!r}")
+
+    def on_assign(self, name: str, value: Any) -> None:
+        self.env[name] = value
+        self.session.name(name, value)
+        if not isinstance(value, torch.Tensor):
+            return
+        if name in self.retain and value.grad_fn is not None:
+            value.retain_grad()
+            self.session.retained[name] = value
+        for index in self.tensor_hooks.get(name, []):
+            self.user_hooks.register_tensor_hook(index, value, name)
+
+    # ---- hooks --------------------------------------------------------------------------
+    def register_hooks(self, stack: ExitStack) -> None:
+        self.user_hooks = UserHooks(self.session.recorder, self.hooks, stack)
+        root = self.built.root
+        for index, hook in enumerate(self.hooks):
+            where = f"/hooks/{index}"
+            try:
+                if "module" in hook:
+                    path = hook["module"]
+                    self.user_hooks.register_module_hook(index, root.get_submodule(path), path)
+                    self.session.module_hooks.setdefault(path, []).append(
+                        {"index": index, "type": hook["type"], "action": hook.get("action")})
+                elif hook["tensor"] in self.built.inputs or hook["tensor"] in self.session.params:
+                    name = hook["tensor"]
+                    self.user_hooks.register_tensor_hook(index, self.resolve(name), name)
+                else:
+                    self.tensor_hooks.setdefault(hook["tensor"], []).append(index)
+            except SpecError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - e.g. a hook on a tensor without grad
+                raise SpecError("hook_error", f"hooks[{index}] cannot be registered: {exc}", where,
+                                exception=type(exc).__name__) from exc
+
+    # ---- the run ------------------------------------------------------------------------
+    def run_program(self, program: Any) -> None:
+        from gradtrace.engine.interpreter import run_program
+
+        run_program(program, self.env, self.built.modules, on_assign=self.on_assign)
+
+    def run(self) -> TraceDoc:
+        session = self.session
+        with ExitStack() as stack:
+            stack.callback(session.close)
+            self.register_hooks(stack)
+            # retain_grad on spec inputs is a no-op (leaves keep .grad anyway)
+            try:
+                session.forward(lambda: self.run_program(self.built.program))
+            except Exception as exc:  # noqa: BLE001
+                raise _forward_error(exc) from exc
+            runner = StepRunner(session, self.resolve, self._rerun)
+            runner.run_all(self.spec.effective_steps())
+            return session.finish(source="spec", title=self.spec.title, spec=self.spec.normalized())
+
+    def _rerun(self, index: int) -> None:
+        program = self.spec.step_program(index)
+        self.run_program(program if program is not None else self.built.program)
+
+
+def run_spec(spec: Any, limits: Any, value_budget: int = DEFAULT_VALUE_BUDGET) -> TraceDoc:
+    """Trace a validated ModelSpec within ``limits`` (SpecLimits); the service's entry point."""
+    return SpecTrace(spec, limits, value_budget).run()

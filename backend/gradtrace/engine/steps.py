@@ -1,0 +1,97 @@
+"""The spec's steps after the first forward: backward, grad, forward, zero_grad, sgd_step.
+
+Each step is one pass of the timeline. A step PyTorch refuses (a second backward through a
+freed graph, an in-place error) becomes an ``error`` event with PyTorch's exact message; the
+later steps are skipped and a diagnostic says so. The trace up to there is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from gradtrace.engine.session import TraceSession
+
+
+class StepRunner:
+    def __init__(self, session: TraceSession, resolve: Callable[[str], torch.Tensor],
+                 rerun_forward: Callable[[int], None]) -> None:
+        self.session = session
+        self.resolve = resolve  # spec name or parameter path -> tensor
+        self.rerun_forward = rerun_forward  # forward step index -> runs the program
+
+    def run_all(self, steps: list[Any]) -> None:
+        for index, step in enumerate(steps):
+            try:
+                self.run(index, step)
+            except Exception as exc:  # noqa: BLE001 - PyTorch's refusal is part of the trace
+                self.session.step_error(exc, index, skipped=len(steps) - index - 1)
+                return
+
+    def run(self, index: int, step: Any) -> None:
+        kind = step.do
+        if kind == "backward":
+            self._backward(index, step)
+        elif kind == "grad":
+            self._grad(index, step)
+        elif kind == "forward":
+            self.session.forward(lambda: self.rerun_forward(index), step=index)
+        elif kind == "zero_grad":
+            self._zero_grad(index, step.set_to_none)
+        elif kind == "sgd_step":
+            self._sgd_step(index, step.lr)
+        else:  # the spec's validation makes this unreachable
+            raise ValueError(f"unknown step {kind!r}")
+
+    def _backward(self, index: int, step: Any) -> None:
+        root = self.resolve(step.of)
+        inputs = [self.resolve(r) for r in step.inputs] if step.inputs else None
+        # retain_graph=None lets PyTorch default it to create_graph, as a bare call would
+        retain = True if step.retain_graph else None
+        self.session.backward_pass("backward", step.of, index, lambda: root.backward(
+            retain_graph=retain, create_graph=step.create_graph, inputs=inputs))
+
+    def _grad(self, index: int, step: Any) -> None:
+        outputs = [self.resolve(o) for o in step.outputs()]
+        inputs = [self.resolve(r) for r in step.inputs]
+        of = ", ".join(step.outputs())
+        result = self.session.backward_pass("grad", of, index, lambda: torch.autograd.grad(
+            outputs, inputs, retain_graph=step.retain_graph, create_graph=step.create_graph,
+            allow_unused=step.allow_unused))
+        for name, grad in zip(step.as_, result, strict=True):
+            if grad is not None:
+                self.session.name(name, grad)
+
+    def _step_pass(self, index: int, label: str) -> None:
+        self.session.recorder.begin_pass("step", label, index)
+
+    def _zero_grad(self, index: int, set_to_none: bool) -> None:
+        session = self.session
+        self._step_pass(index, "zero_grad")
+        names = []
+        for name, t in session.all_leaves_named():
+            if t.grad is None:
+                continue
+            names.append(name)
+            if set_to_none:
+                t.grad = None
+            else:
+                t.grad.detach_().zero_()
+        session.recorder.emit("zero_grad", payload={"set_to_none": set_to_none, "tensors": names})
+        session.recorder.end_pass()
+
+    def _sgd_step(self, index: int, lr: float) -> None:
+        session = self.session
+        rec = session.recorder
+        self._step_pass(index, f"sgd_step lr={lr:g}")
+        updates: dict[str, Any] = {}
+        with torch.no_grad():
+            for name, p in session.params.items():
+                if p.grad is None:
+                    continue
+                p.add_(p.grad, alpha=-lr)  # what torch.optim.SGD does without momentum
+                updates[name] = rec.summarize(p)
+        rec.emit("sgd_step", payload={"lr": lr, "after": updates})
+        rec.end_pass()

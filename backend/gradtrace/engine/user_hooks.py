@@ -1,0 +1,127 @@
+"""The hooks a spec declares, registered for real, recording each firing in place.
+
+A spec hook is a real PyTorch hook (``register_full_backward_hook``, ``register_hook``, …);
+its declarative action (scale / add / zero / clamp) is applied the way PyTorch hooks change
+values: by returning a replacement (for post-accumulate-grad hooks, which return nothing, by
+writing ``.grad`` in place). Each firing is an event; an action that changed something adds a
+``hook_action`` event with the values before and after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradtrace.engine.recorder import Recorder
+
+
+def apply_action(action: dict[str, Any], t: Any) -> Any:
+    """The action's result for one tensor (None and non-tensors pass through unchanged)."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    op = action["op"]
+    if op == "scale":
+        return t * action["by"]
+    if op == "add":
+        return t + action["by"]
+    if op == "zero":
+        return torch.zeros_like(t)
+    return t.clamp(min=action.get("min"), max=action.get("max"))
+
+
+class UserHooks:
+    """Registers the spec's hooks on modules and tensors; ``stack`` removes them all."""
+
+    def __init__(self, recorder: Recorder, hooks: list[dict[str, Any]], stack: ExitStack) -> None:
+        self.recorder = recorder
+        self.hooks = hooks  # spec.hooks as dicts (type, module | tensor, action)
+        self.stack = stack
+
+    # ---- events ---------------------------------------------------------------------------
+    def _summaries(self, values: Any) -> list[Any]:
+        if isinstance(values, torch.Tensor) or values is None:
+            values = (values,)
+        return [self.recorder.summarize(v) for v in values]
+
+    def _act(self, index: int, target: str | None, module: str | None,
+             values: tuple) -> tuple | None:
+        """Apply hook ``index``'s action to ``values``; record it; None if there is none."""
+        action = self.hooks[index].get("action")
+        if not action:
+            return None
+        after = tuple(apply_action(action, v) for v in values)
+        self.recorder.emit("hook_action", target=target, node=self._node(), module=module,
+                           hook=index, payload={"action": action,
+                                                "before": self._summaries(values),
+                                                "after": self._summaries(after)})
+        return after
+
+    def _node(self) -> str | None:
+        """The autograd node running now (user backward hooks fire inside one)."""
+        active = self.recorder.active_nodes
+        return active[-1] if active and self.recorder.phase == "backward" else None
+
+    # ---- module hooks ---------------------------------------------------------------------
+    def register_module_hook(self, index: int, module: nn.Module, path: str) -> None:
+        kind = self.hooks[index]["type"]
+        rec = self.recorder
+        if kind == "forward_pre":
+            def hook(_m: nn.Module, args: tuple) -> tuple | None:
+                rec.emit("module_forward_pre", target=path, module=path, hook=index,
+                         payload={"inputs": self._summaries(args)})
+                return self._act(index, path, path, args)
+            handle = module.register_forward_pre_hook(hook)
+        elif kind == "forward":
+            def hook(_m: nn.Module, args: tuple, output: Any) -> Any:
+                rec.emit("module_forward", target=path, module=path, hook=index,
+                         payload={"inputs": self._summaries(args),
+                                  "outputs": self._summaries(output)})
+                single = isinstance(output, torch.Tensor)
+                after = self._act(index, path, path, (output,) if single else tuple(output))
+                if after is None:
+                    return None
+                return after[0] if single else type(output)(after)
+            handle = module.register_forward_hook(hook)
+        elif kind == "full_backward_pre":
+            def hook(_m: nn.Module, grad_output: tuple) -> tuple | None:
+                rec.emit("module_backward_pre", target=path, node=self._node(), module=path,
+                         hook=index, payload={"grad_output": self._summaries(grad_output)})
+                return self._act(index, path, path, grad_output)
+            handle = module.register_full_backward_pre_hook(hook)
+        else:  # full_backward, or the deprecated non-full "backward"
+            def hook(_m: nn.Module, grad_input: tuple, grad_output: tuple) -> tuple | None:
+                rec.emit("module_backward", target=path, node=self._node(), module=path,
+                         hook=index, payload={"grad_input": self._summaries(grad_input),
+                                              "grad_output": self._summaries(grad_output)})
+                return self._act(index, path, path, grad_input)
+            register: Callable = (module.register_full_backward_hook if kind == "full_backward"
+                                  else module.register_backward_hook)
+            handle = register(hook)
+        self.stack.callback(handle.remove)
+
+    # ---- tensor hooks ---------------------------------------------------------------------
+    def register_tensor_hook(self, index: int, tensor: torch.Tensor, name: str) -> None:
+        kind = self.hooks[index]["type"]
+        rec = self.recorder
+        if kind == "tensor":
+            def hook(grad: torch.Tensor) -> torch.Tensor | None:
+                rec.emit("tensor_hook", target=name, node=self._node(), hook=index,
+                         payload={"grad": rec.summarize(grad)})
+                after = self._act(index, name, None, (grad,))
+                return None if after is None else after[0]
+            handle = tensor.register_hook(hook)
+        else:  # post_accumulate_grad: returns nothing; an action writes .grad in place
+            def hook(param: torch.Tensor) -> None:
+                rec.emit("post_accumulate_grad", target=name, node=self._node(), hook=index,
+                         payload={"grad": rec.summarize(param.grad)})
+                if param.grad is not None:
+                    after = self._act(index, name, None, (param.grad,))
+                    if after is not None:
+                        with torch.no_grad():
+                            param.grad.copy_(after[0])
+            handle = tensor.register_post_accumulate_grad_hook(hook)
+        self.stack.callback(handle.remove)
