@@ -56,7 +56,12 @@ def _arm_cpu_budget() -> None:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     used = int(usage.ru_utime + usage.ru_stime) + 1
     soft = used + _task_cpu_s
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
+    # Only the soft limit moves (SIGXCPU ends the worker): an unprivileged process may lower
+    # its hard limit but never raise it again, and workers run many tasks.
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 def ping() -> int:
