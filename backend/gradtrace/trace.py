@@ -48,19 +48,19 @@ class Trace:
         return json.dumps(self.to_dict(), allow_nan=False, indent=indent, sort_keys=False)
 
     def save(self, path: str | Path) -> Path:
-        """Save as ``.json`` here; ``.html``/``.svg`` are drawn by gradtrace.render."""
+        """Save as ``.json`` here; ``.html``/``.svg``/``.png`` are drawn by gradtrace.render."""
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".json":
             path.write_text(self.to_json(), encoding="utf-8")
             return path
-        if suffix in (".html", ".svg"):
+        if suffix in (".html", ".svg", ".png"):
             from gradtrace import render
 
             render.save(self, path)
             return path
         raise ValueError(f"cannot save a trace as {suffix or 'a file without suffix'!r}: "
-                         "use .json, .html or .svg")
+                         "use .json, .html, .svg or .png")
 
     def _repr_html_(self) -> str:
         from gradtrace import render

@@ -4,7 +4,7 @@
 // so every picture matches the viewer's. The Python side (gradtrace.render) calls this.
 //
 //   node frontend/tools/render.mjs --format svg|html|layout [--animated] [--phase both]
-//        [--theme light] [--no-values] [--mode embed|full] [--in trace.json] [--out file]
+//        [--theme light] [--no-values] [--mode embed|full] [--no-elk] [--in trace.json] [--out file]
 //
 // Input: a trace, or {"trace": …, "layout": …} with a precomputed layout. Exit 2 on bad input
 // (message on stderr, naming what is wrong), 1 on an internal failure.
@@ -26,6 +26,7 @@ const OPTIONS = {
   theme: { type: "string", default: "light" },
   "no-values": { type: "boolean", default: false },
   mode: { type: "string", default: "embed" },
+  "no-elk": { type: "boolean", default: false },
   in: { type: "string" },
   out: { type: "string" },
 };
@@ -56,6 +57,8 @@ export async function computeLayout(trace) {
 
 async function main() {
   const { values: opts } = parseArgs({ options: OPTIONS, allowPositionals: false });
+  // HTML follows the reader's colour scheme unless a theme is asked for.
+  const themeGiven = process.argv.some((a) => a === "--theme" || a.startsWith("--theme="));
   for (const [k, allowed] of Object.entries(CHOICES)) {
     if (!allowed.includes(opts[k])) throw new InputError(`--${k} must be one of ${allowed.join(", ")} (got ${JSON.stringify(opts[k])})`);
   }
@@ -69,7 +72,7 @@ async function main() {
     output = buildDiagramSvg(trace, layout, { animated: opts.animated, phase: opts.phase, theme: opts.theme, values: !opts["no-values"], css });
   } else {
     const { buildStandaloneHtml } = await import(join(here, "standalone.mjs"));
-    output = await buildStandaloneHtml(trace, layout, { mode: opts.mode, theme: opts.theme });
+    output = await buildStandaloneHtml(trace, layout, { mode: opts.mode, theme: themeGiven ? opts.theme : null, elk: !opts["no-elk"] });
   }
   if (opts.out) writeFileSync(opts.out, output);
   else process.stdout.write(output);

@@ -1,0 +1,25 @@
+"""Diagrams of traces: static and animated SVG, standalone HTML, PNG, notebook output.
+
+The drawing is done by the viewer's own JavaScript (``frontend/js/export``, layout by
+elkjs), run by Node in a subprocess, so every picture matches the viewer. Torch-free.
+"""
+
+from gradtrace.render.diagram import PHASES, THEMES, diagram_svg
+from gradtrace.render.node_tool import RenderError, RenderUnavailable
+from gradtrace.render.page import notebook_html, standalone_html
+from gradtrace.render.png import svg_to_png
+from gradtrace.render.save import SUFFIXES, render_bytes, save
+
+__all__ = [
+    "PHASES",
+    "SUFFIXES",
+    "THEMES",
+    "RenderError",
+    "RenderUnavailable",
+    "diagram_svg",
+    "notebook_html",
+    "render_bytes",
+    "save",
+    "standalone_html",
+    "svg_to_png",
+]

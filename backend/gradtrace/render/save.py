@@ -1,0 +1,44 @@
+"""``save(trace, path)``: the file format follows the suffix (.svg, .html, .png, .json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gradtrace.render.diagram import diagram_svg
+from gradtrace.render.page import standalone_html
+from gradtrace.render.png import svg_to_png
+from gradtrace.render.source import trace_json
+
+SUFFIXES = (".svg", ".html", ".png", ".json")
+
+
+def render_bytes(
+    trace: Any,
+    suffix: str,
+    animated: bool = False,
+    phase: str = "both",
+    theme: str = "light",
+    values: bool = True,
+) -> bytes:
+    """The file content for ``suffix``; raises ValueError for an unknown suffix or option."""
+    suffix = suffix.lower()
+    if suffix == ".json":
+        return trace_json(trace)
+    if suffix == ".svg":
+        return diagram_svg(trace, animated=animated, phase=phase, theme=theme, values=values).encode("utf-8")
+    if suffix == ".html":
+        return standalone_html(trace, theme=theme).encode("utf-8")
+    if suffix == ".png":
+        if animated:
+            raise ValueError("a PNG is a still picture: save the animated diagram as .svg")
+        return svg_to_png(diagram_svg(trace, animated=False, phase=phase, theme=theme, values=values))
+    raise ValueError(f"cannot save a trace as {suffix or 'a file without suffix'!r}: use one of {', '.join(SUFFIXES)}")
+
+
+def save(trace: Any, path: str | Path, **options: Any) -> Path:
+    """Write the trace to ``path`` in the format its suffix names. Options: see render_bytes."""
+    path = Path(path)
+    data = render_bytes(trace, path.suffix, **options)
+    path.write_bytes(data)
+    return path
