@@ -21,7 +21,7 @@ MAX_PIXELS = 80_000_000  # past this the device scale drops, so the bitmap stays
 
 def chromium_binary() -> str:
     configured = os.environ.get("GRADTRACE_CHROMIUM")
-    for name in ((configured,) if configured else _CANDIDATES):
+    for name in (configured,) if configured else _CANDIDATES:
         found = shutil.which(name) if name else None
         if found:
             return found

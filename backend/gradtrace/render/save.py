@@ -33,7 +33,9 @@ def render_bytes(
         if animated:
             raise ValueError("a PNG is a still picture: save the animated diagram as .svg")
         return svg_to_png(diagram_svg(trace, animated=False, phase=phase, theme=theme, values=values))
-    raise ValueError(f"cannot save a trace as {suffix or 'a file without suffix'!r}: use one of {', '.join(SUFFIXES)}")
+    raise ValueError(
+        f"cannot save a trace as {suffix or 'a file without suffix'!r}: use one of {', '.join(SUFFIXES)}"
+    )
 
 
 def save(trace: Any, path: str | Path, **options: Any) -> Path:
