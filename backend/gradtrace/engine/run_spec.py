@@ -26,6 +26,13 @@ def _forward_error(exc: Exception) -> SpecError:
                      exception=type(exc).__name__)
 
 
+def _refused_by_hooks(exc: Exception) -> bool:
+    """An in-place op on the output of a module with a full backward hook (a view made by
+    BackwardHookFunction): PyTorch's refusal is the lesson, so it becomes an error event."""
+    cause = exc.__cause__ if isinstance(exc, SpecError) and exc.__cause__ is not None else exc
+    return isinstance(cause, RuntimeError) and "BackwardHookFunction" in str(cause)
+
+
 class SpecTrace:
     """One spec being traced: the built model, its names, its hooks, its session."""
 
@@ -103,12 +110,17 @@ class SpecTrace:
             stack.callback(session.close)
             self.register_hooks(stack)
             # retain_grad on spec inputs is a no-op (leaves keep .grad anyway)
+            steps = self.spec.effective_steps()
             try:
-                session.forward(lambda: self.run_program(self.built.program))
+                session.forward(lambda: self.run_program(self.built.program),
+                                error_is_event=_refused_by_hooks)
             except Exception as exc:  # noqa: BLE001
-                raise _forward_error(exc) from exc
-            runner = StepRunner(session, self.resolve, self._rerun)
-            runner.run_all(self.spec.effective_steps())
+                if not _refused_by_hooks(exc):
+                    raise _forward_error(exc) from exc
+                # the spec is fine; PyTorch refuses what the hooks imply: show it in the trace
+                session.step_error(exc, None, skipped=len(steps))
+            else:
+                StepRunner(session, self.resolve, self._rerun, self.on_assign).run_all(steps)
             return session.finish(source="spec", title=self.spec.title, spec=self.spec.normalized())
 
     def _rerun(self, index: int) -> None:

@@ -76,8 +76,13 @@ class TraceSession:
         self._stack.close()
 
     # ---- passes -------------------------------------------------------------------------
-    def forward(self, run: Callable[[], Any], step: int | None = None) -> Any:
-        """Run ``run()`` as a recorded forward pass; returns what it returns."""
+    def forward(self, run: Callable[[], Any], step: int | None = None,
+                error_is_event: Callable[[Exception], bool] | None = None) -> Any:
+        """Run ``run()`` as a recorded forward pass; returns what it returns.
+
+        An exception is re-raised; it is also recorded as an ``error`` event in this pass for
+        a forward step, or when ``error_is_event(exc)`` says so.
+        """
         self._forwards += 1
         rec = self.recorder
         rec.begin_pass("forward", f"forward #{self._forwards}", step)
@@ -85,7 +90,7 @@ class TraceSession:
             with torch.enable_grad(), self.forward_capture.recording():
                 return run()
         except Exception as exc:
-            if step is not None:  # a forward step: an error event (the first forward raises)
+            if step is not None or (error_is_event is not None and error_is_event(exc)):
                 self.error_event(exc, step)
             raise
         finally:
@@ -169,13 +174,14 @@ class TraceSession:
             rec.end_pass()
         exc._gradtrace_recorded = True  # type: ignore[attr-defined]
 
-    def step_error(self, exc: BaseException, step: int, skipped: int) -> None:
+    def step_error(self, exc: BaseException, step: int | None, skipped: int) -> None:
         self.error_event(exc, step)
         if skipped:
             self.diagnostics.append(diagnostic(
                 "steps_skipped", "error",
-                f"step {step} failed ({type(exc).__name__}); the {skipped} later step(s) were not run"))
-        if "BackwardHookFunctionBackward" in str(exc.__cause__ or exc):
+                f"{'the forward' if step is None else f'step {step}'} failed "
+                f"({type(exc).__name__}); the {skipped} later step(s) were not run"))
+        if "BackwardHookFunction" in str(exc.__cause__ or exc):
             self.diagnostics.append(diagnostic(
                 "inplace_after_hook", "error",
                 "an in-place operation modified the output of a module that has a full backward "

@@ -17,10 +17,12 @@ from gradtrace.engine.session import TraceSession
 
 class StepRunner:
     def __init__(self, session: TraceSession, resolve: Callable[[str], torch.Tensor],
-                 rerun_forward: Callable[[int], None]) -> None:
+                 rerun_forward: Callable[[int], None],
+                 assign: Callable[[str, torch.Tensor], None]) -> None:
         self.session = session
         self.resolve = resolve  # spec name or parameter path -> tensor
         self.rerun_forward = rerun_forward  # forward step index -> runs the program
+        self.assign = assign  # a step result gets a name (grad's `as`)
 
     def run_all(self, steps: list[Any]) -> None:
         for index, step in enumerate(steps):
@@ -62,7 +64,7 @@ class StepRunner:
             allow_unused=step.allow_unused))
         for name, grad in zip(step.as_, result, strict=True):
             if grad is not None:
-                self.session.name(name, grad)
+                self.assign(name, grad)
 
     def _step_pass(self, index: int, label: str) -> None:
         self.session.recorder.begin_pass("step", label, index)
