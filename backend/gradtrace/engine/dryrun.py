@@ -38,7 +38,7 @@ class DryRunReport:
 
 class _LimitHit(Exception):
     def __init__(self, limit: str, value: int | float, bound: int | float, what: str) -> None:
-        super().__init__(f"{what} is {value:,}; the limit {limit} is {bound:,}")
+        super().__init__(f"{what} would be {value:,}; the limit {limit} is {bound:,}")
         self.limit = limit
 
 
@@ -63,7 +63,7 @@ class _Watch(TorchDispatchMode):
                 report.total_elements += numel
                 if numel > limits.max_tensor_elements:
                     raise _LimitHit("max_tensor_elements", numel, limits.max_tensor_elements,
-                                    f"a tensor of shape {list(item.shape)} has {numel:,} elements, so its size")
+                                    f"the element count of a tensor of shape {list(item.shape)}")
         if report.total_elements > limits.max_total_elements:
             raise _LimitHit("max_total_elements", report.total_elements, limits.max_total_elements,
                             "the elements produced by all operations")

@@ -50,7 +50,6 @@ FUNCTION_IMPLS: dict[str, Callable[..., Any]] = {
     "outer": torch.outer,
     "dot": torch.dot,
     "transpose": torch.transpose,
-    "t": torch.t,
     "reshape": torch.reshape,
     "permute": torch.permute,
     "flatten": torch.flatten,

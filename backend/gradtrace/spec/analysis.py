@@ -39,13 +39,15 @@ def check_names(program: Program, defined: dict[str, str], reserved: Mapping[str
         for name in stmt.uses:
             if name in defined:
                 continue
+            col = stmt.column_of(name)
+            at = f"{where}, column {col}"
             if name in later and later[name] >= stmt.index:
-                message = f"{where}: {name!r} is used before it is assigned (on line {later[name] + 1})"
-                raise SpecError("use_before_assignment", message, ptr, stmt.index + 1, stmt.column)
+                message = f"{at}: {name!r} is used before it is assigned (on line {later[name] + 1})"
+                raise SpecError("use_before_assignment", message, ptr, stmt.index + 1, col)
             if name in reserved:
-                message = f"{where}: {name!r} is {reserved[name]}, not a tensor; call it, e.g. {name}(x)"
-                raise SpecError("not_a_tensor", message, ptr, stmt.index + 1, stmt.column)
-            raise SpecError("undefined_name", f"{where}: name {name!r} is not defined", ptr, stmt.index + 1, stmt.column)
+                message = f"{at}: {name!r} is {reserved[name]}, not a tensor; call it, e.g. {name}(x)"
+                raise SpecError("not_a_tensor", message, ptr, stmt.index + 1, col)
+            raise SpecError("undefined_name", f"{at}: name {name!r} is not defined", ptr, stmt.index + 1, col)
         for target in stmt.targets:
             other = defined.get(target) or reserved.get(target)
             if other is not None:

@@ -56,10 +56,16 @@ class SpecWarning:
     path: str
 
 
+MAX_POINTER_PART = 100
+
+
 def pointer(*parts: object) -> str:
     """JSON Pointer from path parts: pointer("modules", "f1", "forward", 0) -> /modules/f1/forward/0."""
     out = []
     for part in parts:
-        text = str(part).replace("~", "~0").replace("/", "~1")
+        text = str(part)
+        if len(text) > MAX_POINTER_PART:  # a huge key must not be echoed whole
+            text = text[:MAX_POINTER_PART] + "…"
+        text = text.replace("~", "~0").replace("/", "~1")
         out.append("/" + text)
     return "".join(out)

@@ -259,8 +259,19 @@ class ModelSpec(SpecModel):
     def normalized(self) -> dict[str, Any]:
         """The canonical JSON form: defaults filled, fixed key order (hash it, store it in traces)."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        data["modules"] = {name: _type_first(m) for name, m in data["modules"].items()}
         data["steps"] = [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in self.effective_steps()]
         return data
+
+
+def _type_first(module: dict[str, Any]) -> dict[str, Any]:
+    """Module dicts read best with "type" first (pydantic puts inherited `init` first)."""
+    out = {"type": module["type"], **{k: v for k, v in module.items() if k != "type"}}
+    if "layers" in out:
+        out["layers"] = [_type_first(m) for m in out["layers"]]
+    if out["type"] == "Module":
+        out["modules"] = {n: _type_first(m) for n, m in out.get("modules", {}).items()}
+    return out
 
 
 def leaf_specs(spec: ModelSpec) -> dict[str, LeafSpec]:

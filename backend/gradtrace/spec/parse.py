@@ -12,11 +12,11 @@ from .models import ModelSpec
 MAX_MESSAGE = 300
 
 
-def _json_pointer(loc: tuple[Any, ...], data: Any) -> str:
+def _json_pointer(loc: tuple[Any, ...], data: Any, kind: str = "") -> str:
     """Turn a pydantic loc into a JSON Pointer into `data`, skipping discriminator tags."""
     parts: list[Any] = []
     node = data
-    for part in loc:
+    for position, part in enumerate(loc):
         if part == "[key]":
             break
         if isinstance(node, dict) and part in node:
@@ -25,15 +25,10 @@ def _json_pointer(loc: tuple[Any, ...], data: Any) -> str:
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             parts.append(part)
             node = node[part]
-        elif isinstance(node, dict) and isinstance(part, str) and part not in node and _is_field_name(part):
+        elif kind == "missing" and position == len(loc) - 1:
             parts.append(part)  # a missing required field: point at where it belongs
-            node = None
         # else: a union/discriminator tag such as "Linear" or "backward": not in the document
     return pointer(*parts)
-
-
-def _is_field_name(part: str) -> bool:
-    return part.islower() or "_" in part
 
 
 def _message(error: dict[str, Any], path: str) -> str:
@@ -46,6 +41,11 @@ def _message(error: dict[str, Any], path: str) -> str:
         msg = f"missing the field {error.get('ctx', {}).get('discriminator', 'type')} that says which kind this is"
     elif kind == "extra_forbidden":
         msg = "unknown field"
+    elif kind == "string_pattern_mismatch":
+        if "\\." in str(error.get("ctx", {}).get("pattern", "")):
+            msg = "must be a name or a dotted path such as f1.f.weight"
+        else:
+            msg = "must be an identifier: letters, digits and _, not starting with a digit"
     else:
         msg = str(error["msg"])
         if msg.startswith("Value error, "):
@@ -63,10 +63,10 @@ def parse_spec(data: Any) -> ModelSpec:
     except ValidationError as exc:
         errors = exc.errors(include_input=False, include_url=False)
         first = errors[0]
-        path = _json_pointer(tuple(first["loc"]), data)
+        path = _json_pointer(tuple(first["loc"]), data, first["type"])
         error = SpecError("invalid_spec", _message(first, path), path)
         error.details = [  # type: ignore[attr-defined]
-            {"path": (p := _json_pointer(tuple(e["loc"]), data)), "message": _message(e, p), "type": e["type"]}
+            {"path": (p := _json_pointer(tuple(e["loc"]), data, e["type"])), "message": _message(e, p), "type": e["type"]}
             for e in errors[:20]
         ]
         raise error from None

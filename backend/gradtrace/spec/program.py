@@ -118,6 +118,13 @@ class Statement:
     source: str
     column: int  # 1-based column of the statement
     uses: tuple[str, ...]  # tensor names read, in order of first use
+    use_columns: tuple[int, ...] = ()  # 1-based column of each name's first use
+
+    def column_of(self, name: str) -> int:
+        for used, column in zip(self.uses, self.use_columns, strict=False):
+            if used == name:
+                return column
+        return self.column
 
 
 @dataclass(frozen=True)
@@ -129,9 +136,10 @@ class Program:
     owner: str | None = None  # module path for a Module's program; None at top level
     args: tuple[str, ...] = ()
     returns: int = 1  # values a Module program returns
+    title: str = "forward"  # how messages name the program: "forward", "module f1, forward", "step 2 (forward)"
 
     def label(self) -> str:
-        return f"module {self.owner}, forward" if self.owner else "forward"
+        return self.title
 
     def where(self, index: int, column: int | None = None) -> str:
         text = f"{self.label()} line {index + 1}"
@@ -162,6 +170,7 @@ class _LineParser:
     index: int
     modules: Mapping[str, CalleeInfo]
     uses: list[str] = field(default_factory=list)
+    columns: dict[str, int] = field(default_factory=dict)  # name -> 1-based column of first use
 
     def fail(self, node: ast.AST | None, message: str, code: str = "program_syntax") -> SpecError:
         column = getattr(node, "col_offset", None)
@@ -174,6 +183,7 @@ class _LineParser:
         if isinstance(node, ast.Name):
             if node.id not in self.uses:
                 self.uses.append(node.id)
+                self.columns[node.id] = node.col_offset + 1
             return Name(node.id)
         if isinstance(node, ast.Constant):
             return Const(self.number(node))
@@ -265,7 +275,7 @@ class _LineParser:
             kwargs = tuple(self.kwarg(f".{method}", k, sig.kwargs) for k in node.keywords)
             return MethodCall(obj, method, args, kwargs)
         if not isinstance(node.func, ast.Name):
-            raise self.fail(node.func, "only named modules, whitelisted functions and tensor methods can be called")
+            raise self.fail(node.func, f"calling {_describe(node.func)} is not allowed: only named modules, whitelisted functions and tensor methods can be called")
         name = node.func.id
         module = self.modules.get(name)
         if module is not None:
@@ -281,6 +291,8 @@ class _LineParser:
         self.check_arity(node, name, sig)
         if sig.list_arg:
             first = node.args[0]
+            if not isinstance(first, ast.List | ast.Tuple | ast.Name | ast.Call):
+                self.expr(first)  # raises its own, more precise error (a comprehension, …)
             if not isinstance(first, ast.List | ast.Tuple) or not first.elts:
                 raise self.fail(first, f"{name}() takes a non-empty list of tensors, e.g. {name}([a, b], dim=0)")
             args: tuple[Expr, ...] = (TensorList(tuple(self.expr(e) for e in first.elts)),)
@@ -347,10 +359,11 @@ def parse_program(
     modules: Mapping[str, CalleeInfo],
     owner: str | None = None,
     args: tuple[str, ...] = (),
+    label: str | None = None,
 ) -> Program:
     """Compile program lines. A Module program (owner set) must end in `return <expr>`."""
     statements: list[Statement] = []
-    label = f"module {owner}, forward" if owner else "forward"
+    label = label or (f"module {owner}, forward" if owner else "forward")
     returns = 1
     for index, source in enumerate(lines):
         parser = _LineParser(path, label, index, modules)
@@ -380,7 +393,8 @@ def parse_program(
                 returns = len(stmt.value.elts)
             else:
                 value = parser.expr(stmt.value)
-            statements.append(Statement((), value, True, index, source, stmt.col_offset + 1, tuple(parser.uses)))
+            statements.append(Statement((), value, True, index, source, stmt.col_offset + 1, tuple(parser.uses),
+                                        tuple(parser.columns[u] for u in parser.uses)))
             continue
         if not isinstance(stmt, ast.Assign):
             hint = " (write `x = x + 1` as a new name, e.g. `x2 = x + 1`)" if isinstance(stmt, ast.AugAssign) else ""
@@ -390,11 +404,12 @@ def parse_program(
         targets = _targets(parser, stmt.targets[0])
         value = parser.expr(stmt.value)
         _check_unpacking(parser, stmt, targets, value, modules)
-        statements.append(Statement(targets, value, False, index, source, stmt.col_offset + 1, tuple(parser.uses)))
+        statements.append(Statement(targets, value, False, index, source, stmt.col_offset + 1, tuple(parser.uses),
+                                    tuple(parser.columns[u] for u in parser.uses)))
     if owner is not None and (not statements or not statements[-1].is_return):
         n = len(lines)
         raise SpecError("missing_return", f"{label} line {n}: a Module program must end with `return <expr>`", f"{path}/{n - 1}", n, None)
-    return Program(tuple(statements), path, owner, args, returns)
+    return Program(tuple(statements), path, owner, args, returns, label)
 
 
 def _statement_kind(stmt: ast.stmt) -> str:

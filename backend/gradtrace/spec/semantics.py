@@ -126,7 +126,7 @@ def _check_steps(spec: ModelSpec, defined: dict[str, str], reserved: dict[str, s
                     raise _conflict(name, f"step {i} (grad) `as` ({ptr}/as/{j})", other, f"{ptr}/as/{j}")
                 defined[name] = f"a result of step {i} (grad)"
         elif step.do == "forward" and step.program is not None:
-            program = parse_program(step.program, f"{ptr}/program", callees)
+            program = parse_program(step.program, f"{ptr}/program", callees, label=f"step {i} (forward)")
             defined = check_names(program, defined, reserved)
             keep |= {u for s in program.statements for u in s.uses}
             spec._step_programs[i] = program

@@ -71,7 +71,6 @@ FUNCTIONS: dict[str, Signature] = {
     "dot": _BINARY,
     # shapes
     "transpose": _sig(3),
-    "t": _UNARY,
     "reshape": _sig(2),
     "permute": _sig(2),
     "flatten": _sig(1, 1, "start_dim", "end_dim"),
