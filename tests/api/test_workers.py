@@ -1,0 +1,101 @@
+"""Worker isolation over a real server: a killed worker costs only its own request (503 +
+Retry-After) and is replaced; a hung one is stopped at the wall-clock bound; overload sheds
+with 503; rate limits answer 429.
+
+GRADTRACE_DEBUG_TRACE_DELAY makes every trace sleep first inside the worker, so a request
+is reliably in flight when the test acts.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+from specs import tiny
+
+
+def trace(base: str, title: str) -> httpx.Response:
+    return httpx.post(base + "/api/v1/trace", json=tiny(title), timeout=120)
+
+
+def wait_busy(base: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if httpx.get(base + "/readyz").json().get("busy"):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the trace never reached the worker")
+
+
+def assert_unavailable(r: httpx.Response, code: str) -> None:
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == code
+    assert int(r.headers["retry-after"]) >= 1
+
+
+def test_killed_worker_costs_only_its_own_request(server_factory) -> None:  # noqa: ANN001
+    server = server_factory(env={"GRADTRACE_WORKERS": "1", "GRADTRACE_DEBUG_TRACE_DELAY": "1.5"})
+    victim = httpx.get(server.url + "/readyz").json()["worker_pid"]
+    with ThreadPoolExecutor(1) as ex:
+        pending = ex.submit(trace, server.url, "killed mid-request")
+        wait_busy(server.url)
+        os.kill(victim, signal.SIGKILL)
+        killed = pending.result(timeout=60)
+    assert_unavailable(killed, "worker_crashed")
+    # The next requests are served by a fresh worker.
+    for i in range(2):
+        r = trace(server.url, f"after the kill {i}")
+        assert r.status_code == 200, r.text
+    ready = httpx.get(server.url + "/readyz").json()
+    assert ready["status"] == "ready" and ready["worker_pid"] != victim
+    # The killed spec was not cached as a failure: it traces fine now.
+    assert trace(server.url, "killed mid-request").status_code == 200
+
+
+def test_hung_worker_is_stopped_at_the_time_limit(server_factory) -> None:  # noqa: ANN001
+    server = server_factory(
+        env={"GRADTRACE_WORKERS": "1", "GRADTRACE_DEBUG_TRACE_DELAY": "30", "GRADTRACE_TRACE_TIMEOUT": "1"}
+    )
+    started = time.monotonic()
+    r = trace(server.url, "hangs")
+    assert time.monotonic() - started < 10
+    assert_unavailable(r, "trace_timeout")
+    assert "1 s" in r.json()["error"]["message"]
+    # The server and a replacement worker are alive.
+    deadline = time.monotonic() + 20
+    while httpx.get(server.url + "/readyz").status_code != 200:
+        assert time.monotonic() < deadline, "no worker after the timeout"
+        time.sleep(0.2)
+
+
+def test_overload_sheds_with_503(server_factory) -> None:  # noqa: ANN001
+    server = server_factory(
+        env={"GRADTRACE_WORKERS": "1", "GRADTRACE_QUEUE_LIMIT": "1", "GRADTRACE_DEBUG_TRACE_DELAY": "2"}
+    )
+    with ThreadPoolExecutor(4) as ex:
+        results = list(ex.map(lambda i: trace(server.url, f"load {i}"), range(4)))
+    codes = sorted(r.status_code for r in results)
+    assert codes == [200, 200, 503, 503], [r.text[:120] for r in results]
+    for r in results:
+        if r.status_code == 503:
+            assert_unavailable(r, "overloaded")
+
+
+def test_rate_limit_is_429_with_retry_after(server_factory) -> None:  # noqa: ANN001
+    server = server_factory(env={"GRADTRACE_WORKERS": "1", "GRADTRACE_RATE_PER_MINUTE": "5"})
+    statuses = []
+    for _ in range(12):  # two windows' worth at most, in case a minute boundary falls inside
+        r = httpx.get(server.url + "/api/v1/schema/spec")
+        statuses.append(r.status_code)
+        if r.status_code == 429:
+            err = r.json()["error"]
+            assert err["code"] == "rate_limited" and err["path"] is None
+            assert 1 <= int(r.headers["retry-after"]) <= 61
+            break
+    assert statuses[-1] == 429 and set(statuses[:-1]) == {200}
+    assert len(statuses) >= 6
+    # Health checks are not rate limited.
+    assert httpx.get(server.url + "/healthz").status_code == 200
