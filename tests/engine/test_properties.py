@@ -69,7 +69,7 @@ def oracle_grads(spec_dict: dict[str, Any]) -> dict[str, torch.Tensor]:
     leaves.update({n: t for n, t in built.inputs.items() if t.requires_grad})
     names = list(leaves)
     grads = torch.autograd.grad(env["loss"], [leaves[n] for n in names], allow_unused=True)
-    return {n: g for n, g in zip(names, grads, strict=True)}
+    return dict(zip(names, grads, strict=True))
 
 
 def check_engine_order(doc: Any) -> None:
