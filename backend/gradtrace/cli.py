@@ -26,6 +26,7 @@ examples:
   gradtrace examples seed-002 > s.json     write one example's spec to a file
   gradtrace validate s.json                check a spec without running it (exit 1 if invalid)
   gradtrace trace s.json -o trace.json     trace a spec with real PyTorch, write the trace JSON
+  gradtrace render s.json -o d.svg --animated   draw it (.svg, .html player, .png), offline
 
 exit codes: 0 success, 1 invalid spec or PyTorch refused it, 2 usage error or unreadable file.
 """
@@ -207,6 +208,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", nargs="?", help="an example id from the list")
     p.add_argument("--json", action="store_true", help="list as JSON")
     p.set_defaults(func=cmd_examples)
+
+    from gradtrace.render.command import add_render_parser
+
+    add_render_parser(sub)
     return parser
 
 

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from gradtrace.api.body import check_spec, read_json
+from gradtrace.api.diagram import register_diagram_route
 from gradtrace.api.docs import ERROR_RESPONSES, SPEC_BODY, TRACE_RESPONSE
 from gradtrace.api.errors import ApiError
 from gradtrace.api.tracing import IMMUTABLE, not_modified, trace_response
@@ -107,7 +108,5 @@ async def get_permalink_trace(request: Request, spec_id: str) -> Response:
     return await trace_response(request, spec, normalized, cache_control=IMMUTABLE)
 
 
-# GET /specs/{spec_id}/diagram.svg — the static diagram of a permalink — is added by the
-# embed/export module: it loads the spec with ``load_spec``, gets the trace bytes with
-# ``gradtrace.api.tracing.trace_bytes`` and renders them with
-# ``gradtrace.render.diagram_svg(trace_dict, **options)``. Register it on this ``router``.
+# GET /specs/{spec_id}/diagram.svg: the permalink's diagram (gradtrace.api.diagram).
+register_diagram_route(router, load_spec)

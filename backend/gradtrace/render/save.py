@@ -18,17 +18,19 @@ def render_bytes(
     suffix: str,
     animated: bool = False,
     phase: str = "both",
-    theme: str = "light",
+    theme: str | None = "light",
     values: bool = True,
 ) -> bytes:
     """The file content for ``suffix``; raises ValueError for an unknown suffix or option."""
     suffix = suffix.lower()
     if suffix == ".json":
         return trace_json(trace)
+    if suffix == ".html":
+        # theme None: the page follows the reader's colour scheme.
+        return standalone_html(trace, theme=theme).encode("utf-8")
+    theme = theme or "light"
     if suffix == ".svg":
         return diagram_svg(trace, animated=animated, phase=phase, theme=theme, values=values).encode("utf-8")
-    if suffix == ".html":
-        return standalone_html(trace, theme=theme).encode("utf-8")
     if suffix == ".png":
         if animated:
             raise ValueError("a PNG is a still picture: save the animated diagram as .svg")

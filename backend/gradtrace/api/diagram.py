@@ -1,0 +1,119 @@
+"""``GET /api/v1/specs/{id}/diagram.svg``: a permalink's diagram as a self-contained SVG.
+
+Fit for ``<img src>`` anywhere (GitHub READMEs included): no scripts, no external references.
+Spec -> trace goes through the same cache and workers as ``/specs/{id}/trace``; trace -> SVG
+runs the Node renderer off the event loop, at most two at a time, cached by (trace, options).
+A render failure is a 503 envelope, never a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from gradtrace.api.body import check_spec
+from gradtrace.api.docs import ERROR_RESPONSES
+from gradtrace.api.errors import ApiError
+from gradtrace.api.tracing import not_modified, trace_bytes
+from gradtrace.render import RenderError, RenderUnavailable, diagram_svg
+from gradtrace.service.hashing import trace_key
+
+log = logging.getLogger(__name__)
+
+# Bump when the drawing changes, so cached SVGs and ETags from an older renderer are not reused.
+RENDERER_VERSION = "1"
+MAX_CONCURRENT_RENDERS = 2  # Node + ELK is CPU-bound; the machine has few cores
+MAX_WAITING_RENDERS = 8
+CACHE_CONTROL = "public, max-age=86400"
+SVG_RESPONSE: dict[str, Any] = {
+    "description": "The diagram (image/svg+xml)",
+    "content": {"image/svg+xml": {}},
+}
+
+
+def _slots(request: Request) -> asyncio.Semaphore:
+    state = request.app.state
+    if getattr(state, "render_slots", None) is None:
+        state.render_slots = asyncio.Semaphore(MAX_CONCURRENT_RENDERS)
+        state.render_waiting = 0
+    return state.render_slots
+
+
+async def _render(request: Request, data: bytes, **options: Any) -> str:
+    slots = _slots(request)
+    state = request.app.state
+    if state.render_waiting >= MAX_WAITING_RENDERS:
+        raise ApiError(
+            503,
+            "render_busy",
+            "too many diagrams are being drawn; retry shortly",
+            headers={"Retry-After": "2"},
+        )
+    state.render_waiting += 1
+    try:
+        async with slots:
+            return await asyncio.to_thread(diagram_svg, data, **options)
+    except RenderUnavailable as exc:
+        log.error("diagram renderer unavailable: %s", exc)
+        raise ApiError(
+            503, "render_unavailable", "the diagram renderer is not available on this server"
+        ) from exc
+    except RenderError as exc:
+        log.warning("diagram render failed: %s", exc)
+        raise ApiError(
+            503, "render_failed", f"the diagram could not be drawn: {exc}", headers={"Retry-After": "5"}
+        ) from exc
+    finally:
+        state.render_waiting -= 1
+
+
+def register_diagram_route(
+    router: APIRouter, load_spec: Callable[[Request, str], Awaitable[dict[str, Any]]]
+) -> None:
+    """Add the route to the permalinks router (it shares load_spec's 404 handling)."""
+
+    @router.get(
+        "/specs/{spec_id}/diagram.svg",
+        summary="The diagram of a permalink as SVG (static or animated), for <img> tags",
+        description="A self-contained SVG: no scripts, no external references. `animated=true` replays "
+        "the forward build and the backward flow with CSS animation, looping; `phase` picks the passes; "
+        "`values` adds value and gradient chips. Drawn with the viewer's layout and styles.",
+        responses={200: SVG_RESPONSE, **ERROR_RESPONSES},
+        response_class=Response,
+    )
+    async def get_diagram(
+        request: Request,
+        spec_id: str,
+        animated: bool = Query(False, description="CSS-animated, looping"),
+        phase: Literal["forward", "backward", "both"] = Query("both", description="which passes to draw"),
+        theme: Literal["light", "dark"] = Query("light"),
+        values: bool = Query(True, description="value and gradient chips"),
+    ) -> Response:
+        spec = await load_spec(request, spec_id)
+        _, normalized = await check_spec(spec)
+        options = {"animated": animated, "phase": phase, "theme": theme, "values": values}
+        key = f"svg:{RENDERER_VERSION}:{trace_key(normalized)}:{int(animated)}{phase}{theme}{int(values)}"
+        etag = f'"{hashlib.sha256(key.encode()).hexdigest()[:32]}"'
+        early = not_modified(request, etag, CACHE_CONTROL)
+        if early is not None:
+            return early
+        headers = {"ETag": etag, "Cache-Control": CACHE_CONTROL}
+        cached = await request.app.state.cache.get(key)
+        if cached is not None:
+            return Response(cached, media_type="image/svg+xml", headers={**headers, "X-Cache": "hit"})
+        data, _ = await trace_bytes(request, spec, normalized)
+        try:
+            svg = (await _render(request, data, **options)).encode("utf-8")
+        except ApiError:
+            raise
+        except Exception as exc:  # never a 500: whatever broke, the client gets a 503 envelope
+            log.exception("diagram render crashed")
+            raise ApiError(503, "render_failed", "the diagram could not be drawn") from exc
+        await request.app.state.cache.set(key, svg)
+        return Response(svg, media_type="image/svg+xml", headers={**headers, "X-Cache": "miss"})
