@@ -12,6 +12,7 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gradtrace.api.errors import ApiError
 
@@ -33,10 +34,25 @@ def embed_router(frontend_dir: Path) -> APIRouter:
     return router
 
 
+class ViewerFiles(StaticFiles):
+    """The viewer's files, minus what is not the viewer: packages, build tools, manifests.
+
+    (elkjs, the one package the page needs, is mounted on its own at /vendor/elkjs/.)
+    """
+
+    _HIDDEN = ("node_modules", "tools", "package.json", "package-lock.json")
+
+    def get_path(self, scope):  # noqa: ANN001, ANN201 - Starlette's signature
+        path = super().get_path(scope)
+        first = path.replace("\\", "/").lstrip("/").split("/", 1)[0]
+        if first in self._HIDDEN or (first.startswith(".") and first != "."):
+            raise StarletteHTTPException(404)
+        return path
+
+
 def mount_frontend(app: FastAPI, frontend_dir: Path) -> None:
     elk = frontend_dir / "node_modules" / "elkjs" / "lib"
     if elk.is_dir():
         app.mount("/vendor/elkjs", StaticFiles(directory=elk), name="elkjs")
-    if frontend_dir.is_dir():
-        # html=True: "/" serves index.html. check_dir=False keeps a missing dir a 404, not a crash.
-        app.mount("/", StaticFiles(directory=frontend_dir, html=True, check_dir=False), name="frontend")
+    # html=True: "/" serves index.html. check_dir=False keeps a missing dir a 404, not a crash.
+    app.mount("/", ViewerFiles(directory=frontend_dir, html=True, check_dir=False), name="frontend")
