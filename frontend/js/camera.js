@@ -73,11 +73,17 @@ export function createCamera(svg, viewport, minimapSvg) {
   let drag = null;
   svg.addEventListener("pointerdown", (e) => {
     if (e.button !== 0 || e.target.closest(".gt-node")) return;
-    drag = { x: e.clientX, y: e.clientY, tx, ty, moved: false };
-    svg.setPointerCapture(e.pointerId);
+    drag = { x: e.clientX, y: e.clientY, tx, ty, moved: false, id: e.pointerId };
   });
   svg.addEventListener("pointermove", (e) => {
     if (!drag) return;
+    if (!drag.moved) {
+      // Capture only once it is a real drag: capturing on pointerdown would retarget the
+      // click/dblclick that module boxes and nodes listen for.
+      if (Math.hypot(e.clientX - drag.x, e.clientY - drag.y) < 3) return;
+      drag.moved = true;
+      svg.setPointerCapture(drag.id);
+    }
     tx = drag.tx + e.clientX - drag.x;
     ty = drag.ty + e.clientY - drag.y;
     userMoved = true;

@@ -125,8 +125,8 @@ export function renderInspector(root, { trace, timeline, frame, id }) {
   const leafGrad = node.kind === "tensor" && frame.leafGrads.has(id) ? tensorView(frame.leafGrads.get(id), ".grad") : null;
   const saved = (node.saved || []).map((s) => (s.value ? tensorView(s.value, s.name) : h("div", {}, [h("span", { class: "caption", text: s.name + " " }), h("code", { text: JSON.stringify(s.scalar) })])));
   const hookEvents = timeline.events.filter((e) => e.seq <= step && HOOK_KINDS.has(e.kind) && (e.node === id || (node.module && e.module === node.module && (e.kind.startsWith("module_") || e.kind === "hook_action"))));
-  const hooks = hookEvents.slice(-6).map((e) =>
-    h("details", { open: e.seq === step }, [
+  const hooks = hookEvents.slice(-6).map((e, k, shown) =>
+    h("details", { open: k === shown.length - 1 }, [
       h("summary", { text: `#${e.seq} ${e.kind}${e.module ? " " + e.module : ""}` }),
       ...Object.entries(e.payload || {}).flatMap(([k, v]) => {
         if (Array.isArray(v) && v.every((x) => x === null || (x && x.shape))) return v.map((x, i) => tensorView(x, `${k}[${i}]`));

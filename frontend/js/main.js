@@ -22,7 +22,8 @@ const embedded = readEmbeddedData();
 const mode = embedded?.mode || body.dataset.mode || "full";
 body.dataset.mode = mode;
 
-const store = createStore(readHash(location.hash));
+// Permalinks arrive as /?spec=<id>; the hash (this viewer's own state) wins over the query.
+const store = createStore({ ...readHash(location.search), ...readHash(location.hash) });
 const renderer = createRenderer($("graph"));
 const camera = createCamera($("graph"), renderer.viewport, $("minimap"));
 const editor = $("spec") ? createEditor({ textarea: $("spec"), gutter: $("gutter"), errorEl: $("spec-error") }) : null;
@@ -189,7 +190,7 @@ async function bootFull() {
 async function bootEmbed() {
   const m = /\/embed\/([^/?#]+)/.exec(location.pathname);
   const id = m ? decodeURIComponent(m[1]) : store.get().spec;
-  if ($("open-link")) $("open-link").href = `/#spec=${encodeURIComponent(id)}`;
+  if ($("open-link")) $("open-link").href = `/?spec=${encodeURIComponent(id)}`;
   await showTrace(await api.savedTrace(id));
 }
 

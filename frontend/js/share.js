@@ -19,11 +19,13 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
       const view = new URLSearchParams({ spec: saved.id });
       if (step) view.set("step", String(step));
       if (node) view.set("node", node);
-      $("share-url").value = `${origin}/#${view}`;
+      view.delete("spec");
+      const base = saved.url ? new URL(saved.url, origin).href : `${origin}/?spec=${saved.id}`;
+      $("share-url").value = view.toString() ? `${base}#${view}` : base;
       const embed = saved.embed_url ? new URL(saved.embed_url, origin).href : `${origin}/embed/${saved.id}`;
       $("share-iframe").value = `<iframe src="${embed}" width="100%" height="520" style="border:0" title="gradtrace: ${(getTrace()?.title || "").replace(/"/g, "&quot;")}"></iframe>`;
       const diagram = saved.diagram_url ? new URL(saved.diagram_url, origin).href : `${origin}/api/v1/specs/${saved.id}/diagram.svg`;
-      $("share-markdown").value = `[![${getTrace()?.title || "gradtrace diagram"}](${diagram})](${origin}/#spec=${saved.id})`;
+      $("share-markdown").value = `[![${getTrace()?.title || "gradtrace diagram"}](${diagram})](${base})`;
       store.set({ spec: saved.id });
     } catch (err) {
       errEl.hidden = false;

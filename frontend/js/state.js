@@ -15,9 +15,9 @@ export const PROPS = [
   { name: "theme", parse: String, format: String },
 ];
 
-/** Parse "#example=x&step=3" into a partial state. */
+/** Parse "#example=x&step=3" (or a "?spec=id" query, the service's permalink form). */
 export function readHash(hash) {
-  const params = new URLSearchParams(String(hash || "").replace(/^#/, ""));
+  const params = new URLSearchParams(String(hash || "").replace(/^[#?]/, ""));
   const out = {};
   for (const p of PROPS) if (params.has(p.name)) out[p.name] = p.parse(params.get(p.name));
   return out;

@@ -42,7 +42,7 @@ export async function buildStandaloneHtml(trace, layout, { mode = "embed", theme
   html = html.replace(/<title>[\s\S]*?<\/title>/, () => `<title>${escapeHtml(trace.title || "gradtrace")} · gradtrace</title>`);
   if (theme) html = html.replace(/<html([^>]*)>/, (_, a) => `<html${a} class="gt-theme-${theme}">`);
   // No server behind a file: the "open in gradtrace" link would lead nowhere.
-  html = html.replace("</head>", () => "<style>.open-link{display:none}</style>\n</head>");
+  html = html.replace(/<a\b[^>]*class="open-link"[^>]*>[\s\S]*?<\/a>/, () => "");
   const data = { trace, layout, mode, theme };
   const scripts = [
     elk ? `<script>${scriptSafe(readFileSync(join(FRONTEND, "node_modules/elkjs/lib/elk.bundled.js"), "utf8"))}</script>` : "",

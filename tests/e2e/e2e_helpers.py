@@ -1,0 +1,93 @@
+"""Helpers for the browser tests: the expected node states computed in Python from the trace
+JSON with the documented rule (trace_schema.py), independently of the viewer's JS."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def post_json(url: str, body: Any) -> Any:
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        return json.loads(resp.read())
+
+
+def expected_states(trace: dict[str, Any], i: int) -> dict[str, str]:
+    """The node-state rule of trace_schema.py, written out plainly in Python."""
+    events = trace["events"]
+    ids = {n["id"] for n in trace["graph"]["nodes"]}
+
+    def node_of(ev: dict[str, Any]) -> str | None:
+        if ev.get("node") in ids:
+            return ev["node"]
+        return ev["target"] if ev.get("target") in ids else None
+
+    cur = events[i]["pass_index"]
+    phase = next((p["phase"] for p in trace["passes"] if p["index"] == cur), events[i]["phase"])
+    created = {}
+    for ev in events:
+        n = node_of(ev)
+        if ev["kind"] == "node_created" and n and n not in created:
+            created[n] = ev["seq"]
+    out = {}
+    for node in trace["graph"]["nodes"]:
+        nid = node["id"]
+        c = node.get("created_seq")
+        c = created.get(nid, 0) if c is None else c
+        if c > i:
+            out[nid] = "hidden"
+            continue
+        running = finished = False
+        for ev in events[: i + 1]:
+            if ev["pass_index"] != cur or node_of(ev) != nid:
+                continue
+            if ev["kind"] == "node_pre":
+                running = True
+            elif ev["kind"] == "node_post":
+                running, finished = False, True
+            elif ev["kind"] == "grad_write" and node["kind"] == "tensor":
+                finished = True
+        if node_of(events[i]) == nid or running:
+            out[nid] = "active"
+        elif phase == "backward" and finished:
+            out[nid] = "done"
+        else:
+            out[nid] = "shown"
+    return out
+
+
+def drawn_states(page: Any) -> dict[str, str]:
+    return page.eval_on_selector_all(
+        "#graph [data-node-id]",
+        "els => Object.fromEntries(els.map(e => [e.dataset.nodeId, e.dataset.state]))",
+    )
+
+
+def wait_step(page: Any, step: int) -> None:
+    # A selector, not wait_for_function: the page's CSP (script-src 'self') forbids string eval.
+    page.wait_for_selector(f'body[data-step="{step}"]', state="attached", timeout=15000)
+
+
+def open_example(page: Any, base: str, example_id: str, extra: str = "") -> None:
+    page.goto(f"{base}/#example={example_id}{extra}")
+    page.wait_for_selector("body.is-ready", timeout=60000)
+
+
+def chosen_steps(trace: dict[str, Any]) -> list[int]:
+    """A forward step, the end of the forward, and steps spread over every backward pass."""
+    steps = set()
+    for p in trace["passes"]:
+        first, last = p["first_seq"], p["last_seq"]
+        steps.update({first, (first + last) // 2, last})
+        if p["phase"] == "backward":
+            steps.update({first + (last - first) // 4, first + 3 * (last - first) // 4})
+    return sorted(s for s in steps if 0 <= s < len(trace["events"]))
