@@ -241,7 +241,7 @@ class _LineParser:
             raise self.fail(node.value, "`**kwargs` is not allowed")
         if node.arg not in allowed:
             names = ", ".join(sorted(allowed)) or "none"
-            raise self.fail(node.value, f"{callee}() takes no keyword argument {node.arg!r} (accepted: {names})")
+            raise self.fail(node, f"{callee}() takes no keyword argument {node.arg!r} (accepted: {names})")
         value = node.value
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             choices = STRING_KWARGS.get(node.arg)

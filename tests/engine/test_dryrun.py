@@ -1,0 +1,111 @@
+"""dry_run on the meta device: limits named with their values, nothing allocated; every example runs."""
+
+import pytest
+import torch
+
+from gradtrace.engine.build import build, resolve_tensor
+from gradtrace.engine.dryrun import dry_run
+from gradtrace.engine.interpreter import run_program
+from gradtrace.examples import example_ids, get_example
+from gradtrace.spec import SpecError, SpecLimits, parse_spec
+
+
+def _doc(forward, inputs, modules=None, steps=None):
+    doc = {"spec_version": 1, "title": "t", "modules": modules or {}, "inputs": inputs, "forward": forward}
+    if steps:
+        doc["steps"] = steps
+    return doc
+
+
+@pytest.mark.parametrize("example_id", example_ids())
+def test_every_example_passes_the_dry_run_and_runs_its_forward(example_id):
+    spec = parse_spec(get_example(example_id))
+    report = dry_run(spec, SpecLimits())
+    assert 0 < report.nodes <= SpecLimits().max_nodes
+    built = build(spec, torch.Generator().manual_seed(spec.seed))
+    env = run_program(built.program, dict(built.inputs), built.modules)
+    last = spec.program.statements[-1].targets[-1]
+    assert torch.isfinite(env[last]).all()
+    for step in spec.effective_steps():  # every name a step reads resolves on the real build
+        for ref in getattr(step, "inputs", None) or []:
+            resolve_tensor(ref, {**env, "g": None}, built.root)
+    expected_errors = 1 if example_id == "freed-graph-error" else 0
+    assert len(report.step_errors) == expected_errors
+
+
+def test_report_counts_for_seed002():
+    report = dry_run(parse_spec(get_example("full-backward-hook")), SpecLimits())
+    assert report.parameters == 4
+    assert report.max_tensor_elements == 1
+    assert report.step_errors == []
+
+
+def test_flops_are_counted_for_matmul():
+    doc = _doc(["y = a @ b", "loss = y.sum()"], {"a": {"shape": [10, 20], "requires_grad": True}, "b": {"shape": [20, 30]}})
+    report = dry_run(parse_spec(doc), SpecLimits())
+    assert report.flops == 2 * 10 * 20 * 30 * 2  # forward mm + the grad of a (b needs none)
+
+
+def test_hidden_blowup_is_caught_on_its_line():
+    doc = _doc(["c = a @ b", "loss = c.sum()"], {"a": {"shape": [100000, 1]}, "b": {"shape": [1, 100000]}})
+    with pytest.raises(SpecError) as info:
+        dry_run(parse_spec(doc), SpecLimits())
+    err = info.value
+    assert (err.code, err.path, err.line) == ("limit_exceeded", "/forward/0", 1)
+    assert err.message == ("forward line 1 (`c = a @ b`): the element count of a tensor of shape [100000, 100000] "
+                           "would be 10,000,000,000; the limit max_tensor_elements is 1,000,000")
+
+
+def test_flop_limit():
+    doc = _doc(["y = a @ b"], {"a": {"shape": [500, 500]}, "b": {"shape": [500, 500]}})
+    with pytest.raises(SpecError) as info:
+        dry_run(parse_spec(doc), SpecLimits(max_flops=1e6))
+    assert info.value.code == "limit_exceeded"
+    assert info.value.message == ("forward line 1 (`y = a @ b`): the floating-point operation count would be "
+                                  "250,000,000; the limit max_flops is 1,000,000.0")
+
+
+def test_node_limit_counts_autograd_nodes():
+    forward = ["h0 = x * 2"] + [f"h{i} = h{i - 1} * 2" for i in range(1, 50)]
+    doc = _doc(forward, {"x": {"value": 1.0, "requires_grad": True}})
+    with pytest.raises(SpecError) as info:
+        dry_run(parse_spec(doc), SpecLimits(max_nodes=20))
+    assert info.value.code == "limit_exceeded"
+    assert info.value.message == "the number of autograd nodes would be 51; the limit max_nodes is 20"
+    assert dry_run(parse_spec(doc), SpecLimits()).nodes == 51  # 50 MulBackward0 + 1 AccumulateGrad
+
+
+def test_nested_modules_calling_children_repeatedly_hit_the_runaway_guard():
+    inner = {"type": "Module", "args": ["v"], "forward": ["a = v * 2", "b = a * 2", "c = b * 2", "return c * 2"]}
+    modules = {"m": inner}
+    for _ in range(5):  # each level calls its child 4 times: 4**6 multiplications
+        modules = {"m": {"type": "Module", "args": ["v"], "modules": modules,
+                         "forward": ["a = m(v)", "b = m(a)", "c = m(b)", "return m(c)"]}}
+    doc = _doc(["y = m(x)"], {"x": {"value": 1.0, "requires_grad": True}}, modules)
+    with pytest.raises(SpecError) as info:
+        dry_run(parse_spec(doc), SpecLimits(max_nodes=200))
+    assert info.value.code == "limit_exceeded"
+    assert "the limit max_nodes is 3,200" in info.value.message
+
+
+def test_grad_with_create_graph_and_forward_steps_are_run():
+    spec = parse_spec(get_example("higher-order-grad"))
+    report = dry_run(spec, SpecLimits())
+    assert report.step_errors == []
+    assert report.nodes > 2  # the second graph (of g) was counted too
+
+
+def test_forward_error_on_meta_is_a_forward_error():
+    doc = _doc(["y = a @ b"], {"a": {"shape": [2, 3]}, "b": {"shape": [2, 3]}})
+    with pytest.raises(SpecError) as info:
+        dry_run(parse_spec(doc), SpecLimits())
+    assert (info.value.code, info.value.path) == ("forward_error", "/forward/0")
+
+
+def test_declared_limits_are_checked_first():
+    doc = _doc(["y = x.sum()"], {"x": {"shape": [2**30, 2**30]}})
+    with pytest.raises(SpecError) as info:
+        dry_run(parse_spec(doc), SpecLimits.local())
+    assert info.value.path == "/inputs/x"
+    assert info.value.message == (
+        "dimension 0 of input x is 1,073,741,824; the limit max_dim is 100,000,000")
