@@ -157,10 +157,17 @@ export function buildDiagramSvg(trace, layout, opts = {}) {
           const on = read(frame) === value;
           if (on !== changes[changes.length - 1].value) changes.push({ t, value: on });
         }
+        if (changes.length === 1) {
+          // On for the whole loop (a backward-only loop's forward graph): nothing to animate.
+          layers[it.layer].push(it.draw(value, {}));
+          continue;
+        }
         const finalOn = read(last) === value;
+        // Draw first: a chip the placer finds no room for draws nothing and needs no rule.
+        const drawn = it.draw(value, { class: "gt-a", style: `animation-name:@KF@${finalOn ? "" : ";opacity:0"}` });
+        if (!drawn) continue;
         const name = kf.life(changes, { look: it.look, minOn: it.minOn, phase: phaseAt(changes.length > 1 ? changes[1].t : 0) });
-        const style = `animation-name:${name}${finalOn ? "" : ";opacity:0"}`;
-        layers[it.layer].push(it.draw(value, { class: "gt-a", style }));
+        layers[it.layer].push(drawn.replace("@KF@", name));
       }
     }
     const scene = kf.stops([[0, "opacity:0"], [0.3, "opacity:1"], [schedule.fadeAt, "opacity:1"], [schedule.duration, "opacity:0"]]);
