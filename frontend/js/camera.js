@@ -32,7 +32,7 @@ export function createCamera(svg, viewport, minimapSvg) {
     const { w, h } = size();
     const scale = Math.min(w / content.width, h / content.height, 1.25);
     // Tall autograd graphs would shrink to nothing: keep labels readable and show the top instead.
-    k = Math.max(scale, 0.8);
+    k = Math.max(scale, 0.7);
     tx = (w - content.width * k) / 2;
     ty = content.height * k <= h ? (h - content.height * k) / 2 : 8;
     if (content.width * k > w) tx = 8;
@@ -48,8 +48,11 @@ export function createCamera(svg, viewport, minimapSvg) {
     const top = box.y * k + ty;
     const right = left + box.width * k;
     const bottom = top + box.height * k;
-    const margin = 40;
-    if (left >= margin && top >= margin && right <= w - margin && bottom <= h - margin) return;
+    // Recentre once the node leaves the middle 70%: it never hugs an edge, yet small steps
+    // don't shake the picture.
+    const mx = Math.max(24, w * 0.15);
+    const my = Math.max(24, h * 0.15);
+    if (left >= mx && top >= my && right <= w - mx && bottom <= h - my) return;
     tx = w / 2 - (box.x + box.width / 2) * k;
     ty = h / 2 - (box.y + box.height / 2) * k;
     apply();

@@ -6,7 +6,7 @@ import { formatShape, subscript } from "./format.js";
 
 const FONT_LABEL = 7.2; // px per character at the 12px label font (measured ~7 for monospace-ish UI)
 const FONT_SUB = 6.4; // px per character at the 11px sublabel font
-const GROUP_TITLE = 26; // room for the module path on top of its box
+const GROUP_TITLE = 30; // room for the module path on top of its box
 
 /** Pretty tensor names the way the seeds print them: "W0" -> "W₀", "a_1" -> "a₁". */
 export function prettyName(name) {

@@ -50,8 +50,15 @@ export function chipPoint(points) {
     const [a, b] = points;
     const len = Math.hypot(b.x - a.x, b.y - a.y);
     if (len >= 18) return { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 };
-    // A short first leg: sit just below the source, clear of the shared merge segment.
-    return { x: a.x, y: a.y + 9 };
+    // A short first leg: use the longest leg, whose middle differs between merging edges.
+    let best = 1;
+    for (let i = 2; i < points.length; i++) {
+      const d = (k) => Math.hypot(points[k].x - points[k - 1].x, points[k].y - points[k - 1].y);
+      if (d(i) > d(best)) best = i;
+    }
+    const p = points[best - 1];
+    const q = points[best];
+    return { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 };
   }
   return midpoint(points);
 }
@@ -87,15 +94,18 @@ function tensorTitle(tv) {
 function drawGroup(g, hooksByModule) {
   const el = svgEl("g", { class: "gt-group", "data-module": g.path, transform: `translate(${g.x},${g.y})` });
   el.append(svgEl("rect", { width: g.width, height: g.height, rx: 10 }));
-  el.append(svgEl("text", { class: "gt-group-title", x: 10, y: 13 }, [g.type ? `${g.label} · ${g.type}` : g.label]));
-  // Hook badges: forward hooks on the left border (they see a), backward on the right (they see δ).
+  el.append(svgEl("text", { class: "gt-group-title", x: 10, y: 16 }, [g.type ? `${g.label} · ${g.type}` : g.label]));
+  // Hook badges sit on the top border, clear of the nodes inside: forward hooks at the left
+  // corner (they see a, the input), backward hooks at the right corner (they see δ).
   const hooks = hooksByModule.get(g.path) || [];
-  hooks.forEach((hk, k) => {
+  let left = 8;
+  let right = g.width - 8;
+  hooks.forEach((hk) => {
     const backward = /backward/.test(hk.type);
     const text = backward ? `${hk.type.replace("full_", "")} δ` : `${hk.type} a`;
     const w = text.length * 6 + 10;
-    const x = backward ? g.width - w / 2 : -w / 2;
-    const badge = svgEl("g", { class: "gt-badge", "data-hook": hk.index, "data-kind": backward ? "backward" : "forward", transform: `translate(${x},${30 + k * 20})` });
+    const x = backward ? (right -= w + 4) + 4 : ((left += w + 4) - w - 4);
+    const badge = svgEl("g", { class: "gt-badge", "data-hook": hk.index, "data-kind": backward ? "backward" : "forward", transform: `translate(${x},-8)` });
     badge.append(svgEl("rect", { width: w, height: 16, rx: 8 }), svgEl("text", { x: w / 2, y: 8.5 }, [text]), svgEl("title", {}, [`${hk.type} hook #${hk.index}${hk.action ? ": " + JSON.stringify(hk.action) : ""}`]));
     el.append(badge);
   });
@@ -167,7 +177,7 @@ export function createRenderer(svg) {
       if (n.kind === "module") moduleEls.set(n.module, el);
       else nodeEls.set(n.id, el);
       if (n.kind === "tensor" && n.role === "parameter") {
-        const c = chip("gt-grad--leaf", { "data-leaf": n.id, transform: `translate(${n.x + n.width - 10},${n.y - 4})` });
+        const c = chip("gt-grad--leaf", { "data-leaf": n.id, transform: `translate(${n.x + n.width},${n.y + n.height + 11})` });
         gChips.append(c);
         leafChips.set(n.id, c);
       }
