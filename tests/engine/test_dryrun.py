@@ -1,5 +1,7 @@
 """dry_run on the meta device: limits named with their values, nothing allocated; every example runs."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -8,6 +10,8 @@ from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.interpreter import run_program
 from gradtrace.examples import example_ids, get_example
 from gradtrace.spec import SpecError, SpecLimits, parse_spec
+from gradtrace.spec.program import Call, MethodCall
+from gradtrace.spec.vocabulary import FUNCTIONS, METHODS
 
 
 def _doc(forward, inputs, modules=None, steps=None):
@@ -109,3 +113,55 @@ def test_declared_limits_are_checked_first():
     assert info.value.path == "/inputs/x"
     assert info.value.message == (
         "dimension 0 of input x is 1,073,741,824; the limit max_dim is 100,000,000")
+
+
+# A program that calls every whitelisted function and method once.
+VOCABULARY_PROGRAM = [
+ "a = relu(x) + gelu(x) + gelu(x, approximate='tanh') + tanh(x) + sigmoid(x) + silu(x) + leaky_relu(x, 0.1)",
+ "b = softmax(x, -1) + log_softmax(x, dim=1) + dropout(x, p=0.3) + dropout(x, p=0.3, training=False)",
+ "c = exp(x) + log(p) + sqrt(p) + abs(x) + neg(x) + sin(x) + cos(x) + square(x) + pow(x, 2)",
+ "d = add(x, 1) + sub(x, x) + mul(x, 2) + div(x, 3) + maximum(x, p) + minimum(x, p) + clamp(x, min=-0.5, max=0.5)",
+ "e = sum(x) + mean(x) + amax(x, dim=1).sum() + amin(x).sum() + sum(x, 1).sum() + mean(x, dim=0, keepdim=True).sum()",
+ "f = matmul(x, w) + mm(x, w) + bmm(x3, x3.transpose(1, 2)).sum() + outer(v, v).sum() + dot(v, v)",
+ "g = transpose(x, 0, 1).sum() + reshape(x, (6,)).sum() + permute(x3, (2, 0, 1)).sum() + flatten(x3, start_dim=1).sum() + unsqueeze(x, 0).sum() + squeeze(x3, 0).sum()",
+ "h = cat([x, x], dim=0).sum() + stack([x, x]).sum()",
+ "i = mse_loss(x, p) + l1_loss(x, p, reduction='sum') + cross_entropy(x, t) + nll_loss(log_softmax(x, dim=1), t) + binary_cross_entropy(sigmoid(x), sigmoid(p)) + binary_cross_entropy_with_logits(x, sigmoid(p))",
+ "j = ones_like(x) + zeros_like(x)",
+ "k = x.sum() + x.mean() + x.amax() + x.amin() + x.pow(2).sum() + x.t().sum() + x.relu().sum() + x.tanh().sum() + x.sigmoid().sum() + x.exp().sum() + p.log().sum() + p.sqrt().sum() + x.abs().sum() + x.neg().sum() + x.square().sum()",
+ "l = x.softmax(1).sum() + x.log_softmax(dim=1).sum() + x.norm() + x.norm(1) + x.clamp(min=0).sum() + x.matmul(w).sum() + x.mm(w).sum()",
+ "m = x.view(6).sum() + x.reshape(3, 2).sum() + v.expand(3, 3).sum() + v.repeat(2).sum() + x3.permute(2, 1, 0).sum() + x.transpose(0, 1).sum() + x3.flatten().sum() + x.flatten(0, 1).sum() + x.unsqueeze(1).sum() + x3.squeeze(0).sum() + x.squeeze().sum()",
+ "n = x.detach().sum() + x.clone().sum() + x.contiguous().sum()",
+ "o = x.clone()",
+ "o2 = o.add_(1, alpha=2).sub_(1).mul_(2).div_(3).relu_().tanh_().sigmoid_().exp_().clamp_(min=0, max=2)",
+ "o3 = o2.sum() + x.clone().zero_().sum()",
+ "loss = a.sum() + b.sum() + c.sum() + d.sum() + e + f.sum() + g + h + i + j.sum() + k + l + m + n + o3",
+]
+VOCABULARY_DOC = {"spec_version": 1, "title": "all", "inputs": {
+  "x": {"shape": [2, 3], "requires_grad": True}, "p": {"shape": [2, 3], "init": "rand"},
+  "w": {"shape": [3, 3], "requires_grad": True}, "v": {"shape": [3]}, "x3": {"shape": [1, 2, 3]},
+  "t": {"value": [0, 2], "dtype": "int64"}}, "forward": VOCABULARY_PROGRAM}
+
+
+def _callees(node, out):
+    if isinstance(node, Call):
+        out.add(("function", node.callee))
+    if isinstance(node, MethodCall):
+        out.add(("method", node.method))
+    if dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            _callees(getattr(node, f.name), out)
+    elif isinstance(node, tuple | list):
+        for item in node:
+            _callees(item, out)
+    return out
+
+
+def test_every_function_and_method_runs_on_meta_and_on_cpu():
+    spec = parse_spec(VOCABULARY_DOC)
+    used = _callees([s.value for s in spec.program.statements], set())
+    assert {("function", f) for f in FUNCTIONS} | {("method", m) for m in METHODS} == used
+    report = dry_run(spec, SpecLimits())  # no meta kernel missing: no forward_error
+    assert report.nodes > 100
+    built = build(spec, torch.Generator().manual_seed(0))
+    env = run_program(built.program, dict(built.inputs), built.modules)
+    assert torch.isfinite(env["loss"])

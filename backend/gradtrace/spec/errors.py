@@ -57,6 +57,7 @@ class SpecWarning:
 
 
 MAX_POINTER_PART = 100
+MAX_POINTER = 1000
 
 
 def pointer(*parts: object) -> str:
@@ -68,4 +69,5 @@ def pointer(*parts: object) -> str:
             text = text[:MAX_POINTER_PART] + "…"
         text = text.replace("~", "~0").replace("/", "~1")
         out.append("/" + text)
-    return "".join(out)
+    joined = "".join(out)
+    return joined if len(joined) <= MAX_POINTER else joined[:MAX_POINTER] + "…"  # absurdly deep documents

@@ -51,7 +51,8 @@ def _message(error: dict[str, Any], path: str) -> str:
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
     msg = msg[:MAX_MESSAGE]
-    return f"{path or '/'}: {msg}"
+    shown = path if len(path) <= MAX_MESSAGE else path[:MAX_MESSAGE] + "…"
+    return f"{shown or '/'}: {msg}"
 
 
 def parse_spec(data: Any) -> ModelSpec:
