@@ -68,21 +68,32 @@ class ForwardCapture:
         # Linear calls for the (a, δ) analysis: module path, weight name, a, output node id
         self.linear_calls: list[dict[str, Any]] = []
 
+    @contextmanager
+    def quiet(self):
+        """Our own torch calls (summaries, walks) bypass the mode: paused, and torch function
+        dispatch off (a paused mode still cost ~4x per call through Python)."""
+        if self.paused:
+            yield
+            return
+        self.paused = True
+        try:
+            with torch._C.DisableTorchFunction():
+                yield
+        finally:
+            self.paused = False
+
     # ---- discovery ----------------------------------------------------------------------
     def after_op(self, args: tuple, kwargs: dict, out: Any) -> None:
         outs = flat_tensors(out) if not isinstance(out, torch.Tensor) else [out]
         roots = [t.grad_fn for t in outs if t.grad_fn is not None]
         if not roots:
             return
-        self.paused = True
-        try:
+        with self.quiet():
             self.discover_from(outs)
             consumer = roots[0]
             for t in _arg_tensors(args, kwargs):
                 if not t.requires_grad and t.grad_fn is None:
                     self.recorder.no_grad_input(t, consumer)
-        finally:
-            self.paused = False
 
     def discover_from(self, tensors: list[torch.Tensor]) -> None:
         """Discover every unseen node behind ``tensors`` (used after backward passes too)."""
@@ -104,36 +115,36 @@ class ForwardCapture:
         if path is None:
             return
         rec = self.recorder
-        self.paused = True
-        try:
+        with self.quiet():
             # nodes behind the inputs belong to the caller: discover them before entering
             # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
             self.discover_from(flat_tensors(args))
             rec.module_stack.append(path)
             rec.emit("module_forward_pre", target=path, module=path,
                      payload={"inputs": [rec.summarize(t) for t in flat_tensors(args)]})
-        finally:
-            self.paused = False
 
     def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.module_paths.get(id(module))
         if path is None:
             return
         rec = self.recorder
-        self.paused = True
         try:
-            if output is not None:
-                self.discover_from(flat_tensors(output))
-            rec.emit("module_forward", target=path, module=path, payload={
-                "inputs": [rec.summarize(t) for t in flat_tensors(args)],
-                "outputs": [rec.summarize(t) for t in flat_tensors(output)],
-            })
-            if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):
-                self._note_linear(path, module, args, output)
+            with self.quiet():
+                self._record_output(path, module, args, output)
         finally:
-            self.paused = False
             if rec.module_stack and rec.module_stack[-1] == path:
                 rec.module_stack.pop()
+
+    def _record_output(self, path: str, module: nn.Module, args: tuple, output: Any) -> None:
+        rec = self.recorder
+        if output is not None:
+            self.discover_from(flat_tensors(output))
+        rec.emit("module_forward", target=path, module=path, payload={
+            "inputs": [rec.summarize(t) for t in flat_tensors(args)],
+            "outputs": [rec.summarize(t) for t in flat_tensors(output)],
+        })
+        if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):
+            self._note_linear(path, module, args, output)
 
     def _note_linear(self, path: str, module: nn.Linear, args: tuple, output: torch.Tensor) -> None:
         fn = output.grad_fn

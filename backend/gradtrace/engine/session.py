@@ -8,6 +8,7 @@ assembles the TraceDoc. The session owns every hook it installs (an ExitStack cl
 
 from __future__ import annotations
 
+import gc
 import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -64,6 +65,12 @@ class TraceSession:
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[dict[str, Any]]] = {}
         self._stack = ExitStack()
+        if gc.isenabled():
+            # a trace holds ~10 dicts per node: the cyclic GC rescanning them all, again and
+            # again while the capture allocates, cost more than the capture; nothing we build
+            # is cyclic garbage. Re-enabled in close() whatever happens.
+            gc.disable()
+            self._stack.callback(gc.enable)
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
         self._stack.enter_context(self.forward_capture.hooks_installed())
@@ -101,12 +108,9 @@ class TraceSession:
         """The program assigned ``name`` (called while the forward runs)."""
         if isinstance(value, torch.Tensor):
             self.env[name] = value
-            self.forward_capture.paused = True
-            try:
+            with self.forward_capture.quiet():
                 self.forward_capture.discover_from([value])
                 self.recorder.name_tensor(name, value)
-            finally:
-                self.forward_capture.paused = False
 
     def backward_pass(self, kind: str, of: str, step: int | None, call: Callable[[], Any]) -> Any:
         """Run ``call()`` (a backward or autograd.grad) with every node hooked."""
@@ -140,11 +144,8 @@ class TraceSession:
         """create_graph backwards build new nodes (in the engine): find them afterwards."""
         tensors = [t.grad for t in self.all_leaves() if t.grad is not None]
         tensors += flat_tensors(result)
-        self.forward_capture.paused = True
-        try:
+        with self.forward_capture.quiet():
             self.forward_capture.discover_from(tensors)
-        finally:
-            self.forward_capture.paused = False
 
     def all_leaves(self) -> list[torch.Tensor]:
         return list(self.params.values()) + [t for t in self.leaves.values() if t.requires_grad]
