@@ -15,7 +15,7 @@ function summary(ev, names) {
     case "node_pre":
       return `${who} ← grad_outputs ${(p.grad_outputs || []).map(formatTensorChip).join(", ")}`;
     case "grad_write":
-      return `${who}.grad ${p.accumulated ? "+=" : "="} → ${formatTensorChip(p.after)}`;
+      return `${who}.grad ${p.accumulated ? "+=" : "="} ${formatTensorChip(p.after)}`;
     case "tensor_hook":
     case "post_accumulate_grad":
       return `${who} grad ${formatTensorChip(p.grad)}`;
