@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from gradtrace.spec.errors import SpecError
-from gradtrace.spec.program import (
+from gradtrace.spec.ir import (
     ELLIPSIS,
     BinOp,
     Call,

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from .hooks import HOOK_TARGETS, HookAction, HookSpec, ModuleHookSpec, TensorHookSpec  # noqa: F401 (re-exported)
 from .modules import (
     HARD_MAX_DIM,
     MAX_PROGRAM_LINES,
@@ -19,11 +20,18 @@ from .modules import (
     SpecModel,
     walk_modules,
 )
+from .steps import (  # noqa: F401 (re-exported)
+    MAX_STEPS,
+    BackwardStep,
+    ForwardStep,
+    GradStep,
+    SgdStep,
+    StepSpec,
+    ZeroGradStep,
+)
 from .values import (
-    ModulePath,
     Name,
     NestedNumbers,
-    TensorRef,
     literal_is_integral,
     literal_shape,
     map_literal,
@@ -31,7 +39,6 @@ from .values import (
 
 FloatDtype = Literal["float32", "float64"]
 MAX_HOOKS = 200
-MAX_STEPS = 100  # hard cap; SpecLimits.max_steps is usually tighter
 
 
 class InputSpec(SpecModel):
@@ -72,125 +79,6 @@ class InputSpec(SpecModel):
 
     def declared_shape(self) -> tuple[int, ...]:
         return tuple(self.shape) if self.shape is not None else literal_shape(self.value)
-
-
-# Which value each hook type's action may change (one per type).
-HOOK_TARGETS: dict[str, str] = {
-    "forward_pre": "input",
-    "forward": "output",
-    "full_backward_pre": "grad_output",
-    "full_backward": "grad_input",
-    "backward": "grad_input",
-    "tensor": "grad",
-    "post_accumulate_grad": "grad",
-}
-
-
-class HookAction(SpecModel):
-    """What a hook does to the value it sees, declaratively (PyTorch: return a replacement)."""
-
-    op: Literal["scale", "add", "zero", "clamp"]
-    target: Literal["input", "output", "grad_input", "grad_output", "grad"] | None = None
-    by: float | None = None
-    min: float | None = None
-    max: float | None = None
-
-    @model_validator(mode="after")
-    def _check_fields(self) -> HookAction:
-        if self.op in ("scale", "add"):
-            if self.by is None:
-                raise ValueError(f"op {self.op} needs `by`")
-            if self.min is not None or self.max is not None:
-                raise ValueError(f"op {self.op} takes `by`, not `min`/`max`")
-        elif self.op == "zero":
-            if self.by is not None or self.min is not None or self.max is not None:
-                raise ValueError("op zero takes no `by`, `min` or `max`")
-        else:
-            if self.by is not None:
-                raise ValueError("op clamp takes `min` and/or `max`, not `by`")
-            if self.min is None and self.max is None:
-                raise ValueError("op clamp needs `min` and/or `max`")
-            if self.min is not None and self.max is not None and self.min > self.max:
-                raise ValueError("op clamp needs min <= max")
-        return self
-
-
-class _HookBase(SpecModel):
-    action: HookAction | None = None
-
-    @model_validator(mode="after")
-    def _check_target(self) -> _HookBase:
-        if self.action is None:
-            return self
-        expected = HOOK_TARGETS[self.type]  # type: ignore[attr-defined]
-        if self.action.target is None:
-            self.action.target = expected  # the only valid target: fill it in
-        elif self.action.target != expected:
-            raise ValueError(f"a {self.type} hook's action can change {expected!r}, not {self.action.target!r}")  # type: ignore[attr-defined]
-        return self
-
-
-class ModuleHookSpec(_HookBase):
-    type: Literal["forward_pre", "forward", "full_backward_pre", "full_backward", "backward"]
-    module: ModulePath
-
-
-class TensorHookSpec(_HookBase):
-    type: Literal["tensor", "post_accumulate_grad"]
-    tensor: TensorRef
-
-
-HookSpec = Annotated[ModuleHookSpec | TensorHookSpec, Field(discriminator="type")]
-
-
-class BackwardStep(SpecModel):
-    do: Literal["backward"]
-    of: Name
-    retain_graph: bool = False
-    create_graph: bool = False
-    inputs: Annotated[list[TensorRef], Field(min_length=1, max_length=100)] | None = None
-
-
-class GradStep(SpecModel):
-    """torch.autograd.grad(of, inputs) -> tensors named by `as`."""
-
-    do: Literal["grad"]
-    of: Name | Annotated[list[Name], Field(min_length=1, max_length=100)]
-    inputs: Annotated[list[TensorRef], Field(min_length=1, max_length=100)]
-    as_: Annotated[list[Name], Field(min_length=1, max_length=100)] = Field(alias="as")
-    retain_graph: bool | None = None
-    create_graph: bool = False
-    allow_unused: bool = False
-
-    @model_validator(mode="after")
-    def _check_lengths(self) -> GradStep:
-        if len(self.as_) != len(self.inputs):
-            raise ValueError(f"`as` names {len(self.as_)} result(s) but `inputs` has {len(self.inputs)}")
-        return self
-
-    def outputs(self) -> list[str]:
-        return [self.of] if isinstance(self.of, str) else list(self.of)
-
-
-class ForwardStep(SpecModel):
-    """Run the forward again: `program` null reruns the top-level program (a new graph);
-    lines run these extra assignments in the same name space."""
-
-    do: Literal["forward"]
-    program: Annotated[list[ProgramLine], Field(min_length=1, max_length=MAX_PROGRAM_LINES)] | None = None
-
-
-class ZeroGradStep(SpecModel):
-    do: Literal["zero_grad"]
-    set_to_none: bool = True
-
-
-class SgdStep(SpecModel):
-    do: Literal["sgd_step"]
-    lr: Annotated[float, Field(gt=0, le=1e6)]
-
-
-StepSpec = Annotated[BackwardStep | GradStep | ForwardStep | ZeroGradStep | SgdStep, Field(discriminator="do")]
 
 
 class ModelSpec(SpecModel):

@@ -1,4 +1,4 @@
-"""Field types shared by the spec models: names, finite numbers, nested numeric literals."""
+"""Field types shared by the spec models: the base model, names, dims, nested numeric literals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,15 @@ import keyword
 import math
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, StringConstraints, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+)
 
 MAX_NAME_LENGTH = 64
 MAX_LITERAL_DEPTH = 8  # nesting of [[...]] in a value or init literal
@@ -100,3 +108,19 @@ def literal_is_integral(value: Any) -> bool:
     if isinstance(value, list):
         return all(literal_is_integral(item) for item in value)
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+HARD_MAX_DIM = 2**31 - 1
+Dim = Annotated[int, Field(ge=1, le=HARD_MAX_DIM)]
+MAX_PROGRAM_LINES = 1000  # hard cap; SpecLimits.max_program_lines is usually tighter
+MAX_LINE_LENGTH = 500
+ProgramLine = Annotated[str, Field(min_length=1, max_length=MAX_LINE_LENGTH)]
+
+
+class SpecModel(BaseModel):
+    """Base of every spec model: unknown fields and NaN/Infinity are errors."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+
+Shape = tuple[int, ...]
