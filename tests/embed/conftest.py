@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import shutil
 import re
 import xml.etree.ElementTree as ET
 from typing import Any
@@ -57,3 +58,12 @@ def drawn_node_ids(root: ET.Element) -> set[str]:
 
 def trace_dict(trace: Any) -> dict[str, Any]:
     return trace.to_dict()
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    # Debian's Chromium (no downloaded browser builds here).
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
