@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-import shutil
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from typing import Any
 
