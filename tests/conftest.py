@@ -93,7 +93,9 @@ class ServerProcess:
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a real gradtrace server (temp SQLite DB), ready to trace."""
-    server = ServerProcess(tmp_path_factory.mktemp("live_server"))
+    # No rate limit here: the whole session (API, browser, embed tests) shares this one client
+    # address. The rate limit has its own server in tests/api/test_workers.py.
+    server = ServerProcess(tmp_path_factory.mktemp("live_server"), env={"GRADTRACE_RATE_PER_MINUTE": "0"})
     try:
         server.wait_ready()
         yield server.url

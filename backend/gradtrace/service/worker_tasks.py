@@ -17,15 +17,22 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# A worker that ran out of memory exits with this code instead of answering: its heap may
+# be fragmented past the cap (later small traces would fail too), so it is replaced, and the
+# API tells the client the trace needed too much memory (413).
+EXIT_OUT_OF_MEMORY = 75
+
 # Set by the initializer: extra CPU seconds each task may use, and a debug delay (tests only).
 _task_cpu_s: int = 0
+_task_memory_mb: int = 0
 _debug_delay_s: float = 0.0
 
 
 def init_worker(memory_mb: int, cpu_s: int, debug_delay_s: float = 0.0) -> None:
-    """Pool initializer: one torch thread, an address-space cap, a per-task CPU budget."""
-    global _task_cpu_s, _debug_delay_s
+    """Pool initializer: one torch thread; remember the per-task CPU and memory budgets."""
+    global _task_cpu_s, _task_memory_mb, _debug_delay_s
     _task_cpu_s = cpu_s
+    _task_memory_mb = memory_mb
     _debug_delay_s = debug_delay_s
     try:
         import torch  # noqa: TID251 - worker process only; preloaded by the forkserver
@@ -33,12 +40,6 @@ def init_worker(memory_mb: int, cpu_s: int, debug_delay_s: float = 0.0) -> None:
         torch.set_num_threads(1)
     except ImportError:  # pragma: no cover - engine missing: tasks will report it
         log.warning("torch not importable in worker")
-    if memory_mb > 0:
-        # The cap is on top of what the preloaded interpreter + torch already map (~640 MB
-        # of address space), so a trace may allocate about memory_mb more before MemoryError.
-        current = _vm_size_bytes()
-        limit = current + memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def _vm_size_bytes() -> int:
@@ -47,6 +48,23 @@ def _vm_size_bytes() -> int:
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def _arm_memory_budget() -> None:
+    """Each task may map ``_task_memory_mb`` more than the worker holds when it starts.
+
+    Measured per task, not once at start-up: what a worker keeps mapped grows a little with
+    the tasks it has run (malloc arenas, caches), and a cap fixed at start-up would then
+    starve small traces too. Workers are recycled every few hundred tasks, which bounds it.
+    Only the soft limit moves; the hard one stays where it was so it can move again.
+    """
+    if _task_memory_mb <= 0:
+        return
+    limit = _vm_size_bytes() + _task_memory_mb * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def _arm_cpu_budget() -> None:
@@ -79,12 +97,19 @@ def _spec_error_payload(exc: Any) -> dict[str, Any]:
     }
 
 
+def _exit_out_of_memory() -> None:
+    log.warning("worker out of memory: exiting to be replaced")
+    os._exit(EXIT_OUT_OF_MEMORY)
+
+
 def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
     """Parse, dry-run on the meta device, then trace for real.
 
-    Returns ("ok", json_bytes) | ("spec_error", {...}) | ("limit", {...}) | ("error", {...}).
+    Returns ("ok", json_bytes) | ("spec_error", {...}) | ("limit", {...}) | ("error", {...}),
+    or exits with EXIT_OUT_OF_MEMORY.
     """
     _arm_cpu_budget()
+    _arm_memory_budget()
     if _debug_delay_s:
         time.sleep(_debug_delay_s)
     from gradtrace.engine import TraceError, run_spec
@@ -99,11 +124,13 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
         doc = run_spec(spec, limits)
         return ("ok", doc.model_dump_json().encode())
     except SpecError as exc:
+        if getattr(exc, "exception", None) == "MemoryError":  # the engine wraps forward errors
+            _exit_out_of_memory()
         return ("spec_error", _spec_error_payload(exc))
     except TraceError as exc:
         return ("spec_error", _spec_error_payload(exc))
     except MemoryError:
-        return ("limit", {"code": "memory_limit", "message": "the trace needed more memory than allowed"})
+        _exit_out_of_memory()
     except RecursionError:
         return ("limit", {"code": "too_deep", "message": "the model is nested too deeply to trace"})
     except Exception as exc:  # an engine failure the spec checks did not foresee

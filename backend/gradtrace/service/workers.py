@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import logging
 import multiprocessing
+import signal
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,17 @@ from gradtrace.service import worker_tasks
 from gradtrace.service.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# Recycle each worker after this many traces: bounds whatever torch or the engine leaks.
+_TASKS_PER_WORKER = 200
+_PRELOAD = [
+    "gradtrace.service.worker_tasks",
+    "gradtrace.spec",
+    "gradtrace.engine",
+    "gradtrace.engine.run_spec",
+    "gradtrace.engine.dryrun",
+    "gradtrace.service.worker_warmup",  # last: runs one tiny trace (see the module)
+]
 
 
 class WorkerUnavailable(Exception):
@@ -53,9 +65,11 @@ class WorkerPool:
     # -- lifecycle -------------------------------------------------------------------------
     def _make_pool(self) -> ProcessPool:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["gradtrace.service.worker_tasks", "gradtrace.engine"])
+        # Everything a trace imports, imported once in the forkserver: workers start warm.
+        ctx.set_forkserver_preload(_PRELOAD)
         return ProcessPool(
             max_workers=self._settings.workers,
+            max_tasks=_TASKS_PER_WORKER,
             initializer=worker_tasks.init_worker,
             initargs=(self._settings.worker_memory_mb, self._settings.worker_cpu_s, self._debug_delay_s),
             context=ctx,
@@ -120,6 +134,18 @@ class WorkerPool:
                 ) from exc
             except ProcessExpired as exc:
                 log.warning("worker died during a trace: exit code %s", exc.exitcode)
+                if exc.exitcode == worker_tasks.EXIT_OUT_OF_MEMORY:
+                    return TaskOutcome(
+                        "limit",
+                        {
+                            "code": "memory_limit",
+                            "message": "the trace needed more memory than a worker may use",
+                        },
+                    )
+                if exc.exitcode == -signal.SIGXCPU:
+                    raise WorkerUnavailable(
+                        "trace_timeout", "the trace used more CPU time than allowed and was stopped"
+                    ) from exc
                 raise WorkerUnavailable(
                     "worker_crashed", "the worker running this trace stopped; it has been replaced"
                 ) from exc
