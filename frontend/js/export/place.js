@@ -29,7 +29,7 @@ export function createPlacer(layout) {
    * Returns the chosen {x, y} (same convention) or null when every spot collides. A chip that
    * belongs on an edge sets avoidEdges false (it sits on its own edge on purpose).
    */
-  function place(candidates, width, { avoidEdges = true } = {}) {
+  function place(candidates, width, { avoidEdges = true, force = false } = {}) {
     for (const c of candidates) {
       const box = { x: c.x, y: c.y - H / 2, width, height: H };
       if (box.x < 0 || box.y < 0) continue;
@@ -39,12 +39,21 @@ export function createPlacer(layout) {
         return c;
       }
     }
+    // Some chips matter more than a clean picture (a leaf's .grad, a gradient): drawn anyway.
+    if (force && candidates.length) {
+      const c = candidates.find((k) => k.x >= 0 && k.y >= H / 2) || candidates[0];
+      taken.push({ x: c.x, y: c.y - H / 2, width, height: H });
+      return c;
+    }
     return null;
   }
   return { place };
 }
 
-/** Spots beside a node: right, left, below, above (vertical offset `dy` from its centre). */
+/**
+ * Spots beside a node: right, left, below, above (vertical offset `dy` from its centre), then
+ * astride its top-right corner (where the viewer puts a leaf's .grad).
+ */
 export function besideNode(n, width, dy = 0, gap = 6) {
   const cy = n.y + n.height / 2 + dy;
   const cx = Math.max(0, n.x + n.width / 2 - width / 2);
@@ -53,6 +62,7 @@ export function besideNode(n, width, dy = 0, gap = 6) {
     { x: n.x - gap - width, y: cy },
     { x: cx, y: n.y + n.height + gap + H / 2 + Math.max(0, dy) },
     { x: cx, y: n.y - gap - H / 2 + Math.min(0, dy) },
+    { x: Math.max(0, n.x + n.width - 10 - width / 2), y: n.y - 4 },
   ];
 }
 

@@ -105,5 +105,16 @@ export function finalFrame(trace, phase = "both", timeline = buildTimeline(trace
   const ev = timeline.events[last];
   const pass = ev ? timeline.passes.get(ev.pass_index) : null;
   const step = pass && pass.last_seq >= last ? pass.last_seq : last;
-  return { timeline, frame: frameAt(timeline, step) };
+  return { timeline, frame: settle(frameAt(timeline, step)) };
+}
+
+/**
+ * A still has no "running" glow: when a pass's last event still lights a node (no pass_end
+ * after it), that node and edge count as finished (backward) or simply there (forward).
+ */
+function settle(frame) {
+  const backward = frame.pass.phase === "backward";
+  const nodeStates = new Map([...frame.nodeStates].map(([id, s]) => [id, s === "active" ? (backward ? "done" : "shown") : s]));
+  const edgeStates = new Map([...frame.edgeStates].map(([id, e]) => [id, e.state === "active" ? { ...e, state: "done" } : e]));
+  return { ...frame, nodeStates, edgeStates };
 }

@@ -35,8 +35,8 @@ function sceneItems(trace, layout, { values, phase }) {
   const nodeChips = [];
   const edgeChips = [];
   // A chip is drawn where the placer finds room (decided once per label, in item order).
-  const chip = (cls, spots, avoidEdges = true) => (label, x) => {
-    const at = placer.place(spots(chipWidth(label)), chipWidth(label), { avoidEdges });
+  const chip = (cls, spots, { avoidEdges = true, force = false } = {}) => (label, x) => {
+    const at = placer.place(spots(chipWidth(label)), chipWidth(label), { avoidEdges, force });
     return at ? drawChip(cls, at.x, at.y, label, x) : "";
   };
 
@@ -56,7 +56,7 @@ function sceneItems(trace, layout, { values, phase }) {
         const s = edgeState(f, e);
         return s.state === "done" || s.state === "active" ? gradChipText(s.grad) : null;
       };
-      edgeChips.push({ layer: 5, look: "fade", read, draw: chip("gt-grad", (w) => alongEdge(e.points, w, pointAlong), false) });
+      edgeChips.push({ layer: 5, look: "fade", read, draw: chip("gt-grad", (w) => alongEdge(e.points, w, pointAlong), { avoidEdges: false, force: true }) });
     }
   }
   for (const n of layout.nodes) {
@@ -73,7 +73,7 @@ function sceneItems(trace, layout, { values, phase }) {
     }
     if (tn && tn.kind === "tensor" && showGrads) {
       const read = (f) => (f && f.leafGrads.has(n.id) ? `.grad ${gradChipText(f.leafGrads.get(n.id))}` : null);
-      nodeChips.push({ layer: 5, look: "fade", read, draw: chip("gt-grad", (w) => besideNode(n, w, twoChips ? 9 : 0)) });
+      nodeChips.push({ layer: 5, look: "fade", read, draw: chip("gt-grad", (w) => besideNode(n, w, twoChips ? 9 : 0), { force: true }) });
     }
     if (phase !== "forward") {
       // The "+=" badge where more than one gradient has arrived in this pass (fan-in).
