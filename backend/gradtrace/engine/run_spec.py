@@ -12,14 +12,17 @@ from typing import Any
 import torch
 
 from gradtrace.engine.session import TraceSession
-from gradtrace.engine.steps import StepRunner
+from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.spec import SpecError
 from gradtrace.trace_schema import TraceDoc
 
 
-def _forward_error(exc: Exception) -> SpecError:
+def _forward_error(exc: Exception) -> Exception:
+    limit = limit_hit(exc)
+    if limit is not None:
+        return limit
     if isinstance(exc, SpecError):
         return exc
     return SpecError("forward_error", f"the forward program failed: {exc}", "/forward",
@@ -75,6 +78,20 @@ class SpecTrace:
         for index in self.tensor_hooks.get(name, []):
             self.user_hooks.register_tensor_hook(index, value, name)
 
+    def name_locals(self, stack: ExitStack) -> None:
+        """Names assigned inside a composite Module's program label its nodes as "f1.s"."""
+        from gradtrace.engine.interpreter import ProgramModule
+
+        for path, module in self.built.root.named_modules():
+            if isinstance(module, ProgramModule) and path:
+                module.on_assign = self._local_namer(path)
+                stack.callback(setattr, module, "on_assign", None)
+
+    def _local_namer(self, path: str):  # noqa: ANN202
+        def on_assign(name: str, value: Any) -> None:
+            self.session.name_node(f"{path}.{name}", value)
+        return on_assign
+
     # ---- hooks --------------------------------------------------------------------------
     def register_hooks(self, stack: ExitStack) -> None:
         self.user_hooks = UserHooks(self.session.recorder, self.hooks, stack)
@@ -109,6 +126,7 @@ class SpecTrace:
         with ExitStack() as stack:
             stack.callback(session.close)
             self.register_hooks(stack)
+            self.name_locals(stack)
             # retain_grad on spec inputs is a no-op (leaves keep .grad anyway)
             steps = self.spec.effective_steps()
             try:
@@ -116,7 +134,10 @@ class SpecTrace:
                                 error_is_event=_refused_by_hooks)
             except Exception as exc:  # noqa: BLE001
                 if not _refused_by_hooks(exc):
-                    raise _forward_error(exc) from exc
+                    error = _forward_error(exc)
+                    if error is exc:
+                        raise
+                    raise error from exc
                 # the spec is fine; PyTorch refuses what the hooks imply: show it in the trace
                 session.step_error(exc, None, skipped=len(steps))
             else:

@@ -112,6 +112,13 @@ class TraceSession:
                 self.forward_capture.discover_from([value])
                 self.recorder.name_tensor(name, value)
 
+    def name_node(self, name: str, value: Any) -> None:
+        """Label the node that produced ``value`` (a module-local name), without a value."""
+        if isinstance(value, torch.Tensor):
+            with self.forward_capture.quiet():
+                self.forward_capture.discover_from([value])
+                self.recorder.name_tensor(name, value)
+
     def backward_pass(self, kind: str, of: str, step: int | None, call: Callable[[], Any]) -> Any:
         """Run ``call()`` (a backward or autograd.grad) with every node hooked."""
         count = self._backwards[kind] = self._backwards.get(kind, 0) + 1

@@ -12,7 +12,17 @@ from typing import Any
 
 import torch
 
+from gradtrace.engine.errors import TraceError
 from gradtrace.engine.session import TraceSession
+
+
+def limit_hit(exc: BaseException | None) -> TraceError | None:
+    """The TraceError behind ``exc`` (the interpreter wraps every error of a line)."""
+    while exc is not None:
+        if isinstance(exc, TraceError):
+            return exc
+        exc = exc.__cause__
+    return None
 
 
 class StepRunner:
@@ -29,6 +39,9 @@ class StepRunner:
             try:
                 self.run(index, step)
             except Exception as exc:  # noqa: BLE001 - PyTorch's refusal is part of the trace
+                limit = limit_hit(exc)
+                if limit is not None:  # a limit refuses the whole trace, not one step
+                    raise limit from None
                 self.session.step_error(exc, index, skipped=len(steps) - index - 1)
                 return
 
