@@ -53,7 +53,7 @@ export function gradChipText(tv) {
   if (nums && nums.length <= 3) return formatTensorChip(tv) + flag;
   // A still picture cannot be hovered: the norm says more than the shape the node already shows.
   const norm = tv.stats && tv.stats.norm;
-  return (norm === null || norm === undefined ? formatTensorChip(tv) : `‖·‖ ${formatNumber(norm)}`) + flag;
+  return (norm === null || norm === undefined ? formatTensorChip(tv) : `‖g‖ ${formatNumber(norm)}`) + flag;
 }
 
 /** Chip text for a forward value: only small tensors (the shape is already the node's sublabel). */
