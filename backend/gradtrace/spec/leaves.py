@@ -10,7 +10,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from .values import HARD_MAX_DIM, Dim, NestedNumbers, Shape, SpecModel, literal_shape
+from .values import Dim, Int, NestedNumbers, Shape, Size, SpecModel, literal_shape
 
 
 class LeafSpec(SpecModel):
@@ -60,9 +60,7 @@ class _ConvSpec(LeafSpec):
     out_channels: Dim
     kernel_size: Dim | Annotated[list[Dim], Field(min_length=1, max_length=2)]
     stride: Dim | Annotated[list[Dim], Field(min_length=1, max_length=2)] = 1
-    padding: Annotated[int, Field(ge=0, le=HARD_MAX_DIM)] | Annotated[
-        list[Annotated[int, Field(ge=0, le=HARD_MAX_DIM)]], Field(min_length=1, max_length=2)
-    ] = 0
+    padding: Size | Annotated[list[Size], Field(min_length=1, max_length=2)] = 0
     bias: bool = True
 
     @model_validator(mode="after")
@@ -149,12 +147,12 @@ class SigmoidSpec(LeafSpec):
 
 class SoftmaxSpec(LeafSpec):
     type: Literal["Softmax"]
-    dim: int
+    dim: Int
 
 
 class LogSoftmaxSpec(LeafSpec):
     type: Literal["LogSoftmax"]
-    dim: int
+    dim: Int
 
 
 class IdentitySpec(LeafSpec):
@@ -163,8 +161,8 @@ class IdentitySpec(LeafSpec):
 
 class FlattenSpec(LeafSpec):
     type: Literal["Flatten"]
-    start_dim: int = 1
-    end_dim: int = -1
+    start_dim: Int = 1
+    end_dim: Int = -1
 
 
 class MultiheadAttentionSpec(LeafSpec):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, Strict, model_validator
 
 from .hooks import HOOK_TARGETS, HookAction, HookSpec, ModuleHookSpec, TensorHookSpec  # noqa: F401 (re-exported)
 from .modules import (
-    HARD_MAX_DIM,
     MAX_PROGRAM_LINES,
     LeafSpec,
     ModuleSpec,
@@ -32,6 +31,7 @@ from .steps import (  # noqa: F401 (re-exported)
 from .values import (
     Name,
     NestedNumbers,
+    Size,
     literal_is_integral,
     literal_shape,
     map_literal,
@@ -45,9 +45,9 @@ class InputSpec(SpecModel):
     """A named input tensor: an explicit `value`, or a `shape` with a seeded `init`."""
 
     value: NestedNumbers | None = None
-    shape: Annotated[list[Annotated[int, Field(ge=0, le=HARD_MAX_DIM)]], Field(max_length=8)] | None = None
+    shape: Annotated[list[Size], Field(max_length=8)] | None = None
     init: Literal["randn", "rand", "zeros", "ones", "arange", "randint"] | None = None
-    high: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None  # randint: values in [0, high)
+    high: Annotated[int, Strict(), Field(ge=1, le=2**31 - 1)] | None = None  # randint: values in [0, high)
     requires_grad: bool = False
     dtype: Literal["float32", "float64", "int64"] | None = None
 
@@ -87,7 +87,7 @@ class ModelSpec(SpecModel):
     spec_version: Literal[1]
     title: Annotated[str, Field(min_length=1, max_length=200)]
     description: Annotated[str, Field(max_length=4000)] | None = None
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
+    seed: Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)] = 0
     dtype: FloatDtype = "float32"
     modules: Annotated[dict[Name, ModuleSpec], Field(max_length=1000)] = Field(default_factory=dict)
     inputs: Annotated[dict[Name, InputSpec], Field(max_length=1000)] = Field(default_factory=dict)

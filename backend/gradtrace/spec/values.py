@@ -12,6 +12,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
     StringConstraints,
     WithJsonSchema,
 )
@@ -111,7 +112,10 @@ def literal_is_integral(value: Any) -> bool:
 
 
 HARD_MAX_DIM = 2**31 - 1
-Dim = Annotated[int, Field(ge=1, le=HARD_MAX_DIM)]
+# Integers are strict: `true` or `3.5` where a size belongs is an error, not 1 or 3.
+Int = Annotated[int, Strict()]
+Dim = Annotated[int, Strict(), Field(ge=1, le=HARD_MAX_DIM)]
+Size = Annotated[int, Strict(), Field(ge=0, le=HARD_MAX_DIM)]
 MAX_PROGRAM_LINES = 1000  # hard cap; SpecLimits.max_program_lines is usually tighter
 MAX_LINE_LENGTH = 500
 ProgramLine = Annotated[str, Field(min_length=1, max_length=MAX_LINE_LENGTH)]
