@@ -158,7 +158,10 @@ def test_404_envelopes(live_server: str) -> None:
 def test_405_wrong_method_is_an_envelope(live_server: str) -> None:
     r = httpx.get(live_server + "/api/v1/trace")
     assert r.status_code == 405
-    assert envelope(r)["code"] == "method_not_allowed"
+    assert envelope(r) == {"code": "method_not_allowed", "message": "use POST on this resource", "path": None}
+    assert r.headers["allow"] == "POST"
+    d = httpx.delete(live_server + "/api/v1/specs/aaaaaaaaaaaa")
+    assert d.status_code == 405 and d.headers["allow"] == "GET"
 
 
 def test_security_headers_and_csp(live_server: str) -> None:
@@ -185,3 +188,33 @@ def test_cors_preflight_and_simple_requests(live_server: str) -> None:
     assert "POST" in r.headers["access-control-allow-methods"]
     g = httpx.get(live_server + "/api/v1/schema/spec", headers={"Origin": "https://docs.example"})
     assert g.headers["access-control-allow-origin"] == "*"
+
+
+def two_inputs(title: str, a: list[int], b: list[int], forward: list[str]) -> dict:
+    return {
+        "spec_version": 1,
+        "title": title,
+        "inputs": {
+            "a": {"shape": a, "init": "randn", "requires_grad": True},
+            "b": {"shape": b, "init": "randn"},
+        },
+        "forward": forward,
+    }
+
+
+def test_413_flops_over_the_limit_caught_by_the_dry_run(live_server: str) -> None:
+    spec = two_inputs("flops", [1000, 1000], [1000, 1000], ["c = a @ b", "d = c @ b", "loss = d.sum()"])
+    r = post(live_server + "/api/v1/trace", json.dumps(spec))
+    assert r.status_code == 413, r.text
+    err = envelope(r)
+    assert err["code"] == "limit_exceeded" and "max_flops" in err["message"]
+
+
+def test_413_hidden_blow_up_caught_by_the_dry_run(live_server: str) -> None:
+    # Declared inputs are tiny (100k elements each); their outer product would be 10^10.
+    spec = two_inputs("blow-up", [100_000, 1], [1, 100_000], ["c = a @ b", "loss = c.sum()"])
+    r = post(live_server + "/api/v1/trace", json.dumps(spec))
+    assert r.status_code == 413, r.text
+    err = envelope(r)
+    assert err["code"] == "limit_exceeded"
+    assert err["path"] == "/forward/0" and "10,000,000,000" in err["message"]

@@ -14,11 +14,12 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Request
+from starlette.routing import Match, Mount
 
 from gradtrace.api import examples, health, schemas, specs, trace
 from gradtrace.api.docs import install_openapi
-from gradtrace.api.errors import install_error_handlers
+from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
 from gradtrace.api.middleware import install_middleware
 from gradtrace.api.static import embed_router, mount_frontend
@@ -38,6 +39,37 @@ def api_router() -> APIRouter:
     for module in (trace, examples, schemas, specs):
         router.include_router(module.router)
     return router
+
+
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def install_api_fallback(app: FastAPI) -> None:
+    """Unknown /api/ paths and wrong methods: 404/405 envelopes, never the viewer's files.
+
+    Without it, ``GET /api/v1/trace`` would fall through to the static mount at ``/``
+    (a full match beats the POST route's partial one) and answer 404 instead of 405.
+    """
+
+    async def api_fallback(request: Request) -> None:
+        # Ask every other route (Starlette's public Route.matches) which methods it takes here.
+        routes = [r for r in request.app.router.routes if not isinstance(r, Mount) and r is not fallback]
+        allowed = [
+            m
+            for m in _METHODS
+            if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)
+        ]
+        if allowed and request.method not in allowed:
+            raise ApiError(
+                405,
+                "method_not_allowed",
+                f"use {', '.join(m for m in allowed if m != 'HEAD')} on this resource",
+                headers={"Allow": ", ".join(allowed)},
+            )
+        raise ApiError(404, "not_found", "no such resource")
+
+    app.add_api_route("/api/{rest:path}", api_fallback, methods=_METHODS, include_in_schema=False)
+    fallback = app.router.routes[-1]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -92,6 +124,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_middleware(app, settings.cors_origins, settings.max_body_bytes)
     app.include_router(health.router)
     app.include_router(api_router())
+    install_api_fallback(app)
     app.include_router(embed_router(settings.frontend_dir))
     install_openapi(app)
     mount_frontend(app, settings.frontend_dir)  # last: API routes win over static files
