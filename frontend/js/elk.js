@@ -16,8 +16,10 @@ function loadScript(src) {
 
 /** One shared ELK instance whose layouts run in a Web Worker. */
 export function loadElk() {
+  // A standalone file inlines elk.bundled.js (window.ELK, no worker file to fetch): use it as is.
+  if (!pending && window.ELK) pending = Promise.resolve(new window.ELK());
   if (!pending) {
-    pending = (window.ELK ? Promise.resolve() : loadScript(`${BASE}elk-api.js`)).then(() => new window.ELK({ workerUrl: `${BASE}elk-worker.min.js` }));
+    pending = loadScript(`${BASE}elk-api.js`).then(() => new window.ELK({ workerUrl: `${BASE}elk-worker.min.js` }));
     pending.catch(() => (pending = null));
   }
   return pending;

@@ -50,7 +50,7 @@ export function createEventList({ listEl, bandsEl, onPick }) {
     );
     const frag = document.createDocumentFragment();
     rows = timeline.events.map((ev, i) => {
-      const row = h("li", { class: `ev ev--${ev.kind} ev--${ev.phase}`, "data-seq": i, "data-node": timeline.eventNode[i] || "" }, [
+      const row = h("li", { class: `ev ev--${ev.kind} ev--${ev.phase}`, "data-seq": i, "data-node": timeline.eventAbout[i] || "" }, [
         h("span", { class: "ev-seq", text: String(i) }),
         h("span", { class: "ev-kind", text: ev.kind }),
         h("span", { class: "ev-text", text: summary(ev, names) }),

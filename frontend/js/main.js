@@ -23,7 +23,7 @@ const mode = embedded?.mode || body.dataset.mode || "full";
 body.dataset.mode = mode;
 
 // Permalinks arrive as /?spec=<id>; the hash (this viewer's own state) wins over the query.
-const store = createStore({ ...readHash(location.search), ...readHash(location.hash) });
+const store = createStore({ ...(embedded?.theme ? { theme: embedded.theme } : {}), ...readHash(location.search), ...readHash(location.hash) });
 const renderer = createRenderer($("graph"));
 const camera = createCamera($("graph"), renderer.viewport, $("minimap"));
 const editor = $("spec") ? createEditor({ textarea: $("spec"), gutter: $("gutter"), errorEl: $("spec-error") }) : null;

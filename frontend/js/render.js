@@ -2,7 +2,10 @@
 // data-state attributes and chip texts (transitions live in graph.css). No fetch, no clock.
 
 import { svgEl } from "./dom.js";
-import { formatTensorChip, formatNumber, hasNonFinite, tensorNumbers } from "./format.js";
+import { formatNumber, formatTensorChip, hasNonFinite, tensorNumbers } from "./format.js";
+import { leafChipText, placeChips } from "./chips.js";
+import { gradChipText, membersOf, nodeState, traceEdgeId } from "./export/states.js";
+import { pointAlong } from "./export/xml.js";
 
 const CHIP_CHAR = 6.6;
 
@@ -20,47 +23,6 @@ function defs() {
 
 function pathOf(points) {
   return points.map((p, i) => `${i ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
-}
-
-/** The point halfway along a polyline (where the gradient chip lands). */
-export function midpoint(points) {
-  if (points.length < 2) return points[0] || { x: 0, y: 0 };
-  const seg = [];
-  let total = 0;
-  for (let i = 1; i < points.length; i++) {
-    const d = Math.hypot(points[i].x - points[i - 1].x, points[i].y - points[i - 1].y);
-    seg.push(d);
-    total += d;
-  }
-  let left = total / 2;
-  for (let i = 1; i < points.length; i++) {
-    if (left <= seg[i - 1]) {
-      const t = seg[i - 1] ? left / seg[i - 1] : 0;
-      return { x: points[i - 1].x + t * (points[i].x - points[i - 1].x), y: points[i - 1].y + t * (points[i].y - points[i - 1].y) };
-    }
-    left -= seg[i - 1];
-  }
-  return points[points.length - 1];
-}
-
-/** Where an edge's gradient chip sits: on the source-side leg (edges merging into one target
- *  share their last legs, so midpoints would pile up there), else halfway along. */
-export function chipPoint(points) {
-  if (points.length >= 3) {
-    const [a, b] = points;
-    const len = Math.hypot(b.x - a.x, b.y - a.y);
-    if (len >= 18) return { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 };
-    // A short first leg: use the longest leg, whose middle differs between merging edges.
-    let best = 1;
-    for (let i = 2; i < points.length; i++) {
-      const d = (k) => Math.hypot(points[k].x - points[k - 1].x, points[k].y - points[k - 1].y);
-      if (d(i) > d(best)) best = i;
-    }
-    const p = points[best - 1];
-    const q = points[best];
-    return { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 };
-  }
-  return midpoint(points);
 }
 
 function chip(cls, attrs) {
@@ -89,6 +51,15 @@ function tensorTitle(tv) {
   const flag = hasNonFinite(tv) ? " ⚠ contains NaN/inf" : "";
   if (nums && nums.length <= 8) return `[${nums.join(", ")}]${flag}`;
   return `shape (${tv.shape.join(", ")}) norm ${formatNumber(tv.stats?.norm)}${flag}`;
+}
+
+/** "grad_input ×2: −0.4080 → −0.8159": what a user hook's action changed. */
+export function hookActionText(ev) {
+  const p = ev.payload || {};
+  const a = p.action || {};
+  const how = { scale: `×${a.by}`, add: `+${a.by ?? a.value}`, zero: "→ 0", clamp: `clamp(${a.min ?? ""}, ${a.max ?? ""})` }[a.op] || a.op || "hook";
+  const first = (v) => (Array.isArray(v) ? v[0] : v);
+  return `${a.target ? a.target + " " : ""}${how}: ${formatTensorChip(first(p.before))} → ${formatTensorChip(first(p.after))}`;
 }
 
 function drawGroup(g, hooksByModule) {
@@ -128,45 +99,53 @@ function drawNode(n) {
 }
 
 export function createRenderer(svg) {
-  let nodeEls = new Map();
-  let moduleEls = new Map();
+  let nodeEls = new Map(); // trace node id -> element
+  let moduleEls = new Map(); // "m:<path>" -> element of a collapsed module
+  let members = new Map(); // layout node id -> trace node ids it stands for
   let edgeEls = new Map();
   let chipEls = new Map();
   let leafChips = new Map();
   let fanChips = new Map();
+  let valueChips = new Map();
   let badgeEls = [];
+  let hookChip = null;
+  let groupEls = []; // [{el, path, opens}]: a module box opens when its forward starts
   let lastStates = new Map();
   let layout = null;
-  let nodeModule = new Map();
+  let boxes = new Map(); // trace node id -> the drawn box standing for it
   const viewport = svgEl("g", { class: "gt-viewport" });
   svg.replaceChildren(defs(), viewport);
   svg.classList.add("gt-graph");
 
   function draw(newLayout, trace) {
     layout = newLayout;
-    nodeEls = new Map();
-    moduleEls = new Map();
-    edgeEls = new Map();
-    chipEls = new Map();
-    leafChips = new Map();
-    fanChips = new Map();
-    lastStates = new Map();
+    [nodeEls, moduleEls, edgeEls, chipEls, leafChips, fanChips, valueChips, lastStates] = [0, 0, 0, 0, 0, 0, 0, 0].map(() => new Map());
+    members = membersOf(trace, layout);
+    boxes = new Map();
+    for (const n of layout.nodes) for (const id of members.get(n.id) || []) boxes.set(id, n);
+    const spots = placeChips(layout, trace);
     const hooksByModule = new Map((trace.graph.modules || []).map((m) => [m.path, m.hooks || []]));
-    nodeModule = new Map(trace.graph.nodes.map((n) => [n.id, n.module || ""]));
     const gGroups = svgEl("g", { class: "gt-groups" });
     const gEdges = svgEl("g", { class: "gt-edges" });
     const gNodes = svgEl("g", { class: "gt-nodes" });
     const gChips = svgEl("g", { class: "gt-chips" });
     for (const g of layout.groups) if (!g.collapsed) gGroups.append(drawGroup(g, hooksByModule));
     badgeEls = [...gGroups.querySelectorAll(".gt-badge")];
+    const inside = (mod, path) => mod === path || (mod || "").startsWith(path + ".");
+    groupEls = [...gGroups.children].map((el) => {
+      const path = el.dataset.module;
+      const pre = trace.events.find((ev) => ev.kind === "module_forward_pre" && inside(ev.module, path));
+      const firstNode = Math.min(...trace.graph.nodes.filter((n) => inside(n.module, path)).map((n) => n.created_seq ?? 0));
+      return { el, path, opens: Math.min(pre ? pre.seq : Infinity, firstNode), inside };
+    });
+    const at = (p) => `translate(${p.x.toFixed(1)},${p.y.toFixed(1)})`;
     for (const e of layout.edges) {
       const el = svgEl("g", { class: `gt-edge gt-edge--${e.kind}`, "data-edge-id": e.id, "data-source": e.source, "data-target": e.target, "data-state": "hidden" });
       el.append(svgEl("path", { d: pathOf(e.points) }));
       gEdges.append(el);
       edgeEls.set(e.id, el);
       if (e.kind !== "no_grad") {
-        const m = chipPoint(e.points);
-        const c = chip("gt-grad--edge", { "data-edge-id": e.id, transform: `translate(${m.x},${m.y})` });
+        const c = chip("gt-grad--edge", { "data-edge-id": e.id, transform: at(spots.edge.get(e.id) || pointAlong(e.points, 0.5)) });
         gChips.append(c);
         chipEls.set(e.id, c);
       }
@@ -174,20 +153,41 @@ export function createRenderer(svg) {
     for (const n of layout.nodes) {
       const el = drawNode(n);
       gNodes.append(el);
-      if (n.kind === "module") moduleEls.set(n.module, el);
+      if (n.kind === "module") moduleEls.set(n.id, el);
       else nodeEls.set(n.id, el);
+      if (n.kind === "module") continue;
       if (n.kind === "tensor" && n.role === "parameter") {
-        const c = chip("gt-grad--leaf", { "data-leaf": n.id, transform: `translate(${n.x + n.width},${n.y + n.height + 11})` });
+        const c = chip("gt-grad--leaf", { "data-leaf": n.id, transform: at(spots.leaf.get(n.id) || { x: n.x + n.width, y: n.y + n.height + 11 }) });
         gChips.append(c);
         leafChips.set(n.id, c);
       }
-      if (n.kind !== "module") {
-        const c = chip("gt-grad--accumulate", { "data-fanin": n.id, transform: `translate(${n.x + 4},${n.y - 4})` });
+      const f = chip("gt-grad--accumulate", { "data-fanin": n.id, transform: at({ x: n.x + 4, y: n.y - 4 }) });
+      gChips.append(f);
+      fanChips.set(n.id, f);
+      const v = spots.value.get(n.id);
+      if (v) {
+        const c = chip("gt-value", { "data-value": n.id, transform: at(v) });
+        c.setAttribute("class", "gt-value");
+        setChip(c, v.text, "forward value");
         gChips.append(c);
-        fanChips.set(n.id, c);
+        valueChips.set(n.id, c);
       }
     }
+    hookChip = chip("gt-grad--hook", { "data-hook-chip": "" });
+    gChips.append(hookChip);
     viewport.replaceChildren(gGroups, gEdges, gNodes, gChips);
+  }
+
+  /** A user hook's action, shown beside the node it acted at, for that one step. */
+  function paintHookAction(frame) {
+    const ev = frame.event || {};
+    const box = ev.kind === "hook_action" ? boxes.get(frame.about) : null;
+    if (!box) return setState(hookChip, "hook", "hidden");
+    const text = hookActionText(ev);
+    setChip(hookChip, text, `hook #${ev.hook} ${JSON.stringify(ev.payload?.action || {})}`);
+    const w = Number(hookChip.firstChild.getAttribute("width"));
+    hookChip.setAttribute("transform", `translate(${box.x + box.width + 8 + w / 2},${box.y + box.height / 2})`);
+    setState(hookChip, "hook", "active");
   }
 
   function setState(el, key, state) {
@@ -200,30 +200,20 @@ export function createRenderer(svg) {
     if (!layout) return;
     for (const [id, el] of nodeEls) setState(el, id, frame.nodeStates.get(id) || "shown");
     // A collapsed module shows the liveliest state of its members.
-    const rank = { hidden: 0, shown: 1, done: 2, active: 3 };
-    const agg = new Map();
-    for (const [id, state] of frame.nodeStates) {
-      const mod = nodeModule.get(id);
-      for (const path of moduleEls.keys()) {
-        if (mod === path || mod.startsWith(path + ".")) {
-          const cur = agg.get(path);
-          if (cur === undefined || rank[state] > rank[cur]) agg.set(path, state);
-        }
-      }
-    }
-    for (const [path, el] of moduleEls) setState(el, `m:${path}`, agg.get(path) || "shown");
+    for (const [id, el] of moduleEls) setState(el, id, nodeState(frame, members.get(id) || []));
+    for (const [id, c] of valueChips) setState(c, `v:${id}`, frame.nodeStates.get(id) === "hidden" ? "hidden" : "shown");
     for (const [id, el] of edgeEls) {
-      const es = frame.edgeStates.get(id.split("~")[0]) || { state: "shown", grad: null };
+      const es = frame.edgeStates.get(traceEdgeId(id)) || { state: "shown", grad: null };
       setState(el, `e:${id}`, es.state);
       const c = chipEls.get(id);
       if (!c) continue;
       const visible = (es.state === "active" || es.state === "done") && es.grad !== null;
-      if (visible) setChip(c, formatTensorChip(es.grad) + (hasNonFinite(es.grad) ? " ⚠" : ""), `gradient ${tensorTitle(es.grad)}`);
+      if (visible) setChip(c, gradChipText(es.grad), `gradient ${tensorTitle(es.grad)}`);
       setState(c, `c:${id}`, visible ? es.state : "hidden");
     }
     for (const [id, c] of leafChips) {
       const g = frame.leafGrads.get(id);
-      if (g) setChip(c, `.grad ${formatTensorChip(g)}`, `.grad = ${tensorTitle(g)}`);
+      if (g) setChip(c, leafChipText(g), `.grad = ${tensorTitle(g)}`);
       setState(c, `l:${id}`, g && frame.nodeStates.get(id) !== "hidden" ? "shown" : "hidden");
     }
     for (const [id, c] of fanChips) {
@@ -231,6 +221,12 @@ export function createRenderer(svg) {
       const acc = frame.accumulated && frame.node === id;
       if (count || acc) setChip(c, count ? `+= ×${count}` : "+=", count ? `${count} gradients summed here` : ".grad accumulated (+=)");
       setState(c, `f:${id}`, count || acc ? "shown" : "hidden");
+    }
+    paintHookAction(frame);
+    const mod = frame.event ? frame.event.module : null;
+    for (const g of groupEls) {
+      const state = frame.step < g.opens ? "hidden" : mod !== null && mod !== undefined && g.inside(mod, g.path) ? "active" : "shown";
+      setState(g.el, `g:${g.path}`, state);
     }
     const ev = frame.event || {};
     for (const b of badgeEls) {
@@ -241,17 +237,13 @@ export function createRenderer(svg) {
 
   function select(id) {
     for (const el of svg.querySelectorAll(".gt-selected")) el.classList.remove("gt-selected");
-    const el = id && (nodeEls.get(id) || moduleEls.get(id.replace(/^m:/, "")));
+    const el = id && (nodeEls.get(id) || moduleEls.get(id));
     if (el) el.classList.add("gt-selected");
   }
 
-  /** The drawn box of a node (or the collapsed module holding it), for the camera. */
+  /** The drawn box of a node (or of the collapsed module holding it), for the camera. */
   function boxOf(id) {
-    if (!layout || !id) return null;
-    const direct = layout.nodes.find((n) => n.id === id);
-    if (direct) return direct;
-    const mod = nodeModule.get(id);
-    return layout.nodes.find((n) => n.kind === "module" && (mod === n.module || (mod || "").startsWith(n.module + "."))) || null;
+    return (id && boxes.get(id)) || null;
   }
 
   return { draw, paint, select, boxOf, viewport, get layout() { return layout; } };

@@ -46,12 +46,14 @@ export function buildTimeline(trace) {
   const post = new Map(); // "pass|node" -> [seq...]
   const gradWrites = []; // {seq, pass, node, after, accumulated}
   const zeroGrads = []; // {seq, node|null}
-  const eventNode = new Array(events.length).fill(null);
+  const eventNode = new Array(events.length).fill(null); // the rule's "node of event i"
+  const eventAbout = new Array(events.length).fill(null); // for links and chips: also tensor names
 
   events.forEach((ev, i) => {
-    let node = nodeOfEvent(ev, nodeIds);
-    if (!node && ev.target && byTensorName.has(ev.target)) node = byTensorName.get(ev.target);
+    const node = nodeOfEvent(ev, nodeIds);
     eventNode[i] = node;
+    // A tensor hook names its tensor, not a node: link it to the op that produced the tensor.
+    eventAbout[i] = node || (ev.target && byTensorName.has(ev.target) ? byTensorName.get(ev.target) : null);
     if (ev.kind === "node_created" && node && !created.has(node)) created.set(node, i);
     if (ev.kind === "node_pre" && node) pushTo(pre, `${ev.pass_index}|${node}`, i);
     if (ev.kind === "node_post" && node) pushTo(post, `${ev.pass_index}|${node}`, i);
@@ -67,7 +69,7 @@ export function buildTimeline(trace) {
   }
 
   const passes = new Map((trace.passes || []).map((p) => [p.index, p]));
-  return { trace, events, nodes, edges: trace.graph.edges, created, pre, post, gradWrites, zeroGrads, eventNode, passes };
+  return { trace, events, nodes, edges: trace.graph.edges, created, pre, post, gradWrites, zeroGrads, eventNode, eventAbout, passes };
 }
 
 /** The number of steps (events) a player can visit. */
@@ -175,13 +177,15 @@ export function frameAt(timeline, i) {
   const { edgeStates, fanIn } = computeEdgeStates(timeline, step, passIndex, isBackward, nodeStates);
   const leafGrads = computeLeafGrads(timeline, step);
   const accumulated = timeline.gradWrites.some((w) => w.seq === step && w.accumulated);
-  return { step, event: ev, pass, nodeStates, edgeStates, leafGrads, fanIn, accumulated, node: step >= 0 ? timeline.eventNode[step] : null };
+  const node = step >= 0 ? timeline.eventNode[step] : null;
+  const about = step >= 0 ? timeline.eventAbout[step] : null;
+  return { step, event: ev, pass, nodeStates, edgeStates, leafGrads, fanIn, accumulated, node, about };
 }
 
-/** Every event index whose highlighted node is `nodeId` (graph -> timeline link). */
+/** Every event index about node `nodeId`, tensor hooks included (graph -> timeline link). */
 export function eventsOfNode(timeline, nodeId) {
   const out = [];
-  timeline.eventNode.forEach((n, i) => {
+  timeline.eventAbout.forEach((n, i) => {
     if (n === nodeId) out.push(i);
   });
   return out;

@@ -108,7 +108,7 @@ def test_example_states_play_and_screenshots(
     wait_step(page, 0)
     page.get_by_label("Speed").select_option("240")
     page.get_by_role("button", name="Play").click()
-    page.get_by_role("button", name="Pause").wait_for(timeout=5000)
+    # (At 240 events/s a short trace may finish before "Pause" could be seen: no wait for it.)
     wait_step(page, n - 1)
     page.get_by_role("button", name="Play").wait_for(timeout=5000)
     check_states(page, trace, n - 1, "after play")

@@ -69,3 +69,15 @@ test("the tiny trace and every golden trace agree with the naive rule at every s
     for (let i = 0; i < n; i += stride) assert.deepEqual(states(frameAt(tl, i)), expectedStates(trace, i), `${name} step ${i}`);
   }
 });
+
+test("a tensor hook (node null) links to its tensor's op but does not light it up", () => {
+  const t = tinyTrace();
+  t.events.push({ seq: 27, pass_index: 2, phase: "backward", kind: "tensor_hook", target: "y", node: null, payload: {} });
+  const tl = buildTimeline(t);
+  const f = frameAt(tl, 27);
+  assert.equal(f.node, null);
+  assert.equal(f.about, "n1");
+  assert.equal(f.nodeStates.get("n1"), "done");
+  assert.deepEqual(eventsOfNode(tl, "n1").slice(-1), [27]);
+  assert.deepEqual(states(f), expectedStates(t, 27));
+});
