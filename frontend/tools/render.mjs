@@ -48,11 +48,16 @@ function readInput(path) {
   return { trace, layout: doc.trace ? doc.layout ?? null : null };
 }
 
-/** The viewer's layout, computed with elkjs in this process. */
-export async function computeLayout(trace) {
+/**
+ * The viewer's layout, computed with elkjs in this process. A picture collapses as deep as
+ * it can (exportCollapsed); the HTML player starts from the viewer's own default.
+ */
+export async function computeLayout(trace, { still = true } = {}) {
   const { default: ELK } = await import(join(FRONTEND, "node_modules/elkjs/lib/main.js"));
   const { layoutGraph, defaultCollapsed } = await import(join(FRONTEND, "js/layout.js"));
-  return layoutGraph(trace, { elk: new ELK(), collapsed: defaultCollapsed(trace), showInserted: true });
+  const { exportCollapsed } = await import(join(FRONTEND, "js/export/collapse.js"));
+  const collapsed = still ? exportCollapsed(trace) : defaultCollapsed(trace);
+  return layoutGraph(trace, { elk: new ELK(), collapsed, showInserted: true });
 }
 
 async function main() {
@@ -63,7 +68,7 @@ async function main() {
     if (!allowed.includes(opts[k])) throw new InputError(`--${k} must be one of ${allowed.join(", ")} (got ${JSON.stringify(opts[k])})`);
   }
   const { trace, layout: given } = readInput(opts.in);
-  const layout = given ?? (await computeLayout(trace));
+  const layout = given ?? (await computeLayout(trace, { still: opts.format !== "html" }));
   let output;
   if (opts.format === "layout") output = JSON.stringify(layout);
   else if (opts.format === "svg") {

@@ -83,3 +83,25 @@ def test_bad_options_name_the_option(two_layer) -> None:
         diagram_svg(two_layer, phase="sideways")
     with pytest.raises(ValueError, match="theme"):
         diagram_svg(two_layer, theme="neon")
+
+
+def test_a_big_model_is_collapsed_as_deep_as_fits_and_every_node_is_accounted_for() -> None:
+    torch = pytest.importorskip("torch")
+    import gradtrace
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(
+        d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True
+    )
+    model = torch.nn.TransformerEncoder(layer, num_layers=8, enable_nested_tensor=False)
+    trace = gradtrace.trace(model, torch.randn(2, 3, 8), lambda out: out.pow(2).mean())
+    assert len(trace.doc.graph.nodes) > 400
+    svg = diagram_svg(trace)
+    root = assert_self_contained_svg(svg)
+    drawn = drawn_node_ids(root)
+    boxes = [d[2:] for d in drawn if d.startswith("m:")]
+    # Deeper than the top level ("layers"): one box per sub-module of each encoder layer.
+    assert boxes and all(b.count(".") >= 2 for b in boxes)
+    for n in trace.doc.graph.nodes:
+        inside = any(n.module == b or (n.module or "").startswith(b + ".") for b in boxes)
+        assert n.id in drawn or inside, n.id

@@ -12,9 +12,10 @@ from typing import Any
 
 from gradtrace.render.diagram import THEMES
 from gradtrace.render.node_tool import run_render
-from gradtrace.render.source import trace_json, trace_title
+from gradtrace.render.source import node_count, trace_json, trace_title
 
 NOTEBOOK_HEIGHT_PX = 620
+COLLAPSED_PAST_NODES = 400  # layout.js defaultCollapsed: the viewer collapses modules past this
 
 
 def standalone_html(trace: Any, theme: str | None = None, elk: bool = True) -> str:
@@ -33,9 +34,15 @@ def standalone_html(trace: Any, theme: str | None = None, elk: bool = True) -> s
     return run_render(trace_json(trace), args).decode("utf-8")
 
 
-def notebook_html(trace: Any, height: int = NOTEBOOK_HEIGHT_PX) -> str:
-    """The player inline in a notebook output cell (offline: nothing is fetched)."""
-    page = standalone_html(trace, elk=False)
+def notebook_html(trace: Any, height: int = NOTEBOOK_HEIGHT_PX, elk: bool | None = None) -> str:
+    """The player inline in a notebook output cell (offline: nothing is fetched).
+
+    ELK (1.6 MB) is carried only where the player starts collapsed (past 400 nodes), so
+    that expanding a module can lay the graph out again; small graphs stay small outputs.
+    """
+    if elk is None:
+        elk = node_count(trace) > COLLAPSED_PAST_NODES
+    page = standalone_html(trace, elk=elk)
     title = html.escape(trace_title(trace))
     # srcdoc: the page travels inside the attribute (quote-escaped); sandbox keeps its scripts
     # away from the notebook's own page.

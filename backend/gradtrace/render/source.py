@@ -31,3 +31,12 @@ def trace_title(trace: Any) -> str:
     if isinstance(doc, dict):
         return str(doc.get("title", "gradtrace"))
     return "gradtrace"
+
+
+def node_count(trace: Any) -> int:
+    doc = getattr(trace, "doc", trace)
+    if hasattr(doc, "graph"):
+        return len(doc.graph.nodes)
+    if isinstance(doc, dict):
+        return len(doc.get("graph", {}).get("nodes", []))
+    return len(json.loads(trace_json(trace)).get("graph", {}).get("nodes", []))
