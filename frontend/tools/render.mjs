@@ -48,15 +48,17 @@ function readInput(path) {
   return { trace, layout: doc.trace ? doc.layout ?? null : null };
 }
 
-/**
- * The viewer's layout, computed with elkjs in this process. A picture collapses as deep as
- * it can (exportCollapsed); the HTML player starts from the viewer's own default.
- */
-export async function computeLayout(trace, { still = true } = {}) {
-  const { default: ELK } = await import(join(FRONTEND, "node_modules/elkjs/lib/main.js"));
-  const { layoutGraph, defaultCollapsed } = await import(join(FRONTEND, "js/layout.js"));
+/** Modules collapsed: a picture as deep as fits (exportCollapsed), the player as the viewer does. */
+async function collapsedFor(trace, still) {
+  const { defaultCollapsed } = await import(join(FRONTEND, "js/layout.js"));
   const { exportCollapsed } = await import(join(FRONTEND, "js/export/collapse.js"));
-  const collapsed = still ? exportCollapsed(trace) : defaultCollapsed(trace);
+  return still ? exportCollapsed(trace) : defaultCollapsed(trace);
+}
+
+/** The viewer's layout, computed with elkjs in this process. */
+export async function computeLayout(trace, collapsed) {
+  const { default: ELK } = await import(join(FRONTEND, "node_modules/elkjs/lib/main.js"));
+  const { layoutGraph } = await import(join(FRONTEND, "js/layout.js"));
   return layoutGraph(trace, { elk: new ELK(), collapsed, showInserted: true });
 }
 
@@ -68,7 +70,8 @@ async function main() {
     if (!allowed.includes(opts[k])) throw new InputError(`--${k} must be one of ${allowed.join(", ")} (got ${JSON.stringify(opts[k])})`);
   }
   const { trace, layout: given } = readInput(opts.in);
-  const layout = given ?? (await computeLayout(trace, { still: opts.format !== "html" }));
+  const collapsed = await collapsedFor(trace, opts.format !== "html");
+  const layout = given ?? (await computeLayout(trace, collapsed));
   let output;
   if (opts.format === "layout") output = JSON.stringify(layout);
   else if (opts.format === "svg") {
@@ -77,7 +80,7 @@ async function main() {
     output = buildDiagramSvg(trace, layout, { animated: opts.animated, phase: opts.phase, theme: opts.theme, values: !opts["no-values"], css });
   } else {
     const { buildStandaloneHtml } = await import(join(here, "standalone.mjs"));
-    output = await buildStandaloneHtml(trace, layout, { mode: opts.mode, theme: themeGiven ? opts.theme : null, elk: !opts["no-elk"] });
+    output = await buildStandaloneHtml(trace, layout, { mode: opts.mode, theme: themeGiven ? opts.theme : null, elk: !opts["no-elk"], collapsed: given ? [] : [...collapsed] });
   }
   if (opts.out) writeFileSync(opts.out, output);
   else process.stdout.write(output);

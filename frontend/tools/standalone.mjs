@@ -33,7 +33,7 @@ function inlineStyles(html) {
  * `elk: false` leaves the layout engine out (1.6 MB): the precomputed layout is drawn, but
  * collapsing a module then cannot re-lay the graph out.
  */
-export async function buildStandaloneHtml(trace, layout, { mode = "embed", theme = null, elk = true } = {}) {
+export async function buildStandaloneHtml(trace, layout, { mode = "embed", theme = null, elk = true, collapsed = [] } = {}) {
   let html = readFileSync(join(FRONTEND, "embed.html"), "utf8");
   const entry = /<script\s+type="module"\s+src="\/?(js\/[\w.-]+\.js)"\s*><\/script>/.exec(html);
   if (!entry) throw new Error("embed.html has no <script type=\"module\" src=\"/js/…\"> entry to inline");
@@ -44,7 +44,16 @@ export async function buildStandaloneHtml(trace, layout, { mode = "embed", theme
   // No server behind a file: the "open in gradtrace" link would lead nowhere.
   html = html.replace(/<a\b[^>]*class="open-link"[^>]*>[\s\S]*?<\/a>/, () => "");
   const data = { trace, layout, mode, theme };
+  // The player's state comes from the URL hash (state.js); a file has none, so the page puts
+  // the theme and the precomputed layout's collapsed modules there before main.js reads it.
+  const initial = new URLSearchParams();
+  if (theme) initial.set("theme", theme);
+  if (collapsed.length) initial.set("collapsed", collapsed.join(","));
+  const boot = initial.size
+    ? `<script>try{if(!location.hash)history.replaceState(null,"","#"+${jsonScriptSafe(initial.toString())})}catch(e){}</script>`
+    : "";
   const scripts = [
+    boot,
     elk ? `<script>${scriptSafe(readFileSync(join(FRONTEND, "node_modules/elkjs/lib/elk.bundled.js"), "utf8"))}</script>` : "",
     `<script type="application/json" id="gradtrace-data">${jsonScriptSafe(data)}</script>`,
     `<script type="module">\n${scriptSafe(bundle(join(FRONTEND, entry[1])))}</script>`,
