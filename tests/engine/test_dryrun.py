@@ -165,3 +165,22 @@ def test_every_function_and_method_runs_on_meta_and_on_cpu():
     built = build(spec, torch.Generator().manual_seed(0))
     env = run_program(built.program, dict(built.inputs), built.modules)
     assert torch.isfinite(env["loss"])
+
+
+def test_views_and_inplace_results_do_not_count_as_allocations():
+    doc = _doc(["a = x.t()", "b = x.view(6)", "c = x.clone()", "d = c.mul_(2)", "loss = d.sum()"],
+               {"x": {"shape": [2, 3]}})
+    report = dry_run(parse_spec(doc), SpecLimits())
+    # clone (6) + sum (1) + the scalar backward seed is not run (no grad needed): views and mul_ are free
+    assert report.total_elements == 7
+    assert report.max_tensor_elements == 6
+
+
+def test_a_two_million_parameter_model_fits_the_hosted_totals():
+    doc = _doc(["h = l1(x)", "g = l2(h)", "loss = g.pow(2).mean()"], {"x": {"shape": [4, 1000]}},
+               {"l1": {"type": "Linear", "in_features": 1000, "out_features": 999},
+                "l2": {"type": "Linear", "in_features": 999, "out_features": 1000}},
+               steps=[{"do": "backward", "of": "loss"}, {"do": "sgd_step", "lr": 0.1}, {"do": "zero_grad"}])
+    report = dry_run(parse_spec(doc), SpecLimits())
+    assert report.parameters == 1_999_999 <= SpecLimits().max_parameters
+    assert report.total_elements < SpecLimits().max_total_elements

@@ -30,7 +30,7 @@ class DryRunReport:
     nodes: int = 0  # distinct autograd nodes over the whole run (AccumulateGrad included)
     ops: int = 0  # aten ops dispatched
     max_tensor_elements: int = 0
-    total_elements: int = 0  # sum over every op output (an upper bound on what the run allocates)
+    total_elements: int = 0  # elements of every newly allocated op output (an upper bound on memory)
     flops: int = 0
     parameters: int = 0
     step_errors: list[str] = field(default_factory=list)  # steps PyTorch refused (recorded, not fatal)
@@ -56,11 +56,13 @@ class _Watch(TorchDispatchMode):
         report.ops += 1
         if report.ops > self.max_ops:
             raise _LimitHit("max_nodes", report.ops, self.max_ops, "the number of tensor operations")
+        fresh = _allocates(func)
         for item in tree_leaves(out):
             if isinstance(item, torch.Tensor):
                 numel = math.prod(int(d) for d in item.shape)  # Python ints: no overflow
                 report.max_tensor_elements = max(report.max_tensor_elements, numel)
-                report.total_elements += numel
+                if fresh:  # views and in-place results share memory: count only new storage
+                    report.total_elements += numel
                 if numel > limits.max_tensor_elements:
                     raise _LimitHit("max_tensor_elements", numel, limits.max_tensor_elements,
                                     f"the element count of a tensor of shape {list(item.shape)}")
@@ -71,6 +73,12 @@ class _Watch(TorchDispatchMode):
         if flops > limits.max_flops:
             raise _LimitHit("max_flops", flops, limits.max_flops, "the floating-point operation count")
         return out
+
+
+def _allocates(func: Any) -> bool:
+    """False for ops whose outputs alias an input (views such as t() or view(), in-place ops)."""
+    returns = func._schema.returns
+    return not any(r.alias_info is not None for r in returns)
 
 
 def _count_nodes(roots: list[Any], seen: set[Any]) -> None:

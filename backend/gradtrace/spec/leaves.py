@@ -16,7 +16,7 @@ from .values import Dim, Int, NestedNumbers, Shape, Size, SpecModel, literal_sha
 class LeafSpec(SpecModel):
     """A real torch.nn layer. `init` maps parameter names to explicit values."""
 
-    init: dict[str, NestedNumbers] | None = None
+    init: Annotated[dict[str, NestedNumbers], Field(max_length=16)] | None = None
     call_arity: ClassVar[int] = 1  # positional tensors the module's forward takes
     returns: ClassVar[int] = 1  # values the call returns (MultiheadAttention: 2)
 
