@@ -53,9 +53,16 @@ export function createCamera(svg, viewport, minimapSvg) {
     const mx = Math.max(24, w * 0.15);
     const my = Math.max(24, h * 0.15);
     if (left >= mx && top >= my && right <= w - mx && bottom <= h - my) return;
-    tx = w / 2 - (box.x + box.width / 2) * k;
-    ty = h / 2 - (box.y + box.height / 2) * k;
+    tx = clampAxis(w / 2 - (box.x + box.width / 2) * k, w, content.width * k);
+    ty = clampAxis(h / 2 - (box.y + box.height / 2) * k, h, content.height * k);
     apply();
+  }
+
+  /** Never scroll past the graph's edges: no empty half-screen above the first node. */
+  function clampAxis(t, view, extent) {
+    const pad = 12;
+    if (extent + 2 * pad <= view) return (view - extent) / 2;
+    return Math.min(pad, Math.max(view - extent - pad, t));
   }
 
   function zoomAt(factor, cx, cy) {

@@ -2,7 +2,7 @@
 // op, module, shape, values (heatmap for matrices), stats, gradients in/out, saved tensors,
 // hook payloads and the chain-rule step as MathML. Prints trace numbers; recomputes nothing.
 
-import { h } from "./dom.js";
+import { h, svgEl } from "./dom.js";
 import { formatNumber, formatNumberFull, formatShape, tensorNumbers, hasNonFinite, matrixView, decodeNumber } from "./format.js";
 import { prettyName } from "./layout.js";
 
@@ -38,6 +38,26 @@ function heatmap(tv) {
   return h("div", {}, [grid, note]);
 }
 
+/** A histogram of a large tensor's finite values (24 bins), with its range written under it. */
+function histogram(nums) {
+  const finite = nums.filter(Number.isFinite);
+  if (finite.length < 2) return null;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const x of finite) {
+    if (x < lo) lo = x;
+    if (x > hi) hi = x;
+  }
+  const bins = new Array(24).fill(0);
+  for (const x of finite) bins[Math.min(23, Math.floor(((x - lo) / (hi - lo || 1)) * 24))]++;
+  const top = Math.max(...bins);
+  const bars = bins.map((c, i) => svgEl("rect", { x: i * 10, y: 40 - (40 * c) / top, width: 9, height: (40 * c) / top, class: "hist-bar" }, [svgEl("title", {}, [`${c}`])]));
+  return h("div", { class: "hist" }, [
+    svgEl("svg", { viewBox: "0 0 240 40", width: 240, height: 40, role: "img", "aria-label": `histogram of ${finite.length} values` }, bars),
+    h("div", { class: "hist-range" }, [num(lo), num(hi)]),
+  ]);
+}
+
 /** A tensor: shape, dtype, its numbers (list, or heatmap for matrices) and stats. */
 export function tensorView(tv, caption) {
   if (!tv) return h("div", { class: "tensor" }, [caption ? h("span", { class: "caption", text: caption }) : null, h("span", { class: "muted", text: " None (no gradient)" })]);
@@ -46,7 +66,8 @@ export function tensorView(tv, caption) {
   const flag = hasNonFinite(tv) ? h("span", { class: "flag", text: ` ⚠ ${s.nan || 0} NaN, ${s.inf || 0} inf` }) : null;
   let body;
   if (nums && nums.length <= 8 && (tv.shape || []).length <= 1) body = h("div", { class: "values" }, ["[", ...nums.flatMap((x, i) => (i ? [", ", num(x)] : [num(x)])), "]"]);
-  else if (nums) body = heatmap(tv);
+  else if (nums && (tv.shape || []).length <= 1) body = histogram(nums);
+  else if (nums) body = h("div", {}, [heatmap(tv), nums.length > 64 ? histogram(nums) : null]);
   else body = h("p", { class: "muted", text: "values truncated (stats only)" });
   const stats = h("dl", { class: "stats" }, ["min", "max", "mean", "std", "norm"].flatMap((k) => [h("dt", { text: k }), h("dd", {}, [num(s[k] ?? "NaN")])]));
   return h("div", { class: "tensor" }, [

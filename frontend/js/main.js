@@ -214,6 +214,11 @@ $("graph").addEventListener("click", (e) => {
   if (!el) return;
   selectNode(el.dataset.nodeId || `m:${el.dataset.module}`);
 });
+$("graph").addEventListener("keydown", (e) => {
+  // Keyboard users select a focused node with Enter (Tab moves between nodes).
+  const el = e.target.closest && e.target.closest(".gt-node");
+  if (el && e.key === "Enter") selectNode(el.dataset.nodeId || `m:${el.dataset.module}`);
+});
 $("graph").addEventListener("dblclick", (e) => {
   // Double-click a module box (or a collapsed module) to collapse / expand it.
   const el = e.target.closest(".gt-node--module, .gt-group");

@@ -88,7 +88,7 @@ function drawNode(n) {
   if (n.role) classes.push(`gt-role-${n.role}`);
   if (n.inserted) classes.push("gt-inserted");
   const attrs = n.kind === "module" ? { "data-module": n.module } : { "data-node-id": n.id };
-  const el = svgEl("g", { class: classes.join(" "), ...attrs, "data-state": "hidden", transform: `translate(${n.x},${n.y})`, tabindex: -1, role: "button", "aria-label": `${n.label} ${n.sublabel || ""}`.trim() });
+  const el = svgEl("g", { class: classes.join(" "), ...attrs, "data-state": "hidden", transform: `translate(${n.x},${n.y})`, tabindex: 0, role: "button", "aria-label": `${n.label} ${n.sublabel || ""}`.trim() });
   el.append(svgEl("rect", { width: n.width, height: n.height, rx: n.kind === "tensor" ? 8 : 4 }));
   const two = Boolean(n.sublabel);
   el.append(svgEl("text", { x: n.width / 2, y: two ? n.height / 2 - 7 : n.height / 2 + 0.5 }, [n.label]));

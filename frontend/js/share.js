@@ -1,6 +1,6 @@
 // Share (permalink, iframe and Markdown snippets) and the Export menu (SVG, PNG, JSON).
 
-import { currentSvgText, saveBlob, svgToPngBlob, slug } from "./download.js";
+import { currentSvgText, graphCssText, saveBlob, svgToPngBlob, slug } from "./download.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -40,6 +40,15 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
     const layout = getLayout();
     if (!layout) return;
     saveBlob(new Blob([currentSvgText(svg, layout, theme())], { type: "image/svg+xml" }), `${name()}-step${store.get().step}.svg`);
+    closeMenu();
+  });
+  $("export-animated")?.addEventListener("click", async () => {
+    const layout = getLayout();
+    if (!layout) return;
+    // The exporters' builder (the same one behind diagram.svg and the CLI), loaded on demand.
+    const { buildDiagramSvg } = await import("./export/svg.js");
+    const text = buildDiagramSvg(getTrace(), layout, { animated: true, theme: theme().replace("gt-theme-", ""), css: graphCssText() });
+    saveBlob(new Blob([text], { type: "image/svg+xml" }), `${name()}-animated.svg`);
     closeMenu();
   });
   $("export-png")?.addEventListener("click", async () => {

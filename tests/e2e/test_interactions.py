@@ -185,7 +185,7 @@ def test_exports_svg_png_json(
     trace = example_traces["two-layer-linear"]
     open_example(page, live_server, "two-layer-linear", "&step=10")
     paths = {}
-    for kind in ("SVG", "PNG", "JSON"):
+    for kind in ("SVG", "Animated SVG", "PNG", "JSON"):
         page.locator("#export-menu summary").click()
         with page.expect_download() as dl:
             page.get_by_role("button", name=kind, exact=True).click()
@@ -197,6 +197,8 @@ def test_exports_svg_png_json(
     node_ids = {g.get("data-node-id") for g in root.iterfind(".//s:g[@data-node-id]", ns)}
     assert node_ids == {n["id"] for n in trace["graph"]["nodes"]}
     assert root.find("s:style", ns) is not None and ".gt-node" in root.find("s:style", ns).text
+    animated = ET.parse(paths["Animated SVG"]).getroot()
+    assert "@keyframes" in "".join(animated.itertext())
     png = paths["PNG"].read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
     assert json.loads(paths["JSON"].read_text()) == trace
