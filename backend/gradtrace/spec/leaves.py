@@ -68,7 +68,7 @@ class _ConvSpec(LeafSpec):
         for field in ("kernel_size", "stride", "padding"):
             value = getattr(self, field)
             if isinstance(value, list) and len(value) != self.dims:
-                raise ValueError(f"{field} must be an int or a list of {self.dims} ints")
+                raise ValueError(f"{field} must be an int or a list of {self.dims} int{'s' if self.dims > 1 else ''}")
         return self
 
     def parameter_shapes(self) -> dict[str, Shape]:
