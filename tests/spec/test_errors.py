@@ -329,3 +329,16 @@ def test_huge_key_is_not_echoed_whole():
         parse_spec(doc)
     assert len(info.value.message) < 400
     assert len(info.value.path) < 200
+
+
+def test_spec_error_survives_pickling_across_processes():
+    import pickle
+
+    doc = seed002()
+    doc["forward"][0] = "x1 = f0(z)"
+    with pytest.raises(SpecError) as info:
+        parse_spec(doc)
+    back = pickle.loads(pickle.dumps(info.value))
+    assert (back.code, back.message, back.path, back.line, back.column) == (
+        "undefined_name", "forward line 1, column 9: name 'z' is not defined", "/forward/0", 1, 9)
+    assert str(back) == back.message and back.to_dict() == info.value.to_dict()

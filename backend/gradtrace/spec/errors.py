@@ -32,6 +32,11 @@ class SpecError(Exception):
         self.column = column
         # For forward_error: the class name of the torch exception behind it ("RuntimeError").
         self.exception = exception
+        self.details: list[dict[str, object]] = []  # parse_spec: every validation error, first 20
+
+    def __reduce__(self):  # picklable across worker processes despite the keyword-rich __init__
+        state = {"details": self.details}
+        return (SpecError, (self.code, self.message, self.path, self.line, self.column, self.exception), state)
 
     def __str__(self) -> str:
         return self.message

@@ -84,17 +84,25 @@ class InputSpec(SpecModel):
 class ModelSpec(SpecModel):
     """A model spec, format version 1. Use `parse_spec(data)` to get one (it raises SpecError)."""
 
-    spec_version: Literal[1]
-    title: Annotated[str, Field(min_length=1, max_length=200)]
-    description: Annotated[str, Field(max_length=4000)] | None = None
-    seed: Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)] = 0
-    dtype: FloatDtype = "float32"
-    modules: Annotated[dict[Name, ModuleSpec], Field(max_length=1000)] = Field(default_factory=dict)
-    inputs: Annotated[dict[Name, InputSpec], Field(max_length=1000)] = Field(default_factory=dict)
-    forward: Annotated[list[ProgramLine], Field(min_length=1, max_length=MAX_PROGRAM_LINES)]
-    hooks: Annotated[list[HookSpec], Field(max_length=MAX_HOOKS)] = Field(default_factory=list)
-    retain_grad: Annotated[list[Name], Field(max_length=1000)] = Field(default_factory=list)
-    steps: Annotated[list[StepSpec], Field(min_length=1, max_length=MAX_STEPS)] | None = None
+    spec_version: Literal[1] = Field(description="Format version: 1.")
+    title: Annotated[str, Field(min_length=1, max_length=200)] = Field(description="Shown above the diagram.")
+    description: Annotated[str, Field(max_length=4000)] | None = Field(
+        None, description="One paragraph: what to watch in this example.")
+    seed: Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)] = Field(
+        0, description="Seeds a per-trace torch.Generator: inputs are drawn first, then parameters.")
+    dtype: FloatDtype = Field("float32", description="Floating-point type of parameters and float inputs.")
+    modules: Annotated[dict[Name, ModuleSpec], Field(max_length=1000)] = Field(
+        default_factory=dict, description="Named modules (real torch.nn layers, Sequential, composite Module).")
+    inputs: Annotated[dict[Name, InputSpec], Field(max_length=1000)] = Field(
+        default_factory=dict, description="Named input tensors: a `value`, or a `shape` with a seeded `init`.")
+    forward: Annotated[list[ProgramLine], Field(min_length=1, max_length=MAX_PROGRAM_LINES)] = Field(
+        description="The forward program: one assignment per line, e.g. \"y = f0(x)\". No `return`.")
+    hooks: Annotated[list[HookSpec], Field(max_length=MAX_HOOKS)] = Field(
+        default_factory=list, description="Module and tensor hooks to register, with optional actions.")
+    retain_grad: Annotated[list[Name], Field(max_length=1000)] = Field(
+        default_factory=list, description="Intermediate tensors whose .grad to keep (retain_grad()).")
+    steps: Annotated[list[StepSpec], Field(min_length=1, max_length=MAX_STEPS)] | None = Field(
+        None, description="What runs after the forward; absent: one backward of the last assigned tensor.")
 
     _program: Any = PrivateAttr(default=None)
     _step_programs: dict[int, Any] = PrivateAttr(default_factory=dict)

@@ -66,7 +66,7 @@ def parse_spec(data: Any) -> ModelSpec:
         first = errors[0]
         path = _json_pointer(tuple(first["loc"]), data, first["type"])
         error = SpecError("invalid_spec", _message(first, path), path)
-        error.details = [  # type: ignore[attr-defined]
+        error.details = [
             {"path": (p := _json_pointer(tuple(e["loc"]), data, e["type"])), "message": _message(e, p), "type": e["type"]}
             for e in errors[:20]
         ]
