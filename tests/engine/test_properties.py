@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 import torch
+from engine_checks import check_engine_order
 from engine_specs import SEED002
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -70,27 +71,6 @@ def oracle_grads(spec_dict: dict[str, Any]) -> dict[str, torch.Tensor]:
     names = list(leaves)
     grads = torch.autograd.grad(env["loss"], [leaves[n] for n in names], allow_unused=True)
     return dict(zip(names, grads, strict=True))
-
-
-def check_engine_order(doc: Any) -> None:
-    for p in doc.passes:
-        if p.phase != "backward":
-            continue
-        events = [e for e in doc.events if e.pass_index == p.index]
-        pre: dict[str, int] = {}
-        post: dict[str, int] = {}
-        for e in events:
-            if e.kind == "node_pre":
-                assert e.target not in pre, f"{e.target} ran twice in pass {p.index}"
-                pre[e.target] = e.seq
-            elif e.kind == "node_post":
-                assert e.target in pre and e.target not in post
-                post[e.target] = e.seq
-        assert set(pre) == set(post)
-        for edge in doc.graph.edges:
-            if edge.kind == "data" and edge.source in pre and edge.target in post:
-                assert post[edge.target] < pre[edge.source], f"{edge.id}: producer ran before consumer"
-                assert [g.seq for g in edge.grads if g.pass_index == p.index] == [post[edge.target]]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

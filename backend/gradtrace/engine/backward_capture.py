@@ -91,12 +91,18 @@ class BackwardCapture:
 
         return pre, post
 
+    def _forget_active(self) -> None:
+        # an exception left a node running: remember it for the error event
+        rec = self.recorder
+        rec.failed_node = rec.active_nodes[-1] if rec.active_nodes else None
+        rec.active_nodes.clear()
+
     @contextmanager
     def node_hooks(self):
         """Pre and post hooks on every known autograd node, removed on exit."""
         rec = self.recorder
         with ExitStack() as stack:
-            stack.callback(rec.active_nodes.clear)
+            stack.callback(self._forget_active)
             for node_id, node in list(rec.node_objects.items()):
                 pre, post = self._make_hooks(node_id, node)
                 stack.callback(node.register_prehook(pre).remove)

@@ -66,6 +66,7 @@ class Recorder:
         self.no_grad_edges: set[tuple[str, str]] = set()
         self.module_stack: list[str] = []
         self.active_nodes: list[str] = []  # backward: the node whose pre fired, post not yet
+        self.failed_node: str | None = None  # the node running when a backward raised
         self.pass_index = -1
         self.phase = "forward"
         self.in_pass = False

@@ -177,7 +177,9 @@ class TraceSession:
         payload = {"exception": type(cause).__name__, "step": step}
         if cause is not exc:
             payload["where"] = str(exc)
-        rec.emit("error", message=str(cause), payload=payload)
+        node = rec.failed_node if rec.phase == "backward" else None
+        rec.failed_node = None
+        rec.emit("error", node=node, message=str(cause), payload=payload)
         if opened:
             rec.end_pass()
         exc._gradtrace_recorded = True  # type: ignore[attr-defined]
