@@ -24,7 +24,9 @@ function widest(texts) {
  * renderer falls back to a fixed spot) or nothing to show.
  */
 export function placeChips(layout, trace) {
-  const placer = createPlacer(layout);
+  // The viewer titles boxes "path · Type": reserve that whole title, not just the path.
+  const titled = layout.groups.map((g) => ({ ...g, label: g.type ? `${g.label} · ${g.type}` : g.label }));
+  const placer = createPlacer({ ...layout, groups: titled });
   const nodes = new Map(trace.graph.nodes.map((n) => [n.id, n]));
   const edges = new Map(trace.graph.edges.map((e) => [e.id, e]));
   const centre = (spot, w) => (spot ? { x: spot.x + w / 2, y: spot.y, width: w } : null);

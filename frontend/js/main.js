@@ -88,6 +88,12 @@ function paint() {
   controls.showStep(step, count, label);
   const cur = $("current-event");
   if (cur) cur.textContent = label;
+  // An error PyTorch raised (a freed graph, an in-place clash) is news: say it over the graph.
+  const banner = $("event-banner");
+  if (banner) {
+    banner.hidden = !(ev && ev.kind === "error");
+    if (!banner.hidden) banner.textContent = `${ev.payload?.exception || "Error"}: ${ev.message || ""}`;
+  }
   events.setCurrent(step);
   body.dataset.step = String(step);
   body.dataset.phase = frame.pass.phase;

@@ -32,11 +32,11 @@ function chip(cls, attrs) {
 }
 
 function setChip(g, text, title) {
-  const t = g.lastChild;
+  const t = g.querySelector("text"); // not lastChild: a <title> is appended after the first call
   if (t.textContent !== text) {
     t.textContent = text;
     const w = Math.ceil(text.length * CHIP_CHAR) + 10;
-    const rect = g.firstChild;
+    const rect = g.querySelector("rect");
     rect.setAttribute("width", w);
     rect.setAttribute("x", -w / 2);
   }

@@ -124,21 +124,29 @@ def test_copied_url_reopens_the_same_view(
     other.close()
 
 
-def test_grad_accumulates_on_second_backward(
-    page: Any, live_server: str, example_traces: dict[str, Any]
-) -> None:
+def fmt4(x: float) -> str:
+    """The viewer's number format for ordinary magnitudes: 4 significant digits, real minus."""
+    return f"{x:#.4g}".replace("-", "\u2212")
+
+
+def test_grad_accumulates_on_second_backward(page: Any, live_server: str, example_traces: dict[str, Any]) -> None:
     trace = example_traces["retain-graph-accumulation"]
     writes = [e for e in trace["events"] if e["kind"] == "grad_write" and e["payload"].get("accumulated")]
     assert writes, "the example accumulates"
     w = writes[0]
-    open_example(page, live_server, "retain-graph-accumulation", f"&step={w['seq']}")
-    chip = page.locator(f'#graph [data-leaf="{w["node"]}"]')
-    assert chip.get_attribute("data-state") == "shown"
-    after = w["payload"]["after"]["values"]
-    assert len(after) >= 1
-    assert (
-        page.locator(f'#graph [data-fanin="{w["node"]}"]').get_attribute("data-state") == "shown"
-    )  # the += badge
+    first = next(e for e in trace["events"] if e["kind"] == "grad_write" and e["node"] == w["node"])
+    assert first["seq"] < w["seq"]
+    chip = page.locator(f'#graph [data-leaf="{w["node"]}"] text')
+    # After the first backward the chip shows the first .grad; on the second it shows the sum.
+    open_example(page, live_server, "retain-graph-accumulation", f"&step={w['seq'] - 1}")
+    wait_step(page, w["seq"] - 1)
+    assert chip.inner_html() == ".grad " + fmt4(first["payload"]["after"]["values"][0])
+    page.get_by_role("button", name="Step forward").click()
+    wait_step(page, w["seq"])
+    assert chip.inner_html() == ".grad " + fmt4(w["payload"]["after"]["values"][0])
+    assert w["payload"]["after"]["values"][0] != first["payload"]["after"]["values"][0]
+    fan = page.locator(f'#graph [data-fanin="{w["node"]}"]')
+    assert fan.get_attribute("data-state") == "shown"  # the += badge
 
 
 def test_share_and_embed_mode(
