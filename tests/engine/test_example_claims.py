@@ -232,3 +232,24 @@ def test_embedding_grad_rows():
     assert torch.equal(grad[[0, 2, 4]], torch.zeros(3, 3))
     assert torch.allclose(grad[3], row_grads[1])
     assert torch.allclose(grad[1], row_grads[0] + row_grads[2])
+
+
+def test_hook_without_input_grad_gets_none_and_warns():
+    _, built = _built("hook-no-input-grad")
+    seen = {}
+    handle = built.root.fc1.register_full_backward_hook(lambda m, gi, go: seen.update(gi=gi, go=go))
+    try:
+        with pytest.warns(UserWarning, match="no inputs require gradients"):
+            _forward(built)["loss"].backward()
+    finally:
+        handle.remove()
+    assert seen["gi"] == (None,)
+    assert seen["go"][0].shape == (1, 2)
+
+
+def test_detach_stops_the_gradient():
+    _, built = _built("detach-stops-gradient")
+    env = _forward(built)
+    env["z"].backward()
+    assert env["d"].grad_fn is None and env["z"].item() == 36.0
+    assert built.inputs["w"].grad.item() == 3.0

@@ -28,6 +28,8 @@ GALLERY_ORDER = (
     "forward-hook-modifies-output",
     "tensor-hook-scales-grad",
     "inplace-after-hook",
+    "hook-no-input-grad",
+    "detach-stops-gradient",
 )
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
