@@ -41,6 +41,8 @@ MAX_ERROR_TEXT = 2000
 
 def _evaluate(expr: Expr, env: Mapping[str, Any], modules: Mapping[str, nn.Module]) -> Any:
     if isinstance(expr, Name):
+        if expr.id not in env:  # only if a caller's env lacks an input the spec declared
+            raise NameError(f"{expr.id!r} has no value in this run")
         return env[expr.id]
     if isinstance(expr, Const):
         return expr.value

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .analysis import analyse, check_module_args, check_names, reserved_function_names, unused_warnings
 from .errors import SpecError, SpecWarning
-from .modules import CompositeSpec, LeafSpec, module_children, walk_modules
+from .modules import CompositeSpec, walk_modules
 from .program import CalleeInfo, parse_program
 
 if TYPE_CHECKING:
@@ -160,5 +160,3 @@ def _check_retain_grad(spec: ModelSpec, defined: dict[str, str], params: dict) -
         _tensor_ref(name, defined, {}, f"/retain_grad/{i}", "retain_grad")
     return warnings
 
-
-__all__ = ["check_spec", "LeafSpec", "module_children"]
