@@ -91,3 +91,29 @@ def chosen_steps(trace: dict[str, Any]) -> list[int]:
         if p["phase"] == "backward":
             steps.update({first + (last - first) // 4, first + 3 * (last - first) // 4})
     return sorted(s for s in steps if 0 <= s < len(trace["events"]))
+
+
+def fmt4(x: float) -> str:
+    """The viewer's format for ordinary magnitudes: 4 significant digits, a real minus."""
+    return f"{x:#.4g}".replace("-", "\u2212")
+
+
+def expected_scalar_edge_chips(trace: dict[str, Any], i: int) -> dict[str, str]:
+    """Edge id -> chip text for one-number gradients that have travelled by step i in its pass."""
+    cur = trace["events"][i]["pass_index"]
+    out = {}
+    for e in trace["graph"]["edges"]:
+        for g in e["grads"]:
+            v = g["value"]
+            if g["pass_index"] == cur and g["seq"] <= i and v and len(v.get("values") or []) == 1:
+                x = v["values"][0]
+                if isinstance(x, (int, float)) and (x == 0 or 1e-4 <= abs(x) < 1e4):
+                    out[e["id"]] = "0" if x == 0 else fmt4(x)
+    return out
+
+
+def drawn_edge_chips(page: Any) -> dict[str, str]:
+    return page.eval_on_selector_all(
+        "#graph .gt-grad--edge:not([data-state=hidden])",
+        "els => Object.fromEntries(els.map(e => [e.dataset.edgeId, e.querySelector('text').textContent]))",
+    )

@@ -7,7 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from e2e_helpers import chosen_steps, drawn_states, expected_states, open_example, wait_step
+from e2e_helpers import (
+    chosen_steps,
+    drawn_edge_chips,
+    drawn_states,
+    expected_scalar_edge_chips,
+    expected_states,
+    open_example,
+    wait_step,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -101,6 +109,10 @@ def test_example_states_play_and_screenshots(
         bstep = b["first_seq"] + 2 * (b["last_seq"] - b["first_seq"]) // 3
         page.get_by_label("Timeline").fill(str(bstep))
         check_states(page, trace, bstep, "backward screenshot")
+        # The coral chips print the trace's gradients (one-number ones compared exactly).
+        chips = drawn_edge_chips(page)
+        for edge_id, text in expected_scalar_edge_chips(trace, bstep).items():
+            assert chips.get(edge_id) == text, f"edge {edge_id} at step {bstep}"
         page.wait_for_timeout(300)
         page.screenshot(path=str(screenshots / f"{example_id}-backward.png"))
     # Home restarts; play runs through to the last event, then the button offers Play again.

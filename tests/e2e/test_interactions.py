@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import drawn_states, expected_states, get_json, open_example, post_json, wait_step
+from e2e_helpers import drawn_states, expected_states, fmt4, get_json, open_example, post_json, wait_step
 
 pytestmark = pytest.mark.browser
 SEED002 = "full-backward-hook"
@@ -124,12 +124,9 @@ def test_copied_url_reopens_the_same_view(
     other.close()
 
 
-def fmt4(x: float) -> str:
-    """The viewer's number format for ordinary magnitudes: 4 significant digits, real minus."""
-    return f"{x:#.4g}".replace("-", "\u2212")
-
-
-def test_grad_accumulates_on_second_backward(page: Any, live_server: str, example_traces: dict[str, Any]) -> None:
+def test_grad_accumulates_on_second_backward(
+    page: Any, live_server: str, example_traces: dict[str, Any]
+) -> None:
     trace = example_traces["retain-graph-accumulation"]
     writes = [e for e in trace["events"] if e["kind"] == "grad_write" and e["payload"].get("accumulated")]
     assert writes, "the example accumulates"

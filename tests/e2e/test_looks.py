@@ -30,9 +30,13 @@ def test_dark_theme(page: Any, live_server: str, example_traces: dict[str, Any],
     assert "gt-theme-light" in page.locator("html").get_attribute("class")
 
 
-def test_phone_layout(browser: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any) -> None:
+def test_phone_layout(
+    browser: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any
+) -> None:
     step = backward_step(example_traces[EXAMPLE])
-    ctx = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True)
+    ctx = browser.new_context(
+        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
+    )
     page = ctx.new_page()
     open_example(page, live_server, EXAMPLE, f"&step={step}")
     wait_step(page, step)
@@ -49,7 +53,9 @@ def test_phone_layout(browser: Any, live_server: str, example_traces: dict[str, 
     ctx.close()
 
 
-def test_reduced_motion_turns_travel_into_state_changes(browser: Any, live_server: str, example_traces: dict[str, Any]) -> None:
+def test_reduced_motion_turns_travel_into_state_changes(
+    browser: Any, live_server: str, example_traces: dict[str, Any]
+) -> None:
     trace = example_traces[EXAMPLE]
     edge = next(e for e in trace["graph"]["edges"] if e["grads"])
     step = edge["grads"][0]["seq"]
@@ -58,6 +64,8 @@ def test_reduced_motion_turns_travel_into_state_changes(browser: Any, live_serve
     open_example(page, live_server, EXAMPLE, f"&step={step}")
     wait_step(page, step)
     path = page.locator(f'#graph .gt-edge[data-edge-id="{edge["id"]}"] path')
-    assert page.locator(f'#graph .gt-edge[data-edge-id="{edge["id"]}"]').get_attribute("data-state") == "active"
+    assert (
+        page.locator(f'#graph .gt-edge[data-edge-id="{edge["id"]}"]').get_attribute("data-state") == "active"
+    )
     assert path.evaluate("p => getComputedStyle(p).animationName") == "none"
     ctx.close()
