@@ -135,6 +135,12 @@ async function showTrace(t, precomputedLayout = null) {
     if (def.size) store.set({ collapsed: [...def].join(",") });
   }
   await relayout(precomputedLayout);
+  if (mode === "embed" && readHash(location.hash).step === undefined) {
+    // An embedded player opens on the finished forward graph (a picture, not a blank page);
+    // Play continues into the backward, Restart goes back to the first event.
+    const fwd = (trace.passes || []).find((p) => p.phase === "forward");
+    if (fwd) store.set({ step: fwd.last_seq });
+  }
   player.seek(Math.min(store.get().step, stepCount(timeline) - 1));
   paint();
   body.classList.remove("is-loading");

@@ -170,11 +170,15 @@ def test_share_and_embed_mode(
     link = embed.get_by_role("link", name=re.compile("open in gradtrace"))
     assert spec_id in link.get_attribute("href")
     trace = get_json(f"{live_server}/api/v1/specs/{spec_id}/trace")
+    fwd_end = next(p["last_seq"] for p in trace["passes"] if p["phase"] == "forward")
+    wait_step(embed, fwd_end)  # an embed opens on the whole forward graph
+    embed.screenshot(path=str(Path(__file__).parent / "screenshots" / "embed.png"))
+    embed.get_by_role("button", name="Restart").click()
+    wait_step(embed, 0)
     embed.get_by_role("button", name="Step forward").click()
     wait_step(embed, 1)
     states = drawn_states(embed)
     assert states == {k: v for k, v in expected_states(trace, 1).items() if k in states}
-    embed.screenshot(path=str(Path(__file__).parent / "screenshots" / "embed.png"))
     # The permalink reopens the full viewer with the saved spec.
     full = context.new_page()
     full.goto(url.input_value())
@@ -227,6 +231,8 @@ def test_embedded_data_makes_no_network_request(
     page.goto(live_server + "/standalone.html")
     page.wait_for_selector("body.is-ready", timeout=60000)
     assert not [u for u in requests if "/api/" in u], requests
+    page.get_by_role("button", name="Restart").click()
+    wait_step(page, 0)
     page.get_by_role("button", name="Step forward").click()
     wait_step(page, 1)
     assert drawn_states(page) == expected_states(trace, 1)
