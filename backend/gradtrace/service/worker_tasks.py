@@ -29,17 +29,24 @@ _debug_delay_s: float = 0.0
 
 
 def init_worker(memory_mb: int, cpu_s: int, debug_delay_s: float = 0.0) -> None:
-    """Pool initializer: one torch thread; remember the per-task CPU and memory budgets."""
+    """Pool initializer: one torch thread, a warm engine, then the per-task budgets."""
     global _task_cpu_s, _task_memory_mb, _debug_delay_s
-    _task_cpu_s = cpu_s
-    _task_memory_mb = memory_mb
-    _debug_delay_s = debug_delay_s
     try:
         import torch  # noqa: TID251 - worker process only; preloaded by the forkserver
 
         torch.set_num_threads(1)
+        # Normally the forkserver ran the warm-up trace before forking us; if it could not
+        # (the engine failed to import then), warm up here, before any budget is armed, so
+        # the memory cap measures traces and not torch's one-time set-up.
+        from gradtrace.service import worker_warmup
+
+        if not worker_warmup.WARM:
+            worker_warmup.WARM = worker_warmup.warm_up()
     except ImportError:  # pragma: no cover - engine missing: tasks will report it
         log.warning("torch not importable in worker")
+    _task_cpu_s = cpu_s
+    _task_memory_mb = memory_mb
+    _debug_delay_s = debug_delay_s
 
 
 def _vm_size_bytes() -> int:

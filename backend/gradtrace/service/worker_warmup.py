@@ -24,7 +24,7 @@ _WARM_UP_SPEC = {
 }
 
 
-def _warm_up() -> bool:
+def warm_up() -> bool:
     try:
         import torch  # noqa: TID251 - forkserver only
 
@@ -39,4 +39,4 @@ def _warm_up() -> bool:
         return False
 
 
-WARM = _warm_up()
+WARM = warm_up()
