@@ -63,10 +63,14 @@ class BackwardCapture:
         leaf_id = record.get("variable")
         watched = node_id in self.watch
 
+        seen_outputs: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
+
         def pre(grad_outputs: tuple) -> None:
             rec.active_nodes.append(node_id)
+            summaries = [rec.summarize(g) for g in grad_outputs]
+            seen_outputs.append(summaries)
             rec.emit("node_pre", target=node_id, node=node_id, module=module,
-                     payload={"grad_outputs": [rec.summarize(g) for g in grad_outputs]})
+                     payload={"grad_outputs": summaries})
             if leaf is not None and leaf_id is not None:
                 self._before[leaf_id] = rec.summarize(leaf.grad) if leaf.grad is not None else None
             if watched:
@@ -79,15 +83,17 @@ class BackwardCapture:
                 rec.active_nodes.pop()
             if leaf is not None and id(leaf) not in self._acc_hooked:
                 self._grad_write(leaf)  # a leaf made inside the forward: no post-acc hook
+            summarize = rec.summarize
+            inputs = [summarize(g) for g in grad_inputs]
+            # the engine hands post the same grad_outputs as pre: reuse those summaries
+            outputs = seen_outputs.pop() if seen_outputs else [summarize(g) for g in grad_outputs]
             seq = rec.emit("node_post", target=node_id, node=node_id, module=module, payload={
-                "grad_inputs": [rec.summarize(g) for g in grad_inputs],
-                "grad_outputs": [rec.summarize(g) for g in grad_outputs],
-            })
-            for slot, g in enumerate(grad_inputs):
+                "grad_inputs": inputs, "grad_outputs": [summarize.repeat(v) for v in outputs]})
+            for slot, value in enumerate(inputs):
                 edge = rec.edge_at.get((node_id, slot))
                 if edge is not None:
                     edge["grads"].append({"pass_index": rec.pass_index, "seq": seq,
-                                          "value": rec.summarize(g)})
+                                          "value": summarize.repeat(value)})
 
         return pre, post
 

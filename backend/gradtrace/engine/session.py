@@ -228,6 +228,7 @@ class TraceSession:
             "limits": {"max_nodes": rec.max_nodes, "value_budget": self.summarize.value_budget,
                        "values_truncated": self.summarize.values_truncated},
         }
+        self.summarize.finalize()
         return TraceDoc.model_validate(doc)
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:

@@ -35,36 +35,42 @@ def finite_or_name(x: float) -> float | str:
     return "Infinity" if x > 0 else "-Infinity"
 
 
-def _stats(arr: np.ndarray) -> dict[str, Any]:
-    """Stats over the finite elements, in float64, with counts of NaN and infinities.
+def _segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
+    """Stats of many flat arrays at once (float64, over the finite elements).
 
-    numpy, not torch: for the small tensors of a trace, torch's per-op overhead dominated.
+    One concatenation and a handful of ``reduceat`` calls instead of ~10 numpy calls per
+    tensor: for the thousands of small tensors of a trace, per-call overhead dominated.
+    Population std (a single element has std 0, not NaN), two-pass (no cancellation).
     """
-    numel = int(arr.size)
-    nan = inf = 0
-    if arr.dtype.kind == "f":
-        mask = np.isfinite(arr)
-        if not mask.all():
-            nan = int(np.isnan(arr).sum())
-            inf = numel - int(mask.sum()) - nan
-            arr = arr[mask]
-    if arr.size == 0:
-        return {"numel": numel, "min": None, "max": None, "mean": None, "std": None,
-                "norm": None, "nan": nan, "inf": inf}
-    x = arr.astype(np.float64, copy=False)
-    mean = float(x.sum()) / x.size
-    centred = x - mean
-    return {
-        "numel": numel,
-        "min": float(x.min()),
-        "max": float(x.max()),
-        "mean": mean,
-        # population std (a single element has std 0, not NaN); two-pass, no cancellation
-        "std": math.sqrt(float(np.dot(centred, centred)) / x.size),
-        "norm": math.sqrt(float(np.dot(x, x))),
-        "nan": nan,
-        "inf": inf,
-    }
+    lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+    out: list[dict[str, Any]] = [
+        {"numel": int(n), "min": None, "max": None, "mean": None, "std": None, "norm": None,
+         "nan": 0, "inf": 0} for n in lengths]
+    nonempty = np.flatnonzero(lengths)
+    if nonempty.size == 0:
+        return out
+    big = np.concatenate([arrays[i].astype(np.float64, copy=False) for i in nonempty])
+    seg = lengths[nonempty]
+    starts = np.concatenate(([0], np.cumsum(seg)[:-1]))
+    finite = np.isfinite(big)
+    n_finite = np.add.reduceat(finite.astype(np.int64), starts)
+    n_nan = np.add.reduceat(np.isnan(big).astype(np.int64), starts)
+    x0 = np.where(finite, big, 0.0)
+    sums = np.add.reduceat(x0, starts)
+    squares = np.add.reduceat(x0 * x0, starts)
+    mins = np.minimum.reduceat(np.where(finite, big, np.inf), starts)
+    maxs = np.maximum.reduceat(np.where(finite, big, -np.inf), starts)
+    means = sums / np.maximum(n_finite, 1)
+    centred = np.where(finite, big - np.repeat(means, seg), 0.0)
+    variances = np.add.reduceat(centred * centred, starts) / np.maximum(n_finite, 1)
+    for k, i in enumerate(nonempty.tolist()):
+        stats = out[i]
+        stats["nan"] = int(n_nan[k])
+        stats["inf"] = int(seg[k] - n_finite[k] - n_nan[k])
+        if n_finite[k]:
+            stats.update(min=float(mins[k]), max=float(maxs[k]), mean=float(means[k]),
+                         std=math.sqrt(float(variances[k])), norm=math.sqrt(float(squares[k])))
+    return out
 
 
 def _dtype_name(t: torch.Tensor) -> str:
@@ -72,21 +78,26 @@ def _dtype_name(t: torch.Tensor) -> str:
 
 
 class Summarizer:
-    """Turns tensors into TensorValue dicts, spending one trace's ``data`` budget.
+    """Turns tensors into TensorValue dicts, spending one trace's value budget.
 
-    The same tensor object at the same version (``_version`` bumps on in-place writes) is
+    The same memory at the same version (``_version`` bumps on in-place writes) is
     summarized once and the dict reused: a module's output is also the next module's input
-    and some node's value. References to cached tensors are held so ``id()`` cannot be reused.
-    Every appearance of numbers (``values`` or ``data``) in the trace is charged to the
-    budget (the JSON repeats them), so the budget bounds the size of the trace on the wire;
-    past it, tensors are stats only (``truncated``).
+    and some node's value. Every appearance of numbers (``values`` or ``data``) in the trace
+    is charged to the budget (the JSON repeats them), so the budget bounds the size of the
+    trace on the wire; past it, tensors are stats only (``truncated``).
+
+    Capture only snapshots the numbers (a copy: later in-place writes must not change what
+    was seen) and returns the dict; :meth:`finalize` fills every pending dict at the end, with
+    the stats of all tensors computed together.
     """
 
     def __init__(self, value_budget: int = DEFAULT_VALUE_BUDGET) -> None:
         self.value_budget = value_budget
         self.budget_left = value_budget
         self.values_truncated = 0
-        self._cache: dict[tuple, tuple[torch.Tensor, dict[str, Any]]] = {}
+        # key -> (tensor kept alive, its dict, whether the dict carries the numbers)
+        self._cache: dict[tuple, tuple[torch.Tensor, dict[str, Any], bool]] = {}
+        self._pending: list[tuple[np.ndarray, dict[str, Any], bool]] = []
 
     def __call__(self, t: Any) -> dict[str, Any] | None:
         if not isinstance(t, torch.Tensor):
@@ -101,17 +112,22 @@ class Summarizer:
             key = ("id", id(t), t._version)
         hit = self._cache.get(key)
         if hit is not None:
-            return self._reuse(hit[1])
-        value = self._summarize(t)
-        self._cache[key] = (t, value)
+            return self._reuse(hit[1], hit[2])
+        value, numbers = self._snapshot(t)
+        self._cache[key] = (t, value, numbers)
         return value
+
+    def repeat(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The same summary appearing once more in the trace (charged to the budget again)."""
+        if value is None:
+            return None
+        return self._reuse(value, not value.get("truncated", False))
 
     @staticmethod
     def _cost(numel: int) -> int:
         return numel * LIST_COST if numel <= SMALL_TENSOR else numel
 
-    def _reuse(self, value: dict[str, Any]) -> dict[str, Any]:
-        numbers = value.get("data") is not None or value.get("values") is not None
+    def _reuse(self, value: dict[str, Any], numbers: bool) -> dict[str, Any]:
         if not numbers:
             return value
         cost = self._cost(value["stats"]["numel"])
@@ -119,10 +135,11 @@ class Summarizer:
             self.budget_left -= cost
             return value
         self.values_truncated += 1
+        # the stats dict is shared: finalize() fills it for both
         return {"shape": value["shape"], "dtype": value["dtype"], "stats": value["stats"],
                 "truncated": True}
 
-    def _summarize(self, t: torch.Tensor) -> dict[str, Any]:
+    def _snapshot(self, t: torch.Tensor) -> tuple[dict[str, Any], bool]:
         flat = t.detach()  # (no torch.no_grad() here: entering it cost ~200 µs per call)
         if flat.layout != torch.strided:
             flat = flat.to_dense()
@@ -133,24 +150,36 @@ class Summarizer:
             flat = flat.to(torch.uint8)
         elif flat.is_floating_point() and flat.dtype not in (torch.float32, torch.float64):
             flat = flat.to(torch.float32)  # float16/bfloat16: numpy-readable, exact
-        arr = flat.reshape(-1).cpu().numpy()
-        out: dict[str, Any] = {"shape": list(t.shape), "dtype": _dtype_name(t), "stats": _stats(arr)}
+        arr = flat.reshape(-1).cpu().numpy().copy()
         numel = int(arr.size)
+        out: dict[str, Any] = {"shape": list(t.shape), "dtype": _dtype_name(t),
+                               "stats": {"numel": numel}}
         cost = self._cost(numel)
-        if complex_ or cost > self.budget_left:
+        numbers = not complex_ and cost <= self.budget_left
+        if numbers:
+            self.budget_left -= cost
+        else:
             out["truncated"] = True
             self.values_truncated += 1
-            return out
-        self.budget_left -= cost
-        if numel <= SMALL_TENSOR:
-            if arr.dtype.kind != "f":
+        self._pending.append((arr, out, numbers))
+        return out, numbers
+
+    def finalize(self) -> None:
+        """Fill the stats and numbers of every dict handed out so far (idempotent)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        all_stats = _segment_stats([arr for arr, _out, _numbers in pending])
+        for (arr, out, numbers), stats in zip(pending, all_stats, strict=True):
+            out["stats"].update(stats)
+            if not numbers:
+                continue
+            if arr.size > SMALL_TENSOR:
+                out["data"] = base64.b64encode(arr.astype("<f4", copy=False).tobytes()).decode("ascii")
+            elif arr.dtype.kind != "f":
                 out["values"] = arr.tolist()
-            elif np.isfinite(arr).all():
+            elif stats["nan"] == 0 and stats["inf"] == 0:
                 # float64 holds every float32 value exactly: the last digit is true
                 out["values"] = arr.astype(np.float64).tolist()
             else:
                 out["values"] = [finite_or_name(v) for v in arr.astype(np.float64).tolist()]
-        else:
-            raw = arr.astype("<f4", copy=False)
-            out["data"] = base64.b64encode(raw.tobytes()).decode("ascii")
-        return out
