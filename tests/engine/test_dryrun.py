@@ -10,6 +10,7 @@ from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.interpreter import run_program
 from gradtrace.examples import example_ids, get_example
 from gradtrace.spec import SpecError, SpecLimits, parse_spec
+from gradtrace.spec.modules import LEAF_TYPES
 from gradtrace.spec.program import Call, MethodCall
 from gradtrace.spec.vocabulary import FUNCTIONS, METHODS
 
@@ -184,3 +185,35 @@ def test_a_two_million_parameter_model_fits_the_hosted_totals():
     report = dry_run(parse_spec(doc), SpecLimits())
     assert report.parameters == 1_999_999 <= SpecLimits().max_parameters
     assert report.total_elements < SpecLimits().max_total_elements
+
+
+def test_every_leaf_module_runs_on_meta_and_on_cpu():
+    modules = {
+        "lin": {"type": "Linear", "in_features": 6, "out_features": 6},
+        "c1": {"type": "Conv1d", "in_channels": 2, "out_channels": 2, "kernel_size": 3, "padding": 1},
+        "c2": {"type": "Conv2d", "in_channels": 1, "out_channels": 1, "kernel_size": [1, 3], "padding": [0, 1]},
+        "emb": {"type": "Embedding", "num_embeddings": 4, "embedding_dim": 6},
+        "ln": {"type": "LayerNorm", "normalized_shape": 6},
+        "bn": {"type": "BatchNorm1d", "num_features": 2},
+        "drop": {"type": "Dropout", "p": 0.1},
+        "act1": {"type": "ReLU"}, "act2": {"type": "GELU"}, "act3": {"type": "Tanh"}, "act4": {"type": "Sigmoid"},
+        "sm": {"type": "Softmax", "dim": -1}, "lsm": {"type": "LogSoftmax", "dim": -1},
+        "ident": {"type": "Identity"}, "flat": {"type": "Flatten"},
+        "attn": {"type": "MultiheadAttention", "embed_dim": 6, "num_heads": 2, "batch_first": True},
+    }
+    forward = [
+        "h = lin(x)", "c = c1(h.view(2, 2, 3))", "d = c2(c.view(2, 1, 2, 3))", "e = emb(idx)", "n = ln(h + e)",
+        "b = bn(c)", "r = drop(act1(n)) + act2(n) + act3(n) + act4(n) + sm(n) + lsm(n) + ident(n)",
+        "f = flat(d)", "o, w = attn(r.view(1, 2, 6), r.view(1, 2, 6), r.view(1, 2, 6))",
+        "loss = o.sum() + f.sum() + b.sum() + w.sum()",
+    ]
+    doc = _doc(forward, {"x": {"shape": [2, 6], "requires_grad": True},
+                         "idx": {"value": [1, 3], "dtype": "int64"}}, modules)
+    spec = parse_spec(doc)
+    assert {m["type"] for m in modules.values()} == set(LEAF_TYPES)
+    report = dry_run(spec, SpecLimits())
+    assert report.step_errors == [] and report.nodes > 30
+    built = build(spec, torch.Generator().manual_seed(0))
+    env = run_program(built.program, dict(built.inputs), built.modules)
+    env["loss"].backward()
+    assert all(p.grad is not None for p in built.root.parameters())
