@@ -116,10 +116,19 @@ function latest(timeline, map, key, step) {
 }
 
 /** Fill `root` with the inspector for node `id` at `frame`. */
-export function renderInspector(root, { trace, timeline, frame, id }) {
+export function renderInspector(root, { trace, timeline, frame, id, onToggleModule = () => {} }) {
   const node = trace.graph.nodes.find((n) => n.id === id);
   if (!node) {
-    root.replaceChildren(h("p", { class: "muted", text: id && id.startsWith("m:") ? `Module ${id.slice(2)} (collapsed): double-click it to expand.` : "Click a node to inspect it." }));
+    if (id && id.startsWith("m:")) {
+      const path = id.slice(2);
+      const info = (trace.graph.modules || []).find((m) => m.path === path);
+      const count = trace.graph.nodes.filter((n) => n.module === path || (n.module || "").startsWith(path + ".")).length;
+      root.replaceChildren(
+        h("header", {}, [h("h2", { text: path }), h("p", { class: "role", text: `module${info ? " · " + info.type : ""} · collapsed · ${count} nodes` })]),
+        h("button", { type: "button", class: "module-toggle", text: `Expand ${path}`, onclick: () => onToggleModule(path) }),
+        h("p", { class: "muted", text: "Or double-click the box." }),
+      );
+    } else root.replaceChildren(h("p", { class: "muted", text: "Click a node to inspect it." }));
     return;
   }
   // Short math names: the tensor's name when the program named it, else the node id (n5).
@@ -159,8 +168,12 @@ export function renderInspector(root, { trace, timeline, frame, id }) {
   const recon = (trace.analyses?.linear || []).filter((r) => r.module === node.module && r.pass_index <= pass).slice(-1).map((r) =>
     h("p", {}, [`${r.weight}.grad = Σ δ ⊗ a rebuilt from the hooks: max error `, num(r.max_error), r.matches ? " ✓ matches" : " ✗ differs"]),
   );
+  const toggle = node.module
+    ? h("button", { type: "button", class: "module-toggle", text: `Collapse ${node.module.split(".")[0]}`, title: "Draw the whole module as one box", onclick: () => onToggleModule(node.module.split(".")[0]) })
+    : null;
   root.replaceChildren(...[
     head,
+    toggle,
     section("Value", node.value ? tensorView(node.value) : null),
     section("Gradient in (grad_outputs)", gradIn),
     section("Gradient out (grad_inputs)", gradOut),

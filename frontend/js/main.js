@@ -105,7 +105,7 @@ function renderSelection() {
   const id = store.get().node;
   renderer.select(id);
   body.classList.toggle("has-selection", Boolean(id));
-  if (timeline && frame) renderInspector($("inspector"), { trace, timeline, frame, id });
+  if (timeline && frame) renderInspector($("inspector"), { trace, timeline, frame, id, onToggleModule: toggleModule });
 }
 
 // ---- loading traces ------------------------------------------------------------------------
@@ -235,12 +235,18 @@ $("graph").addEventListener("dblclick", (e) => {
   // Double-click a module box (or a collapsed module) to collapse / expand it.
   const el = e.target.closest(".gt-node--module, .gt-group");
   if (!el || !trace) return;
-  const path = el.dataset.module;
-  const set = collapsedSet();
-  if (set.has(path)) set.delete(path);
-  else set.add(path);
-  store.set({ collapsed: [...set].join(",") || "-" });
+  toggleModule(el.dataset.module);
 });
+
+/** Collapse a module into one box, or expand it back (the layout reruns). */
+function toggleModule(path) {
+  const set = collapsedSet();
+  if (set.has(path)) {
+    set.delete(path);
+    if (store.get().node === `m:${path}`) store.set({ node: "" });
+  } else set.add(path);
+  store.set({ collapsed: [...set].join(",") || "-" });
+}
 
 store.on("change", (state, changed) => {
   if (changed.has("step")) {
