@@ -33,6 +33,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def children_of(pid: int) -> list[int]:
+    """Direct children of a process, from /proc (no psutil needed)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
 class ServerProcess:
     """One ``python -m gradtrace serve`` subprocess; ``.url`` is its base URL."""
 
@@ -54,6 +68,20 @@ class ServerProcess:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: stop() ends the workers too
         )
+
+    def helpers(self) -> dict[str, int]:
+        """pid of the worker pool's forkserver (a child of the server), by role."""
+        out = {}
+        for pid in children_of(self.proc.pid):
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"forkserver" in cmd:
+                out["forkserver"] = pid
+        return out
+
+    def worker_pids(self) -> list[int]:
+        """The torch workers: children of the forkserver."""
+        fs = self.helpers().get("forkserver")
+        return children_of(fs) if fs else []
 
     def log_text(self) -> str:
         try:

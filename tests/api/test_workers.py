@@ -55,6 +55,21 @@ def test_killed_worker_costs_only_its_own_request(server_factory) -> None:  # no
     assert trace(server.url, "killed mid-request").status_code == 200
 
 
+def test_a_broken_pool_is_rebuilt(server_factory) -> None:  # noqa: ANN001
+    """The forkserver and every worker killed: at most one request fails, then a new pool serves."""
+    server = server_factory(env={"GRADTRACE_WORKERS": "1"})
+    assert trace(server.url, "before").status_code == 200
+    for pid in server.worker_pids():
+        os.kill(pid, signal.SIGKILL)
+    os.kill(server.helpers()["forkserver"], signal.SIGKILL)
+    first = trace(server.url, "pool broken")
+    if first.status_code != 200:
+        assert_unavailable(first, "worker_unavailable")
+    for i in range(3):
+        assert trace(server.url, f"rebuilt {i}").status_code == 200
+    assert httpx.get(server.url + "/readyz").status_code == 200
+
+
 def test_hung_worker_is_stopped_at_the_time_limit(server_factory) -> None:  # noqa: ANN001
     server = server_factory(
         env={"GRADTRACE_WORKERS": "1", "GRADTRACE_DEBUG_TRACE_DELAY": "30", "GRADTRACE_TRACE_TIMEOUT": "1"}
