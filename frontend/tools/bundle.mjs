@@ -6,7 +6,8 @@
 //
 //   import { a, b as c } from "./x.js";   import * as ns from "./x.js";   import d from "./x.js";
 //   export function f / async function / class / const|let|var name = …;
-//   export { a, b as c };   export default <expr>;
+//   export { a, b as c };   export default <expr>;   import("./x.js") (a literal relative path:
+//   bundled eagerly, the call becomes a resolved promise of the module's exports)
 
 import { readFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
@@ -16,6 +17,7 @@ const BARE_IMPORT = /^import\s+["'][^"']+["'];?/m;
 const EXPORT_DECL = /^export\s+(async\s+function\*?|function\*?|class|const|let|var)\s+([A-Za-z_$][\w$]*)/gm;
 const EXPORT_LIST = /^export\s*\{([^}]*)\}\s*;?[ \t]*$/gm;
 const EXPORT_DEFAULT = /^export\s+default\s+/m;
+const DYNAMIC_IMPORT = /\bimport\(\s*["'](\.[^"']+)["']\s*\)/g;
 
 export class BundleError extends Error {}
 
@@ -44,7 +46,8 @@ function parseBindings(clause, file, moduleVar) {
 
 function transform(file, source, varOf) {
   if (BARE_IMPORT.test(source)) throw new BundleError(`${file}: side-effect imports are not supported`);
-  if (/\bimport\s*\(/.test(source)) throw new BundleError(`${file}: dynamic import() is not supported`);
+  const rest = source.replace(DYNAMIC_IMPORT, "");
+  if (/\bimport\s*\(/.test(rest)) throw new BundleError(`${file}: dynamic import() needs a literal relative path to be bundled`);
   if (/\bimport\.meta\b/.test(source)) throw new BundleError(`${file}: import.meta is not supported`);
   if (/^export\s*\*/m.test(source) || /^export\s*\{[^}]*\}\s*from/m.test(source)) throw new BundleError(`${file}: re-exports are not supported`);
   const header = [];
@@ -52,6 +55,7 @@ function transform(file, source, varOf) {
     header.push(...parseBindings(clause, file, varOf(spec)));
     return "";
   });
+  code = code.replace(DYNAMIC_IMPORT, (_, spec) => `Promise.resolve(${varOf(spec)})`);
   const exported = [];
   code = code.replace(EXPORT_DECL, (_, kind, name) => {
     exported.push([name, name]);
@@ -90,7 +94,7 @@ export function bundle(entry) {
     } catch {
       throw new BundleError(`cannot read ${relative(root, file)}${from ? ` (imported by ${relative(root, from)})` : ""}`);
     }
-    const deps = [...source.matchAll(IMPORT)].map((m) => m[2]);
+    const deps = [...source.matchAll(IMPORT), ...source.matchAll(DYNAMIC_IMPORT)].map((m) => m[2] ?? m[1]);
     for (const spec of deps) {
       if (!spec.startsWith(".")) throw new BundleError(`${relative(root, file)}: only relative imports can be bundled (got "${spec}")`);
       visit(resolve(dirname(file), spec), file);

@@ -104,9 +104,13 @@ function extent(layout, items) {
 function header(trace, theme, phase, animated, width) {
   const legend = drawLegend(PAD, 40, { gradient: phase !== "forward" });
   const caption = `${animated ? "animated · " : ""}${phase === "both" ? "forward + backward" : phase}`;
+  // Title left, caption right: the picture is at least wide enough for both (estimated widths).
+  const title = trace.title || "gradtrace";
+  const need = Math.max(legend.width + PAD * 2, PAD * 2 + title.length * 8.2 + 24 + caption.length * 6.4);
+  const w = Math.max(width, need);
   return {
-    svg: text({ class: "gt-title", x: PAD, y: 16 }, trace.title || "gradtrace") + legend.svg + text({ class: "gt-caption", x: Math.max(width, legend.width + PAD * 2) - PAD, y: 16 }, caption),
-    width: legend.width + PAD * 2,
+    svg: text({ class: "gt-title", x: PAD, y: 16 }, title) + legend.svg + text({ class: "gt-caption", x: w - PAD, y: 16 }, caption),
+    width: need,
   };
 }
 
