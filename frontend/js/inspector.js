@@ -148,6 +148,8 @@ export function renderInspector(root, { trace, timeline, frame, id, onToggleModu
       h("dt", { text: "shape" }), h("dd", { text: node.shape ? formatShape(node.shape) : "—" }),
       h("dt", { text: "dtype" }), h("dd", { text: node.dtype || node.value?.dtype || "—" }),
       h("dt", { text: "state" }), h("dd", { text: frame.nodeStates.get(id) || "—" }),
+      ...(node.variable ? [h("dt", { text: "accumulates into" }), h("dd", { text: `${names.get(node.variable)}.grad` })] : []),
+      ...(node.grad_fn ? [h("dt", { text: "grad_fn" }), h("dd", { text: `${node.grad_fn} (AccumulateGrad)` })] : []),
     ]),
   ]);
   const gradIn = pre ? (pre.payload.grad_outputs || []).map((g, k) => tensorView(g, `grad_outputs[${k}]`)) : null;

@@ -11,7 +11,7 @@ const CHIP_CHAR = 6.6;
 
 function defs() {
   const arrow = (id, cls) =>
-    svgEl("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, [
+    svgEl("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 10, markerHeight: 10, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, [
       svgEl("path", { d: "M0,0 L10,5 L0,10 z", class: cls }),
     ]);
   const hatch = svgEl("pattern", { id: "gt-hatch", width: 8, height: 8, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, [
@@ -142,6 +142,12 @@ export function createRenderer(svg) {
     for (const e of layout.edges) {
       const el = svgEl("g", { class: `gt-edge gt-edge--${e.kind}`, "data-edge-id": e.id, "data-source": e.source, "data-target": e.target, "data-state": "hidden" });
       el.append(svgEl("path", { d: pathOf(e.points) }));
+      if (e.kind !== "no_grad") {
+        // The pulse: one short coral dash that runs from the consumer back to the producer
+        // while the gradient travels (graph.css animates it; reduced motion hides it).
+        const len = e.points.slice(1).reduce((acc, p, i) => acc + Math.hypot(p.x - e.points[i].x, p.y - e.points[i].y), 0);
+        el.append(svgEl("path", { class: "gt-pulse", d: pathOf(e.points), style: `--len:${len.toFixed(1)}` }));
+      }
       gEdges.append(el);
       edgeEls.set(e.id, el);
       if (e.kind !== "no_grad") {

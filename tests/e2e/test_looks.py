@@ -53,19 +53,25 @@ def test_phone_layout(
     ctx.close()
 
 
-def test_reduced_motion_turns_travel_into_state_changes(
-    browser: Any, live_server: str, example_traces: dict[str, Any]
+@pytest.mark.parametrize("motion", ["no-preference", "reduce"])
+def test_gradient_pulse_respects_reduced_motion(
+    browser: Any, live_server: str, example_traces: dict[str, Any], motion: str
 ) -> None:
     trace = example_traces[EXAMPLE]
     edge = next(e for e in trace["graph"]["edges"] if e["grads"])
     step = edge["grads"][0]["seq"]
-    ctx = browser.new_context(reduced_motion="reduce", viewport={"width": 1280, "height": 800})
+    ctx = browser.new_context(reduced_motion=motion, viewport={"width": 1280, "height": 800})
     page = ctx.new_page()
     open_example(page, live_server, EXAMPLE, f"&step={step}")
     wait_step(page, step)
-    path = page.locator(f'#graph .gt-edge[data-edge-id="{edge["id"]}"] path')
-    assert (
-        page.locator(f'#graph .gt-edge[data-edge-id="{edge["id"]}"]').get_attribute("data-state") == "active"
-    )
-    assert path.evaluate("p => getComputedStyle(p).animationName") == "none"
+    group = page.locator(f'#graph .gt-edge[data-edge-id="{edge["id"]}"]')
+    assert group.get_attribute("data-state") == "active"
+    pulse = group.locator("path.gt-pulse")
+    style = pulse.evaluate("p => [getComputedStyle(p).display, getComputedStyle(p).animationName]")
+    # The edge itself is drawn solid (dashes mean "no gradient"); only the pulse moves.
+    assert group.locator("path:not(.gt-pulse)").evaluate("p => getComputedStyle(p).strokeDasharray") == "none"
+    if motion == "reduce":
+        assert style == ["none", "none"]  # a plain state change: the edge turns coral
+    else:
+        assert style == ["inline", "gt-travel"]
     ctx.close()
