@@ -3,7 +3,7 @@
 
 import { svgEl } from "./dom.js";
 import { formatNumber, formatTensorChip, hasNonFinite, tensorNumbers } from "./format.js";
-import { leafChipText, placeChips } from "./chips.js";
+import { compactGradText, leafChipText, placeChips } from "./chips.js";
 import { gradChipText, membersOf, nodeState, traceEdgeId } from "./export/states.js";
 import { pointAlong } from "./export/xml.js";
 
@@ -104,6 +104,7 @@ export function createRenderer(svg) {
   let members = new Map(); // layout node id -> trace node ids it stands for
   let edgeEls = new Map();
   let chipEls = new Map();
+  let compactEdges = new Set(); // edges whose chip only had room for the norm
   let leafChips = new Map();
   let fanChips = new Map();
   let valueChips = new Map();
@@ -124,6 +125,7 @@ export function createRenderer(svg) {
     boxes = new Map();
     for (const n of layout.nodes) for (const id of members.get(n.id) || []) boxes.set(id, n);
     const spots = placeChips(layout, trace);
+    compactEdges = new Set([...spots.edge].filter(([, s]) => s.compact).map(([id]) => id));
     const hooksByModule = new Map((trace.graph.modules || []).map((m) => [m.path, m.hooks || []]));
     const gGroups = svgEl("g", { class: "gt-groups" });
     const gEdges = svgEl("g", { class: "gt-edges" });
@@ -214,7 +216,7 @@ export function createRenderer(svg) {
       const c = chipEls.get(id);
       if (!c) continue;
       const visible = (es.state === "active" || es.state === "done") && es.grad !== null;
-      if (visible) setChip(c, gradChipText(es.grad), `gradient ${tensorTitle(es.grad)}`);
+      if (visible) setChip(c, compactEdges.has(id) ? compactGradText(es.grad) : gradChipText(es.grad), `gradient ${tensorTitle(es.grad)}`);
       setState(c, `c:${id}`, visible ? es.state : "hidden");
     }
     for (const [id, c] of leafChips) {
