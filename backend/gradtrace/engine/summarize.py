@@ -35,8 +35,41 @@ def finite_or_name(x: float) -> float | str:
     return "Infinity" if x > 0 else "-Infinity"
 
 
+def _stats(arr: np.ndarray) -> dict[str, Any]:
+    """Stats of one (large) flat array: float64, over the finite elements, two-pass std."""
+    numel = int(arr.size)
+    nan = inf = 0
+    x = arr.astype(np.float64, copy=False)
+    if x.size and not np.isfinite(x).all():
+        finite = np.isfinite(x)
+        nan = int(np.isnan(x).sum())
+        inf = numel - int(finite.sum()) - nan
+        x = x[finite]
+    if x.size == 0:
+        return {"numel": numel, "min": None, "max": None, "mean": None, "std": None,
+                "norm": None, "nan": nan, "inf": inf}
+    mean = float(x.sum()) / x.size
+    centred = x - mean
+    # (no np.dot: it goes to a multi-threaded BLAS, which spun for ~9 ms a call on a busy box)
+    return {"numel": numel, "min": float(x.min()), "max": float(x.max()), "mean": mean,
+            "std": math.sqrt(float(np.square(centred).sum()) / x.size),
+            "norm": math.sqrt(float(np.square(x).sum())), "nan": nan, "inf": inf}
+
+
+def _large_stats(flat: torch.Tensor, arr: np.ndarray) -> dict[str, Any]:
+    """Stats of one large tensor. Finite float32/64: torch's reductions, which accumulate in
+    double on CPU and make no float64 copy (numpy's did, ~4x slower); else numpy."""
+    if flat.is_floating_point() and bool(torch.isfinite(flat).all()):
+        var, mean = torch.var_mean(flat, correction=0)
+        low, high = torch.aminmax(flat)
+        n, m, v = flat.numel(), float(mean), float(var)
+        return {"numel": n, "min": float(low), "max": float(high), "mean": m,
+                "std": math.sqrt(v), "norm": math.sqrt(n * (v + m * m)), "nan": 0, "inf": 0}
+    return _stats(arr)
+
+
 def _segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
-    """Stats of many flat arrays at once (float64, over the finite elements).
+    """Stats of many small flat arrays at once (float64, over the finite elements).
 
     One concatenation and a handful of ``reduceat`` calls instead of ~10 numpy calls per
     tensor: for the thousands of small tensors of a trace, per-call overhead dominated.
@@ -150,7 +183,7 @@ class Summarizer:
             flat = flat.to(torch.uint8)
         elif flat.is_floating_point() and flat.dtype not in (torch.float32, torch.float64):
             flat = flat.to(torch.float32)  # float16/bfloat16: numpy-readable, exact
-        arr = flat.reshape(-1).cpu().numpy().copy()
+        arr = flat.reshape(-1).cpu().numpy()
         numel = int(arr.size)
         out: dict[str, Any] = {"shape": list(t.shape), "dtype": _dtype_name(t),
                                "stats": {"numel": numel}}
@@ -161,7 +194,16 @@ class Summarizer:
         else:
             out["truncated"] = True
             self.values_truncated += 1
-        self._pending.append((arr, out, numbers))
+        if numel > SMALL_TENSOR:
+            # large: summarized now, one tensor at a time (batching them built huge
+            # temporaries); no copy needed since nothing is deferred
+            out["stats"].update(_large_stats(flat.reshape(-1), arr))
+            if numbers:
+                out["data"] = base64.b64encode(arr.astype("<f4", copy=False).tobytes()).decode("ascii")
+        else:
+            # small: snapshot (later in-place writes must not change what was seen), and
+            # summarize all of them together in finalize()
+            self._pending.append((arr.copy(), out, numbers))
         return out, numbers
 
     def finalize(self) -> None:
@@ -174,9 +216,7 @@ class Summarizer:
             out["stats"].update(stats)
             if not numbers:
                 continue
-            if arr.size > SMALL_TENSOR:
-                out["data"] = base64.b64encode(arr.astype("<f4", copy=False).tobytes()).decode("ascii")
-            elif arr.dtype.kind != "f":
+            if arr.dtype.kind != "f":
                 out["values"] = arr.tolist()
             elif stats["nan"] == 0 and stats["inf"] == 0:
                 # float64 holds every float32 value exactly: the last digit is true
