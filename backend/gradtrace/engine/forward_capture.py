@@ -137,11 +137,13 @@ class ForwardCapture:
 
     def _record_output(self, path: str, module: nn.Module, args: tuple, output: Any) -> None:
         rec = self.recorder
-        if output is not None:
-            self.discover_from(flat_tensors(output))
-        rec.emit("module_forward", target=path, module=path, payload={
+        outputs = flat_tensors(output)
+        self.discover_from(outputs)
+        fn = outputs[0].grad_fn if outputs else None
+        rec.emit("module_forward", target=path, module=path,
+                 node=rec.node_ids.get(fn) if fn is not None else None, payload={
             "inputs": [rec.summarize(t) for t in flat_tensors(args)],
-            "outputs": [rec.summarize(t) for t in flat_tensors(output)],
+            "outputs": [rec.summarize(t) for t in outputs],
         })
         if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):
             self._note_linear(path, module, args, output)

@@ -123,8 +123,12 @@ class SpecTrace:
 
     def run(self) -> TraceDoc:
         session = self.session
+        from gradtrace.engine.build import seeded_global_rng
+
         with ExitStack() as stack:
             stack.callback(session.close)
+            # dropout draws from the global RNG (not a Generator): seed it, restore it after
+            stack.enter_context(seeded_global_rng(self.spec.seed))
             self.register_hooks(stack)
             self.name_locals(stack)
             # retain_grad on spec inputs is a no-op (leaves keep .grad anyway)

@@ -104,19 +104,28 @@ class UserHooks:
         self.stack.callback(handle.remove)
 
     # ---- tensor hooks ---------------------------------------------------------------------
+    def _tensor_node(self, tensor: torch.Tensor) -> str | None:
+        """The graph node of a hooked tensor: its leaf node, or the op that produced it."""
+        rec = self.recorder
+        if tensor.grad_fn is not None:
+            return rec.node_ids.get(tensor.grad_fn)
+        known = rec.leaf_ids.get(id(tensor))
+        return known[1] if known is not None and known[0] is tensor else None
+
     def register_tensor_hook(self, index: int, tensor: torch.Tensor, name: str) -> None:
         kind = self.hooks[index]["type"]
         rec = self.recorder
         if kind == "tensor":
             def hook(grad: torch.Tensor) -> torch.Tensor | None:
-                rec.emit("tensor_hook", target=name, node=self._node(), hook=index,
+                rec.emit("tensor_hook", target=name, node=self._tensor_node(tensor), hook=index,
                          payload={"grad": rec.summarize(grad)})
                 after = self._act(index, name, None, (grad,))
                 return None if after is None else after[0]
             handle = tensor.register_hook(hook)
         else:  # post_accumulate_grad: returns nothing; an action writes .grad in place
             def hook(param: torch.Tensor) -> None:
-                rec.emit("post_accumulate_grad", target=name, node=self._node(), hook=index,
+                rec.emit("post_accumulate_grad", target=name, node=self._tensor_node(param),
+                         hook=index,
                          payload={"grad": rec.summarize(param.grad)})
                 if param.grad is not None:
                     after = self._act(index, name, None, (param.grad,))
