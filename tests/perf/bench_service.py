@@ -37,7 +37,7 @@ def main() -> None:
         t0 = time.monotonic()
         server.wait_ready()
         print(f"server ready (workers warm) in {time.monotonic() - t0:.1f} s")
-        client = httpx.Client(base_url=server.url, timeout=120)
+        client = httpx.Client(base_url=server.url, timeout=float(os.environ.get("BENCH_TIMEOUT", "120")))
 
         cold, hot = [], []
         for i in range(10):
@@ -64,13 +64,13 @@ def main() -> None:
             f"40 distinct traces at concurrency 4: {time.monotonic() - t:.1f} s, statuses {collections.Counter(codes)}"
         )
 
-        # Kills under load: 60 distinct traces at concurrency 4 while 5 workers are SIGKILLed.
+        # Kills under load: 100 distinct traces at concurrency 4 while up to 8 workers are SIGKILLed.
         stop = threading.Event()
         kills = []
 
         def killer() -> None:
-            while not stop.is_set() and len(kills) < 5:
-                time.sleep(0.6)
+            while not stop.is_set() and len(kills) < 8:
+                time.sleep(0.4)
                 pids = server.worker_pids()
                 if pids:
                     victim = random.choice(pids)
@@ -84,7 +84,7 @@ def main() -> None:
         k.start()
         with ThreadPoolExecutor(4) as ex:
             results = list(
-                ex.map(lambda i: client.post("/api/v1/trace", json=seed_002(title=f"kill {i}")), range(60))
+                ex.map(lambda i: client.post("/api/v1/trace", json=seed_002(title=f"kill {i}")), range(100))
             )
         stop.set()
         k.join()
@@ -92,7 +92,7 @@ def main() -> None:
         codes = collections.Counter(r.json()["error"]["code"] for r in results if r.status_code != 200)
         after = client.post("/api/v1/trace", json=seed_002(title="after the kills")).status_code
         print(
-            f"{len(kills)} worker kills during 60 traces: statuses {dict(statuses)}, errors {dict(codes)}; next trace {after}"
+            f"{len(kills)} worker kills during 100 traces: statuses {dict(statuses)}, errors {dict(codes)}; next trace {after}"
         )
     finally:
         server.stop()

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 # Recycle each worker after this many traces: bounds whatever torch or the engine leaks.
 _TASKS_PER_WORKER = 200
+# A task that has not started this long although a worker should be free was lost (see _wait).
+_LOST_TASK_AFTER_S = 5.0
 _PRELOAD = [
     "gradtrace.service.worker_tasks",
     "gradtrace.spec",
@@ -44,6 +46,10 @@ class WorkerUnavailable(Exception):
         self.code = code
         self.message = message
         self.retry_after = retry_after
+
+
+class _PoolBroken(Exception):
+    """The pool broke under this task before it ran (internal: triggers one retry)."""
 
 
 @dataclass(frozen=True)
@@ -122,40 +128,82 @@ class WorkerPool:
             raise WorkerUnavailable("overloaded", "all workers are busy and the queue is full; retry shortly")
         self._in_flight += 1
         try:
-            future = self._get_pool().schedule(
-                worker_tasks.run_trace, args=(spec_doc,), timeout=self._settings.trace_timeout_s
-            )
             try:
-                kind, payload = await asyncio.wrap_future(future)
-            except concurrent.futures.TimeoutError as exc:
-                raise WorkerUnavailable(
-                    "trace_timeout",
-                    f"the trace ran longer than {self._settings.trace_timeout_s:g} s and was stopped",
-                ) from exc
-            except ProcessExpired as exc:
-                log.warning("worker died during a trace: exit code %s", exc.exitcode)
-                if exc.exitcode == worker_tasks.EXIT_OUT_OF_MEMORY:
-                    return TaskOutcome(
-                        "limit",
-                        {
-                            "code": "memory_limit",
-                            "message": "the trace needed more memory than a worker may use",
-                        },
-                    )
-                if exc.exitcode == -signal.SIGXCPU:
+                return await self._run_once(spec_doc)
+            except _PoolBroken as exc:
+                # Collateral damage: pebble aborts every queued task when a worker dies before
+                # it acknowledged its task ("All workers expired"). This task never ran, so run
+                # it once more on the rebuilt pool instead of failing an innocent request.
+                log.warning("worker pool broke (%s): retrying the trace on a new pool", exc.__cause__)
+                try:
+                    return await self._run_once(spec_doc)
+                except _PoolBroken as again:
                     raise WorkerUnavailable(
-                        "trace_timeout", "the trace used more CPU time than allowed and was stopped"
-                    ) from exc
-                raise WorkerUnavailable(
-                    "worker_crashed", "the worker running this trace stopped; it has been replaced"
-                ) from exc
-            except (RuntimeError, concurrent.futures.CancelledError) as exc:
-                # pebble raises RuntimeError when the pool itself is broken or closing.
-                log.warning("worker pool error: %s", exc)
-                raise WorkerUnavailable("worker_unavailable", "no worker could take this trace") from exc
-            except Exception as exc:  # anything else the pool hands back: the worker's fault, not the spec's
-                log.exception("unexpected worker failure")
-                raise WorkerUnavailable("worker_unavailable", "the worker failed unexpectedly") from exc
-            return TaskOutcome(kind, payload)
+                        "worker_unavailable", "no worker could take this trace"
+                    ) from again
         finally:
             self._in_flight -= 1
+
+    async def _wait(self, future: concurrent.futures.Future) -> Any:
+        """Await a pebble future, watching for the one way pebble can lose a task.
+
+        A worker killed after it took a task from the shared queue but before it acknowledged
+        it leaves that task "not started" forever: pebble's timeout only counts from the
+        start, so the request would hang. If a task has not started although no other task is
+        queued ahead of it, it was lost: cancel it and let the caller run it again. An
+        overall deadline (queue wait + run time) bounds everything else.
+        """
+        loop = asyncio.get_running_loop()
+        wrapped = asyncio.wrap_future(future)
+        started_wait = loop.time()
+        rounds = -(-self._capacity // self._settings.workers)  # ceil: queue positions per worker
+        deadline = started_wait + rounds * self._settings.trace_timeout_s + 5
+        unstarted_since = started_wait
+        while True:
+            done, _ = await asyncio.wait({wrapped}, timeout=0.5)
+            if done:
+                return wrapped.result()
+            now = loop.time()
+            if future.running() or self._in_flight > self._settings.workers:
+                unstarted_since = now  # running, or legitimately queued behind others
+            elif now - unstarted_since > _LOST_TASK_AFTER_S:
+                future.cancel()
+                raise _PoolBroken() from RuntimeError("task lost by a dying worker")
+            if now > deadline:
+                future.cancel()
+                raise concurrent.futures.TimeoutError()
+
+    async def _run_once(self, spec_doc: dict[str, Any]) -> TaskOutcome:
+        future = self._get_pool().schedule(
+            worker_tasks.run_trace, args=(spec_doc,), timeout=self._settings.trace_timeout_s
+        )
+        try:
+            kind, payload = await self._wait(future)
+        except concurrent.futures.TimeoutError as exc:
+            raise WorkerUnavailable(
+                "trace_timeout",
+                f"the trace ran longer than {self._settings.trace_timeout_s:g} s and was stopped",
+            ) from exc
+        except ProcessExpired as exc:
+            # The worker died while running THIS task: its request pays (503), no retry (the
+            # spec itself may be what kills workers).
+            log.warning("worker died during a trace: exit code %s", exc.exitcode)
+            if exc.exitcode == worker_tasks.EXIT_OUT_OF_MEMORY:
+                return TaskOutcome(
+                    "limit",
+                    {"code": "memory_limit", "message": "the trace needed more memory than a worker may use"},
+                )
+            if exc.exitcode == -signal.SIGXCPU:
+                raise WorkerUnavailable(
+                    "trace_timeout", "the trace used more CPU time than allowed and was stopped"
+                ) from exc
+            raise WorkerUnavailable(
+                "worker_crashed", "the worker running this trace stopped; it has been replaced"
+            ) from exc
+        except (RuntimeError, concurrent.futures.CancelledError) as exc:
+            # BrokenProcessPool (a RuntimeError): the pool itself broke or is closing.
+            raise _PoolBroken() from exc
+        except Exception as exc:  # anything else the pool hands back: the worker's fault, not the spec's
+            log.exception("unexpected worker failure")
+            raise WorkerUnavailable("worker_unavailable", "the worker failed unexpectedly") from exc
+        return TaskOutcome(kind, payload)
