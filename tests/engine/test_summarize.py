@@ -1,0 +1,93 @@
+"""The tensor -> TensorValue crossing: levels of detail, budget, non-finite numbers, stats."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+import torch
+
+from gradtrace.engine.summarize import SMALL_TENSOR, Summarizer
+from gradtrace.trace_schema import TensorValue
+
+
+def _summaries(*tensors: torch.Tensor, budget: int = 10**9) -> list[dict]:
+    s = Summarizer(budget)
+    out = [s(t) for t in tensors]
+    s.finalize()
+    for value in out:
+        TensorValue.model_validate(value)
+    return out
+
+
+def _expected_stats(t: torch.Tensor) -> dict:
+    x = t.detach().double().reshape(-1).numpy()
+    x = x[np.isfinite(x)]
+    return {"min": x.min(), "max": x.max(), "mean": x.mean(), "std": x.std(), "norm": np.linalg.norm(x)}
+
+
+@pytest.mark.parametrize("numel", [1, 7, SMALL_TENSOR, SMALL_TENSOR + 1, 5000])
+def test_levels_and_exact_numbers(numel: int) -> None:
+    t = torch.randn(numel, generator=torch.Generator().manual_seed(numel), requires_grad=True)
+    [v] = _summaries(t)
+    if numel <= SMALL_TENSOR:
+        assert v["values"] == t.detach().double().tolist()  # float32 exactly, as float64
+        assert "data" not in v
+    else:
+        raw = np.frombuffer(base64.b64decode(v["data"]), "<f4")
+        assert np.array_equal(raw, t.detach().numpy())
+        assert "values" not in v
+    for key, want in _expected_stats(t).items():
+        assert v["stats"][key] == pytest.approx(want, rel=1e-6, abs=1e-9), key
+    assert v["stats"]["numel"] == numel and v["shape"] == [numel] and v["dtype"] == "float32"
+
+
+def test_non_finite_numbers_are_named_and_counted() -> None:
+    t = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 3.0])
+    [v] = _summaries(t)
+    assert v["values"] == [1.0, "NaN", "Infinity", "-Infinity", 3.0]
+    assert v["stats"]["nan"] == 1 and v["stats"]["inf"] == 2
+    assert v["stats"]["min"] == 1.0 and v["stats"]["max"] == 3.0 and v["stats"]["mean"] == 2.0
+    [big] = _summaries(torch.cat([torch.full((2000,), float("nan")), torch.ones(10)]))
+    assert big["stats"]["nan"] == 2000 and big["stats"]["mean"] == 1.0
+    [allnan] = _summaries(torch.full((3,), float("nan")))
+    assert allnan["stats"]["min"] is None and allnan["stats"]["nan"] == 3
+
+
+def test_other_dtypes_and_empty() -> None:
+    ints, flags, half, empty = _summaries(torch.arange(4), torch.tensor([True, False]),
+                                          torch.tensor([0.5, 1.5], dtype=torch.float16), torch.zeros(0, 3))
+    assert ints["values"] == [0, 1, 2, 3] and ints["dtype"] == "int64" and ints["stats"]["mean"] == 1.5
+    assert flags["values"] == [1, 0] and flags["dtype"] == "bool"
+    assert half["values"] == [0.5, 1.5] and half["dtype"] == "float16"
+    assert empty["shape"] == [0, 3] and empty["values"] == [] and empty["stats"]["min"] is None
+
+
+def test_budget_counts_every_appearance_then_stats_only() -> None:
+    s = Summarizer(value_budget=6000)
+    big = torch.ones(5000)
+    first = s(big)
+    again = s(big)  # a second appearance no longer fits: stats only
+    small = s(torch.ones(10))  # a list costs 4 per number: 40 fits in what is left
+    s.finalize()
+    assert first["data"] is not None and again["truncated"] and "data" not in again
+    assert again["stats"] is first["stats"] and again["stats"]["mean"] == 1.0
+    assert small["values"] == [1.0] * 10
+    assert s.values_truncated == 1 and s.budget_left == 6000 - 5000 - 40
+
+
+def test_snapshot_is_taken_at_capture_time() -> None:
+    s = Summarizer()
+    t = torch.zeros(3)
+    before = s(t)
+    t.add_(5.0)  # an in-place write after capture (bumps the version)
+    after = s(t)
+    s.finalize()
+    assert before["values"] == [0.0, 0.0, 0.0] and after["values"] == [5.0, 5.0, 5.0]
+
+
+def test_same_memory_through_another_tensor_object_is_summarized_once() -> None:
+    s = Summarizer()
+    t = torch.randn(3, 4)
+    assert s(t) is s(t.detach()) and s(t) is not s(t.t())
