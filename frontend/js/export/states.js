@@ -40,10 +40,6 @@ export function traceEdgeId(layoutEdgeId) {
   return k < 0 ? layoutEdgeId : layoutEdgeId.slice(0, k);
 }
 
-export function edgeState(frame, layoutEdge) {
-  if (!frame) return { state: "hidden", grad: null };
-  return frame.edgeStates.get(traceEdgeId(layoutEdge.id)) || { state: "shown", grad: null };
-}
 
 /** Chip text for a gradient: the numbers when there are ≤3, else its norm (the shape is on the node). */
 export function gradChipText(tv) {
@@ -60,4 +56,26 @@ export function gradChipText(tv) {
 export function valueChipText(tv) {
   const nums = tensorNumbers(tv);
   return nums && nums.length <= 3 ? formatTensorChip(tv) : null;
+}
+
+/**
+ * Per-frame lookups for a layout, memoised: the animated exporter reads every element's state
+ * in every frame, and a module box aggregates hundreds of members (computed once per frame).
+ */
+export function frameReader(trace, layout) {
+  const members = membersOf(trace, layout);
+  const nodeCache = new WeakMap();
+  const nodes = (frame) => {
+    let m = nodeCache.get(frame);
+    if (!m) {
+      m = new Map();
+      for (const n of layout.nodes) m.set(n.id, nodeState(frame, members.get(n.id) || [n.id]));
+      nodeCache.set(frame, m);
+    }
+    return m;
+  };
+  return {
+    members,
+    node: (frame, id) => (frame ? nodes(frame).get(id) : "hidden"),
+  };
 }

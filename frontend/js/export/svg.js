@@ -6,11 +6,13 @@
 import { drawChip, chipWidth, defs, drawEdge, drawGroup, drawLegend, drawNode, drawNodeOverlay, styleBlock } from "./draw.js";
 import { createKeyframes } from "./keyframes.js";
 import { buildSchedule, finalFrame } from "./schedule.js";
-import { edgeState, gradChipText, membersOf, nodeState, valueChipText } from "./states.js";
+import { frameReader, gradChipText, traceEdgeId, valueChipText } from "./states.js";
 import { alongEdge, besideNode, createPlacer } from "./place.js";
 import { esc, num, pointAlong, tag, text } from "./xml.js";
 
 const PAD = 16;
+const SHOWN = { state: "shown", grad: null };
+const HIDDEN = { state: "hidden", grad: null };
 const HEADER = 58; // title line + legend line
 const CHIP_GAP = 6;
 
@@ -26,7 +28,8 @@ const EXPORT_CSS = `
 
 /** Drawable items: each knows how to read its value from a frame and how to draw a value. */
 function sceneItems(trace, layout, { values, phase }) {
-  const members = membersOf(trace, layout);
+  const reader = frameReader(trace, layout);
+  const members = reader.members;
   const nodesById = new Map(trace.graph.nodes.map((n) => [n.id, n]));
   const placer = createPlacer(layout);
   const showValues = values && phase !== "backward";
@@ -46,14 +49,16 @@ function sceneItems(trace, layout, { values, phase }) {
     structure.push({ layer: 0, look: "fade", read: (f) => (f && inside.some((id) => f.nodeStates.get(id) !== "hidden") ? "shown" : null), draw: (_, x) => drawGroup(g, hooksOf.get(g.path) || [], x) });
   }
   for (const e of layout.edges) {
-    structure.push({ layer: 1, look: "fade", read: (f) => nullIfHidden(edgeState(f, e).state), animRead: (f) => (edgeState(f, e).state === "hidden" ? null : "shown"), draw: (s, x) => drawEdge(e, s, x) });
+    const tid = traceEdgeId(e.id);
+    const edgeState = (f) => (f ? f.edgeStates.get(tid) || SHOWN : HIDDEN);
+    structure.push({ layer: 1, look: "fade", read: (f) => nullIfHidden(edgeState(f).state), animRead: (f) => (edgeState(f).state === "hidden" ? null : "shown"), draw: (s, x) => drawEdge(e, s, x) });
     if (phase !== "forward") {
-      structure.push({ layer: 2, only: "animated", look: "fade", read: (f) => (edgeState(f, e).state === "done" ? "done" : null), draw: (s, x) => drawEdge(e, s, x) });
-      structure.push({ layer: 2, only: "animated", look: "fade", minOn: 0.6, read: (f) => (edgeState(f, e).state === "active" ? "active" : null), draw: (s, x) => drawEdge(e, s, x) });
+      structure.push({ layer: 2, only: "animated", look: "fade", read: (f) => (edgeState(f).state === "done" ? "done" : null), draw: (s, x) => drawEdge(e, s, x) });
+      structure.push({ layer: 2, only: "animated", look: "fade", minOn: 0.6, read: (f) => (edgeState(f).state === "active" ? "active" : null), draw: (s, x) => drawEdge(e, s, x) });
     }
     if (showGrads) {
       const read = (f) => {
-        const s = edgeState(f, e);
+        const s = edgeState(f);
         return s.state === "done" || s.state === "active" ? gradChipText(s.grad) : null;
       };
       edgeChips.push({ layer: 5, look: "fade", read, draw: chip("gt-grad", (w) => alongEdge(e.points, w, pointAlong), { avoidEdges: false, force: true }) });
@@ -61,15 +66,15 @@ function sceneItems(trace, layout, { values, phase }) {
   }
   for (const n of layout.nodes) {
     const ids = members.get(n.id) || [n.id];
-    structure.push({ layer: 3, look: "grow", read: (f) => nullIfHidden(nodeState(f, ids)), animRead: (f) => (nodeState(f, ids) === "hidden" ? null : "shown"), draw: (s, x) => drawNode(n, s, x.class ? { ...x, class: `${x.class} gt-grow` } : x) });
-    structure.push({ layer: 4, only: "animated", look: "fade", read: (f) => (nodeState(f, ids) === "done" ? "done" : null), draw: (s, x) => drawNodeOverlay(n, s, x) });
-    structure.push({ layer: 4, only: "animated", look: "fade", minOn: 0.3, read: (f) => (nodeState(f, ids) === "active" ? "active" : null), draw: (s, x) => drawNodeOverlay(n, s, x) });
+    structure.push({ layer: 3, look: "grow", read: (f) => nullIfHidden(reader.node(f, n.id)), animRead: (f) => (reader.node(f, n.id) === "hidden" ? null : "shown"), draw: (s, x) => drawNode(n, s, x.class ? { ...x, class: `${x.class} gt-grow` } : x) });
+    structure.push({ layer: 4, only: "animated", look: "fade", read: (f) => (reader.node(f, n.id) === "done" ? "done" : null), draw: (s, x) => drawNodeOverlay(n, s, x) });
+    structure.push({ layer: 4, only: "animated", look: "fade", minOn: 0.3, read: (f) => (reader.node(f, n.id) === "active" ? "active" : null), draw: (s, x) => drawNodeOverlay(n, s, x) });
     const tn = nodesById.get(n.id);
     const valueLabel = showValues && tn ? valueChipText(tn.value) : null;
     const isParam = tn && tn.kind === "tensor" && tn.requires_grad;
     const twoChips = Boolean(valueLabel && isParam && showGrads);
     if (valueLabel) {
-      nodeChips.push({ layer: 5, look: "fade", read: (f) => (nodeState(f, ids) !== "hidden" ? valueLabel : null), draw: chip("gt-value", (w) => besideNode(n, w, twoChips ? -9 : 0)) });
+      nodeChips.push({ layer: 5, look: "fade", read: (f) => (reader.node(f, n.id) !== "hidden" ? valueLabel : null), draw: chip("gt-value", (w) => besideNode(n, w, twoChips ? -9 : 0)) });
     }
     if (tn && tn.kind === "tensor" && showGrads) {
       const read = (f) => (f && f.leafGrads.has(n.id) ? `.grad ${gradChipText(f.leafGrads.get(n.id))}` : null);
