@@ -78,10 +78,16 @@ export function createEventList({ listEl, bandsEl, onPick }) {
     if (top < listEl.scrollTop || top > listEl.scrollTop + listEl.clientHeight - row.offsetHeight) listEl.scrollTop = top - listEl.clientHeight / 2;
   }
 
-  function markEvents(seqs) {
+  function markEvents(seqs, { reveal = false } = {}) {
     for (const i of marked) rows[i]?.classList.remove("is-marked");
     marked = seqs;
     for (const i of marked) rows[i]?.classList.add("is-marked");
+    if (reveal && seqs.length) {
+      // Show the node's next event from where we are (or its last one), inside the list only.
+      const next = seqs.find((i) => i >= current) ?? seqs[seqs.length - 1];
+      const row = rows[next];
+      if (row) listEl.scrollTop = row.offsetTop - listEl.clientHeight / 2;
+    }
   }
 
   return { draw, setCurrent, markEvents };

@@ -217,8 +217,7 @@ function pickEvent(i, nodeId) {
 function selectNode(id) {
   store.set({ node: id });
   if (!timeline || !id) return;
-  const seqs = eventsOfNode(timeline, id);
-  events.markEvents(seqs);
+  events.markEvents(eventsOfNode(timeline, id), { reveal: true });
 }
 
 $("graph").addEventListener("click", (e) => {

@@ -3,8 +3,12 @@ JSON with the documented rule (trace_schema.py), independently of the viewer's J
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
+import threading
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -117,3 +121,29 @@ def drawn_edge_chips(page: Any) -> dict[str, str]:
         "#graph .gt-grad--edge:not([data-state=hidden])",
         "els => Object.fromEntries(els.map(e => [e.dataset.edgeId, e.querySelector('text').textContent]))",
     )
+
+
+@contextlib.contextmanager
+def docs_server(html: str) -> Iterator[str]:
+    """Serve one HTML page from another loopback origin (a blog embedding our iframe)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/docs.html"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import drawn_states, expected_states, fmt4, get_json, open_example, post_json, wait_step
+from e2e_helpers import (
+    docs_server,
+    drawn_states,
+    expected_states,
+    fmt4,
+    get_json,
+    open_example,
+    post_json,
+    wait_step,
+)
 
 pytestmark = pytest.mark.browser
 SEED002 = "full-backward-hook"
@@ -163,6 +172,13 @@ def test_share_and_embed_mode(
     assert m, iframe_snippet
     assert "diagram.svg" in md
     embed_url, spec_id = m.group(1), m.group(2)
+    # The snippet works as pasted: a docs page on another origin (a second little HTTP
+    # server on loopback) shows the player inside its iframe.
+    with docs_server(f"<!doctype html><h1>Docs</h1>{iframe_snippet}") as docs:
+        host = context.new_page()
+        host.goto(docs)
+        host.frame_locator("iframe").locator("body.is-ready").wait_for(timeout=60000)
+        host.close()
     embed = context.new_page()
     embed.goto(embed_url)
     embed.wait_for_selector("body.is-ready", timeout=60000)
