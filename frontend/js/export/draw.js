@@ -28,32 +28,34 @@ export function defs() {
   );
 }
 
+/** One hook badge on a module box's border (k-th of its hooks), as the viewer draws it. */
+export function drawBadge(g, hk, k, extra = {}) {
+  const backward = /backward/.test(hk.type);
+  const label = backward ? `${hk.type.replace("full_", "")} δ` : `${hk.type} a`;
+  const w = label.length * 6 + 10;
+  const x = g.x + (backward ? g.width - w / 2 : -w / 2);
+  const y = g.y + 30 + k * 20;
+  const title = `${hk.type} hook #${hk.index}${hk.action ? `: ${JSON.stringify(hk.action)}` : ""}`;
+  return tag(
+    "g",
+    withExtra({ class: "gt-badge", "data-hook": hk.index, "data-kind": backward ? "backward" : "forward" }, extra),
+    tag("title", {}, esc(title)),
+    tag("rect", { x, y, width: w, height: 16, rx: 8 }),
+    text({ x: x + w / 2, y: y + 8.5 }, label),
+  );
+}
+
 /**
- * A module box titled "path · Type", with its hook badges as the viewer draws them: forward
- * hooks on the left border (they see a), backward hooks on the right border (they see δ).
+ * A module box titled "path · Type", with its hook badges: forward hooks on the left border
+ * (they see a), backward hooks on the right border (they see δ).
  */
 export function drawGroup(g, hooks = [], extra = {}) {
-  const badges = hooks.map((hk, k) => {
-    const backward = /backward/.test(hk.type);
-    const label = backward ? `${hk.type.replace("full_", "")} δ` : `${hk.type} a`;
-    const w = label.length * 6 + 10;
-    const x = g.x + (backward ? g.width - w / 2 : -w / 2);
-    const y = g.y + 30 + k * 20;
-    const title = `${hk.type} hook #${hk.index}${hk.action ? `: ${JSON.stringify(hk.action)}` : ""}`;
-    return tag(
-      "g",
-      { class: "gt-badge", "data-hook": hk.index, "data-kind": backward ? "backward" : "forward" },
-      tag("title", {}, esc(title)),
-      tag("rect", { x, y, width: w, height: 16, rx: 8 }),
-      text({ x: x + w / 2, y: y + 8.5 }, label),
-    );
-  });
   return tag(
     "g",
     withExtra({ class: "gt-group", "data-path": g.path }, extra),
     tag("rect", { x: g.x, y: g.y, width: g.width, height: g.height, rx: 10 }),
     text({ class: "gt-group-title", x: g.x + 10, y: g.y + 13 }, g.type ? `${g.label} · ${g.type}` : g.label || g.path),
-    badges,
+    hooks.map((hk, k) => drawBadge(g, hk, k)),
   );
 }
 

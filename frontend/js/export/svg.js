@@ -3,7 +3,7 @@
 // references: it works in an <img> tag, on GitHub too. Pure: the caller supplies the trace,
 // the layout (layout.js) and graph.css's text.
 
-import { drawChip, chipWidth, defs, drawEdge, drawGroup, drawLegend, drawNode, drawNodeOverlay, styleBlock } from "./draw.js";
+import { drawBadge, drawChip, chipWidth, defs, drawEdge, drawGroup, drawLegend, drawNode, drawNodeOverlay, styleBlock } from "./draw.js";
 import { createKeyframes } from "./keyframes.js";
 import { buildSchedule, finalFrame } from "./schedule.js";
 import { frameReader, gradChipText, traceEdgeId, valueChipText } from "./states.js";
@@ -47,6 +47,11 @@ function sceneItems(trace, layout, { values, phase }) {
   for (const g of layout.groups.filter((g) => !g.collapsed)) {
     const inside = trace.graph.nodes.filter((n) => n.module === g.path || (n.module || "").startsWith(`${g.path}.`)).map((n) => n.id);
     structure.push({ layer: 0, look: "fade", read: (f) => (f && inside.some((id) => f.nodeStates.get(id) !== "hidden") ? "shown" : null), draw: (_, x) => drawGroup(g, hooksOf.get(g.path) || [], x) });
+    // A hook's badge flashes while the hook fires (its event is the current step).
+    (hooksOf.get(g.path) || []).forEach((hk, k) => {
+      const read = (f) => (f && f.event && f.event.hook === hk.index ? "fired" : null);
+      structure.push({ layer: 6, only: "animated", look: "fade", minOn: 0.8, read, draw: (_, x) => drawBadge(g, hk, k, { ...x, class: `gt-badge--fired ${x.class || ""}`.trim() }) });
+    });
   }
   for (const e of layout.edges) {
     const tid = traceEdgeId(e.id);
