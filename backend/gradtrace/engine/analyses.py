@@ -107,3 +107,30 @@ def reachable_from(roots: list[str], edges: list[dict[str, Any]]) -> set[str]:
                 seen.add(s)
                 stack.append(s)
     return seen
+
+
+def diagnose(rec: Any, env: dict[str, Any], retained: dict[str, Any], backward_roots: list[str],
+             warnings: list[str]) -> list[dict[str, Any]]:
+    """Diagnostics from the finished trace: detached branches, intermediates whose .grad is
+    not kept, and PyTorch's own warnings (e.g. a full backward hook firing on outputs only)."""
+    out: list[dict[str, Any]] = []
+    if backward_roots:
+        connected = reachable_from(backward_roots, rec.edges)
+        roots = set(backward_roots)
+        for name, t in env.items():
+            fn = t.grad_fn
+            node = rec.node_ids.get(fn) if fn is not None else None
+            if node is not None and node not in connected:
+                out.append(diagnostic("detached_branch", "info",
+                                      f"'{name}' is not connected to what backward was called on: "
+                                      "no gradient reaches it", node=node, tensor=name))
+        for name, t in env.items():
+            fn = t.grad_fn
+            if fn is not None and name not in retained and rec.node_ids.get(fn) not in roots:
+                out.append(diagnostic("grad_not_retained", "info",
+                                      f"'{name}' is an intermediate tensor: its .grad is None unless "
+                                      "retain_grad is asked for it", tensor=name))
+    for text in dict.fromkeys(warnings):  # each distinct warning once, in order
+        code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
+        out.append(diagnostic(code, "warning", text))
+    return out

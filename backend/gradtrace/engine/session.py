@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
-from gradtrace.engine.analyses import LinearAnalysis, diagnostic, grad_norm, reachable_from
+from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
@@ -214,7 +214,8 @@ class TraceSession:
             if t.grad is not None:
                 module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
                 self.grad_norms.append(grad_norm(name, module, None, t.grad))
-        self._diagnose()
+        self.diagnostics += diagnose(rec, self.env, self.retained, self.backward_roots,
+                                     [str(w.message) for w in self._warnings])
         modules = [{"path": path, "type": typ, "parent": parent, "parameters": params,
                     "hooks": self.module_hooks.get(path, [])}
                    for path, (typ, parent, params) in self.module_types.items()]
@@ -233,32 +234,3 @@ class TraceSession:
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
-
-    def _diagnose(self) -> None:
-        rec = self.recorder
-        if self.backward_roots:
-            connected = reachable_from(self.backward_roots, rec.edges)
-            for name, t in self.env.items():
-                fn = t.grad_fn
-                node = rec.node_ids.get(fn) if fn is not None else None
-                if node is not None and node not in connected:
-                    self.diagnostics.append(diagnostic(
-                        "detached_branch", "info",
-                        f"'{name}' is not connected to what backward was called on: "
-                        "no gradient reaches it", node=node, tensor=name))
-            roots = set(self.backward_roots)
-            for name, t in self.env.items():
-                fn = t.grad_fn
-                if fn is not None and name not in self.retained and rec.node_ids.get(fn) not in roots:
-                    self.diagnostics.append(diagnostic(
-                        "grad_not_retained", "info",
-                        f"'{name}' is an intermediate tensor: its .grad is None unless "
-                        "retain_grad is asked for it", tensor=name))
-        seen: set[str] = set()
-        for w in self._warnings:
-            text = str(w.message)
-            if text in seen:
-                continue
-            seen.add(text)
-            code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
-            self.diagnostics.append(diagnostic(code, "warning", text))
