@@ -48,8 +48,11 @@ class Trace:
         to_dict() on big traces; a non-finite float could only come out as null)."""
         return self.doc.model_dump_json(indent=indent)
 
-    def save(self, path: str | Path) -> Path:
-        """Save as ``.json`` here; ``.html``/``.svg``/``.png`` are drawn by gradtrace.render."""
+    def save(self, path: str | Path, **options: Any) -> Path:
+        """Save as ``.json`` here; ``.html``/``.svg``/``.png`` are drawn by gradtrace.render.
+
+        Drawing options (``animated``, ``phase``, ``theme``, ``values``): see ``render.save``.
+        """
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".json":
@@ -58,7 +61,7 @@ class Trace:
         if suffix in (".html", ".svg", ".png"):
             from gradtrace import render
 
-            render.save(self, path)
+            render.save(self, path, **options)
             return path
         raise ValueError(f"cannot save a trace as {suffix or 'a file without suffix'!r}: "
                          "use .json, .html, .svg or .png")
