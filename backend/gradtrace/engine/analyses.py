@@ -110,7 +110,7 @@ def reachable_from(roots: list[str], edges: list[dict[str, Any]]) -> set[str]:
 
 
 def diagnose(rec: Any, env: dict[str, Any], retained: dict[str, Any], backward_roots: list[str],
-             warnings: list[str]) -> list[dict[str, Any]]:
+             warnings: list[str], already_found: bool = False) -> list[dict[str, Any]]:
     """Diagnostics from the finished trace: detached branches, intermediates whose .grad is
     not kept, and PyTorch's own warnings (e.g. a full backward hook firing on outputs only)."""
     out: list[dict[str, Any]] = []
@@ -132,5 +132,7 @@ def diagnose(rec: Any, env: dict[str, Any], retained: dict[str, Any], backward_r
                                       "retain_grad is asked for it", tensor=name))
     for text in dict.fromkeys(warnings):  # each distinct warning once, in order
         code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
+        if code == "hook_on_outputs_only" and already_found:
+            continue  # already reported, naming the module
         out.append(diagnostic(code, "warning", text))
     return out

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
@@ -146,6 +147,12 @@ class SpecTrace:
                 session.step_error(exc, None, skipped=len(steps))
             else:
                 StepRunner(session, self.resolve, self._rerun, self.on_assign).run_all(steps)
+            for path in self.user_hooks.outputs_only:
+                session.diagnostics.append(diagnostic(
+                    "hook_on_outputs_only", "warning",
+                    f"module '{path}' has a full backward hook but none of its inputs requires "
+                    "grad: the hook fires with the gradients of its outputs only (grad_input is "
+                    "None)", module=path))
             return session.finish(source="spec", title=self.spec.title, spec=self.spec.normalized())
 
     def _rerun(self, index: int) -> None:

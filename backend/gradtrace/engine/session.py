@@ -214,8 +214,9 @@ class TraceSession:
             if t.grad is not None:
                 module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
                 self.grad_norms.append(grad_norm(name, module, None, t.grad))
+        found = any(d["code"] == "hook_on_outputs_only" for d in self.diagnostics)
         self.diagnostics += diagnose(rec, self.env, self.retained, self.backward_roots,
-                                     [str(w.message) for w in self._warnings])
+                                     [str(w.message) for w in self._warnings], found)
         modules = [{"path": path, "type": typ, "parent": parent, "parameters": params,
                     "hooks": self.module_hooks.get(path, [])}
                    for path, (typ, parent, params) in self.module_types.items()]

@@ -40,6 +40,7 @@ class UserHooks:
         self.recorder = recorder
         self.hooks = hooks  # spec.hooks as dicts (type, module | tensor, action)
         self.stack = stack
+        self.outputs_only: dict[str, None] = {}  # module paths (ordered set), see _watch_inputs
 
     # ---- events ---------------------------------------------------------------------------
     def _summaries(self, values: Any) -> list[Any]:
@@ -102,6 +103,17 @@ class UserHooks:
                                   else module.register_backward_hook)
             handle = register(hook)
         self.stack.callback(handle.remove)
+        if kind in ("full_backward", "full_backward_pre"):
+            self._watch_inputs(module, path)
+
+    def _watch_inputs(self, module: nn.Module, path: str) -> None:
+        """A full backward hook whose module gets no input requiring grad fires on the
+        outputs' gradients only (grad_input is all None): note it, naming the module."""
+        def check(_m: nn.Module, args: tuple) -> None:
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            if torch.is_grad_enabled() and not any(t.requires_grad for t in tensors):
+                self.outputs_only.setdefault(path, None)
+        self.stack.callback(module.register_forward_pre_hook(check).remove)
 
     # ---- tensor hooks ---------------------------------------------------------------------
     def _tensor_node(self, tensor: torch.Tensor) -> str | None:
