@@ -119,14 +119,14 @@ def test_rate_limit_is_429_with_retry_after(server_factory) -> None:  # noqa: AN
 MEMORY_HUNGRY = {
     "spec_version": 1,
     "title": "memory hungry",
-    "inputs": {"a": {"shape": [200, 1000], "init": "randn", "requires_grad": True}},
+    "inputs": {"a": {"shape": [300, 1000], "init": "randn", "requires_grad": True}},
     "forward": ["y = tanh(a)", "z = y * y", "w = z * y", "loss = w.sum()"],
 }
 
 
 def test_memory_cap_is_413_and_the_worker_is_replaced(server_factory) -> None:  # noqa: ANN001
-    # 8 MB per task: the 200k-element trace (within every declared limit) needs more than that.
-    server = server_factory(env={"GRADTRACE_WORKERS": "1", "GRADTRACE_WORKER_MEMORY_MB": "8"})
+    # 4 MB per task: the trace of 300k-element tensors (within every declared limit) needs more.
+    server = server_factory(env={"GRADTRACE_WORKERS": "1", "GRADTRACE_WORKER_MEMORY_MB": "4"})
     r = httpx.post(server.url + "/api/v1/trace", json=MEMORY_HUNGRY, timeout=120)
     assert r.status_code == 413, r.text
     assert r.json()["error"] == {
@@ -140,4 +140,4 @@ def test_memory_cap_is_413_and_the_worker_is_replaced(server_factory) -> None:  
 def test_the_same_trace_fits_the_default_memory_cap(live_server: str) -> None:
     r = httpx.post(live_server + "/api/v1/trace", json=MEMORY_HUNGRY, timeout=120)
     assert r.status_code == 200, r.text
-    assert r.json()["values"]["a"]["shape"] == [200, 1000]
+    assert r.json()["values"]["a"]["shape"] == [300, 1000]

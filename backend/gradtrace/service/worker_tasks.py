@@ -74,6 +74,19 @@ def _arm_memory_budget() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
+def _lift_memory_budget() -> None:
+    """Lift the cap for serialising a finished trace.
+
+    The cap guards the computation; the JSON's size is bounded by the engine's value budget.
+    pydantic serialises in Rust, which aborts the whole process (SIGABRT) when an allocation
+    fails instead of raising MemoryError, so a cap hit there would look like a crash.
+    """
+    if _task_memory_mb <= 0:
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
 def _arm_cpu_budget() -> None:
     """RLIMIT_CPU counts the process's whole life: re-arm it at used + budget per task."""
     if _task_cpu_s <= 0:
@@ -129,6 +142,7 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
         check_declared(spec, limits)
         dry_run(spec, limits)
         doc = run_spec(spec, limits)
+        _lift_memory_budget()
         return ("ok", doc.model_dump_json().encode())
     except SpecError as exc:
         if getattr(exc, "exception", None) == "MemoryError":  # the engine wraps forward errors
