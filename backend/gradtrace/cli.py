@@ -69,11 +69,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gradtrace.api.app import create_app
+    from gradtrace.service.settings import Settings
 
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # a malformed GRADTRACE_* variable: say which, no traceback
+        raise UsageError(str(exc)) from exc
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # h11, not httptools: h11 caps request headers (16 KiB); httptools accepted 8 MiB.
     uvicorn.run(
-        create_app(),
+        create_app(settings),
         host=args.host,
         port=args.port,
         http="h11",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -77,9 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Test-only knob: every trace sleeps this long first (to kill a worker mid-request).
-        debug_delay = float(os.environ.get("GRADTRACE_DEBUG_TRACE_DELAY", "0") or 0)
-        pool = WorkerPool(settings, debug_delay_s=debug_delay)
+        pool = WorkerPool(settings)
         app.state.pool = pool
         app.state.store = SpecStore(settings.database_url, settings.sqlite_path)
         app.state.cache = make_cache(settings.redis_url, settings.cache_entries, settings.cache_ttl_s)

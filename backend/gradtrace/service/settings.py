@@ -58,6 +58,8 @@ class Settings:
     # Trust X-Forwarded-For from the proxy in front (compose); off when exposed directly.
     trust_proxy: bool = False
     start_workers: bool = True
+    # Tests only: every trace sleeps this long in its worker first (to act on a request in flight).
+    debug_trace_delay_s: float = 0.0
     # Absolute base of the permalink URLs (e.g. https://gradtrace.example); None: the request's.
     public_url: str | None = None
 
@@ -86,5 +88,6 @@ class Settings:
             if origins
             else base.cors_origins,
             public_url=env.get("GRADTRACE_PUBLIC_URL") or None,
+            debug_trace_delay_s=_float(env, "GRADTRACE_DEBUG_TRACE_DELAY", base.debug_trace_delay_s),
             trust_proxy=env.get("GRADTRACE_TRUST_PROXY", "") in ("1", "true", "yes"),
         )

@@ -59,9 +59,8 @@ class TaskOutcome:
 
 
 class WorkerPool:
-    def __init__(self, settings: Settings, debug_delay_s: float = 0.0) -> None:
+    def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._debug_delay_s = debug_delay_s
         self._lock = threading.Lock()
         self._pool: ProcessPool | None = None
         self._in_flight = 0
@@ -77,7 +76,11 @@ class WorkerPool:
             max_workers=self._settings.workers,
             max_tasks=_TASKS_PER_WORKER,
             initializer=worker_tasks.init_worker,
-            initargs=(self._settings.worker_memory_mb, self._settings.worker_cpu_s, self._debug_delay_s),
+            initargs=(
+                self._settings.worker_memory_mb,
+                self._settings.worker_cpu_s,
+                self._settings.debug_trace_delay_s,
+            ),
             context=ctx,
         )
 
