@@ -65,6 +65,7 @@ class ForwardCapture:
         self.module_paths = module_paths
         self.param_names = param_names
         self.paused = False
+        self._inputs: list[tuple[list, list]] = []  # per running module: inputs, summaries
         # Linear calls for the (a, δ) analysis: module path, weight name, a, output node id
         self.linear_calls: list[dict[str, Any]] = []
 
@@ -120,8 +121,10 @@ class ForwardCapture:
             # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
             self.discover_from(flat_tensors(args))
             rec.module_stack.append(path)
-            rec.emit("module_forward_pre", target=path, module=path,
-                     payload={"inputs": [rec.summarize(t) for t in flat_tensors(args)]})
+            tensors = flat_tensors(args)
+            inputs = [rec.summarize(t) for t in tensors]
+            self._inputs.append((tensors, inputs))  # module_forward repeats them
+            rec.emit("module_forward_pre", target=path, module=path, payload={"inputs": inputs})
 
     def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.module_paths.get(id(module))
@@ -140,9 +143,16 @@ class ForwardCapture:
         outputs = flat_tensors(output)
         self.discover_from(outputs)
         fn = outputs[0].grad_fn if outputs else None
+        tensors = flat_tensors(args)
+        seen_tensors, seen = self._inputs.pop() if self._inputs else ([], None)
+        same = seen is not None and len(seen_tensors) == len(tensors) and all(
+            a is b for a, b in zip(seen_tensors, tensors, strict=True))
+        # a forward-pre hook may have replaced the inputs: then summarize what forward got
+        inputs = ([rec.summarize.repeat(v) for v in seen] if same
+                  else [rec.summarize(t) for t in tensors])
         rec.emit("module_forward", target=path, module=path,
                  node=rec.node_ids.get(fn) if fn is not None else None, payload={
-            "inputs": [rec.summarize(t) for t in flat_tensors(args)],
+            "inputs": inputs,
             "outputs": [rec.summarize(t) for t in outputs],
         })
         if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):

@@ -131,10 +131,16 @@ class Summarizer:
         # key -> (tensor kept alive, its dict, whether the dict carries the numbers)
         self._cache: dict[tuple, tuple[torch.Tensor, dict[str, Any], bool]] = {}
         self._pending: list[tuple[np.ndarray, dict[str, Any], bool]] = []
+        # id(tensor) -> (tensor kept alive, version, its dict, numbers?)
+        self._by_object: dict[int, tuple[torch.Tensor, int, dict[str, Any], bool]] = {}
 
     def __call__(self, t: Any) -> dict[str, Any] | None:
         if not isinstance(t, torch.Tensor):
             return None
+        # fast path: this very tensor object, unchanged since it was summarized
+        quick = self._by_object.get(id(t))
+        if quick is not None and quick[0] is t and quick[1] == t._version:
+            return self._reuse(quick[2], quick[3])
         # Same memory, layout, dtype and version: same numbers, even through another tensor
         # object (each read of a node's `_saved_*` returns a new one). The held reference
         # keeps the memory from being reused by another tensor.
@@ -145,9 +151,11 @@ class Summarizer:
             key = ("id", id(t), t._version)
         hit = self._cache.get(key)
         if hit is not None:
+            self._by_object[id(t)] = (t, t._version, hit[1], hit[2])
             return self._reuse(hit[1], hit[2])
         value, numbers = self._snapshot(t)
         self._cache[key] = (t, value, numbers)
+        self._by_object[id(t)] = (t, t._version, value, numbers)
         return value
 
     def repeat(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
