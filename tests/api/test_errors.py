@@ -218,3 +218,15 @@ def test_413_hidden_blow_up_caught_by_the_dry_run(live_server: str) -> None:
     err = envelope(r)
     assert err["code"] == "limit_exceeded"
     assert err["path"] == "/forward/0" and "10,000,000,000" in err["message"]
+
+
+def test_oversized_header_is_refused_and_the_server_lives_on(live_server: str) -> None:
+    # h11 caps only incomplete header blocks; one that arrives whole is capped by the app.
+    r = httpx.get(live_server + "/healthz", headers={"X-Big": "a" * 70_000})
+    assert r.status_code == 431
+    assert envelope(r) == {
+        "code": "headers_too_large",
+        "message": "request headers too large (limit 16384 bytes)",
+        "path": None,
+    }
+    assert httpx.get(live_server + "/healthz").status_code == 200

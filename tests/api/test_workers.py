@@ -99,6 +99,18 @@ def test_overload_sheds_with_503(server_factory) -> None:  # noqa: ANN001
             assert_unavailable(r, "overloaded")
 
 
+def test_identical_requests_in_flight_share_one_worker_run(server_factory) -> None:  # noqa: ANN001
+    # One worker, no queue: if the three identical requests each needed a worker, two would shed.
+    server = server_factory(
+        env={"GRADTRACE_WORKERS": "1", "GRADTRACE_QUEUE_LIMIT": "0", "GRADTRACE_DEBUG_TRACE_DELAY": "1.5"}
+    )
+    with ThreadPoolExecutor(3) as ex:
+        results = list(ex.map(lambda _: trace(server.url, "single flight"), range(3)))
+    assert [r.status_code for r in results] == [200, 200, 200], [r.text[:100] for r in results]
+    assert sorted(r.headers["x-cache"] for r in results) == ["miss", "shared", "shared"]
+    assert len({r.content for r in results}) == 1
+
+
 def test_rate_limit_is_429_with_retry_after(server_factory) -> None:  # noqa: ANN001
     server = server_factory(env={"GRADTRACE_WORKERS": "1", "GRADTRACE_RATE_PER_MINUTE": "5"})
     statuses = []

@@ -33,6 +33,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: _error("Not JSON, or a non-finite number (NaN, Infinity)"),
     413: _error("Body too large, or the spec exceeds a limit (elements, parameters, FLOPs, nodes)"),
     415: _error("Content-Type is not application/json"),
+    431: _error("Request headers over 16 KiB in total"),
     422: _error("The spec is invalid, or PyTorch refused to build or run it; `path`/`line` point at it"),
     429: _error("Too many requests from this client; see Retry-After"),
     503: _error("Overloaded, or the worker running the trace died or ran out of time; see Retry-After"),

@@ -68,12 +68,17 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
-class DeclaredBodySizeMiddleware:
-    """413 envelope for a too-large declared Content-Length, before reading a byte.
+MAX_HEADER_BYTES = 16 * 1024
 
-    FastAPI's ``max_body_size`` counts streamed bytes (chunked bodies included) and raises
-    into our handlers; but for a declared length it answers plain text itself, so we answer
-    that case first, in the one envelope.
+
+class RequestSizeMiddleware:
+    """Envelopes for oversized requests, answered before reading a byte of the body.
+
+    * Headers over 16 KiB in total: 431. h11 caps only *incomplete* header blocks, so a
+      large header block that arrives in one read gets through it.
+    * A declared Content-Length over the cap: 413. FastAPI's ``max_body_size`` counts
+      streamed bytes (chunked bodies included) and raises into our handlers, but for a
+      declared length it answers plain text itself, so this case is answered here first.
     """
 
     def __init__(self, app: ASGIApp, max_body_size: int) -> None:
@@ -82,21 +87,38 @@ class DeclaredBodySizeMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            for name, value in scope.get("headers", []):
+            headers = scope.get("headers", [])
+            if sum(len(k) + len(v) + 4 for k, v in headers) > MAX_HEADER_BYTES:
+                await self._refuse(
+                    scope,
+                    receive,
+                    send,
+                    431,
+                    "headers_too_large",
+                    f"request headers too large (limit {MAX_HEADER_BYTES} bytes)",
+                )
+                return
+            for name, value in headers:
                 if name == b"content-length":
                     if not value.isdigit() or int(value) > self.max_body_size:
-                        response = JSONResponse(
-                            envelope(
-                                "payload_too_large",
-                                f"request body too large (limit {self.max_body_size} bytes)",
-                            ),
-                            status_code=413,
-                            headers={"Connection": "close"},
+                        await self._refuse(
+                            scope,
+                            receive,
+                            send,
+                            413,
+                            "payload_too_large",
+                            f"request body too large (limit {self.max_body_size} bytes)",
                         )
-                        await response(scope, receive, send)
                         return
                     break
         await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(
+        scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str
+    ) -> None:
+        response = JSONResponse(envelope(code, message), status_code=status, headers={"Connection": "close"})
+        await response(scope, receive, send)
 
 
 def install_middleware(app: FastAPI, cors_origins: tuple[str, ...], max_body_size: int) -> None:
@@ -115,6 +137,6 @@ def install_middleware(app: FastAPI, cors_origins: tuple[str, ...], max_body_siz
     build_stack = app.build_middleware_stack
 
     def build_wrapped_stack() -> ASGIApp:
-        return SecurityHeadersMiddleware(DeclaredBodySizeMiddleware(build_stack(), max_body_size))
+        return SecurityHeadersMiddleware(RequestSizeMiddleware(build_stack(), max_body_size))
 
     app.build_middleware_stack = build_wrapped_stack  # type: ignore[method-assign]
