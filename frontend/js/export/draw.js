@@ -97,14 +97,21 @@ export function drawNodeOverlay(n, state, extra = {}) {
   );
 }
 
-/** One data-flow edge (source above, arrow at the consumer). */
+function polylineLength(points) {
+  let total = 0;
+  for (let i = 1; i < points.length; i++) total += Math.hypot(points[i].x - points[i - 1].x, points[i].y - points[i - 1].y);
+  return total;
+}
+
+/**
+ * One data-flow edge (source above, arrow at the consumer). Like the viewer's, it carries the
+ * gradient's pulse path (graph.css shows it, running back to the producer, while "active").
+ */
 export function drawEdge(e, state, extra = {}) {
   if (!e.points || e.points.length < 2) return "";
-  return tag(
-    "g",
-    withExtra({ class: `gt-edge gt-edge--${e.kind}`, "data-id": e.id, "data-state": state }, extra),
-    tag("path", { d: polylinePath(e.points) }),
-  );
+  const d = polylinePath(e.points);
+  const pulse = state === "active" ? tag("path", { class: "gt-pulse", d, style: `--len:${num(polylineLength(e.points))}` }) : "";
+  return tag("g", withExtra({ class: `gt-edge gt-edge--${e.kind}`, "data-id": e.id, "data-state": state }, extra), tag("path", { d }), pulse);
 }
 
 export function chipWidth(label) {
