@@ -9,29 +9,30 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 # backend/gradtrace/service/settings.py -> repo root is three parents above gradtrace/.
 _REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-def _int(env: dict[str, str], name: str, default: int) -> int:
+def _number(env: dict[str, str], name: str, default: float, kind: type = int) -> Any:
+    """An int (or float) from the environment; a malformed value is an error naming it."""
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return int(raw)
+        return kind(raw)
     except ValueError as exc:
-        raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from exc
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"environment variable {name} must be {what}, got {raw!r}") from exc
+
+
+def _int(env: dict[str, str], name: str, default: int) -> int:
+    return _number(env, name, default, int)
 
 
 def _float(env: dict[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"environment variable {name} must be a number, got {raw!r}") from exc
+    return _number(env, name, default, float)
 
 
 @dataclass(frozen=True)
