@@ -125,7 +125,11 @@ def test_openapi_describes_every_endpoint(live_server: str) -> None:
         assert p in paths, p
     body = doc["paths"]["/api/v1/trace"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/ModelSpec"}
-    assert {"ModelSpec", "TraceDoc", "ErrorEnvelope"} <= set(doc["components"]["schemas"])
+    assert {"ModelSpec", "TraceDoc", "ErrorEnvelope", "Permalink"} <= set(doc["components"]["schemas"])
+    created = doc["paths"]["/api/v1/specs"]["post"]["responses"]["201"]["content"]["application/json"][
+        "schema"
+    ]
+    assert created == {"$ref": "#/components/schemas/Permalink"}
     text = json.dumps(doc)
     assert '"#/$defs/' not in text  # every nested schema was moved into components
     docs = httpx.get(live_server + "/docs")

@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
 
 from gradtrace.api.body import check_spec, read_json
 from gradtrace.api.diagram import register_diagram_route
@@ -22,6 +23,16 @@ from gradtrace.service.hashing import PERMALINK_ID_LENGTH, permalink_id, spec_ha
 from gradtrace.service.store import StoreUnavailable
 
 router = APIRouter(tags=["permalinks"])
+
+
+class Permalink(BaseModel):
+    """What POST /specs answers: absolute links to the stored spec's views."""
+
+    id: str
+    url: str  # the viewer with this spec loaded
+    embed_url: str  # the chromeless player, for an <iframe>
+    diagram_url: str  # a static SVG, for <img> (GitHub READMEs included)
+
 
 _ID = re.compile(rf"^[a-z2-7]{{{PERMALINK_ID_LENGTH}}}$")
 
@@ -69,7 +80,11 @@ async def load_spec(request: Request, spec_id: str) -> dict[str, Any]:
     description="Returns `{id, url, embed_url, diagram_url}`. The id is derived from the normalised "
     "spec, so posting the same spec again returns the same id (200 instead of 201).",
     openapi_extra=SPEC_BODY,
-    responses=ERROR_RESPONSES,
+    responses={
+        201: {"model": Permalink, "description": "Stored"},
+        200: {"model": Permalink, "description": "Already stored (same id)"},
+        **ERROR_RESPONSES,
+    },
 )
 async def create_permalink(request: Request) -> JSONResponse:
     doc = await read_json(request)
