@@ -32,8 +32,9 @@ def test_two_layer_linear_weight_grads_are_outer_products():
         env[t].retain_grad()
     env["L"].backward()
     W0, W1 = built.root.W0.weight, built.root.W1.weight
-    assert torch.allclose(W1.grad, torch.outer(env["a1"].grad, env["a0"]))
-    assert torch.allclose(W0.grad, torch.outer(env["a0"].grad, built.inputs["x"]))
+    # one sample (batch of 1): each weight's gradient is the outer product δ ⊗ input
+    assert torch.allclose(W1.grad, torch.outer(env["a1"].grad[0], env["a0"][0]))
+    assert torch.allclose(W0.grad, torch.outer(env["a0"].grad[0], built.inputs["x"][0]))
     assert built.inputs["x"].grad is None  # gray leaf: the gradient was not kept
 
 

@@ -85,7 +85,7 @@ def test_normalized_puts_type_first_and_fills_hook_targets():
 def test_ints_and_floats_normalise_alike():
     a = get_example("two-layer-linear")
     b = get_example("two-layer-linear")
-    b["inputs"]["x"]["value"] = [1, 2]
+    b["inputs"]["x"]["value"] = [[1, 2]]
     assert parse_spec(a).normalized() == parse_spec(b).normalized()
 
 
