@@ -46,5 +46,10 @@ lint: setup
 bench: setup
 	$(PY) tests/perf/bench_capture.py
 
+# The README's animated diagram: the two-layer example's backward pass, drawn by gradtrace itself.
+readme-diagram: setup
+	$(PY) -m gradtrace examples two-layer-linear | $(PY) -m gradtrace render - -o frontend/assets/readme-backward.svg --animated --phase backward
+	$(PY) -m gradtrace examples two-layer-linear | $(PY) -m gradtrace render - -o frontend/assets/readme-backward-dark.svg --animated --phase backward --theme dark
+
 clean:
 	rm -rf $(VENV) frontend/node_modules var
