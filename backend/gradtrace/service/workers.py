@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 # Recycle each worker after this many traces: bounds whatever torch or the engine leaks.
 _TASKS_PER_WORKER = 200
 # A task that has not started this long although a worker should be free was lost (see _wait).
-_LOST_TASK_AFTER_S = 5.0
+# Generous: a worker forked on a busy machine may take seconds to pick its first task up.
+_LOST_TASK_AFTER_S = 15.0
 _PRELOAD = [
     "gradtrace.service.worker_tasks",
     "gradtrace.spec",
