@@ -3,7 +3,7 @@
 
 import { svgEl } from "./dom.js";
 
-export function createCamera(svg, viewport, minimapSvg) {
+export function createCamera(svg, viewport, minimapSvg, { onView = () => {} } = {}) {
   let k = 1;
   let tx = 0;
   let ty = 0;
@@ -11,10 +11,16 @@ export function createCamera(svg, viewport, minimapSvg) {
   let miniView = null;
   let userMoved = false;
 
+  // The panel's size, cached: measuring on every step would force a page layout each time.
+  let cached = null;
   const size = () => {
-    const r = svg.getBoundingClientRect();
-    return { w: r.width || 800, h: r.height || 600 };
+    if (!cached) {
+      const r = svg.getBoundingClientRect();
+      cached = { w: r.width || 800, h: r.height || 600 };
+    }
+    return cached;
   };
+  if (typeof ResizeObserver !== "undefined") new ResizeObserver(() => (cached = null)).observe(svg);
 
   function apply() {
     viewport.setAttribute("transform", `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`);
@@ -25,6 +31,8 @@ export function createCamera(svg, viewport, minimapSvg) {
       miniView.setAttribute("width", w / k);
       miniView.setAttribute("height", h / k);
     }
+    const { w, h } = size();
+    onView({ x: -tx / k, y: -ty / k, width: w / k, height: h / k });
   }
 
   /** Fit the whole graph, but never zoom in past 1.25 nor out past what keeps labels legible. */

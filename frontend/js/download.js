@@ -16,9 +16,8 @@ export function graphCssText() {
   return "";
 }
 
-/** A standalone SVG string of the whole graph in its current frame and theme. */
-export function currentSvgText(svg, layout, themeClass) {
-  const clone = svg.cloneNode(true);
+/** A standalone SVG string of the whole graph (a renderer snapshot) in its theme. */
+export function currentSvgText(clone, layout, themeClass) {
   const vp = clone.querySelector(".gt-viewport");
   if (vp) vp.removeAttribute("transform"); // the export shows the whole graph, not the camera
   clone.setAttribute("xmlns", "http://www.w3.org/2000/svg");

@@ -25,7 +25,7 @@ body.dataset.mode = mode;
 // Permalinks arrive as /?spec=<id>; the hash (this viewer's own state) wins over the query.
 const store = createStore({ ...(embedded?.theme ? { theme: embedded.theme } : {}), ...readHash(location.search), ...readHash(location.hash) });
 const renderer = createRenderer($("graph"));
-const camera = createCamera($("graph"), renderer.viewport, $("minimap"));
+const camera = createCamera($("graph"), renderer.viewport, $("minimap"), { onView: (view) => renderer.cull(view) });
 const editor = $("spec") ? createEditor({ textarea: $("spec"), gutter: $("gutter"), errorEl: $("spec-error") }) : null;
 const events = $("events") ? createEventList({ listEl: $("events"), bandsEl: $("bands"), onPick: pickEvent }) : createEventList({ listEl: document.createElement("ol"), bandsEl: $("bands"), onPick: pickEvent });
 let trace = null;
@@ -297,7 +297,7 @@ $("theme")?.addEventListener("click", () => store.set({ theme: document.document
 $("fit").addEventListener("click", () => camera.fit());
 $("zoom-in").addEventListener("click", () => camera.zoomIn());
 $("zoom-out").addEventListener("click", () => camera.zoomOut());
-bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", svg: $("graph") });
+bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", snapshot: () => renderer.snapshot() });
 
 applyTheme();
 player.setSpeed(store.get().speed);

@@ -4,7 +4,7 @@ import { currentSvgText, graphCssText, saveBlob, svgToPngBlob, slug } from "./do
 
 const $ = (id) => document.getElementById(id);
 
-export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, svg }) {
+export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, snapshot }) {
   const theme = () => (document.documentElement.classList.contains("gt-theme-dark") ? "gt-theme-dark" : "gt-theme-light");
   const name = () => slug(getTrace()?.title);
 
@@ -39,7 +39,7 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
   $("export-svg")?.addEventListener("click", () => {
     const layout = getLayout();
     if (!layout) return;
-    saveBlob(new Blob([currentSvgText(svg, layout, theme())], { type: "image/svg+xml" }), `${name()}-step${store.get().step}.svg`);
+    saveBlob(new Blob([currentSvgText(snapshot(), layout, theme())], { type: "image/svg+xml" }), `${name()}-step${store.get().step}.svg`);
     closeMenu();
   });
   $("export-animated")?.addEventListener("click", async () => {
@@ -54,7 +54,7 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
   $("export-png")?.addEventListener("click", async () => {
     const layout = getLayout();
     if (!layout) return;
-    const blob = await svgToPngBlob(currentSvgText(svg, layout, theme()), Math.ceil(layout.width), Math.ceil(layout.height));
+    const blob = await svgToPngBlob(currentSvgText(snapshot(), layout, theme()), Math.ceil(layout.width), Math.ceil(layout.height));
     saveBlob(blob, `${name()}-step${store.get().step}.png`);
     closeMenu();
   });

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
@@ -61,3 +62,40 @@ def test_large_graph_collapses_by_module_and_stays_exact(page: Any, live_server:
     assert drawn == {k: expected[k] for k in drawn}
     print(f"large graph: {len(trace['graph']['nodes'])} nodes, {LAYERS} modules, shown in {elapsed:.1f} s")
     assert elapsed < 60
+
+
+def test_expanded_large_graph_culls_off_screen_but_exports_everything(
+    page: Any, live_server: str, tmp_path: Any
+) -> None:
+    spec = deep_spec()
+    trace = post_json(live_server + "/api/v1/trace", spec)
+    ids = {n["id"] for n in trace["graph"]["nodes"]}
+    page.goto(live_server + "/#example=two-layer-linear&collapsed=-")
+    page.wait_for_selector("body.is-ready", timeout=60000)
+    page.get_by_role("textbox", name="Spec").fill(json.dumps(spec, indent=2))
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_selector(f'body[data-nodes="{len(ids)}"]', state="attached", timeout=90000)
+    b = next(p for p in trace["passes"] if p["phase"] == "backward")
+    step = b["first_seq"] + 10
+    page.get_by_label("Timeline").fill(str(step))
+    wait_step(page, step)
+    # Only what is near the screen is in the DOM (Chromium re-lays out a whole SVG on any change).
+    attached = drawn_states(page)
+    assert 0 < len(attached) < len(ids) / 2
+    expected = expected_states(trace, step)
+    assert attached == {k: expected[k] for k in attached}
+    # The camera followed the running node: it is on screen.
+    running = [k for k, v in expected.items() if v == "active"]
+    assert running and all(k in attached for k in running)
+    # The SVG export still holds every node, in this step's states.
+    page.locator("#export-menu summary").click()
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="SVG", exact=True).click()
+    path = tmp_path / "big.svg"
+    dl.value.save_as(path)
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    exported = {
+        g.get("data-node-id"): g.get("data-state")
+        for g in ET.parse(path).getroot().iterfind(".//s:g[@data-node-id]", ns)
+    }
+    assert exported == expected
