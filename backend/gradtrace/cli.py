@@ -119,19 +119,21 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
         try:
             dry_run(spec, limits)
-            trace = run_spec(spec, limits)
+            trace = run_spec(spec, limits)  # a plain dict in TraceDoc's shape
         except TraceError as exc:
             _err(_format_spec_error(args.spec, exc))
             return EXIT_INVALID
     except SpecError as exc:
         _err(_format_spec_error(args.spec, exc))
         return EXIT_INVALID
-    text = trace.model_dump_json(indent=2 if args.pretty else None)
+    from gradtrace.trace import Trace
+
+    text = Trace(trace).to_json(indent=2 if args.pretty else None)
     if args.output and args.output != "-":
         Path(args.output).write_text(text + "\n", encoding="utf-8")
-        errors = sum(1 for e in trace.events if e.kind == "error")
+        errors = sum(1 for e in trace["events"] if e["kind"] == "error")
         sys.stderr.write(
-            f"wrote {args.output}: {len(trace.graph.nodes)} nodes, {len(trace.events)} events"
+            f"wrote {args.output}: {len(trace['graph']['nodes'])} nodes, {len(trace['events'])} events"
             + (f", {errors} error event(s)" if errors else "")
             + "\n"
         )

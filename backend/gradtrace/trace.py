@@ -6,6 +6,8 @@ import base64
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
+
 from gradtrace.trace_schema import Event, TensorValue, TraceDoc
 
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
@@ -26,10 +28,27 @@ def tensor_array(value: TensorValue) -> Any:
 
 
 class Trace:
-    """A recorded trace: ``doc`` is the TraceDoc (trace_schema), the public format."""
+    """A recorded trace: ``doc`` is the TraceDoc (trace_schema), the public format.
 
-    def __init__(self, doc: TraceDoc) -> None:
-        self.doc = doc
+    Built from a TraceDoc, or from the engine's plain dict (already in TraceDoc's dumped
+    shape, see engine/canonical.py): then ``to_json``/``to_dict``/``save`` use the dict
+    directly and ``doc`` validates it on first access (validating a big trace costs more
+    than capturing it, and the engine's output is held to the schema by tests).
+    """
+
+    def __init__(self, doc: TraceDoc | dict[str, Any]) -> None:
+        if isinstance(doc, TraceDoc):
+            self._doc: TraceDoc | None = doc
+            self._data: dict[str, Any] | None = None
+        else:
+            self._doc = None
+            self._data = doc
+
+    @property
+    def doc(self) -> TraceDoc:
+        if self._doc is None:
+            self._doc = TraceDoc.model_validate(self._data)
+        return self._doc
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
@@ -40,12 +59,23 @@ class Trace:
         return cls(TraceDoc.model_validate_json(Path(path).read_text(encoding="utf-8")))
 
     def to_dict(self) -> dict[str, Any]:
-        """Strict JSON data: non-finite numbers are already strings ("NaN", "Infinity")."""
-        return self.doc.model_dump(mode="json")
+        """Strict JSON data, exactly what ``to_json`` says (non-finite tensor numbers are
+        strings, "NaN"/"Infinity"; a non-finite max_error is None). A fresh copy: changing
+        it does not change the trace."""
+        return pydantic_core.from_json(self.to_json_bytes())
+
+    def to_json_bytes(self, indent: int | None = None) -> bytes:
+        """Strict JSON as UTF-8 bytes (what the service sends)."""
+        if self._data is not None:
+            # the serialiser TraceDoc.model_dump_json uses, with TraceDoc's settings
+            return pydantic_core.to_json(self._data, indent=indent, inf_nan_mode="null")
+        return self.doc.model_dump_json(indent=indent).encode("utf-8")
 
     def to_json(self, indent: int | None = None) -> str:
         """Strict JSON text (pydantic's Rust serializer: ~5x faster than json.dumps of
         to_dict() on big traces; a non-finite float could only come out as null)."""
+        if self._data is not None:
+            return self.to_json_bytes(indent).decode("utf-8")
         return self.doc.model_dump_json(indent=indent)
 
     def save(self, path: str | Path, **options: Any) -> Path:

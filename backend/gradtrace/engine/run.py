@@ -11,7 +11,6 @@ from torch import nn
 from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
-from gradtrace.trace_schema import TraceDoc
 
 
 def _input_names(inputs: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
@@ -30,7 +29,7 @@ def _retained_names(retain_grad: Any) -> set[str]:
 
 def trace_module(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], Any] | None = None, *,
                  max_nodes: int = LIBRARY_MAX_NODES, value_budget: int = DEFAULT_VALUE_BUDGET,
-                 retain_grad: Any = None, title: str | None = None) -> TraceDoc:
+                 retain_grad: Any = None, title: str | None = None) -> dict[str, Any]:
     """Trace one forward and one backward of ``model(*inputs)`` (the library's entry point).
 
     ``inputs``: a tensor or a tuple of tensors, named ``x`` (or ``x0, x1, …``) in the trace.

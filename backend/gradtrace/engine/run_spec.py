@@ -17,7 +17,6 @@ from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.spec import SpecError
-from gradtrace.trace_schema import TraceDoc
 
 
 def _forward_error(exc: Exception) -> Exception:
@@ -122,7 +121,7 @@ class SpecTrace:
 
         run_program(program, self.env, self.built.modules, on_assign=self.on_assign)
 
-    def run(self) -> TraceDoc:
+    def run(self) -> dict[str, Any]:
         session = self.session
         from gradtrace.engine.build import seeded_global_rng
 
@@ -160,6 +159,6 @@ class SpecTrace:
         self.run_program(program if program is not None else self.built.program)
 
 
-def run_spec(spec: Any, limits: Any, value_budget: int = DEFAULT_VALUE_BUDGET) -> TraceDoc:
+def run_spec(spec: Any, limits: Any, value_budget: int = DEFAULT_VALUE_BUDGET) -> dict[str, Any]:
     """Trace a validated ModelSpec within ``limits`` (SpecLimits); the service's entry point."""
     return SpecTrace(spec, limits, value_budget).run()

@@ -2,8 +2,8 @@
 
 Both entry points (a spec, or a user's nn.Module) drive a TraceSession: ``forward(...)``
 inside the discovery mode, then ``backward(...)``/``grad(...)`` passes, then ``finish()``
-assembles the TraceDoc. The session owns every hook it installs (an ExitStack closed in
-``close()``) and restores grad mode itself.
+assembles the trace (a plain dict in TraceDoc's shape). The session owns every hook it
+installs (an ExitStack closed in ``close()``) and restores grad mode itself.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradtrace.engine import graph_walk
+from gradtrace.engine import canonical, graph_walk
 from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
 from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET, Summarizer
 from gradtrace.spec.errors import SpecError
-from gradtrace.trace_schema import TraceDoc
 
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
 
@@ -199,7 +198,13 @@ class TraceSession:
                 "a view)"))
 
     # ---- assembling the trace -----------------------------------------------------------
-    def finish(self, *, source: str, title: str, spec: dict[str, Any] | None) -> TraceDoc:
+    def finish(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
+        """The finished trace as a plain dict in TraceDoc's exact dumped shape (not validated
+        here: see canonical.py; tests hold it to the schema)."""
+        return canonical.trace_doc(self.finish_raw(source=source, title=title, spec=spec))
+
+    def finish_raw(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
+        """The engine's own records, assembled (what TraceDoc.model_validate accepts)."""
         self.close()
         rec = self.recorder
         values = {n: self.summarize(t) for n, t in sorted(self.leaves.items())}
@@ -231,7 +236,7 @@ class TraceSession:
                        "values_truncated": self.summarize.values_truncated},
         }
         self.summarize.finalize()
-        return TraceDoc.model_validate(doc)
+        return doc
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]

@@ -135,6 +135,7 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
     from gradtrace.engine import TraceError, run_spec
     from gradtrace.engine.dryrun import dry_run
     from gradtrace.spec import SpecError, SpecLimits, check_declared, parse_spec
+    from gradtrace.trace import Trace
 
     limits = SpecLimits()
     try:
@@ -143,7 +144,7 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
         dry_run(spec, limits)
         doc = run_spec(spec, limits)
         _lift_memory_budget()
-        return ("ok", doc.model_dump_json().encode())
+        return ("ok", Trace(doc).to_json_bytes())  # the engine's dict, not re-validated
     except SpecError as exc:
         if getattr(exc, "exception", None) == "MemoryError":  # the engine wraps forward errors
             _exit_out_of_memory()
