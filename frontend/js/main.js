@@ -13,7 +13,8 @@ import { renderInspector } from "./inspector.js";
 import { createEventList } from "./eventlist.js";
 import { createEditor } from "./editor.js";
 import { bindShareAndExport } from "./share.js";
-import { api, ApiError } from "./api.js";
+import { api } from "./api.js";
+import { createLoaders } from "./loaders.js";
 import { loadElk } from "./elk.js";
 
 const $ = (id) => document.getElementById(id);
@@ -148,63 +149,7 @@ async function showTrace(t, precomputedLayout = null) {
   body.dataset.nodes = String(trace.graph.nodes.length);
 }
 
-async function runSpec() {
-  if (!editor) return;
-  const text = editor.checkSyntax();
-  if (text === null) {
-    setStatus("the spec is not valid JSON", true);
-    return;
-  }
-  body.classList.add("is-running");
-  setStatus("tracing…");
-  try {
-    const t = await api.trace(text);
-    editor.clearError();
-    setStatus("");
-    await showTrace(t);
-  } catch (err) {
-    if (err.name === "AbortError") return;
-    if (err instanceof ApiError) editor.showApiError(err);
-    setStatus(err.message, true);
-  } finally {
-    body.classList.remove("is-running");
-  }
-}
-
-async function loadExample(id) {
-  const spec = await api.example(id);
-  editor.value = JSON.stringify(spec, null, 2);
-  const opt = [...$("example").options].find((o) => o.value === id);
-  if ($("example-description")) $("example-description").textContent = opt?.dataset.description || "";
-  await runSpec();
-}
-
-async function bootFull() {
-  const examples = await api.examples();
-  const select = $("example");
-  select.replaceChildren(...examples.map((e) => Object.assign(document.createElement("option"), { value: e.id, textContent: e.title || e.id, title: e.description || "" })));
-  for (const [k, e] of examples.entries()) select.options[k].dataset.description = e.description || "";
-  const { spec, example } = store.get();
-  if (spec) {
-    const [saved, t] = await Promise.all([api.savedSpec(spec), api.savedTrace(spec)]);
-    editor.value = JSON.stringify(saved.spec ?? saved, null, 2);
-    select.value = "";
-    await showTrace(t);
-    return;
-  }
-  const id = examples.some((e) => e.id === example) ? example : examples[0]?.id;
-  if (!id) return;
-  select.value = id;
-  if (store.get().example !== id) store.set({ example: id });
-  await loadExample(id);
-}
-
-async function bootEmbed() {
-  const m = /\/embed\/([^/?#]+)/.exec(location.pathname);
-  const id = m ? decodeURIComponent(m[1]) : store.get().spec;
-  if ($("open-link")) $("open-link").href = `/?spec=${encodeURIComponent(id)}`;
-  await showTrace(await api.savedTrace(id));
-}
+const { runSpec, loadExample, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
 
 // ---- user actions --------------------------------------------------------------------------
 
