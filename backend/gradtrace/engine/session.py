@@ -64,12 +64,14 @@ class TraceSession:
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[dict[str, Any]]] = {}
         self._stack = ExitStack()
-        if gc.isenabled():
+        self._gc_paused = gc.isenabled()
+        self._finishing = False
+        if self._gc_paused:
             # a trace holds ~10 dicts per node: the cyclic GC rescanning them all, again and
             # again while the capture allocates, cost more than the capture; nothing we build
-            # is cyclic garbage. Re-enabled in close() whatever happens.
+            # is cyclic garbage. Re-enabled in close() whatever happens (after finish()).
             gc.disable()
-            self._stack.callback(gc.enable)
+            self._stack.callback(self._restore_gc)
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
         self._stack.enter_context(self.forward_capture.hooks_installed())
@@ -80,6 +82,10 @@ class TraceSession:
 
     def close(self) -> None:
         self._stack.close()
+
+    def _restore_gc(self) -> None:
+        if self._gc_paused and not self._finishing:
+            gc.enable()
 
     # ---- passes -------------------------------------------------------------------------
     def forward(self, run: Callable[[], Any], step: int | None = None,
@@ -201,7 +207,14 @@ class TraceSession:
     def finish(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
         """The finished trace as a plain dict in TraceDoc's exact dumped shape (not validated
         here: see canonical.py; tests hold it to the schema)."""
-        return canonical.trace_doc(self.finish_raw(source=source, title=title, spec=spec))
+        # finish_raw closes the hooks; the GC stays off while the document is assembled
+        # (it ran 50-300 ms collections over the capture's objects here)
+        self._finishing = True
+        try:
+            return canonical.trace_doc(self.finish_raw(source=source, title=title, spec=spec))
+        finally:
+            self._finishing = False
+            self._restore_gc()
 
     def finish_raw(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
         """The engine's own records, assembled (what TraceDoc.model_validate accepts)."""

@@ -5,8 +5,8 @@ decides the speed (DESIGN: ``.tolist()`` + json of big tensors is 60-500x slower
 base64), so: small tensors become a flat JSON list, larger ones base64 float32 little-endian
 while the per-trace budget lasts, then stats only.
 
-Output is a plain dict (validated once, at the end, by the TraceDoc model): building pydantic
-objects per tensor would cost more than the capture itself.
+Output is a plain dict (never validated on the hot path, see canonical.py): building
+pydantic objects per tensor would cost more than the capture itself.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from gradtrace.engine.tensor_stats import segment_stats, stats_of
 
 SMALL_TENSOR = 1024  # elements: up to this, a JSON list a curl reader can see
 # float32 elements in base64 `data` across one trace (~5.3 MB of base64). JSON `values` lists
@@ -33,69 +35,6 @@ def finite_or_name(x: float) -> float | str:
     if math.isnan(x):
         return "NaN"
     return "Infinity" if x > 0 else "-Infinity"
-
-
-def _stats(arr: np.ndarray) -> dict[str, Any]:
-    """Stats of one (large) flat array: float64, over the finite elements, two-pass std.
-
-    numpy with no BLAS call (np.dot went to a multi-threaded BLAS that spun ~9 ms a call on
-    a busy box; torch.var_mean took ~200 µs for 16k elements, this ~60 µs).
-    """
-    numel = int(arr.size)
-    x = arr.astype(np.float64, copy=False)
-    nan = inf = 0
-    total = float(x.sum()) if numel else 0.0
-    if not math.isfinite(total):  # some NaN or infinity (a finite float32 sum cannot overflow)
-        finite = np.isfinite(x)
-        nan = int(np.isnan(x).sum())
-        inf = numel - int(finite.sum()) - nan
-        x = x[finite]
-        total = float(x.sum())
-    if x.size == 0:
-        return {"numel": numel, "min": None, "max": None, "mean": None, "std": None,
-                "norm": None, "nan": nan, "inf": inf}
-    mean = total / x.size
-    return {"numel": numel, "min": float(x.min()), "max": float(x.max()), "mean": mean,
-            "std": math.sqrt(float(np.square(x - mean).sum()) / x.size),
-            "norm": math.sqrt(float(np.square(x).sum())), "nan": nan, "inf": inf}
-
-
-def _segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
-    """Stats of many small flat arrays at once (float64, over the finite elements).
-
-    One concatenation and a handful of ``reduceat`` calls instead of ~10 numpy calls per
-    tensor: for the thousands of small tensors of a trace, per-call overhead dominated.
-    Population std (a single element has std 0, not NaN), two-pass (no cancellation).
-    """
-    lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-    out: list[dict[str, Any]] = [
-        {"numel": int(n), "min": None, "max": None, "mean": None, "std": None, "norm": None,
-         "nan": 0, "inf": 0} for n in lengths]
-    nonempty = np.flatnonzero(lengths)
-    if nonempty.size == 0:
-        return out
-    big = np.concatenate([arrays[i].astype(np.float64, copy=False) for i in nonempty])
-    seg = lengths[nonempty]
-    starts = np.concatenate(([0], np.cumsum(seg)[:-1]))
-    finite = np.isfinite(big)
-    n_finite = np.add.reduceat(finite.astype(np.int64), starts)
-    n_nan = np.add.reduceat(np.isnan(big).astype(np.int64), starts)
-    x0 = np.where(finite, big, 0.0)
-    sums = np.add.reduceat(x0, starts)
-    squares = np.add.reduceat(x0 * x0, starts)
-    mins = np.minimum.reduceat(np.where(finite, big, np.inf), starts)
-    maxs = np.maximum.reduceat(np.where(finite, big, -np.inf), starts)
-    means = sums / np.maximum(n_finite, 1)
-    centred = np.where(finite, big - np.repeat(means, seg), 0.0)
-    variances = np.add.reduceat(centred * centred, starts) / np.maximum(n_finite, 1)
-    for k, i in enumerate(nonempty.tolist()):
-        stats = out[i]
-        stats["nan"] = int(n_nan[k])
-        stats["inf"] = int(seg[k] - n_finite[k] - n_nan[k])
-        if n_finite[k]:
-            stats.update(min=float(mins[k]), max=float(maxs[k]), mean=float(means[k]),
-                         std=math.sqrt(float(variances[k])), norm=math.sqrt(float(squares[k])))
-    return out
 
 
 def _dtype_name(t: torch.Tensor) -> str:
@@ -122,32 +61,37 @@ class Summarizer:
         self.values_truncated = 0
         # key -> (tensor kept alive, its dict, whether the dict carries the numbers)
         self._cache: dict[tuple, tuple[torch.Tensor, dict[str, Any], bool]] = {}
-        self._pending: list[tuple[np.ndarray, dict[str, Any], bool]] = []
+        # small tensors to finish in finalize(): (snapshot, dict, numbers?, stats to compute?)
+        self._pending: list[tuple[np.ndarray, dict[str, Any], bool, bool]] = []
         # id(tensor) -> (tensor kept alive, version, its dict, numbers?)
         self._by_object: dict[int, tuple[torch.Tensor, int, dict[str, Any], bool]] = {}
+        # the same elements in another layout (weight and the weight.t() a node saved):
+        # (first element's address, numel, dtype, version, device) -> the shared stats dict
+        self._stats_by_memory: dict[tuple, dict[str, Any]] = {}
 
     def __call__(self, t: Any) -> dict[str, Any] | None:
         if not isinstance(t, torch.Tensor):
             return None
         # fast path: this very tensor object, unchanged since it was summarized
         quick = self._by_object.get(id(t))
-        if quick is not None and quick[0] is t and quick[1] == t._version:
+        version = t._version
+        if quick is not None and quick[0] is t and quick[1] == version:
             return self._reuse(quick[2], quick[3])
         # Same memory, layout, dtype and version: same numbers, even through another tensor
         # object (each read of a node's `_saved_*` returns a new one). The held reference
         # keeps the memory from being reused by another tensor.
-        if t.layout == torch.strided:
-            key: tuple = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t._version,
-                          t.device.type)
+        strided = t.layout == torch.strided
+        if strided:
+            key: tuple = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, version, t.device.type)
         else:  # sparse and other layouts have no single data pointer
-            key = ("id", id(t), t._version)
+            key = ("id", id(t), version)
         hit = self._cache.get(key)
         if hit is not None:
-            self._by_object[id(t)] = (t, t._version, hit[1], hit[2])
+            self._by_object[id(t)] = (t, version, hit[1], hit[2])
             return self._reuse(hit[1], hit[2])
-        value, numbers = self._snapshot(t)
+        value, numbers = self._snapshot(t, strided)
         self._cache[key] = (t, value, numbers)
-        self._by_object[id(t)] = (t, t._version, value, numbers)
+        self._by_object[id(t)] = (t, version, value, numbers)
         return value
 
     def repeat(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -172,19 +116,26 @@ class Summarizer:
         return {"shape": value["shape"], "dtype": value["dtype"], "stats": value["stats"],
                 "truncated": True}
 
-    def _snapshot(self, t: torch.Tensor) -> tuple[dict[str, Any], bool]:
-        flat = t.detach()  # (no torch.no_grad() here: entering it cost ~200 µs per call)
-        if flat.layout != torch.strided:
-            flat = flat.to_dense()
-        complex_ = flat.is_complex()
-        if complex_:
-            flat = flat.abs()  # complex tensors: stats of the magnitude, no numbers
-        if flat.dtype == torch.bool:
-            flat = flat.to(torch.uint8)
-        elif flat.is_floating_point() and flat.dtype not in (torch.float32, torch.float64):
-            flat = flat.to(torch.float32)  # float16/bfloat16: numpy-readable, exact
-        arr = flat.reshape(-1).cpu().numpy()
-        numel = int(arr.size)
+    @staticmethod
+    def _dense_order(t: torch.Tensor) -> list[int] | None:
+        """Dims ordered so that ``t.permute(order)`` is contiguous (None: no such order).
+
+        A transposed weight, a permuted activation: the same block of memory, the same
+        elements in another order, so the same stats, readable without a copy.
+        """
+        if t.is_contiguous():
+            return list(range(t.dim()))
+        strides = t.stride()
+        order = sorted(range(t.dim()), key=lambda d: -strides[d])
+        return order if t.permute(order).is_contiguous() else None
+
+    def _snapshot(self, t: torch.Tensor, strided: bool) -> tuple[dict[str, Any], bool]:
+        # detached first: a permute of a tensor that requires grad would make an autograd
+        # node (and shift every later node's creation order). No torch.no_grad() here:
+        # entering it cost ~200 µs per call.
+        t = t.detach()
+        numel = t.numel()
+        complex_ = t.is_complex()
         out: dict[str, Any] = {"shape": list(t.shape), "dtype": _dtype_name(t),
                                "stats": {"numel": numel}}
         cost = self._cost(numel)
@@ -194,28 +145,57 @@ class Summarizer:
         else:
             out["truncated"] = True
             self.values_truncated += 1
+        order = self._dense_order(t) if strided and numel else None
+        memory = ((t.data_ptr(), numel, t.dtype, t._version, t.device.type)
+                  if order is not None else None)
+        known = self._stats_by_memory.get(memory) if memory is not None else None
+        if known is not None:
+            out["stats"] = known  # filled now, or by finalize() with its first owner
+            if not numbers:
+                return out, numbers
+        elif memory is not None:
+            self._stats_by_memory[memory] = out["stats"]
+        # row-major numbers are needed for values/data; stats alone read any dense order
+        arr = self._flat(t if numbers or order is None else t.permute(order))
         if numel > SMALL_TENSOR:
             # large: summarized now, one tensor at a time (batching them built huge
             # temporaries); no copy needed since nothing is deferred
-            out["stats"].update(_stats(arr))
+            if known is None:
+                out["stats"].update(stats_of(arr))
             if numbers:
                 out["data"] = base64.b64encode(arr.astype("<f4", copy=False).tobytes()).decode("ascii")
         else:
             # small: snapshot (later in-place writes must not change what was seen), and
             # summarize all of them together in finalize()
-            self._pending.append((arr.copy(), out, numbers))
+            self._pending.append((arr.copy(), out, numbers, known is None))
         return out, numbers
+
+    @staticmethod
+    def _flat(t: torch.Tensor) -> np.ndarray:
+        """The numbers of a detached tensor as a flat numpy array (a view where possible)."""
+        flat = t
+        if flat.layout != torch.strided:
+            flat = flat.to_dense()
+        if flat.is_complex():
+            flat = flat.abs()  # complex tensors: stats of the magnitude, no numbers
+        if flat.dtype == torch.bool:
+            flat = flat.to(torch.uint8)
+        elif flat.is_floating_point() and flat.dtype not in (torch.float32, torch.float64):
+            flat = flat.to(torch.float32)  # float16/bfloat16: numpy-readable, exact
+        return flat.reshape(-1).cpu().numpy()
 
     def finalize(self) -> None:
         """Fill the stats and numbers of every dict handed out so far (idempotent)."""
         pending, self._pending = self._pending, []
         if not pending:
             return
-        all_stats = _segment_stats([arr for arr, _out, _numbers in pending])
-        for (arr, out, numbers), stats in zip(pending, all_stats, strict=True):
+        owners = [(arr, out) for arr, out, _numbers, owner in pending if owner]
+        for (_arr, out), stats in zip(owners, segment_stats([arr for arr, _ in owners]), strict=True):
             out["stats"].update(stats)
+        for arr, out, numbers, _owner in pending:
             if not numbers:
                 continue
+            stats = out["stats"]
             if arr.dtype.kind != "f":
                 out["values"] = arr.tolist()
             elif stats["nan"] == 0 and stats["inf"] == 0:

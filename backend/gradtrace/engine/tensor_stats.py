@@ -1,0 +1,80 @@
+"""Stats of tensors' numbers (min, max, mean, std, norm, NaN/infinity counts), in numpy.
+
+float64 over the finite elements, population std computed in two passes (no cancellation).
+``stats_of`` takes one large flat array; ``segment_stats`` many small ones at once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def stats_of(arr: np.ndarray) -> dict[str, Any]:
+    """Stats of one (large) flat array: float64, over the finite elements, two-pass std.
+
+    numpy with no BLAS call (np.dot went to a multi-threaded BLAS that spun ~9 ms a call on
+    a busy box; torch.var_mean took ~200 µs for 16k elements). One float64 copy, centred in
+    place; the norm comes from the same sum of squares, ``|x|² = Σ(x-m)² + n·m²`` (two
+    non-negative terms: no cancellation), so ~2.5x fewer passes than before.
+    """
+    numel = int(arr.size)
+    x = arr.astype(np.float64)  # a copy, even of float64 input: it is centred in place below
+    nan = inf = 0
+    total = float(x.sum()) if numel else 0.0
+    if not math.isfinite(total):  # some NaN or infinity (a finite float32 sum cannot overflow)
+        finite = np.isfinite(x)
+        nan = int(np.isnan(x).sum())
+        inf = numel - int(finite.sum()) - nan
+        x = x[finite]
+        total = float(x.sum())
+    n = int(x.size)
+    if n == 0:
+        return {"numel": numel, "min": None, "max": None, "mean": None, "std": None,
+                "norm": None, "nan": nan, "inf": inf}
+    mean = total / n
+    low, high = float(x.min()), float(x.max())
+    np.subtract(x, mean, out=x)
+    squares = float(np.einsum("i,i->", x, x))  # Σ(x-m)², einsum's own loop (no BLAS)
+    return {"numel": numel, "min": low, "max": high, "mean": mean, "std": math.sqrt(squares / n),
+            "norm": math.sqrt(squares + n * mean * mean), "nan": nan, "inf": inf}
+
+
+def segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
+    """Stats of many small flat arrays at once (float64, over the finite elements).
+
+    One concatenation and a handful of ``reduceat`` calls instead of ~10 numpy calls per
+    tensor: for the thousands of small tensors of a trace, per-call overhead dominated.
+    Population std (a single element has std 0, not NaN), two-pass (no cancellation).
+    """
+    lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+    out: list[dict[str, Any]] = [
+        {"numel": int(n), "min": None, "max": None, "mean": None, "std": None, "norm": None,
+         "nan": 0, "inf": 0} for n in lengths]
+    nonempty = np.flatnonzero(lengths)
+    if nonempty.size == 0:
+        return out
+    big = np.concatenate([arrays[i].astype(np.float64, copy=False) for i in nonempty])
+    seg = lengths[nonempty]
+    starts = np.concatenate(([0], np.cumsum(seg)[:-1]))
+    finite = np.isfinite(big)
+    n_finite = np.add.reduceat(finite.astype(np.int64), starts)
+    n_nan = np.add.reduceat(np.isnan(big).astype(np.int64), starts)
+    x0 = np.where(finite, big, 0.0)
+    sums = np.add.reduceat(x0, starts)
+    squares = np.add.reduceat(x0 * x0, starts)
+    mins = np.minimum.reduceat(np.where(finite, big, np.inf), starts)
+    maxs = np.maximum.reduceat(np.where(finite, big, -np.inf), starts)
+    means = sums / np.maximum(n_finite, 1)
+    centred = np.where(finite, big - np.repeat(means, seg), 0.0)
+    variances = np.add.reduceat(centred * centred, starts) / np.maximum(n_finite, 1)
+    for k, i in enumerate(nonempty.tolist()):
+        stats = out[i]
+        stats["nan"] = int(n_nan[k])
+        stats["inf"] = int(seg[k] - n_finite[k] - n_nan[k])
+        if n_finite[k]:
+            stats.update(min=float(mins[k]), max=float(maxs[k]), mean=float(means[k]),
+                         std=math.sqrt(float(variances[k])), norm=math.sqrt(float(squares[k])))
+    return out
