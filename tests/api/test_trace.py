@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import torch
@@ -134,6 +135,19 @@ def test_openapi_describes_every_endpoint(live_server: str) -> None:
     assert '"#/$defs/' not in text  # every nested schema was moved into components
     docs = httpx.get(live_server + "/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
+
+
+def test_docs_page_works_offline(live_server: str) -> None:
+    """Swagger UI comes from the frontend's npm package, not a CDN: /docs renders offline."""
+    page = httpx.get(live_server + "/docs")
+    assert "http://" not in page.text and "https://" not in page.text
+    assets = re.findall(r'(?:src|href)="(/vendor/swagger-ui/[^"]+)"', page.text)
+    assert {a.rsplit("/", 1)[1] for a in assets} >= {"swagger-ui-bundle.js", "swagger-ui.css"}
+    for asset in assets:
+        r = httpx.get(live_server + asset)
+        assert r.status_code == 200 and len(r.content) > 500, asset
+    csp = page.headers["content-security-policy"]
+    assert "cdn" not in csp and "frame-ancestors 'none'" in csp
 
 
 def test_examples_list_and_each_example_traces(live_server: str) -> None:

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.routing import Match, Mount
 
 from gradtrace.api import examples, health, schemas, specs, trace
-from gradtrace.api.docs import install_openapi
+from gradtrace.api.docs import install_docs_page, install_openapi
 from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
 from gradtrace.api.middleware import install_middleware
@@ -110,7 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         '`{"error": {"code", "message", "path"}}`.',
         lifespan=lifespan,
         max_body_size=settings.max_body_bytes,
-        docs_url="/docs",
+        docs_url=None,  # served by install_docs_page, without a CDN
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -124,5 +124,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_api_fallback(app)
     app.include_router(embed_router(settings.frontend_dir))
     install_openapi(app)
+    install_docs_page(app)
     mount_frontend(app, settings.frontend_dir)  # last: API routes win over static files
     return app

@@ -10,7 +10,9 @@ import json
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse
 
 SPEC_REF = {"$ref": "#/components/schemas/ModelSpec"}
 TRACE_REF = {"$ref": "#/components/schemas/TraceDoc"}
@@ -94,3 +96,20 @@ def install_openapi(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+SWAGGER_UI_PREFIX = "/vendor/swagger-ui"
+
+
+def install_docs_page(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the frontend's own npm package, so it works offline too."""
+
+    @app.get("/docs", include_in_schema=False)
+    def docs_page() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="gradtrace API",
+            swagger_js_url=f"{SWAGGER_UI_PREFIX}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER_UI_PREFIX}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER_UI_PREFIX}/favicon-32x32.png",
+        )

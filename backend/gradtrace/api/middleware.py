@@ -19,12 +19,11 @@ _CSP_BASE = (
 )
 CSP_FRAMEABLE = _CSP_BASE + "; frame-ancestors *"
 CSP_DEFAULT = _CSP_BASE + "; frame-ancestors 'none'"
-# /docs is FastAPI's Swagger UI page: an inline bootstrap script and swagger-ui from its CDN.
-# Only that page gets these sources (the viewer itself works offline).
+# /docs is FastAPI's Swagger UI page, served from /vendor/swagger-ui (no CDN), with an inline
+# bootstrap script: only that page may run inline script.
 CSP_DOCS = (
-    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: https://fastapi.tiangolo.com; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 )
 
 

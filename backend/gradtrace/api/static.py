@@ -54,5 +54,8 @@ def mount_frontend(app: FastAPI, frontend_dir: Path) -> None:
     elk = frontend_dir / "node_modules" / "elkjs" / "lib"
     if elk.is_dir():
         app.mount("/vendor/elkjs", StaticFiles(directory=elk), name="elkjs")
+    swagger = frontend_dir / "node_modules" / "swagger-ui-dist"
+    if swagger.is_dir():  # /docs (the API's own page)
+        app.mount("/vendor/swagger-ui", StaticFiles(directory=swagger), name="swagger-ui")
     # html=True: "/" serves index.html. check_dir=False keeps a missing dir a 404, not a crash.
     app.mount("/", ViewerFiles(directory=frontend_dir, html=True, check_dir=False), name="frontend")
