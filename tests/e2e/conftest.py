@@ -6,7 +6,6 @@ states from the trace JSON with the documented rule (trace_schema.py), independe
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,6 @@ import pytest
 from e2e_helpers import get_json, post_json
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ["--no-sandbox"]}
 
 
 @pytest.fixture(scope="session")

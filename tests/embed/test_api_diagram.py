@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import assert_self_contained_svg, drawn_node_ids
+from svg_checks import assert_self_contained_svg, drawn_node_ids
 
 from gradtrace.examples import get_example
 

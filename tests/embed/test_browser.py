@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import example_trace
+from svg_checks import example_trace
 
 from gradtrace.render import diagram_svg, notebook_html, standalone_html
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_self_contained_svg, drawn_node_ids, example_trace
+from svg_checks import assert_self_contained_svg, drawn_node_ids, example_trace
 
 from gradtrace.examples import get_example
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import SVG_NS, assert_self_contained_svg, drawn_node_ids, example_trace
+from svg_checks import SVG_NS, assert_self_contained_svg, drawn_node_ids, example_trace
 
 from gradtrace.render import diagram_svg
 

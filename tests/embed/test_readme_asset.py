@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import assert_self_contained_svg, drawn_node_ids, example_trace
+from svg_checks import assert_self_contained_svg, drawn_node_ids, example_trace
 
 ASSETS = Path(__file__).resolve().parents[2] / "frontend" / "assets"
 

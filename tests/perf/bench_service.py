@@ -22,7 +22,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
-from conftest import ServerProcess  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
 from specs import seed_002  # noqa: E402
 
 

@@ -6,7 +6,7 @@ import time
 
 import httpx
 import pytest
-from conftest import free_port
+from server_process import free_port
 
 pytestmark = pytest.mark.services
 

@@ -52,7 +52,7 @@ def test_id_collision_never_overwrites(store: SpecStore) -> None:
 
 
 def test_unreachable_postgres_is_store_unavailable(tmp_path: Path) -> None:
-    from conftest import free_port
+    from server_process import free_port
 
     s = SpecStore(f"postgresql://postgres@127.0.0.1:{free_port()}/none", tmp_path / "x.db")
     assert s.ping() is False

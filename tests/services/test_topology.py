@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import free_port
 from deploy_helpers import local_nginx_conf, nginx_cmd, nginx_test
+from server_process import free_port
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

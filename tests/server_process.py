@@ -1,0 +1,106 @@
+"""A real ``python -m gradtrace serve`` subprocess on a free loopback port, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of a process, from /proc (no psutil needed)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+class ServerProcess:
+    """One ``python -m gradtrace serve`` subprocess; ``.url`` is its base URL."""
+
+    def __init__(self, workdir: Path, env: dict[str, str] | None = None, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = workdir / f"server-{self.port}.log"
+        full_env = dict(os.environ)
+        full_env.setdefault("GRADTRACE_DB", str(workdir / "gradtrace.db"))
+        full_env.update(env or {})
+        # Quiet servers in tests; the log file keeps everything for a failure report.
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gradtrace", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=REPO,
+            env=full_env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stop() ends the workers too
+        )
+
+    def helpers(self) -> dict[str, int]:
+        """pid of the worker pool's forkserver (a child of the server), by role."""
+        out = {}
+        for pid in children_of(self.proc.pid):
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"forkserver" in cmd:
+                out["forkserver"] = pid
+        return out
+
+    def worker_pids(self) -> list[int]:
+        """The torch workers: children of the forkserver."""
+        fs = self.helpers().get("forkserver")
+        return children_of(fs) if fs else []
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-6000:]
+        except OSError:
+            return ""
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_text()}")
+            try:
+                with urllib.request.urlopen(self.url + "/readyz", timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"server not ready after {timeout} s:\n{self.log_text()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=5)
+        self._log.close()
