@@ -26,6 +26,8 @@ class LinearAnalysis:
         self.weights = weights  # weight name -> parameter, for Linear layers only
         self._before: dict[int, dict[str, torch.Tensor | None]] = {}
         self._after: dict[int, dict[str, torch.Tensor | None]] = {}
+        # per pass: weight name -> (its live .grad, that tensor's version) right after the pass
+        self._live: dict[int, dict[str, tuple[torch.Tensor, int]]] = {}
 
     def _snapshot(self) -> dict[str, torch.Tensor | None]:
         return {name: None if w.grad is None else w.grad.detach().clone()
@@ -36,6 +38,8 @@ class LinearAnalysis:
 
     def after_pass(self, pass_index: int) -> None:
         self._after[pass_index] = self._snapshot()
+        self._live[pass_index] = {name: (w.grad, w.grad._version)
+                                  for name, w in self.weights.items() if w.grad is not None}
 
     def build(self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer) -> list[dict]:
         out: list[dict[str, Any]] = []
@@ -47,10 +51,11 @@ class LinearAnalysis:
                 if not runs or call["weight"] not in self.weights:
                     continue
                 grads = runs[0]
-                delta = grads[call["output_nr"]] if call["output_nr"] < len(grads) else None
+                delta, summary = (grads[call["output_nr"]] if call["output_nr"] < len(grads)
+                                  else (None, None))
                 if delta is None:
                     continue
-                by_weight.setdefault(call["weight"], []).append((call, call["a"], delta))
+                by_weight.setdefault(call["weight"], []).append((call, call["a"], delta, summary))
             for weight, calls in by_weight.items():
                 rec = self._reconstruct(weight, pass_index, calls, summarize)
                 if rec is not None:
@@ -65,7 +70,7 @@ class LinearAnalysis:
         grad = after if before is None else after - before
         w = self.weights[weight]
         recon = torch.zeros(w.shape, dtype=grad.dtype)
-        for _call, a, delta in calls:
+        for _call, a, delta, _summary in calls:
             # einsum over all leading (batch, token) dims: (..., out) x (..., in) -> (out, in),
             # in the weight's dtype, as autograd itself computes it
             recon += torch.einsum("no,ni->oi", delta.reshape(-1, w.shape[0]).to(grad.dtype),
@@ -73,13 +78,20 @@ class LinearAnalysis:
         error = float((recon - grad.to(torch.float64)).abs().max()) if grad.numel() else 0.0
         scale = max(1.0, float(grad.abs().max())) if grad.numel() else 1.0
         first = calls[0]
+        recon_summary = summarize(recon)
+        live, version = self._live[pass_index].get(weight, (None, -1))
+        known = (summarize.known(live) if before is None and live is w.grad and live is not None
+                 and live._version == version else None)
+        # .grad unchanged since the clone copied it: its summary (made at the grad_write) serves
+        grad_summary = summarize(grad) if known is None else summarize.like_new(known)
         return {
             "module": first[0]["module"], "weight": weight, "pass_index": pass_index,
             "a_shape": list(first[1].shape), "delta_shape": list(first[2].shape),
-            "reconstructed": summarize(recon), "grad": summarize(grad),
+            "reconstructed": recon_summary, "grad": grad_summary,
             "max_error": error if math.isfinite(error) else float("inf"),
             "matches": bool(error <= 1e-6 * scale),
-            "a": [summarize(c[1]) for c in calls], "delta": [summarize(c[2]) for c in calls],
+            "a": [summarize(c[1]) for c in calls],
+            "delta": [summarize(c[2]) if c[3] is None else summarize.like_new(c[3]) for c in calls],
         }
 
 

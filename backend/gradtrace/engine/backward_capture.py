@@ -26,7 +26,8 @@ class BackwardCapture:
     def __init__(self, recorder: Recorder, watch: set[str]) -> None:
         self.recorder = recorder
         self.watch = watch  # node ids whose incoming gradient (δ) the analyses need
-        # per pass: node id -> list of grad_outputs tensors (one per run of the node)
+        # per pass: node id -> per run of the node, its grad_outputs as (copy, summary) pairs
+        # (the summary made in node_pre: the analyses repeat it instead of summarizing the copy)
         self.deltas: dict[int, dict[str, list[tuple]]] = {}
         self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
         self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
@@ -75,8 +76,9 @@ class BackwardCapture:
                 self._before[leaf_id] = rec.summarize(leaf.grad) if leaf.grad is not None else None
             if watched:
                 pass_deltas = self.deltas.setdefault(rec.pass_index, {})
-                pass_deltas.setdefault(node_id, []).append(
-                    tuple(None if g is None else g.detach().clone() for g in grad_outputs))
+                pass_deltas.setdefault(node_id, []).append(tuple(
+                    (None if g is None else g.detach().clone(), summary)
+                    for g, summary in zip(grad_outputs, summaries, strict=True)))
 
         def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
             if rec.active_nodes and rec.active_nodes[-1] == node_id:

@@ -100,6 +100,23 @@ class Summarizer:
             return None
         return self._reuse(value, not value.get("truncated", False))
 
+    def known(self, t: torch.Tensor) -> dict[str, Any] | None:
+        """The summary already made of this very tensor at its current version (no charge)."""
+        quick = self._by_object.get(id(t))
+        if quick is not None and quick[0] is t and quick[1] == t._version:
+            return quick[2]
+        return None
+
+    def like_new(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A summary standing for a copy of its tensor (same numbers), accounted as a fresh
+        snapshot of that copy would be: charged, or counted in ``values_truncated``."""
+        if value is None:
+            return None
+        if value.get("truncated", False):
+            self.values_truncated += 1
+            return value
+        return self._reuse(value, True)
+
     @staticmethod
     def _cost(numel: int) -> int:
         return numel * LIST_COST if numel <= SMALL_TENSOR else numel
