@@ -23,7 +23,7 @@ _EPILOG = """\
 examples:
   gradtrace serve --port 8000              run the viewer and API at http://127.0.0.1:8000/
   gradtrace examples                       list the built-in examples (id, title)
-  gradtrace examples seed-002 > s.json     write one example's spec to a file
+  gradtrace examples full-backward-hook > s.json   write one example's spec to a file
   gradtrace validate s.json                check a spec without running it (exit 1 if invalid)
   gradtrace trace s.json -o trace.json     trace a spec with real PyTorch, write the trace JSON
   gradtrace render s.json -o d.svg --animated   draw it (.svg, .html player, .png), offline

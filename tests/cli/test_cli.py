@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,13 @@ def test_help_teaches_the_commands_and_exit_codes() -> None:
     for cmd in ("serve", "trace", "validate", "examples"):
         sub = run(cmd, "--help")
         assert sub.returncode == 0 and "usage: gradtrace " + cmd in sub.stdout
+
+
+def test_help_names_only_examples_that_exist() -> None:
+    named = re.findall(r"gradtrace examples ([a-z0-9-]+)", run("--help").stdout)
+    assert named, "the help shows how to print one example"
+    for example_id in named:
+        get_example(example_id)  # KeyError if the help names an example that is not there
 
 
 def test_no_command_is_a_usage_error() -> None:
