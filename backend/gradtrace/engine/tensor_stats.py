@@ -60,21 +60,31 @@ def segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
     seg = lengths[nonempty]
     starts = np.concatenate(([0], np.cumsum(seg)[:-1]))
     finite = np.isfinite(big)
-    n_finite = np.add.reduceat(finite.astype(np.int64), starts)
-    n_nan = np.add.reduceat(np.isnan(big).astype(np.int64), starts)
-    x0 = np.where(finite, big, 0.0)
-    sums = np.add.reduceat(x0, starts)
-    squares = np.add.reduceat(x0 * x0, starts)
-    mins = np.minimum.reduceat(np.where(finite, big, np.inf), starts)
-    maxs = np.maximum.reduceat(np.where(finite, big, -np.inf), starts)
-    means = sums / np.maximum(n_finite, 1)
-    centred = np.where(finite, big - np.repeat(means, seg), 0.0)
-    variances = np.add.reduceat(centred * centred, starts) / np.maximum(n_finite, 1)
+    if finite.all():  # the usual case: no masking passes
+        n_finite, n_nan = seg, np.zeros_like(seg)
+        x0, low, high = big, big, big
+    else:
+        n_finite = np.add.reduceat(finite.astype(np.int64), starts)
+        n_nan = np.add.reduceat(np.isnan(big).astype(np.int64), starts)
+        x0 = np.where(finite, big, 0.0)
+        low, high = np.where(finite, big, np.inf), np.where(finite, big, -np.inf)
+    counts = np.maximum(n_finite, 1)
+    means = np.add.reduceat(x0, starts) / counts
+    centred = x0 - np.repeat(means, seg)
+    if x0 is not big:
+        centred[~finite] = 0.0
+    centred *= centred
+    squares = np.add.reduceat(centred, starts)  # Σ(x-m)² per tensor
+    # |x|² = Σ(x-m)² + n·m² (as stats_of): two non-negative terms, no cancellation
+    norms = np.sqrt(squares + n_finite * means * means).tolist()
+    stds = np.sqrt(squares / counts).tolist()
+    mins = np.minimum.reduceat(low, starts).tolist()
+    maxs = np.maximum.reduceat(high, starts).tolist()
+    means_, n_nan_, n_finite_, seg_ = means.tolist(), n_nan.tolist(), n_finite.tolist(), seg.tolist()
     for k, i in enumerate(nonempty.tolist()):
         stats = out[i]
-        stats["nan"] = int(n_nan[k])
-        stats["inf"] = int(seg[k] - n_finite[k] - n_nan[k])
-        if n_finite[k]:
-            stats.update(min=float(mins[k]), max=float(maxs[k]), mean=float(means[k]),
-                         std=math.sqrt(float(variances[k])), norm=math.sqrt(float(squares[k])))
+        stats["nan"] = n_nan_[k]
+        stats["inf"] = seg_[k] - n_finite_[k] - n_nan_[k]
+        if n_finite_[k]:
+            stats.update(min=mins[k], max=maxs[k], mean=means_[k], std=stds[k], norm=norms[k])
     return out
