@@ -92,5 +92,10 @@ def test_canonical_key_order_is_the_schema_field_order() -> None:
     assert list(edge) == list(ts.GraphEdge.model_fields)
     assert list(canonical.module({"path": "", "type": "M", "parent": None})) == list(
         ts.ModuleInfo.model_fields)
-    event = canonical.event({"seq": 0, "pass_index": 0, "phase": "forward", "kind": "pass_start"})
-    assert list(event) == list(ts.Event.model_fields)
+    # events are not rebuilt: Recorder.emit writes them in the schema's order
+    from gradtrace.engine.recorder import Recorder
+    from gradtrace.engine.summarize import Summarizer
+
+    recorder = Recorder(Summarizer(), 0, 10)
+    recorder.begin_pass("forward", "forward #1", None)
+    assert list(recorder.events[0]) == list(ts.Event.model_fields)

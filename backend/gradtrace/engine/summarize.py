@@ -135,13 +135,14 @@ class Summarizer:
 
     @staticmethod
     def _dense_order(t: torch.Tensor) -> list[int] | None:
-        """Dims ordered so that ``t.permute(order)`` is contiguous (None: no such order).
+        """Dims ordered so that ``t.permute(order)`` is contiguous ([]: t already is; None:
+        no such order).
 
         A transposed weight, a permuted activation: the same block of memory, the same
         elements in another order, so the same stats, readable without a copy.
         """
         if t.is_contiguous():
-            return list(range(t.dim()))
+            return []  # already in order: no permute needed
         strides = t.stride()
         order = sorted(range(t.dim()), key=lambda d: -strides[d])
         return order if t.permute(order).is_contiguous() else None
@@ -173,7 +174,7 @@ class Summarizer:
         elif memory is not None:
             self._stats_by_memory[memory] = out["stats"]
         # row-major numbers are needed for values/data; stats alone read any dense order
-        arr = self._flat(t if numbers or order is None else t.permute(order))
+        arr = self._flat(t.permute(order) if order and not numbers else t)
         if numel > SMALL_TENSOR:
             # large: summarized now, one tensor at a time (batching them built huge
             # temporaries); no copy needed since nothing is deferred
