@@ -3,12 +3,14 @@
 Fit for ``<img src>`` anywhere (GitHub READMEs included): no scripts, no external references.
 Spec -> trace goes through the same cache and workers as ``/specs/{id}/trace``; trace -> SVG
 runs the Node renderer off the event loop, at most two at a time, cached by (trace, options).
-A render failure is a 503 envelope, never a 500.
+A render failure is a 503 envelope, never a 500. ``cached_render`` is that whole path
+(ETag, cache, trace, render slots), shared with ``/specs/{id}/player.html`` (api/player.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
@@ -45,7 +47,8 @@ def _slots(request: Request) -> asyncio.Semaphore:
     return state.render_slots
 
 
-async def _render(request: Request, data: bytes, **options: Any) -> str:
+async def render_off_loop(request: Request, render: Callable[[bytes], str], data: bytes) -> str:
+    """Run a Node render (SVG or the standalone player) in a thread, at most two at a time."""
     slots = _slots(request)
     state = request.app.state
     if state.render_waiting >= MAX_WAITING_RENDERS:
@@ -58,7 +61,7 @@ async def _render(request: Request, data: bytes, **options: Any) -> str:
     state.render_waiting += 1
     try:
         async with slots:
-            return await asyncio.to_thread(diagram_svg, data, **options)
+            return await asyncio.to_thread(render, data)
     except RenderUnavailable as exc:
         log.error("diagram renderer unavailable: %s", exc)
         raise ApiError(
@@ -71,6 +74,38 @@ async def _render(request: Request, data: bytes, **options: Any) -> str:
         ) from exc
     finally:
         state.render_waiting -= 1
+
+
+async def cached_render(
+    request: Request,
+    spec: dict[str, Any],
+    normalized: dict[str, Any],
+    *,
+    key: str,
+    media_type: str,
+    render: Callable[[bytes], str],
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """The rendered bytes for ``key``: 304 on a matching ETag, else the cache, else a render of
+    the spec's trace (through the trace cache and the workers). Never a 500."""
+    etag = f'"{hashlib.sha256(key.encode()).hexdigest()[:32]}"'
+    early = not_modified(request, etag, CACHE_CONTROL)
+    if early is not None:
+        return early
+    headers = {**(headers or {}), "ETag": etag, "Cache-Control": CACHE_CONTROL}
+    cached = await request.app.state.cache.get(key)
+    if cached is not None:
+        return Response(cached, media_type=media_type, headers={**headers, "X-Cache": "hit"})
+    data, _ = await trace_bytes(request, spec, normalized)
+    try:
+        body = (await render_off_loop(request, render, data)).encode("utf-8")
+    except ApiError:
+        raise
+    except Exception as exc:  # never a 500: whatever broke, the client gets a 503 envelope
+        log.exception("render crashed")
+        raise ApiError(503, "render_failed", "the diagram could not be drawn") from exc
+    await request.app.state.cache.set(key, body)
+    return Response(body, media_type=media_type, headers={**headers, "X-Cache": "miss"})
 
 
 def register_diagram_route(
@@ -99,21 +134,11 @@ def register_diagram_route(
         _, normalized = await check_spec(spec)
         options = {"animated": animated, "phase": phase, "theme": theme, "values": values}
         key = f"svg:{RENDERER_VERSION}:{trace_key(normalized)}:{int(animated)}{phase}{theme}{int(values)}"
-        etag = f'"{hashlib.sha256(key.encode()).hexdigest()[:32]}"'
-        early = not_modified(request, etag, CACHE_CONTROL)
-        if early is not None:
-            return early
-        headers = {"ETag": etag, "Cache-Control": CACHE_CONTROL}
-        cached = await request.app.state.cache.get(key)
-        if cached is not None:
-            return Response(cached, media_type="image/svg+xml", headers={**headers, "X-Cache": "hit"})
-        data, _ = await trace_bytes(request, spec, normalized)
-        try:
-            svg = (await _render(request, data, **options)).encode("utf-8")
-        except ApiError:
-            raise
-        except Exception as exc:  # never a 500: whatever broke, the client gets a 503 envelope
-            log.exception("diagram render crashed")
-            raise ApiError(503, "render_failed", "the diagram could not be drawn") from exc
-        await request.app.state.cache.set(key, svg)
-        return Response(svg, media_type="image/svg+xml", headers={**headers, "X-Cache": "miss"})
+        return await cached_render(
+            request,
+            spec,
+            normalized,
+            key=key,
+            media_type="image/svg+xml",
+            render=functools.partial(diagram_svg, **options),
+        )

@@ -18,6 +18,7 @@ from gradtrace.api.body import check_spec, read_json
 from gradtrace.api.diagram import register_diagram_route
 from gradtrace.api.docs import ERROR_RESPONSES, SPEC_BODY, TRACE_RESPONSE
 from gradtrace.api.errors import ApiError
+from gradtrace.api.player import register_player_route
 from gradtrace.api.tracing import IMMUTABLE, not_modified, trace_response
 from gradtrace.service.hashing import PERMALINK_ID_LENGTH, permalink_id, spec_hash
 from gradtrace.service.store import StoreUnavailable
@@ -125,3 +126,5 @@ async def get_permalink_trace(request: Request, spec_id: str) -> Response:
 
 # GET /specs/{spec_id}/diagram.svg: the permalink's diagram (gradtrace.api.diagram).
 register_diagram_route(router, load_spec)
+# GET /specs/{spec_id}/player.html: the permalink as one offline HTML file (gradtrace.api.player).
+register_player_route(router, load_spec)
