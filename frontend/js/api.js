@@ -10,7 +10,8 @@ export class ApiError extends Error {
   }
 }
 
-async function request(url, options = {}) {
+/** fetch, with network failures and the API's error envelope turned into ApiErrors. */
+async function send(url, options = {}) {
   let resp;
   try {
     resp = await fetch(url, options);
@@ -18,19 +19,23 @@ async function request(url, options = {}) {
     if (err.name === "AbortError") throw err;
     throw new ApiError(0, "network", `cannot reach the server: ${err.message}`);
   }
-  const text = await resp.text();
-  let body = null;
+  if (resp.ok) return resp;
+  const body = parseJson(await resp.text());
+  const e = (body && body.error) || {};
+  const detail = body && Array.isArray(body.detail) ? body.detail.map((d) => d.msg).join("; ") : null;
+  throw new ApiError(resp.status, e.code || "http_error", e.message || detail || `HTTP ${resp.status}`, e.path);
+}
+
+function parseJson(text) {
   try {
-    body = text ? JSON.parse(text) : null;
+    return text ? JSON.parse(text) : null;
   } catch {
-    body = null;
+    return null;
   }
-  if (!resp.ok) {
-    const e = (body && body.error) || {};
-    const detail = body && Array.isArray(body.detail) ? body.detail.map((d) => d.msg).join("; ") : null;
-    throw new ApiError(resp.status, e.code || "http_error", e.message || detail || `HTTP ${resp.status}`, e.path);
-  }
-  return body;
+}
+
+async function request(url, options = {}) {
+  return parseJson(await (await send(url, options)).text());
 }
 
 const json = (body) => ({ method: "POST", headers: { "Content-Type": "application/json" }, body });
@@ -49,4 +54,11 @@ export const api = {
   share: (specText) => request("/api/v1/specs", json(specText)),
   savedSpec: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}`),
   savedTrace: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}/trace`),
+  /** A permalink as the one-file offline player: {blob, filename} (the server names the file). */
+  async playerHtml(id, theme = "") {
+    const query = theme ? `?theme=${encodeURIComponent(theme)}` : "";
+    const resp = await send(`/api/v1/specs/${encodeURIComponent(id)}/player.html${query}`);
+    const named = /filename="([^"]+)"/.exec(resp.headers.get("Content-Disposition") || "");
+    return { blob: await resp.blob(), filename: named ? named[1] : null };
+  },
 };

@@ -242,7 +242,7 @@ $("theme")?.addEventListener("click", () => store.set({ theme: document.document
 $("fit").addEventListener("click", () => camera.fit());
 $("zoom-in").addEventListener("click", () => camera.zoomIn());
 $("zoom-out").addEventListener("click", () => camera.zoomOut());
-bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", snapshot: () => renderer.snapshot() });
+bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", snapshot: () => renderer.snapshot(), setStatus });
 
 applyTheme();
 player.setSpeed(store.get().speed);

@@ -1,19 +1,27 @@
-// Share (permalink, iframe and Markdown snippets) and the Export menu (SVG, PNG, JSON).
+// Share (permalink, iframe and Markdown snippets) and the Export menu (SVG, animated SVG, PNG,
+// HTML — the server's one-file offline player of the permalink — and JSON).
 
 import { currentSvgText, graphCssText, saveBlob, svgToPngBlob, slug } from "./download.js";
 
 const $ = (id) => document.getElementById(id);
 
-export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, snapshot }) {
+export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, snapshot, setStatus = () => {} }) {
   const theme = () => (document.documentElement.classList.contains("gt-theme-dark") ? "gt-theme-dark" : "gt-theme-light");
   const name = () => slug(getTrace()?.title);
+
+  /** Share and Export → HTML both store the spec being edited as a permalink. */
+  async function savePermalink() {
+    const saved = await api.share(getSpecText());
+    store.set({ spec: saved.id });
+    return saved;
+  }
 
   $("share")?.addEventListener("click", async () => {
     const dialog = $("share-dialog");
     const errEl = $("share-error");
     errEl.hidden = true;
     try {
-      const saved = await api.share(getSpecText());
+      const saved = await savePermalink();
       const origin = location.origin;
       const { step, node } = store.get();
       const view = new URLSearchParams({ spec: saved.id });
@@ -26,7 +34,6 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
       $("share-iframe").value = `<iframe src="${embed}" width="100%" height="520" style="border:0" title="gradtrace: ${(getTrace()?.title || "").replace(/"/g, "&quot;")}"></iframe>`;
       const diagram = saved.diagram_url ? new URL(saved.diagram_url, origin).href : `${origin}/api/v1/specs/${saved.id}/diagram.svg`;
       $("share-markdown").value = `[![${getTrace()?.title || "gradtrace diagram"}](${diagram})](${base})`;
-      store.set({ spec: saved.id });
     } catch (err) {
       errEl.hidden = false;
       errEl.textContent = `could not save the spec: ${err.message}`;
@@ -57,6 +64,20 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
     const blob = await svgToPngBlob(currentSvgText(snapshot(), layout, theme()), Math.ceil(layout.width), Math.ceil(layout.height));
     saveBlob(blob, `${name()}-step${store.get().step}.png`);
     closeMenu();
+  });
+  $("export-html")?.addEventListener("click", async () => {
+    if (!getTrace()) return;
+    closeMenu();
+    // The server draws the player (layout by ELK in Node) from the stored spec: it takes a moment.
+    setStatus("preparing the HTML player…");
+    try {
+      const saved = await savePermalink();
+      const { blob, filename } = await api.playerHtml(saved.id, store.get().theme);
+      saveBlob(blob, filename || `${name()}.html`);
+      setStatus("");
+    } catch (err) {
+      setStatus(`could not export HTML: ${err.message}`, true);
+    }
   });
   $("export-json")?.addEventListener("click", () => {
     const trace = getTrace();
