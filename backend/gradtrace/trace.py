@@ -33,7 +33,8 @@ class Trace:
     Built from a TraceDoc, or from the engine's plain dict (already in TraceDoc's dumped
     shape, see engine/canonical.py): then ``to_json``/``to_dict``/``save`` use the dict
     directly and ``doc`` validates it on first access (validating a big trace costs more
-    than capturing it, and the engine's output is held to the schema by tests).
+    than capturing it, and the engine's output is held to the schema by tests); from then
+    on ``doc`` is what gets serialised, edits included.
     """
 
     def __init__(self, doc: TraceDoc | dict[str, Any]) -> None:
@@ -66,7 +67,7 @@ class Trace:
 
     def to_json_bytes(self, indent: int | None = None) -> bytes:
         """Strict JSON as UTF-8 bytes (what the service sends)."""
-        if self._data is not None:
+        if self._doc is None:  # once ``doc`` exists it is the truth (a caller may edit it)
             # the serialiser TraceDoc.model_dump_json uses, with TraceDoc's settings
             return pydantic_core.to_json(self._data, indent=indent, inf_nan_mode="null")
         return self.doc.model_dump_json(indent=indent).encode("utf-8")
@@ -74,7 +75,7 @@ class Trace:
     def to_json(self, indent: int | None = None) -> str:
         """Strict JSON text (pydantic's Rust serializer: ~5x faster than json.dumps of
         to_dict() on big traces; a non-finite float could only come out as null)."""
-        if self._data is not None:
+        if self._doc is None:
             return self.to_json_bytes(indent).decode("utf-8")
         return self.doc.model_dump_json(indent=indent)
 

@@ -99,3 +99,12 @@ def test_canonical_key_order_is_the_schema_field_order() -> None:
     recorder = Recorder(Summarizer(), 0, 10)
     recorder.begin_pass("forward", "forward #1", None)
     assert list(recorder.events[0]) == list(ts.Event.model_fields)
+
+
+def test_edits_to_the_lazily_validated_doc_are_what_gets_saved() -> None:
+    trace = gradtrace.trace(nn.Linear(2, 1), torch.ones(1, 2))
+    untouched = trace.to_json()
+    trace.doc.title = "edited"
+    assert json.loads(trace.to_json())["title"] == "edited"
+    assert trace.to_dict()["title"] == "edited"
+    assert json.loads(untouched)["title"] != "edited"
