@@ -44,10 +44,9 @@ export async function buildStandaloneHtml(trace, layout, { mode = "embed", theme
   // No server behind a file: the "open in gradtrace" link would lead nowhere.
   html = html.replace(/<a\b[^>]*class="open-link"[^>]*>[\s\S]*?<\/a>/, () => "");
   const data = { trace, layout, mode, theme };
-  // The player's state comes from the URL hash (state.js); a file has none, so the page puts
-  // the theme and the precomputed layout's collapsed modules there before main.js reads it.
+  // main.js takes the theme from the data block; the precomputed layout's collapsed modules
+  // still reach the player's state through the URL hash (state.js), set before main.js reads it.
   const initial = new URLSearchParams();
-  if (theme) initial.set("theme", theme);
   if (collapsed.length) initial.set("collapsed", collapsed.join(","));
   const boot = initial.size
     ? `<script>try{if(!location.hash)history.replaceState(null,"","#"+${jsonScriptSafe(initial.toString())})}catch(e){}</script>`

@@ -3,6 +3,7 @@ player, and that file plays from disk with every network request blocked."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,27 @@ def test_export_html_downloads_a_player_that_steps_offline(
     assert drawn_states(offline) == expected_states(trace, 0)
     assert blocked == []
     offline.close()
+
+
+def test_embedded_theme_is_read_from_the_data_block_and_the_hash_still_wins(
+    page: Any, live_server: str, example_traces: dict[str, Any]
+) -> None:
+    trace = example_traces["two-layer-linear"]
+    html = (Path(__file__).resolve().parents[2] / "frontend" / "embed.html").read_text()
+    data = json.dumps({"trace": trace, "layout": None, "mode": "embed", "theme": "dark"}).replace(
+        "</", "<\\/"
+    )
+    page_html = html.replace(
+        "</head>", f'<script type="application/json" id="gradtrace-data">{data}</script></head>'
+    )
+    page.route("**/themed.html", lambda r: r.fulfill(body=page_html, content_type="text/html"))
+    page.emulate_media(color_scheme="light")  # the reader's preference would be light
+    page.goto(live_server + "/themed.html")
+    page.wait_for_selector("body.is-ready", timeout=60000)
+    assert page.evaluate("location.hash") == ""  # no hash involved
+    assert "gt-theme-dark" in page.locator("html").get_attribute("class")
+    page.goto("about:blank")
+    page.goto(live_server + "/themed.html#theme=light")
+    page.wait_for_selector("body.is-ready", timeout=60000)
+    assert "gt-theme-light" in page.locator("html").get_attribute("class")
+    assert "gt-theme-dark" not in page.locator("html").get_attribute("class")
