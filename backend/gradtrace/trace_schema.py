@@ -82,7 +82,9 @@ class SavedTensor(_Model):
 
     name: str  # the attribute, e.g. "_saved_self", "_saved_mat2"
     value: TensorValue | None = None
-    scalar: Number | str | list[Any] | None = None  # saved non-tensor values (ints, floats, sizes)
+    # saved non-tensor values as PyTorch saved them: bools (bool first, or the union makes True
+    # a 1.0), ints, floats, sizes
+    scalar: bool | Number | str | list[Any] | None = None
 
 
 class GraphNode(_Model):

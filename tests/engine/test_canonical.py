@@ -108,3 +108,14 @@ def test_edits_to_the_lazily_validated_doc_are_what_gets_saved() -> None:
     assert json.loads(trace.to_json())["title"] == "edited"
     assert trace.to_dict()["title"] == "edited"
     assert json.loads(untouched)["title"] != "edited"
+
+
+def test_saved_scalars_keep_their_python_type() -> None:
+    """ConvolutionBackward0 saves `transposed=False` and `groups=1`: a bool stays a bool, an int an int."""
+    conv = nn.Conv1d(2, 2, 3)
+    trace = gradtrace.trace(conv, torch.randn(1, 2, 5))
+    for doc in (trace.to_dict(), json.loads(trace.doc.model_dump_json())):
+        saved = {s["name"]: s["scalar"] for n in doc["graph"]["nodes"] for s in n["saved"]}
+        assert saved["_saved_transposed"] is False
+        assert saved["_saved_groups"] == 1 and type(saved["_saved_groups"]) is int
+        assert saved["_saved_stride"] == [1]

@@ -31,12 +31,7 @@ def tensor_value(v: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _saved(s: dict[str, Any]) -> dict[str, Any]:
-    scalar = s.get("scalar")
-    if isinstance(scalar, bool):
-        # `scalar: Number | ...` with Number = float | int | ...: pydantic's union turns a bool
-        # into a float (False -> 0.0), and that is what the API has always sent
-        scalar = float(scalar)
-    return {"name": s["name"], "value": tensor_value(s.get("value")), "scalar": scalar}
+    return {"name": s["name"], "value": tensor_value(s.get("value")), "scalar": s.get("scalar")}
 
 
 def node(n: dict[str, Any]) -> dict[str, Any]:
