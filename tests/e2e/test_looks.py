@@ -75,3 +75,23 @@ def test_gradient_pulse_respects_reduced_motion(
     else:
         assert style == ["inline", "gt-travel"]
     ctx.close()
+
+
+def test_done_mark_is_coral_not_the_text_colour(
+    page: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any
+) -> None:
+    trace = example_traces["two-layer-linear"]
+    last = len(trace["events"]) - 1  # the backward is over: every node it ran is done
+    open_example(page, live_server, "two-layer-linear", f"&step={last}&theme=light")
+    wait_step(page, last)
+    mark = page.locator('#graph .gt-node[data-state="done"] .gt-done-mark').first
+    colours = mark.evaluate(
+        """m => ({mark: getComputedStyle(m).fill, opacity: getComputedStyle(m).opacity,
+                  rect: getComputedStyle(m.closest('.gt-node').querySelector('rect')).stroke,
+                  label: getComputedStyle(m.closest('.gt-node').querySelector('text:not(.gt-done-mark)')).fill})"""
+    )
+    # The done rect's stroke is the gradient coral (--gt-grad); the ✓ must match it, not the label.
+    assert colours["mark"] == colours["rect"] != colours["label"], colours
+    assert colours["opacity"] == "1"
+    page.wait_for_timeout(300)
+    page.locator("#graph").screenshot(path=str(screenshots / "two-layer-linear-done-marks.png"))
