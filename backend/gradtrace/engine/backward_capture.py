@@ -8,6 +8,11 @@ goes to ``next_functions[k]``).
 ``.grad`` writes are recorded by a post-accumulate-grad hook on each leaf, registered once per
 trace before any user hook, so the ``grad_write`` event fires right after the real write
 (the value "before" is read in the AccumulateGrad node's pre-hook).
+
+A ``retain_grad()`` intermediate gets its ``.grad`` from the producing node's retains-grad hook,
+which the engine runs after the tensor hooks and just before the node's pre-hooks: so its
+``grad_write`` (targeting the op node that carries the tensor) is emitted first thing in that
+node's pre-hook, when ``.grad`` really changed.
 """
 
 from __future__ import annotations
@@ -45,6 +50,29 @@ class BackwardCapture:
                  payload={"before": before, "after": rec.summarize(leaf.grad),
                           "accumulated": before is not None})
 
+    def _retained_by_node(self, retained: dict[str, torch.Tensor]) -> dict[str, list]:
+        """node id -> [(tensor, its .grad and version now, summary)] for retain_grad tensors."""
+        rec = self.recorder
+        out: dict[str, list] = {}
+        for tensor in retained.values():
+            node_id = rec.node_ids.get(tensor.grad_fn)
+            if node_id is not None:
+                grad = tensor.grad
+                state = (grad, None if grad is None else grad._version)
+                summary = None if grad is None else rec.summarize(grad)
+                out.setdefault(node_id, []).append((tensor, state, summary))
+        return out
+
+    def _retained_writes(self, node_id: str, watched: list) -> None:
+        rec = self.recorder
+        for tensor, (old, version), before in watched:
+            grad = tensor.grad
+            if grad is None or (grad is old and grad._version == version):
+                continue  # this run of the node wrote nothing (e.g. autograd.grad)
+            rec.emit("grad_write", target=node_id, node=node_id, module=rec.by_id[node_id].get("module"),
+                     payload={"before": before, "after": rec.summarize(grad),
+                              "accumulated": before is not None})
+
     @contextmanager
     def grad_write_hooks(self, leaves: list[torch.Tensor]):
         """Recording post-accumulate hooks on the leaves, for the whole trace."""
@@ -56,7 +84,7 @@ class BackwardCapture:
             yield
 
     # ---- node hooks ---------------------------------------------------------------------
-    def _make_hooks(self, node_id: str, node: Any) -> tuple[Callable, Callable]:
+    def _make_hooks(self, node_id: str, node: Any, retained: list) -> tuple[Callable, Callable]:
         rec = self.recorder
         record = rec.by_id[node_id]
         module = record.get("module")
@@ -67,6 +95,8 @@ class BackwardCapture:
         seen_outputs: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
 
         def pre(grad_outputs: tuple) -> None:
+            if retained:
+                self._retained_writes(node_id, retained)
             rec.active_nodes.append(node_id)
             summaries = [rec.summarize(g) for g in grad_outputs]
             seen_outputs.append(summaries)
@@ -106,13 +136,14 @@ class BackwardCapture:
         rec.active_nodes.clear()
 
     @contextmanager
-    def node_hooks(self):
+    def node_hooks(self, retained: dict[str, torch.Tensor] | None = None):
         """Pre and post hooks on every known autograd node, removed on exit."""
         rec = self.recorder
+        retained_at = self._retained_by_node(retained or {})
         with ExitStack() as stack:
             stack.callback(self._forget_active)
             for node_id, node in list(rec.node_objects.items()):
-                pre, post = self._make_hooks(node_id, node)
+                pre, post = self._make_hooks(node_id, node, retained_at.get(node_id, []))
                 stack.callback(node.register_prehook(pre).remove)
                 stack.callback(node.register_hook(post).remove)
             yield

@@ -137,7 +137,7 @@ class TraceSession:
         self.linear.before_pass(pass_index)
         result = None
         try:
-            with torch.enable_grad(), self.backward_capture.node_hooks():
+            with torch.enable_grad(), self.backward_capture.node_hooks(self.retained):
                 result = call()
             self.linear.after_pass(pass_index)
             self._note_grad_norms(pass_index)
