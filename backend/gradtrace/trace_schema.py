@@ -209,7 +209,8 @@ class Event(_Model):
     * module_backward_pre: {"grad_output": [...]}; module_backward: {"grad_input": [...],
       "grad_output": [...]} — only where the spec registered such a hook
     * tensor_hook / post_accumulate_grad: {"grad": TensorValue}
-    * grad_write: {"before": TensorValue|None, "after": TensorValue, "accumulated": bool}
+    * grad_write: {"before": TensorValue|None, "after": TensorValue, "accumulated": bool} — on a
+      leaf tensor node, or on the op node that carries a ``retain_grad`` intermediate
     * hook_action: {"action": {...}, "before": [...], "after": [...]}
     * error: {"exception": "RuntimeError", "step": int}; the text is in ``message``
     """
