@@ -18,8 +18,9 @@ def tensor_array(value: TensorValue) -> Any:
     import numpy as np
 
     if value.values is not None:
-        flat = np.array([_NON_FINITE.get(v, v) if isinstance(v, str) else v
-                         for v in value.values], dtype=np.float64)
+        flat = np.array(
+            [_NON_FINITE.get(v, v) if isinstance(v, str) else v for v in value.values], dtype=np.float64
+        )
     elif value.data is not None:
         flat = np.frombuffer(base64.b64decode(value.data), dtype="<f4").astype(np.float32)
     else:
@@ -94,8 +95,9 @@ class Trace:
 
             render.save(self, path, **options)
             return path
-        raise ValueError(f"cannot save a trace as {suffix or 'a file without suffix'!r}: "
-                         "use .json, .html, .svg or .png")
+        raise ValueError(
+            f"cannot save a trace as {suffix or 'a file without suffix'!r}: use .json, .html, .svg or .png"
+        )
 
     def _repr_html_(self) -> str:
         from gradtrace import render
@@ -124,5 +126,7 @@ class Trace:
 
     def __repr__(self) -> str:
         d = self.doc
-        return (f"<gradtrace.Trace {d.title!r}: {len(d.graph.nodes)} nodes, "
-                f"{len(d.graph.edges)} edges, {len(d.events)} events>")
+        return (
+            f"<gradtrace.Trace {d.title!r}: {len(d.graph.nodes)} nodes, "
+            f"{len(d.graph.edges)} edges, {len(d.events)} events>"
+        )

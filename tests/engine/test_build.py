@@ -16,11 +16,17 @@ from gradtrace.spec.modules import LEAF_SPECS, LEAF_TYPES
 
 def _spec(modules, inputs=None, forward=None, seed=0, dtype="float32"):
     first = next(iter(modules))
-    return parse_spec({
-        "spec_version": 1, "title": "t", "seed": seed, "dtype": dtype, "modules": modules,
-        "inputs": inputs or {"x": {"value": 1.0}},
-        "forward": forward or [f"y = {first}(x)"],
-    })
+    return parse_spec(
+        {
+            "spec_version": 1,
+            "title": "t",
+            "seed": seed,
+            "dtype": dtype,
+            "modules": modules,
+            "inputs": inputs or {"x": {"value": 1.0}},
+            "forward": forward or [f"y = {first}(x)"],
+        }
+    )
 
 
 def test_seed000_mlp_is_bit_identical_to_the_notebook():
@@ -63,8 +69,10 @@ def test_every_leaf_type_has_a_builder_and_a_spec():
 LEAVES = {
     "Linear": ({"in_features": 3, "out_features": 4}, lambda: nn.Linear(3, 4)),
     "Conv1d": ({"in_channels": 2, "out_channels": 3, "kernel_size": 3}, lambda: nn.Conv1d(2, 3, 3)),
-    "Conv2d": ({"in_channels": 2, "out_channels": 3, "kernel_size": [3, 2], "stride": 2, "padding": 1},
-               lambda: nn.Conv2d(2, 3, (3, 2), stride=2, padding=1)),
+    "Conv2d": (
+        {"in_channels": 2, "out_channels": 3, "kernel_size": [3, 2], "stride": 2, "padding": 1},
+        lambda: nn.Conv2d(2, 3, (3, 2), stride=2, padding=1),
+    ),
     "Embedding": ({"num_embeddings": 5, "embedding_dim": 3}, lambda: nn.Embedding(5, 3)),
     "LayerNorm": ({"normalized_shape": [2, 3]}, lambda: nn.LayerNorm((2, 3))),
     "BatchNorm1d": ({"num_features": 3}, lambda: nn.BatchNorm1d(3)),
@@ -115,8 +123,10 @@ def test_explicit_init_overrides_and_names_follow_torch():
     built = build(spec, torch.Generator().manual_seed(0))
     params = {k: v.detach().tolist() for k, v in built.root.named_parameters()}
     assert params == {
-        "f0.weight": [[pytest.approx(0.3)]], "f0.bias": [pytest.approx(0.1)],
-        "f1.f.weight": [[pytest.approx(0.4)]], "f1.f.bias": [pytest.approx(0.2)],
+        "f0.weight": [[pytest.approx(0.3)]],
+        "f0.bias": [pytest.approx(0.1)],
+        "f1.f.weight": [[pytest.approx(0.4)]],
+        "f1.f.bias": [pytest.approx(0.2)],
     }
     assert isinstance(built.root.f1, ProgramModule)
     assert all(p.requires_grad for p in built.root.parameters())
@@ -125,9 +135,15 @@ def test_explicit_init_overrides_and_names_follow_torch():
 def test_inputs_are_drawn_in_declared_order_then_parameters():
     spec = _spec(
         {"lin": {"type": "Linear", "in_features": 2, "out_features": 2}},
-        inputs={"a": {"shape": [3], "init": "rand"}, "b": {"shape": [2, 2]}, "c": {"shape": [2], "init": "arange"},
-                "t": {"shape": [4], "init": "randint", "high": 3, "dtype": "int64"}, "z": {"shape": [1], "init": "ones"}},
-        forward=["y = lin(b)"], seed=5,
+        inputs={
+            "a": {"shape": [3], "init": "rand"},
+            "b": {"shape": [2, 2]},
+            "c": {"shape": [2], "init": "arange"},
+            "t": {"shape": [4], "init": "randint", "high": 3, "dtype": "int64"},
+            "z": {"shape": [1], "init": "ones"},
+        },
+        forward=["y = lin(b)"],
+        seed=5,
     )
     built = build(spec, torch.Generator().manual_seed(5))
     g = torch.Generator().manual_seed(5)
@@ -171,4 +187,6 @@ def test_root_forward_runs_the_program():
     spec = parse_spec(get_example("two-layer-linear"))
     built = build(spec, torch.Generator())
     env = built.root(dict(built.inputs))
-    assert env["L"].item() == pytest.approx(run_program(built.program, dict(built.inputs), built.modules)["L"].item())
+    assert env["L"].item() == pytest.approx(
+        run_program(built.program, dict(built.inputs), built.modules)["L"].item()
+    )

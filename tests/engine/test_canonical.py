@@ -49,20 +49,33 @@ def test_example_trace_is_exactly_its_validated_dump(path: Path, raw_docs: list)
 
 
 def _conv_net() -> nn.Module:
-    return nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(),
-                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(12, 2))
+    return nn.Sequential(
+        nn.Conv2d(2, 3, 3, padding=1),
+        nn.BatchNorm2d(3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(12, 2),
+    )
 
 
-@pytest.mark.parametrize("case", ["mlp_retained", "truncated", "non_finite", "conv", "int_and_bool",
-                                  "encoder"])
+@pytest.mark.parametrize(
+    "case", ["mlp_retained", "truncated", "non_finite", "conv", "int_and_bool", "encoder"]
+)
 def test_library_trace_is_exactly_its_validated_dump(case: str, raw_docs: list) -> None:
     torch.manual_seed(0)
     if case == "mlp_retained":
-        trace = gradtrace.trace(nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)),
-                                torch.randn(3, 4, requires_grad=True), retain_grad=True)
+        trace = gradtrace.trace(
+            nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)),
+            torch.randn(3, 4, requires_grad=True),
+            retain_grad=True,
+        )
     elif case == "truncated":
-        trace = gradtrace.trace(nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64)),
-                                torch.randn(40, 64), value_budget=5000)
+        trace = gradtrace.trace(
+            nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64)),
+            torch.randn(40, 64),
+            value_budget=5000,
+        )
         assert trace.to_dict()["limits"]["values_truncated"] > 0
     elif case == "non_finite":
         x = torch.tensor([[1.0, float("nan")], [float("inf"), 2.0]], requires_grad=True)
@@ -82,8 +95,11 @@ def test_canonical_key_order_is_the_schema_field_order() -> None:
     """Hard-coded orders in canonical.py, checked against the models they copy."""
     from gradtrace import trace_schema as ts
 
-    value = {"shape": [1], "dtype": "float32", "stats": {"numel": 1, "min": 1.0, "max": 1.0,
-             "mean": 1.0, "std": 0.0, "norm": 1.0}}
+    value = {
+        "shape": [1],
+        "dtype": "float32",
+        "stats": {"numel": 1, "min": 1.0, "max": 1.0, "mean": 1.0, "std": 0.0, "norm": 1.0},
+    }
     assert list(canonical.tensor_value(value)) == list(ts.TensorValue.model_fields)
     assert list(canonical.stats(value["stats"])) == list(ts.TensorStats.model_fields)
     node = canonical.node({"id": "n0", "kind": "tensor", "label": "x"})
@@ -91,7 +107,8 @@ def test_canonical_key_order_is_the_schema_field_order() -> None:
     edge = canonical.edge({"id": "e0", "source": "n0", "target": "n1"})
     assert list(edge) == list(ts.GraphEdge.model_fields)
     assert list(canonical.module({"path": "", "type": "M", "parent": None})) == list(
-        ts.ModuleInfo.model_fields)
+        ts.ModuleInfo.model_fields
+    )
     # events are not rebuilt: Recorder.emit writes them in the schema's order
     from gradtrace.engine.recorder import Recorder
     from gradtrace.engine.summarize import Summarizer

@@ -46,7 +46,10 @@ def test_report_counts_for_seed002():
 
 
 def test_flops_are_counted_for_matmul():
-    doc = _doc(["y = a @ b", "loss = y.sum()"], {"a": {"shape": [10, 20], "requires_grad": True}, "b": {"shape": [20, 30]}})
+    doc = _doc(
+        ["y = a @ b", "loss = y.sum()"],
+        {"a": {"shape": [10, 20], "requires_grad": True}, "b": {"shape": [20, 30]}},
+    )
     report = dry_run(parse_spec(doc), SpecLimits())
     assert report.flops == 2 * 10 * 20 * 30 * 2  # forward mm + the grad of a (b needs none)
 
@@ -57,8 +60,10 @@ def test_hidden_blowup_is_caught_on_its_line():
         dry_run(parse_spec(doc), SpecLimits())
     err = info.value
     assert (err.code, err.path, err.line) == ("limit_exceeded", "/forward/0", 1)
-    assert err.message == ("forward line 1 (`c = a @ b`): the element count of a tensor of shape [100000, 100000] "
-                           "would be 10,000,000,000; the limit max_tensor_elements is 1,000,000")
+    assert err.message == (
+        "forward line 1 (`c = a @ b`): the element count of a tensor of shape [100000, 100000] "
+        "would be 10,000,000,000; the limit max_tensor_elements is 1,000,000"
+    )
 
 
 def test_flop_limit():
@@ -66,8 +71,10 @@ def test_flop_limit():
     with pytest.raises(SpecError) as info:
         dry_run(parse_spec(doc), SpecLimits(max_flops=1e6))
     assert info.value.code == "limit_exceeded"
-    assert info.value.message == ("forward line 1 (`y = a @ b`): the floating-point operation count would be "
-                                  "250,000,000; the limit max_flops is 1,000,000.0")
+    assert info.value.message == (
+        "forward line 1 (`y = a @ b`): the floating-point operation count would be "
+        "250,000,000; the limit max_flops is 1,000,000.0"
+    )
 
 
 def test_node_limit_counts_autograd_nodes():
@@ -81,11 +88,21 @@ def test_node_limit_counts_autograd_nodes():
 
 
 def test_nested_modules_calling_children_repeatedly_hit_the_runaway_guard():
-    inner = {"type": "Module", "args": ["v"], "forward": ["a = v * 2", "b = a * 2", "c = b * 2", "return c * 2"]}
+    inner = {
+        "type": "Module",
+        "args": ["v"],
+        "forward": ["a = v * 2", "b = a * 2", "c = b * 2", "return c * 2"],
+    }
     modules = {"m": inner}
     for _ in range(5):  # each level calls its child 4 times: 4**6 multiplications
-        modules = {"m": {"type": "Module", "args": ["v"], "modules": modules,
-                         "forward": ["a = m(v)", "b = m(a)", "c = m(b)", "return m(c)"]}}
+        modules = {
+            "m": {
+                "type": "Module",
+                "args": ["v"],
+                "modules": modules,
+                "forward": ["a = m(v)", "b = m(a)", "c = m(b)", "return m(c)"],
+            }
+        }
     doc = _doc(["y = m(x)"], {"x": {"value": 1.0, "requires_grad": True}}, modules)
     with pytest.raises(SpecError) as info:
         dry_run(parse_spec(doc), SpecLimits(max_nodes=200))
@@ -112,35 +129,43 @@ def test_declared_limits_are_checked_first():
     with pytest.raises(SpecError) as info:
         dry_run(parse_spec(doc), SpecLimits.local())
     assert info.value.path == "/inputs/x"
-    assert info.value.message == (
-        "dimension 0 of input x is 1,073,741,824; the limit max_dim is 100,000,000")
+    assert info.value.message == ("dimension 0 of input x is 1,073,741,824; the limit max_dim is 100,000,000")
 
 
 # A program that calls every whitelisted function and method once.
 VOCABULARY_PROGRAM = [
- "a = relu(x) + gelu(x) + gelu(x, approximate='tanh') + tanh(x) + sigmoid(x) + silu(x) + leaky_relu(x, 0.1)",
- "b = softmax(x, -1) + log_softmax(x, dim=1) + dropout(x, p=0.3) + dropout(x, p=0.3, training=False)",
- "c = exp(x) + log(p) + sqrt(p) + abs(x) + neg(x) + sin(x) + cos(x) + square(x) + pow(x, 2)",
- "d = add(x, 1) + sub(x, x) + mul(x, 2) + div(x, 3) + maximum(x, p) + minimum(x, p) + clamp(x, min=-0.5, max=0.5)",
- "e = sum(x) + mean(x) + amax(x, dim=1).sum() + amin(x).sum() + sum(x, 1).sum() + mean(x, dim=0, keepdim=True).sum()",
- "f = matmul(x, w) + mm(x, w) + bmm(x3, x3.transpose(1, 2)).sum() + outer(v, v).sum() + dot(v, v)",
- "g = transpose(x, 0, 1).sum() + reshape(x, (6,)).sum() + permute(x3, (2, 0, 1)).sum() + flatten(x3, start_dim=1).sum() + unsqueeze(x, 0).sum() + squeeze(x3, 0).sum()",
- "h = cat([x, x], dim=0).sum() + stack([x, x]).sum()",
- "i = mse_loss(x, p) + l1_loss(x, p, reduction='sum') + cross_entropy(x, t) + nll_loss(log_softmax(x, dim=1), t) + binary_cross_entropy(sigmoid(x), sigmoid(p)) + binary_cross_entropy_with_logits(x, sigmoid(p))",
- "j = ones_like(x) + zeros_like(x)",
- "k = x.sum() + x.mean() + x.amax() + x.amin() + x.pow(2).sum() + x.t().sum() + x.relu().sum() + x.tanh().sum() + x.sigmoid().sum() + x.exp().sum() + p.log().sum() + p.sqrt().sum() + x.abs().sum() + x.neg().sum() + x.square().sum()",
- "l = x.softmax(1).sum() + x.log_softmax(dim=1).sum() + x.norm() + x.norm(1) + x.clamp(min=0).sum() + x.matmul(w).sum() + x.mm(w).sum()",
- "m = x.view(6).sum() + x.reshape(3, 2).sum() + v.expand(3, 3).sum() + v.repeat(2).sum() + x3.permute(2, 1, 0).sum() + x.transpose(0, 1).sum() + x3.flatten().sum() + x.flatten(0, 1).sum() + x.unsqueeze(1).sum() + x3.squeeze(0).sum() + x.squeeze().sum()",
- "n = x.detach().sum() + x.clone().sum() + x.contiguous().sum()",
- "o = x.clone()",
- "o2 = o.add_(1, alpha=2).sub_(1).mul_(2).div_(3).relu_().tanh_().sigmoid_().exp_().clamp_(min=0, max=2)",
- "o3 = o2.sum() + x.clone().zero_().sum()",
- "loss = a.sum() + b.sum() + c.sum() + d.sum() + e + f.sum() + g + h + i + j.sum() + k + l + m + n + o3",
+    "a = relu(x) + gelu(x) + gelu(x, approximate='tanh') + tanh(x) + sigmoid(x) + silu(x) + leaky_relu(x, 0.1)",
+    "b = softmax(x, -1) + log_softmax(x, dim=1) + dropout(x, p=0.3) + dropout(x, p=0.3, training=False)",
+    "c = exp(x) + log(p) + sqrt(p) + abs(x) + neg(x) + sin(x) + cos(x) + square(x) + pow(x, 2)",
+    "d = add(x, 1) + sub(x, x) + mul(x, 2) + div(x, 3) + maximum(x, p) + minimum(x, p) + clamp(x, min=-0.5, max=0.5)",
+    "e = sum(x) + mean(x) + amax(x, dim=1).sum() + amin(x).sum() + sum(x, 1).sum() + mean(x, dim=0, keepdim=True).sum()",
+    "f = matmul(x, w) + mm(x, w) + bmm(x3, x3.transpose(1, 2)).sum() + outer(v, v).sum() + dot(v, v)",
+    "g = transpose(x, 0, 1).sum() + reshape(x, (6,)).sum() + permute(x3, (2, 0, 1)).sum() + flatten(x3, start_dim=1).sum() + unsqueeze(x, 0).sum() + squeeze(x3, 0).sum()",
+    "h = cat([x, x], dim=0).sum() + stack([x, x]).sum()",
+    "i = mse_loss(x, p) + l1_loss(x, p, reduction='sum') + cross_entropy(x, t) + nll_loss(log_softmax(x, dim=1), t) + binary_cross_entropy(sigmoid(x), sigmoid(p)) + binary_cross_entropy_with_logits(x, sigmoid(p))",
+    "j = ones_like(x) + zeros_like(x)",
+    "k = x.sum() + x.mean() + x.amax() + x.amin() + x.pow(2).sum() + x.t().sum() + x.relu().sum() + x.tanh().sum() + x.sigmoid().sum() + x.exp().sum() + p.log().sum() + p.sqrt().sum() + x.abs().sum() + x.neg().sum() + x.square().sum()",
+    "l = x.softmax(1).sum() + x.log_softmax(dim=1).sum() + x.norm() + x.norm(1) + x.clamp(min=0).sum() + x.matmul(w).sum() + x.mm(w).sum()",
+    "m = x.view(6).sum() + x.reshape(3, 2).sum() + v.expand(3, 3).sum() + v.repeat(2).sum() + x3.permute(2, 1, 0).sum() + x.transpose(0, 1).sum() + x3.flatten().sum() + x.flatten(0, 1).sum() + x.unsqueeze(1).sum() + x3.squeeze(0).sum() + x.squeeze().sum()",
+    "n = x.detach().sum() + x.clone().sum() + x.contiguous().sum()",
+    "o = x.clone()",
+    "o2 = o.add_(1, alpha=2).sub_(1).mul_(2).div_(3).relu_().tanh_().sigmoid_().exp_().clamp_(min=0, max=2)",
+    "o3 = o2.sum() + x.clone().zero_().sum()",
+    "loss = a.sum() + b.sum() + c.sum() + d.sum() + e + f.sum() + g + h + i + j.sum() + k + l + m + n + o3",
 ]
-VOCABULARY_DOC = {"spec_version": 1, "title": "all", "inputs": {
-  "x": {"shape": [2, 3], "requires_grad": True}, "p": {"shape": [2, 3], "init": "rand"},
-  "w": {"shape": [3, 3], "requires_grad": True}, "v": {"shape": [3]}, "x3": {"shape": [1, 2, 3]},
-  "t": {"value": [0, 2], "dtype": "int64"}}, "forward": VOCABULARY_PROGRAM}
+VOCABULARY_DOC = {
+    "spec_version": 1,
+    "title": "all",
+    "inputs": {
+        "x": {"shape": [2, 3], "requires_grad": True},
+        "p": {"shape": [2, 3], "init": "rand"},
+        "w": {"shape": [3, 3], "requires_grad": True},
+        "v": {"shape": [3]},
+        "x3": {"shape": [1, 2, 3]},
+        "t": {"value": [0, 2], "dtype": "int64"},
+    },
+    "forward": VOCABULARY_PROGRAM,
+}
 
 
 def _callees(node, out):
@@ -169,8 +194,10 @@ def test_every_function_and_method_runs_on_meta_and_on_cpu():
 
 
 def test_views_and_inplace_results_do_not_count_as_allocations():
-    doc = _doc(["a = x.t()", "b = x.view(6)", "c = x.clone()", "d = c.mul_(2)", "loss = d.sum()"],
-               {"x": {"shape": [2, 3]}})
+    doc = _doc(
+        ["a = x.t()", "b = x.view(6)", "c = x.clone()", "d = c.mul_(2)", "loss = d.sum()"],
+        {"x": {"shape": [2, 3]}},
+    )
     report = dry_run(parse_spec(doc), SpecLimits())
     # clone (6) + sum (1) + the scalar backward seed is not run (no grad needed): views and mul_ are free
     assert report.total_elements == 7
@@ -178,10 +205,15 @@ def test_views_and_inplace_results_do_not_count_as_allocations():
 
 
 def test_a_two_million_parameter_model_fits_the_hosted_totals():
-    doc = _doc(["h = l1(x)", "g = l2(h)", "loss = g.pow(2).mean()"], {"x": {"shape": [4, 1000]}},
-               {"l1": {"type": "Linear", "in_features": 1000, "out_features": 999},
-                "l2": {"type": "Linear", "in_features": 999, "out_features": 1000}},
-               steps=[{"do": "backward", "of": "loss"}, {"do": "sgd_step", "lr": 0.1}, {"do": "zero_grad"}])
+    doc = _doc(
+        ["h = l1(x)", "g = l2(h)", "loss = g.pow(2).mean()"],
+        {"x": {"shape": [4, 1000]}},
+        {
+            "l1": {"type": "Linear", "in_features": 1000, "out_features": 999},
+            "l2": {"type": "Linear", "in_features": 999, "out_features": 1000},
+        },
+        steps=[{"do": "backward", "of": "loss"}, {"do": "sgd_step", "lr": 0.1}, {"do": "zero_grad"}],
+    )
     report = dry_run(parse_spec(doc), SpecLimits())
     assert report.parameters == 1_999_999 <= SpecLimits().max_parameters
     assert report.total_elements < SpecLimits().max_total_elements
@@ -191,24 +223,44 @@ def test_every_leaf_module_runs_on_meta_and_on_cpu():
     modules = {
         "lin": {"type": "Linear", "in_features": 6, "out_features": 6},
         "c1": {"type": "Conv1d", "in_channels": 2, "out_channels": 2, "kernel_size": 3, "padding": 1},
-        "c2": {"type": "Conv2d", "in_channels": 1, "out_channels": 1, "kernel_size": [1, 3], "padding": [0, 1]},
+        "c2": {
+            "type": "Conv2d",
+            "in_channels": 1,
+            "out_channels": 1,
+            "kernel_size": [1, 3],
+            "padding": [0, 1],
+        },
         "emb": {"type": "Embedding", "num_embeddings": 4, "embedding_dim": 6},
         "ln": {"type": "LayerNorm", "normalized_shape": 6},
         "bn": {"type": "BatchNorm1d", "num_features": 2},
         "drop": {"type": "Dropout", "p": 0.1},
-        "act1": {"type": "ReLU"}, "act2": {"type": "GELU"}, "act3": {"type": "Tanh"}, "act4": {"type": "Sigmoid"},
-        "sm": {"type": "Softmax", "dim": -1}, "lsm": {"type": "LogSoftmax", "dim": -1},
-        "ident": {"type": "Identity"}, "flat": {"type": "Flatten"},
+        "act1": {"type": "ReLU"},
+        "act2": {"type": "GELU"},
+        "act3": {"type": "Tanh"},
+        "act4": {"type": "Sigmoid"},
+        "sm": {"type": "Softmax", "dim": -1},
+        "lsm": {"type": "LogSoftmax", "dim": -1},
+        "ident": {"type": "Identity"},
+        "flat": {"type": "Flatten"},
         "attn": {"type": "MultiheadAttention", "embed_dim": 6, "num_heads": 2, "batch_first": True},
     }
     forward = [
-        "h = lin(x)", "c = c1(h.view(2, 2, 3))", "d = c2(c.view(2, 1, 2, 3))", "e = emb(idx)", "n = ln(h + e)",
-        "b = bn(c)", "r = drop(act1(n)) + act2(n) + act3(n) + act4(n) + sm(n) + lsm(n) + ident(n)",
-        "f = flat(d)", "o, w = attn(r.view(1, 2, 6), r.view(1, 2, 6), r.view(1, 2, 6))",
+        "h = lin(x)",
+        "c = c1(h.view(2, 2, 3))",
+        "d = c2(c.view(2, 1, 2, 3))",
+        "e = emb(idx)",
+        "n = ln(h + e)",
+        "b = bn(c)",
+        "r = drop(act1(n)) + act2(n) + act3(n) + act4(n) + sm(n) + lsm(n) + ident(n)",
+        "f = flat(d)",
+        "o, w = attn(r.view(1, 2, 6), r.view(1, 2, 6), r.view(1, 2, 6))",
         "loss = o.sum() + f.sum() + b.sum() + w.sum()",
     ]
-    doc = _doc(forward, {"x": {"shape": [2, 6], "requires_grad": True},
-                         "idx": {"value": [1, 3], "dtype": "int64"}}, modules)
+    doc = _doc(
+        forward,
+        {"x": {"shape": [2, 6], "requires_grad": True}, "idx": {"value": [1, 3], "dtype": "int64"}},
+        modules,
+    )
     spec = parse_spec(doc)
     assert {m["type"] for m in modules.values()} == set(LEAF_TYPES)
     report = dry_run(spec, SpecLimits())

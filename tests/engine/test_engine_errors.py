@@ -14,8 +14,12 @@ from gradtrace.spec import SpecError
 
 
 def _spec(**over) -> dict:  # noqa: ANN003
-    base = {"spec_version": 1, "title": "t", "inputs": {"x": {"value": [1.0, 2.0], "requires_grad": True}},
-            "forward": ["y = x * 3"]}
+    base = {
+        "spec_version": 1,
+        "title": "t",
+        "inputs": {"x": {"value": [1.0, 2.0], "requires_grad": True}},
+        "forward": ["y = x * 3"],
+    }
     base.update(over)
     return base
 
@@ -37,9 +41,11 @@ def test_non_scalar_backward_is_an_error_event_with_torch_message() -> None:
 
 
 def test_grad_of_tensor_without_grad_is_an_error_event() -> None:
-    spec = _spec(inputs={"x": {"value": [1.0, 2.0], "requires_grad": True}, "c": {"value": [1.0, 1.0]}},
-                 forward=["y = (x * c).sum()"],
-                 steps=[{"do": "grad", "of": "y", "inputs": ["c"], "as": ["gc"]}])
+    spec = _spec(
+        inputs={"x": {"value": [1.0, 2.0], "requires_grad": True}, "c": {"value": [1.0, 1.0]}},
+        forward=["y = (x * c).sum()"],
+        steps=[{"do": "grad", "of": "y", "inputs": ["c"], "as": ["gc"]}],
+    )
     doc = gradtrace.trace_spec(spec).doc
     [error] = [e for e in doc.events if e.kind == "error"]
     x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -49,17 +55,23 @@ def test_grad_of_tensor_without_grad_is_an_error_event() -> None:
 
 
 def test_inplace_after_hooked_module_is_an_error_event() -> None:
-    spec = {"spec_version": 1, "title": "t", "modules": {"lin": {"type": "Linear", "in_features": 2, "out_features": 2}},
-            "inputs": {"x": {"value": [[1.0, -1.0]], "requires_grad": True}},
-            "forward": ["h = lin(x)", "h2 = h.relu_()", "loss = h2.sum()"],
-            "hooks": [{"type": "full_backward", "module": "lin"}]}
+    spec = {
+        "spec_version": 1,
+        "title": "t",
+        "modules": {"lin": {"type": "Linear", "in_features": 2, "out_features": 2}},
+        "inputs": {"x": {"value": [[1.0, -1.0]], "requires_grad": True}},
+        "forward": ["h = lin(x)", "h2 = h.relu_()", "loss = h2.sum()"],
+        "hooks": [{"type": "full_backward", "module": "lin"}],
+    }
     doc = gradtrace.trace_spec(spec).doc
     [error] = [e for e in doc.events if e.kind == "error"]
     lin = torch.nn.Linear(2, 2)
     lin.register_full_backward_hook(lambda *a: None)
     expected = _torch_message(lambda: lin(torch.tensor([[1.0, -1.0]], requires_grad=True)).relu_())
     assert error.message == expected
-    assert error.message.startswith("Output 0 of BackwardHookFunction is a view and is being modified inplace.")
+    assert error.message.startswith(
+        "Output 0 of BackwardHookFunction is a view and is being modified inplace."
+    )
     assert error.phase == "forward" and error.payload["exception"] == "RuntimeError"
     codes = [d.code for d in doc.analyses.diagnostics]
     assert "inplace_after_hook" in codes and "steps_skipped" in codes
@@ -67,8 +79,13 @@ def test_inplace_after_hooked_module_is_an_error_event() -> None:
 
 
 def test_forward_shape_mismatch_is_a_spec_error_naming_the_line() -> None:
-    spec = {"spec_version": 1, "title": "t", "modules": {"lin": {"type": "Linear", "in_features": 3, "out_features": 2}},
-            "inputs": {"x": {"value": [[1.0, 2.0]]}}, "forward": ["h = lin(x)", "loss = h.sum()"]}
+    spec = {
+        "spec_version": 1,
+        "title": "t",
+        "modules": {"lin": {"type": "Linear", "in_features": 3, "out_features": 2}},
+        "inputs": {"x": {"value": [[1.0, 2.0]]}},
+        "forward": ["h = lin(x)", "loss = h.sum()"],
+    }
     with pytest.raises(SpecError) as raised:
         gradtrace.trace_spec(spec)
     err = raised.value
@@ -82,13 +99,17 @@ def test_forward_shape_mismatch_is_a_spec_error_naming_the_line() -> None:
     with pytest.raises(SpecError) as raised:
         run_spec(parse_spec(spec), SpecLimits.local())
     assert raised.value.path == "/forward/0" and raised.value.line == 1
-    assert raised.value.message == ("forward line 1 (`h = lin(x)`): "
-                                    "mat1 and mat2 shapes cannot be multiplied (1x2 and 3x2)")
+    assert raised.value.message == (
+        "forward line 1 (`h = lin(x)`): mat1 and mat2 shapes cannot be multiplied (1x2 and 3x2)"
+    )
 
 
 def test_hook_on_tensor_without_grad_is_a_spec_error() -> None:
-    spec = _spec(inputs={"x": {"value": [1.0]}}, forward=["y = (x * 2).sum()"],
-                 hooks=[{"tensor": "x", "type": "tensor"}])
+    spec = _spec(
+        inputs={"x": {"value": [1.0]}},
+        forward=["y = (x * 2).sum()"],
+        hooks=[{"tensor": "x", "type": "tensor"}],
+    )
     with pytest.raises(SpecError) as raised:
         gradtrace.trace_spec(spec)
     # the spec's validation catches it first (E1); the engine's own check is the fallback
@@ -117,13 +138,20 @@ def test_unknown_trace_spec_option() -> None:
 
 
 def test_hook_on_outputs_only_diagnostic() -> None:
-    spec = {"spec_version": 1, "title": "t", "modules": {"lin": {"type": "Linear", "in_features": 2, "out_features": 1}},
-            "inputs": {"x": {"value": [[1.0, 2.0]]}}, "forward": ["loss = lin(x).sum()"],
-            "hooks": [{"type": "full_backward", "module": "lin"}]}
+    spec = {
+        "spec_version": 1,
+        "title": "t",
+        "modules": {"lin": {"type": "Linear", "in_features": 2, "out_features": 1}},
+        "inputs": {"x": {"value": [[1.0, 2.0]]}},
+        "forward": ["loss = lin(x).sum()"],
+        "hooks": [{"type": "full_backward", "module": "lin"}],
+    }
     doc = gradtrace.trace_spec(spec).doc
     [diag] = [d for d in doc.analyses.diagnostics if d.code == "hook_on_outputs_only"]
     assert diag.module == "lin"
-    assert diag.message == ("module 'lin' has a full backward hook but none of its inputs requires grad: "
-                            "the hook fires with the gradients of its outputs only (grad_input is None)")
+    assert diag.message == (
+        "module 'lin' has a full backward hook but none of its inputs requires grad: "
+        "the hook fires with the gradients of its outputs only (grad_input is None)"
+    )
     [event] = [e for e in doc.events if e.kind == "module_backward"]
     assert event.payload["grad_input"] == [None]

@@ -39,10 +39,14 @@ def test_higher_order_grad_discovers_the_graph_built_by_backward() -> None:
 
 
 def test_detached_branch_and_retained_grad() -> None:
-    spec = {"spec_version": 1, "title": "t",
-            "inputs": {"x": {"value": [1.0, 2.0], "requires_grad": True}},
-            "forward": ["a = x * 3", "side = (x * 5).sum()", "loss = (a ** 2).sum()"],
-            "retain_grad": ["a"], "steps": [{"do": "backward", "of": "loss"}]}
+    spec = {
+        "spec_version": 1,
+        "title": "t",
+        "inputs": {"x": {"value": [1.0, 2.0], "requires_grad": True}},
+        "forward": ["a = x * 3", "side = (x * 5).sum()", "loss = (a ** 2).sum()"],
+        "retain_grad": ["a"],
+        "steps": [{"do": "backward", "of": "loss"}],
+    }
     doc = gradtrace.trace_spec(spec).doc
     assert doc.grads["a"].values == [6.0, 12.0]  # d(a²)/da, kept by retain_grad
     assert doc.grads["x"].values == [18.0, 36.0]

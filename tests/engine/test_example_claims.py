@@ -43,9 +43,14 @@ def test_mlp_hooks_reconstruct_weight_grads():
     captured, handles = {}, []
     for name in ("fc1", "fc2"):
         mod = getattr(built.root, name)
-        handles.append(mod.register_forward_hook(lambda m, i, o, n=name: captured.__setitem__(f"{n}_a", i[0].detach())))
-        handles.append(mod.register_full_backward_hook(
-            lambda m, gi, go, n=name: captured.__setitem__(f"{n}_delta", go[0].detach())))
+        handles.append(
+            mod.register_forward_hook(lambda m, i, o, n=name: captured.__setitem__(f"{n}_a", i[0].detach()))
+        )
+        handles.append(
+            mod.register_full_backward_hook(
+                lambda m, gi, go, n=name: captured.__setitem__(f"{n}_delta", go[0].detach())
+            )
+        )
     try:
         _forward(built)["loss"].backward()
     finally:
@@ -76,8 +81,8 @@ def test_two_losses_sum_their_contributions():
     _, built = _built("two-losses")
     env = _forward(built)
     w = built.root.model.weight
-    g1, = torch.autograd.grad(env["loss1"], w, retain_graph=True)
-    g2, = torch.autograd.grad(env["loss2"], w, retain_graph=True)
+    (g1,) = torch.autograd.grad(env["loss1"], w, retain_graph=True)
+    (g2,) = torch.autograd.grad(env["loss2"], w, retain_graph=True)
     env["loss1"].backward(retain_graph=True)
     env["loss2"].backward()
     assert torch.allclose(w.grad, g1 + g2)
@@ -87,7 +92,7 @@ def test_higher_order_grad():
     _, built = _built("higher-order-grad")
     env = _forward(built)
     w = built.inputs["w"]
-    g, = torch.autograd.grad(env["loss"], w, create_graph=True)
+    (g,) = torch.autograd.grad(env["loss"], w, create_graph=True)
     assert g.item() == pytest.approx(6.75)
     g.backward()
     assert w.grad.item() == pytest.approx(9.0)
@@ -128,6 +133,7 @@ def _seed002_with(example_id, register):
 def test_full_backward_hook_x2_doubles_everything_upstream():
     def register(mod, seen):
         return mod.register_full_backward_hook(lambda m, gi, go: (gi[0] * 2,))
+
     _, grads = _seed002_with("full-backward-hook-x2", register)
     assert grads["x"] == pytest.approx(-0.2448, abs=1e-4)
     assert grads["f0.weight"] == pytest.approx(-0.2448, abs=1e-4)
@@ -138,6 +144,7 @@ def test_full_backward_hook_x2_doubles_everything_upstream():
 def test_deprecated_backward_hook_sees_the_last_ops_input():
     def register(mod, seen):
         return mod.register_backward_hook(lambda m, gi, go: seen.update(gi=gi[0].item(), go=go[0].item()))
+
     seen, grads = _seed002_with("deprecated-backward-hook", register)
     assert seen["gi"] == pytest.approx(-1.0199, abs=1e-4)
     assert seen["go"] == pytest.approx(-1.8476, abs=1e-4)
@@ -162,7 +169,9 @@ def test_forward_hook_adding_one_changes_the_gradient():
 def test_tensor_hook_fires_before_module_backward_hook():
     _, built = _built("tensor-hook-scales-grad")
     order = []
-    handle = built.root.linear.register_full_backward_hook(lambda m, gi, go: order.append(("module", go[0].item())))
+    handle = built.root.linear.register_full_backward_hook(
+        lambda m, gi, go: order.append(("module", go[0].item()))
+    )
     try:
         env = _forward(built)
         env["res"].register_hook(lambda g: (order.append(("tensor", g.item())), g * 0.1)[1])

@@ -22,8 +22,9 @@ def test_golden_module_seed002() -> None:
 
 def test_golden_module_seed000_mlp() -> None:
     model, x, y = seed000_case()
-    trace = gradtrace.trace(model, x, lambda out: 0.5 * ((out - y) ** 2).sum(),
-                            title="Seed 000 MLP (B=5, T=6) as an nn.Module")
+    trace = gradtrace.trace(
+        model, x, lambda out: 0.5 * ((out - y) ** 2).sum(), title="Seed 000 MLP (B=5, T=6) as an nn.Module"
+    )
     check_golden("module_seed000_mlp", trace.to_dict())
 
 

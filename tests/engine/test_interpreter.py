@@ -22,7 +22,9 @@ def _run(spec_dict, seed=0):
     spec = parse_spec(spec_dict)
     built = build(spec, torch.Generator().manual_seed(seed))
     assigned = []
-    env = run_program(built.program, dict(built.inputs), built.modules, on_assign=lambda n, t: assigned.append(n))
+    env = run_program(
+        built.program, dict(built.inputs), built.modules, on_assign=lambda n, t: assigned.append(n)
+    )
     return spec, built, env, assigned
 
 
@@ -49,7 +51,8 @@ def test_full_backward_hook_on_the_program_module_sees_the_seed_gradients():
     seen = {}
     built2 = build(spec, torch.Generator().manual_seed(0))
     handle = built2.root.f1.register_full_backward_hook(
-        lambda m, gi, go: seen.update(gi=gi[0].item(), go=go[0].item()))
+        lambda m, gi, go: seen.update(gi=gi[0].item(), go=go[0].item())
+    )
     try:
         env = run_program(built2.program, dict(built2.inputs), built2.modules)
         assert env["y"].grad_fn.name() == "BackwardHookFunctionBackward"
@@ -89,7 +92,7 @@ def test_operators_functions_methods_subscripts_and_kwargs():
     _, built, env, assigned = _run(_doc(forward, {"x": {"value": xv.tolist()}, "m": {"value": mv.tolist()}}))
     x, m = built.inputs["x"], built.inputs["m"]
     a = (x @ m.t() + 1) * 2 - x / 4
-    b = -a**2
+    b = -(a**2)
     c = torch.softmax(b, dim=-1)
     d = torch.cat([c, a], dim=0)
     e = d.view(2, 6)[0, 1:5:2]
@@ -109,17 +112,34 @@ def test_tuple_unpacking_of_multihead_attention():
 
 
 def test_module_returning_a_tuple():
-    doc = _doc(["p, q = two(x)", "r = p + q"], {"x": {"value": [1.0, 2.0]}},
-               {"two": {"type": "Module", "args": ["v"], "forward": ["return v * 2, v * 3"]}})
+    doc = _doc(
+        ["p, q = two(x)", "r = p + q"],
+        {"x": {"value": [1.0, 2.0]}},
+        {"two": {"type": "Module", "args": ["v"], "forward": ["return v * 2, v * 3"]}},
+    )
     _, _, env, _ = _run(doc)
     assert env["r"].tolist() == [5.0, 10.0]
 
 
 def test_sequential_children_are_named_like_torch():
-    doc = _doc(["y = seq(x)"], {"x": {"value": [[1.0, -1.0]]}},
-               {"seq": {"type": "Sequential", "layers": [
-                   {"type": "Linear", "in_features": 2, "out_features": 2, "init": {"weight": [[1, 0], [0, 1]], "bias": [0, 0]}},
-                   {"type": "ReLU"}]}})
+    doc = _doc(
+        ["y = seq(x)"],
+        {"x": {"value": [[1.0, -1.0]]}},
+        {
+            "seq": {
+                "type": "Sequential",
+                "layers": [
+                    {
+                        "type": "Linear",
+                        "in_features": 2,
+                        "out_features": 2,
+                        "init": {"weight": [[1, 0], [0, 1]], "bias": [0, 0]},
+                    },
+                    {"type": "ReLU"},
+                ],
+            }
+        },
+    )
     _, built, env, _ = _run(doc)
     assert [n for n, _ in built.root.named_parameters()] == ["seq.0.weight", "seq.0.bias"]
     assert env["y"].tolist() == [[1.0, 0.0]]
@@ -132,22 +152,31 @@ def test_shape_mismatch_is_a_forward_error_naming_the_line():
     err = info.value
     assert (err.code, err.path, err.line, err.exception) == ("forward_error", "/forward/1", 2, "RuntimeError")
     assert err.message == (
-        "forward line 2 (`b = a @ a`): mat1 and mat2 shapes cannot be multiplied (1x3 and 1x3)")
+        "forward line 2 (`b = a @ a`): mat1 and mat2 shapes cannot be multiplied (1x3 and 1x3)"
+    )
 
 
 def test_error_inside_a_module_points_into_its_program():
-    doc = _doc(["y = f1(x)"], {"x": {"value": [1.0, 2.0]}},
-               {"f1": {"type": "Module", "args": ["v"], "forward": ["s = v.view(3)", "return s"]}})
+    doc = _doc(
+        ["y = f1(x)"],
+        {"x": {"value": [1.0, 2.0]}},
+        {"f1": {"type": "Module", "args": ["v"], "forward": ["s = v.view(3)", "return s"]}},
+    )
     with pytest.raises(SpecError) as info:
         _run(doc)
     err = info.value
     assert (err.code, err.path, err.line) == ("forward_error", "/modules/f1/forward/0", 1)
-    assert err.message == "module f1, forward line 1 (`s = v.view(3)`): shape '[3]' is invalid for input of size 2"
+    assert (
+        err.message
+        == "module f1, forward line 1 (`s = v.view(3)`): shape '[3]' is invalid for input of size 2"
+    )
 
 
 def test_dtype_clash_is_a_forward_error():
-    doc = _doc(["y = x + t", "z = y @ t"],
-               {"x": {"value": [[1.0, 2.0]]}, "t": {"value": [[1], [2]], "dtype": "int64"}})
+    doc = _doc(
+        ["y = x + t", "z = y @ t"],
+        {"x": {"value": [[1.0, 2.0]]}, "t": {"value": [[1], [2]], "dtype": "int64"}},
+    )
     with pytest.raises(SpecError) as info:
         _run(doc)
     assert (info.value.path, info.value.code) == ("/forward/1", "forward_error")
@@ -168,7 +197,8 @@ def test_inplace_after_full_backward_hook_raises_pytorchs_message():
     err = info.value
     assert (err.path, err.exception) == ("/forward/1", "RuntimeError")
     assert err.message.startswith(
-        "forward line 2 (`h2 = h.relu_()`): Output 0 of BackwardHookFunction is a view and is being modified inplace.")
+        "forward line 2 (`h2 = h.relu_()`): Output 0 of BackwardHookFunction is a view and is being modified inplace."
+    )
 
 
 def test_env_is_updated_in_place_and_step_programs_extend_it():

@@ -11,10 +11,18 @@ from gradtrace.spec import parse_spec
 
 # Each entry: how the program writes it, and the torch call it must equal (shape-preserving ops).
 UNARY = [
-    ("relu({})", F.relu), ("tanh({})", torch.tanh), ("sigmoid({})", torch.sigmoid), ("{}.exp()", torch.exp),
-    ("-{}", torch.neg), ("{}.abs()", torch.abs), ("softmax({}, dim=-1)", lambda t: F.softmax(t, dim=-1)),
-    ("({}) ** 2", lambda t: t**2), ("{}.clamp(min=-0.5)", lambda t: t.clamp(min=-0.5)),
-    ("gelu({})", F.gelu), ("{}.t().t()", lambda t: t.t().t()), ("{}.view(6).reshape(2, 3)", lambda t: t.view(6).reshape(2, 3)),
+    ("relu({})", F.relu),
+    ("tanh({})", torch.tanh),
+    ("sigmoid({})", torch.sigmoid),
+    ("{}.exp()", torch.exp),
+    ("-{}", torch.neg),
+    ("{}.abs()", torch.abs),
+    ("softmax({}, dim=-1)", lambda t: F.softmax(t, dim=-1)),
+    ("({}) ** 2", lambda t: t**2),
+    ("{}.clamp(min=-0.5)", lambda t: t.clamp(min=-0.5)),
+    ("gelu({})", F.gelu),
+    ("{}.t().t()", lambda t: t.t().t()),
+    ("{}.view(6).reshape(2, 3)", lambda t: t.view(6).reshape(2, 3)),
 ]
 ARITHMETIC = [("({}) + ({})", torch.add), ("({}) - ({})", torch.sub), ("({}) * ({})", torch.mul)]
 TENSOR_ONLY = [("maximum({}, {})", torch.maximum), ("({}) @ ({}).t() @ ({})", None)]
@@ -50,9 +58,13 @@ def expressions(depth):
 @given(st.lists(expressions(3), min_size=1, max_size=4))
 def test_random_programs_match_torch(exprs):
     lines = [f"r{i} = {src}" for i, (src, _) in enumerate(exprs)]
-    doc = {"spec_version": 1, "title": "p", "seed": 3,
-           "inputs": {"a": {"shape": [2, 3], "requires_grad": True}, "b": {"shape": [2, 3]}},
-           "forward": lines}
+    doc = {
+        "spec_version": 1,
+        "title": "p",
+        "seed": 3,
+        "inputs": {"a": {"shape": [2, 3], "requires_grad": True}, "b": {"shape": [2, 3]}},
+        "forward": lines,
+    }
     spec = parse_spec(doc)
     built = build(spec, torch.Generator().manual_seed(3))
     env = run_program(spec.program, dict(built.inputs), built.modules)

@@ -26,8 +26,7 @@ def _oracle(model: nn.Module, inputs: tuple, loss_fn) -> dict[str, torch.Tensor]
 
 def test_transformer_encoder_layer_grads_equal_oracle() -> None:
     torch.manual_seed(0)
-    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
-                                       batch_first=True)
+    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)
     x = torch.randn(2, 5, 8)
     trace = gradtrace.trace(layer, x, lambda y: (y**2).mean())
     expected = _oracle(layer, (x,), lambda y: (y**2).mean())
@@ -127,7 +126,9 @@ def test_non_finite_values_are_strings_and_stats_count_them() -> None:
 
     trace = gradtrace.trace(Blow(), torch.tensor([1.0, 1.0, 1.0]))
     text = trace.to_json()
-    assert "NaN" not in text.replace('"NaN"', "") and "Infinity" not in text.replace('"Infinity"', "").replace('"-Infinity"', "")
+    assert "NaN" not in text.replace('"NaN"', "") and "Infinity" not in text.replace(
+        '"Infinity"', ""
+    ).replace('"-Infinity"', "")
     grad = trace.doc.grads["w"]
     assert grad.values[1] in ("-Infinity", "Infinity", "NaN")
     assert grad.stats.inf + grad.stats.nan == 1 and grad.stats.numel == 3

@@ -35,8 +35,12 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     lines: list[str] = []
     current = "x"
     for i in range(len(width) - 1):
-        modules[f"l{i}"] = {"type": "Linear", "in_features": width[i], "out_features": width[i + 1],
-                            "bias": draw(st.booleans())}
+        modules[f"l{i}"] = {
+            "type": "Linear",
+            "in_features": width[i],
+            "out_features": width[i + 1],
+            "bias": draw(st.booleans()),
+        }
         act = draw(st.sampled_from(ACTIVATIONS))
         lines.append(f"h{i} = {act}(l{i}({current}))")
         current = f"h{i}"
@@ -45,18 +49,22 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
             current = f"r{i}"
     if draw(st.booleans()):  # a composite module reusing one layer twice (shared weights)
         d = width[-1]
-        modules["block"] = {"type": "Module", "args": ["u"],
-                            "modules": {"inner": {"type": "Linear", "in_features": d, "out_features": d}},
-                            "forward": ["v = inner(u)", "return inner(tanh(v)) * v"]}
+        modules["block"] = {
+            "type": "Module",
+            "args": ["u"],
+            "modules": {"inner": {"type": "Linear", "in_features": d, "out_features": d}},
+            "forward": ["v = inner(u)", "return inner(tanh(v)) * v"],
+        }
         lines.append(f"b = block({current})")
         current = "b"
     reduce = draw(st.sampled_from(["sum", "mean"]))
     lines.append(f"loss = ({current} ** 2).{reduce}()")
     return {
-        "spec_version": 1, "title": "generated", "seed": draw(st.integers(0, 2**31)),
+        "spec_version": 1,
+        "title": "generated",
+        "seed": draw(st.integers(0, 2**31)),
         "modules": modules,
-        "inputs": {"x": {"shape": [batch, width[0]], "init": "randn",
-                         "requires_grad": draw(st.booleans())}},
+        "inputs": {"x": {"shape": [batch, width[0]], "init": "randn", "requires_grad": draw(st.booleans())}},
         "forward": lines,
     }
 
@@ -92,9 +100,17 @@ def test_generated_specs_match_plain_torch(spec: dict[str, Any]) -> None:
 
 def test_trace_identical_across_processes() -> None:
     here = gradtrace.trace_spec(SEED002).to_json()
-    code = ("import json, sys, gradtrace; "
-            "sys.stdout.write(gradtrace.trace_spec(json.loads(sys.stdin.read())).to_json())")
-    other = subprocess.run([sys.executable, "-c", code], input=json.dumps(SEED002), text=True,
-                           capture_output=True, check=True, timeout=120).stdout
+    code = (
+        "import json, sys, gradtrace; "
+        "sys.stdout.write(gradtrace.trace_spec(json.loads(sys.stdin.read())).to_json())"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(SEED002),
+        text=True,
+        capture_output=True,
+        check=True,
+        timeout=120,
+    ).stdout
     assert json.loads(other) == json.loads(here)
     assert other == here

@@ -23,7 +23,9 @@ def _oracle_seed002(hook_type: str, scale: float | None) -> tuple[dict[str, floa
         seen.append((grad_input[0].item(), grad_output[0].item()))
         return None if scale is None else (grad_input[0] * scale,)
 
-    register = net.f1.register_full_backward_hook if hook_type == "full_backward" else net.f1.register_backward_hook
+    register = (
+        net.f1.register_full_backward_hook if hook_type == "full_backward" else net.f1.register_backward_hook
+    )
     with pytest.warns(FutureWarning) if hook_type == "backward" else _nothing():
         register(hook)
         x = torch.tensor([0.3], requires_grad=True)
@@ -40,8 +42,10 @@ class _nothing:
         return None
 
 
-@pytest.mark.parametrize(("hook_type", "scale", "x_grad"), [
-    ("full_backward", 2, -0.2448), ("full_backward", None, -0.1224), ("backward", None, -0.1224)])
+@pytest.mark.parametrize(
+    ("hook_type", "scale", "x_grad"),
+    [("full_backward", 2, -0.2448), ("full_backward", None, -0.1224), ("backward", None, -0.1224)],
+)
 def test_seed002_grads_and_hook_payloads(hook_type: str, scale: float | None, x_grad: float) -> None:
     doc = gradtrace.trace_spec(seed002(hook_type, scale)).doc
     grads = {k: _scalar(v) for k, v in doc.grads.items()}
@@ -122,8 +126,15 @@ def test_seed001_retain_graph_accumulates_then_fails() -> None:
 
 def test_seed001_tensor_hook_vs_post_accumulate() -> None:
     doc = gradtrace.trace_spec(SEED001_TENSOR_HOOKS).doc
-    fired = [(e.kind, e.payload["grad"]["values"][0]) for e in doc.events
-             if e.kind in ("tensor_hook", "post_accumulate_grad")]
-    assert fired == [("tensor_hook", 2.0), ("post_accumulate_grad", 2.0),
-                     ("tensor_hook", 3.0), ("post_accumulate_grad", 5.0)]
+    fired = [
+        (e.kind, e.payload["grad"]["values"][0])
+        for e in doc.events
+        if e.kind in ("tensor_hook", "post_accumulate_grad")
+    ]
+    assert fired == [
+        ("tensor_hook", 2.0),
+        ("post_accumulate_grad", 2.0),
+        ("tensor_hook", 3.0),
+        ("post_accumulate_grad", 5.0),
+    ]
     assert doc.grads["w"].values == [5.0]

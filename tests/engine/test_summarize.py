@@ -56,8 +56,12 @@ def test_non_finite_numbers_are_named_and_counted() -> None:
 
 
 def test_other_dtypes_and_empty() -> None:
-    ints, flags, half, empty = _summaries(torch.arange(4), torch.tensor([True, False]),
-                                          torch.tensor([0.5, 1.5], dtype=torch.float16), torch.zeros(0, 3))
+    ints, flags, half, empty = _summaries(
+        torch.arange(4),
+        torch.tensor([True, False]),
+        torch.tensor([0.5, 1.5], dtype=torch.float16),
+        torch.zeros(0, 3),
+    )
     assert ints["values"] == [0, 1, 2, 3] and ints["dtype"] == "int64" and ints["stats"]["mean"] == 1.5
     assert flags["values"] == [1, 0] and flags["dtype"] == "bool"
     assert half["values"] == [0.5, 1.5] and half["dtype"] == "float16"

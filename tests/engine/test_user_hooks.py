@@ -16,12 +16,16 @@ X = [[1.0, -2.0]]
 
 
 def _spec(hook: dict[str, Any]) -> dict[str, Any]:
-    return {"spec_version": 1, "title": "hooks",
-            "modules": {"lin": {"type": "Linear", "in_features": 2, "out_features": 2,
-                                "init": {"weight": W, "bias": B}}},
-            "inputs": {"x": {"value": X, "requires_grad": True}},
-            "forward": ["h = lin(x)", "loss = (tanh(h) ** 2).sum()"],
-            "hooks": [hook]}
+    return {
+        "spec_version": 1,
+        "title": "hooks",
+        "modules": {
+            "lin": {"type": "Linear", "in_features": 2, "out_features": 2, "init": {"weight": W, "bias": B}}
+        },
+        "inputs": {"x": {"value": X, "requires_grad": True}},
+        "forward": ["h = lin(x)", "loss = (tanh(h) ** 2).sum()"],
+        "hooks": [hook],
+    }
 
 
 def _apply(action: dict[str, Any], t: torch.Tensor) -> torch.Tensor:
@@ -54,9 +58,11 @@ def _oracle(hook: dict[str, Any]) -> dict[str, torch.Tensor]:
     elif kind == "tensor":
         x.register_hook(lambda g: _apply(act, g))
     elif kind == "post_accumulate_grad":
+
         def post(p: torch.Tensor) -> None:
             with torch.no_grad():
                 p.grad.copy_(_apply(act, p.grad))
+
         x.register_post_accumulate_grad_hook(post)
     (torch.tanh(lin(x)) ** 2).sum().backward()
     return {"x": x.grad, "lin.weight": lin.weight.grad, "lin.bias": lin.bias.grad}
@@ -88,7 +94,7 @@ def test_hook_action_matches_plain_torch(hook: dict[str, Any]) -> None:
     assert after == pytest.approx(want, abs=1e-7)
     fired = [e for e in doc.events if e.hook == 0 and e.kind != "hook_action"]
     assert len(fired) == 1
-    between = [e.kind for e in doc.events[fired[0].seq + 1:action.seq]]
+    between = [e.kind for e in doc.events[fired[0].seq + 1 : action.seq]]
     assert set(between) <= {"node_created"}  # the action follows its hook (its own ops aside)
     if "module" in hook:
         [info] = [m for m in doc.graph.modules if m.path == "lin"]

@@ -35,19 +35,27 @@ def make_model(layers: int, width: int) -> nn.Module:
 
 def make_encoder(layers: int = 12, d_model: int = 64) -> nn.Module:
     torch.manual_seed(0)
-    layer = nn.TransformerEncoderLayer(d_model, 4, dim_feedforward=4 * d_model, dropout=0.1,
-                                       batch_first=True)
+    layer = nn.TransformerEncoderLayer(d_model, 4, dim_feedforward=4 * d_model, dropout=0.1, batch_first=True)
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
 
 
 MODELS = {
     # name -> (description, model factory, input factory)
-    "mlp32": ("200 x (Linear(32,32) + Tanh), batch 16",
-              lambda: make_model(200, 32), lambda g: torch.randn(16, 32, generator=g, requires_grad=True)),
-    "mlp256": ("200 x (Linear(256,256) + Tanh), batch 64",
-               lambda: make_model(200, 256), lambda g: torch.randn(64, 256, generator=g, requires_grad=True)),
-    "encoder": ("12 x TransformerEncoderLayer(64, 4 heads, ff 256), batch 8 x 32 tokens",
-                make_encoder, lambda g: torch.randn(8, 32, 64, generator=g)),
+    "mlp32": (
+        "200 x (Linear(32,32) + Tanh), batch 16",
+        lambda: make_model(200, 32),
+        lambda g: torch.randn(16, 32, generator=g, requires_grad=True),
+    ),
+    "mlp256": (
+        "200 x (Linear(256,256) + Tanh), batch 64",
+        lambda: make_model(200, 256),
+        lambda g: torch.randn(64, 256, generator=g, requires_grad=True),
+    ),
+    "encoder": (
+        "12 x TransformerEncoderLayer(64, 4 heads, ff 256), batch 8 x 32 tokens",
+        make_encoder,
+        lambda g: torch.randn(8, 32, 64, generator=g),
+    ),
 }
 
 
@@ -63,8 +71,11 @@ def capture(model: nn.Module, x: torch.Tensor) -> gradtrace.Trace:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help=f"comma-separated, among {', '.join(MODELS)}; one table each")
+    parser.add_argument(
+        "--models",
+        default=",".join(MODELS),
+        help=f"comma-separated, among {', '.join(MODELS)}; one table each",
+    )
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -90,8 +101,9 @@ def run(description: str, model: nn.Module, x: torch.Tensor, repeats: int) -> No
         w2, c2 = time.perf_counter(), time.process_time()
         json_bytes = len(tr.to_json())
         w3, c3 = time.perf_counter(), time.process_time()
-        for name, (wa, wb, ca, cb) in zip(names, [(w0, w1, c0, c1), (w1, w2, c1, c2), (w1, w3, c1, c3)],
-                                          strict=True):
+        for name, (wa, wb, ca, cb) in zip(
+            names, [(w0, w1, c0, c1), (w1, w2, c1, c2), (w1, w3, c1, c3)], strict=True
+        ):
             wall[name].append(wb - wa)
             cpu[name].append(cb - ca)
     # CPU time of this process is the fair measure on a shared machine (wall time counts
@@ -99,15 +111,18 @@ def run(description: str, model: nn.Module, x: torch.Tensor, repeats: int) -> No
     base_cpu = statistics.median(cpu[names[0]])
     base_wall = statistics.median(wall[names[0]])
     out = sys.stdout
-    out.write(f"\nmodel: {description}; "
-              f"{nodes} graph nodes, {events} events, trace JSON {json_bytes / 1e6:.2f} MB; "
-              f"torch {torch.__version__}, 1 thread, median of {repeats}\n")
+    out.write(
+        f"\nmodel: {description}; "
+        f"{nodes} graph nodes, {events} events, trace JSON {json_bytes / 1e6:.2f} MB; "
+        f"torch {torch.__version__}, 1 thread, median of {repeats}\n"
+    )
     out.write(f"{'what':28s} {'cpu ms':>9s} {'ratio':>7s} {'wall ms':>9s} {'ratio':>7s}\n")
     for name in names:
         c = statistics.median(cpu[name])
         w = statistics.median(wall[name])
         out.write(f"{name:28s} {c * 1e3:9.1f} {c / base_cpu:6.1f}x {w * 1e3:9.1f} {w / base_wall:6.1f}x\n")
     out.flush()
+
 
 if __name__ == "__main__":
     main()

@@ -24,8 +24,10 @@ def test_overflowing_shape_is_caught_in_python_ints():
     doc["forward"].append("z = big.sum()")
     err = _check(doc, SpecLimits(max_dim=2**31))
     assert err.path == "/inputs/big"
-    assert err.message == ("the element count of input big is 1,152,921,504,606,846,976; "
-                           "the limit max_tensor_elements is 1,000,000")
+    assert err.message == (
+        "the element count of input big is 1,152,921,504,606,846,976; "
+        "the limit max_tensor_elements is 1,000,000"
+    )
 
 
 def test_parameter_count():
@@ -42,21 +44,29 @@ def test_single_parameter_too_large():
     doc["modules"]["emb"] = {"type": "Embedding", "num_embeddings": 100_000, "embedding_dim": 100}
     err = _check(doc)
     assert err.path == "/modules/emb"
-    assert err.message == "the element count of parameter emb.weight is 10,000,000; the limit max_tensor_elements is 1,000,000"
+    assert (
+        err.message
+        == "the element count of parameter emb.weight is 10,000,000; the limit max_tensor_elements is 1,000,000"
+    )
 
 
 def test_program_lines_steps_modules_depth():
     doc = seed002()
     doc["forward"] += [f"z{i} = loss * {i}" for i in range(10)]
     assert _check(doc, SpecLimits(max_program_lines=5)).message == (
-        "the line count of the forward program is 13; the limit max_program_lines is 5")
+        "the line count of the forward program is 13; the limit max_program_lines is 5"
+    )
     doc = seed002()
     doc["steps"] = [{"do": "zero_grad"}] * 3
     assert _check(doc, SpecLimits(max_steps=2)).path == "/steps"
     assert _check(seed002(), SpecLimits(max_modules=2)).message == (
-        "the number of modules is 3; the limit max_modules is 2")
+        "the number of modules is 3; the limit max_modules is 2"
+    )
     err = _check(seed002(), SpecLimits(max_depth=1))
-    assert (err.path, err.message) == ("/modules/f1/modules/f", "the nesting depth of module f1.f is 2; the limit max_depth is 1")
+    assert (err.path, err.message) == (
+        "/modules/f1/modules/f",
+        "the nesting depth of module f1.f is 2; the limit max_depth is 1",
+    )
 
 
 def test_module_program_lines_are_limited_too():
@@ -71,7 +81,8 @@ def test_literal_count():
     doc["inputs"]["v"] = {"value": [0.0] * 2000}
     doc["forward"].append("z = v.sum()")
     assert _check(doc, SpecLimits(max_literal_elements=1000)).message == (
-        "the count of numbers written in value/init literals is 2,005; the limit max_literal_elements is 1,000")
+        "the count of numbers written in value/init literals is 2,005; the limit max_literal_elements is 1,000"
+    )
 
 
 def test_local_limits_are_generous_but_below_the_crash_point():

@@ -35,10 +35,18 @@ def test_ir_of_each_construct():
     assert _expr("y = softmax(x, dim=-1)") == Call("function", "softmax", (Name("x"),), (("dim", Const(-1)),))
     assert _expr("y = x.view(2, -1)") == MethodCall(Name("x"), "view", (Const(2), Const(-1)))
     assert _expr("y = x.reshape((2, 3))") == MethodCall(Name("x"), "reshape", (IntTuple((2, 3)),))
-    assert _expr("y = cat([a, b], dim=0)") == Call("function", "cat", (TensorList((Name("a"), Name("b"))),), (("dim", Const(0)),))
-    assert _expr("y = x[0, 1:-1, ::2, None, ...]") == Index(Name("x"), (0, Slice(1, -1, None), Slice(None, None, 2), None, ELLIPSIS))
-    assert _expr("y = x.sum(dim=1, keepdim=True)") == MethodCall(Name("x"), "sum", (), (("dim", Const(1)), ("keepdim", Const(True))))
-    assert _expr("y = mse_loss(a, b, reduction='sum')") == Call("function", "mse_loss", (Name("a"), Name("b")), (("reduction", Const("sum")),))
+    assert _expr("y = cat([a, b], dim=0)") == Call(
+        "function", "cat", (TensorList((Name("a"), Name("b"))),), (("dim", Const(0)),)
+    )
+    assert _expr("y = x[0, 1:-1, ::2, None, ...]") == Index(
+        Name("x"), (0, Slice(1, -1, None), Slice(None, None, 2), None, ELLIPSIS)
+    )
+    assert _expr("y = x.sum(dim=1, keepdim=True)") == MethodCall(
+        Name("x"), "sum", (), (("dim", Const(1)), ("keepdim", Const(True)))
+    )
+    assert _expr("y = mse_loss(a, b, reduction='sum')") == Call(
+        "function", "mse_loss", (Name("a"), Name("b")), (("reduction", Const("sum")),)
+    )
 
 
 def test_statement_metadata():
@@ -54,23 +62,41 @@ def test_module_program_returns_count():
     assert program.returns == 2 and program.statements[-1].is_return
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("y = x.add_(1, alpha=2, beta=3)", "line 1, column 24: .add_() takes no keyword argument 'beta' (accepted: alpha)"),
-    ("y = attn(x)", "line 1, column 5: module attn (MultiheadAttention) takes 3 positional argument(s), got 1"),
-    ("a, b, c = attn(x, x, x)", "line 1, column 1: attn returns 2 values, not 3"),
-    ("y = x.view(*s)", "line 1, column 12: `*args` is not allowed"),
-    ("y = f(**k)", "line 1, column 5: 'f' is not a module of this program or a whitelisted function"),
-    ("y = x[1.5]", "line 1, column 7: subscripts must be int constants or slices of them, e.g. out[0] or h[:, -1]"),
-    ("y = x * 1e999", "line 1, column 9: non-finite number constant"),
-    ("x[0] = 1", "line 1, column 1: the left of `=` must be a name or names `a, b` (no subscripts, attributes or starred)"),
-    ("a, a = attn(x, x, x)", "line 1, column 1: the same name twice on the left of `=`"),
-    ("y = [x, x]", "line 1, column 5: a list or tuple here must hold int constants (a shape); lists of tensors only as the first argument of cat/stack"),
-    ("y = x if x else x", "line 1, column 5: a conditional expression is not allowed"),
-    ("y = not x", "line 1, column 5: unary operator Not is not allowed"),
-    ("y = x // 2", "line 1, column 5: operator FloorDiv is not allowed (use + - * / ** @)"),
-    ("y = x.sum(dim=x)", "line 1, column 15: keyword argument dim= must be a constant"),
-    ("", "line 1: one statement per line"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "y = x.add_(1, alpha=2, beta=3)",
+            "line 1, column 24: .add_() takes no keyword argument 'beta' (accepted: alpha)",
+        ),
+        (
+            "y = attn(x)",
+            "line 1, column 5: module attn (MultiheadAttention) takes 3 positional argument(s), got 1",
+        ),
+        ("a, b, c = attn(x, x, x)", "line 1, column 1: attn returns 2 values, not 3"),
+        ("y = x.view(*s)", "line 1, column 12: `*args` is not allowed"),
+        ("y = f(**k)", "line 1, column 5: 'f' is not a module of this program or a whitelisted function"),
+        (
+            "y = x[1.5]",
+            "line 1, column 7: subscripts must be int constants or slices of them, e.g. out[0] or h[:, -1]",
+        ),
+        ("y = x * 1e999", "line 1, column 9: non-finite number constant"),
+        (
+            "x[0] = 1",
+            "line 1, column 1: the left of `=` must be a name or names `a, b` (no subscripts, attributes or starred)",
+        ),
+        ("a, a = attn(x, x, x)", "line 1, column 1: the same name twice on the left of `=`"),
+        (
+            "y = [x, x]",
+            "line 1, column 5: a list or tuple here must hold int constants (a shape); lists of tensors only as the first argument of cat/stack",
+        ),
+        ("y = x if x else x", "line 1, column 5: a conditional expression is not allowed"),
+        ("y = not x", "line 1, column 5: unary operator Not is not allowed"),
+        ("y = x // 2", "line 1, column 5: operator FloorDiv is not allowed (use + - * / ** @)"),
+        ("y = x.sum(dim=x)", "line 1, column 15: keyword argument dim= must be a constant"),
+        ("", "line 1: one statement per line"),
+    ],
+)
 def test_rejections(line, message):
     with pytest.raises(SpecError) as info:
         parse_program([line], "/forward", MODULES)
@@ -89,12 +115,21 @@ def test_expression_size_is_bounded():
 
 def test_analysis_reports_longest_path_fan_in_and_unused():
     doc = seed002()
-    doc["forward"] = ["x1 = f0(x)", "a = x1 * 2", "b = x1 * 3", "unused = x1 * 4", "y = f1(a + b)", "loss = (y - 1) ** 2"]
+    doc["forward"] = [
+        "x1 = f0(x)",
+        "a = x1 * 2",
+        "b = x1 * 3",
+        "unused = x1 * 4",
+        "y = f1(a + b)",
+        "loss = (y - 1) ** 2",
+    ]
     doc["steps"] = [{"do": "backward", "of": "loss"}]
     spec = parse_spec(doc)
     assert spec.analysis.longest_path == 4  # x -> x1 -> a -> y -> loss
     assert spec.analysis.max_fan_in == 2 and spec.analysis.max_fan_out == 3
-    assert [(w.code, w.message, w.path) for w in spec.warnings] == [("unused", "tensor 'unused' is never used", "/forward")]
+    assert [(w.code, w.message, w.path) for w in spec.warnings] == [
+        ("unused", "tensor 'unused' is never used", "/forward")
+    ]
 
 
 def test_names_read_by_steps_hooks_and_retain_grad_are_not_unused():

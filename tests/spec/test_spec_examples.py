@@ -13,10 +13,20 @@ from gradtrace.spec import SpecLimits, check_declared, parse_spec, spec_json_sch
 IDS = example_ids()
 VALIDATOR = jsonschema.Draft202012Validator(spec_json_schema())
 REQUIRED = {
-    "two-layer-linear", "mlp-hooks-reconstruction", "retain-graph-accumulation", "freed-graph-error",
-    "tensor-vs-post-accumulate-hooks", "two-losses", "higher-order-grad", "full-backward-hook",
-    "full-backward-hook-x2", "deprecated-backward-hook", "forward-hook-modifies-output", "forward-hook-capture",
-    "tensor-hook-scales-grad", "inplace-after-hook",
+    "two-layer-linear",
+    "mlp-hooks-reconstruction",
+    "retain-graph-accumulation",
+    "freed-graph-error",
+    "tensor-vs-post-accumulate-hooks",
+    "two-losses",
+    "higher-order-grad",
+    "full-backward-hook",
+    "full-backward-hook-x2",
+    "deprecated-backward-hook",
+    "forward-hook-modifies-output",
+    "forward-hook-capture",
+    "tensor-hook-scales-grad",
+    "inplace-after-hook",
 }
 
 
@@ -64,13 +74,16 @@ def test_normalized_is_a_fixed_point(example_id):
 
 def test_normalized_fills_defaults():
     norm = parse_spec(get_example("retain-graph-accumulation")).normalized()
-    assert norm["seed"] == 0 and norm["dtype"] == "float32" and norm["hooks"] == [] and norm["retain_grad"] == []
+    assert (
+        norm["seed"] == 0 and norm["dtype"] == "float32" and norm["hooks"] == [] and norm["retain_grad"] == []
+    )
     assert norm["inputs"]["x"] == {"value": 1.0, "requires_grad": True, "dtype": "float32"}
     assert norm["steps"][0] == {"do": "backward", "of": "y", "retain_graph": True, "create_graph": False}
     doc = get_example("retain-graph-accumulation")
     del doc["steps"]
     assert parse_spec(doc).normalized()["steps"] == [
-        {"do": "backward", "of": "y", "retain_graph": False, "create_graph": False}]
+        {"do": "backward", "of": "y", "retain_graph": False, "create_graph": False}
+    ]
 
 
 def test_normalized_puts_type_first_and_fills_hook_targets():
@@ -79,7 +92,11 @@ def test_normalized_puts_type_first_and_fills_hook_targets():
     assert list(norm["modules"]["f1"]["modules"]["f"])[0] == "type"
     doc = get_example("full-backward-hook-x2")
     del doc["hooks"][0]["action"]["target"]
-    assert parse_spec(doc).normalized()["hooks"][0]["action"] == {"op": "scale", "target": "grad_input", "by": 2.0}
+    assert parse_spec(doc).normalized()["hooks"][0]["action"] == {
+        "op": "scale",
+        "target": "grad_input",
+        "by": 2.0,
+    }
 
 
 def test_ints_and_floats_normalise_alike():
@@ -97,7 +114,9 @@ def test_schema_rejects_what_the_parser_rejects():
 
 
 def test_spec_package_does_not_import_torch():
-    code = ("import sys, gradtrace.spec, gradtrace.examples;"
-            "from gradtrace.spec import parse_spec; from gradtrace.examples import get_example;"
-            "parse_spec(get_example('tiny-attention')); assert 'torch' not in sys.modules")
+    code = (
+        "import sys, gradtrace.spec, gradtrace.examples;"
+        "from gradtrace.spec import parse_spec; from gradtrace.examples import get_example;"
+        "parse_spec(get_example('tiny-attention')); assert 'torch' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -13,12 +13,47 @@ FAST = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCh
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 # Program-ish text: the language's own tokens, recombined at random.
-TOKENS = ["x", "x1", "y", "f0", "f1", "(", ")", "[", "]", ",", ".", "sum", "relu", "=", "+", "-", "*", "**",
-          "@", "1", "-1", "0.5", "dim", ":", "return", "lambda", "'s'", " ", "a", "b", "view", "import", ";"]
+TOKENS = [
+    "x",
+    "x1",
+    "y",
+    "f0",
+    "f1",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    ".",
+    "sum",
+    "relu",
+    "=",
+    "+",
+    "-",
+    "*",
+    "**",
+    "@",
+    "1",
+    "-1",
+    "0.5",
+    "dim",
+    ":",
+    "return",
+    "lambda",
+    "'s'",
+    " ",
+    "a",
+    "b",
+    "view",
+    "import",
+    ";",
+]
 program_lines = st.lists(st.sampled_from(TOKENS), min_size=1, max_size=15).map("".join)
 
 
@@ -32,7 +67,10 @@ def _parse(doc):
 
 
 @FAST
-@given(st.sampled_from(["/forward/1", "/forward/2", "/modules/f1/forward/0", "/modules/f1/forward/1"]), program_lines)
+@given(
+    st.sampled_from(["/forward/1", "/forward/2", "/modules/f1/forward/0", "/modules/f1/forward/1"]),
+    program_lines,
+)
 def test_random_program_lines(where, line):
     doc = seed002()
     parts = where.strip("/").split("/")
@@ -43,9 +81,24 @@ def test_random_program_lines(where, line):
     _parse(doc)
 
 
-FIELDS = ["/seed", "/dtype", "/title", "/modules/f0", "/modules/f0/in_features", "/modules/f0/init",
-          "/modules/f1/args", "/inputs/x", "/inputs/x/value", "/hooks/0", "/hooks/0/action", "/steps/0",
-          "/steps", "/retain_grad", "/forward", "/modules/f1/modules"]
+FIELDS = [
+    "/seed",
+    "/dtype",
+    "/title",
+    "/modules/f0",
+    "/modules/f0/in_features",
+    "/modules/f0/init",
+    "/modules/f1/args",
+    "/inputs/x",
+    "/inputs/x/value",
+    "/hooks/0",
+    "/hooks/0/action",
+    "/steps/0",
+    "/steps",
+    "/retain_grad",
+    "/forward",
+    "/modules/f1/modules",
+]
 
 
 @FAST

@@ -30,16 +30,16 @@ class LinearAnalysis:
         self._live: dict[int, dict[str, tuple[torch.Tensor, int]]] = {}
 
     def _snapshot(self) -> dict[str, torch.Tensor | None]:
-        return {name: None if w.grad is None else w.grad.detach().clone()
-                for name, w in self.weights.items()}
+        return {name: None if w.grad is None else w.grad.detach().clone() for name, w in self.weights.items()}
 
     def before_pass(self, pass_index: int) -> None:
         self._before[pass_index] = self._snapshot()
 
     def after_pass(self, pass_index: int) -> None:
         self._after[pass_index] = self._snapshot()
-        self._live[pass_index] = {name: (w.grad, w.grad._version)
-                                  for name, w in self.weights.items() if w.grad is not None}
+        self._live[pass_index] = {
+            name: (w.grad, w.grad._version) for name, w in self.weights.items() if w.grad is not None
+        }
 
     def build(self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer) -> list[dict]:
         out: list[dict[str, Any]] = []
@@ -51,8 +51,7 @@ class LinearAnalysis:
                 if not runs or call["weight"] not in self.weights:
                     continue
                 grads = runs[0]
-                delta, summary = (grads[call["output_nr"]] if call["output_nr"] < len(grads)
-                                  else (None, None))
+                delta, summary = grads[call["output_nr"]] if call["output_nr"] < len(grads) else (None, None)
                 if delta is None:
                     continue
                 by_weight.setdefault(call["weight"], []).append((call, call["a"], delta, summary))
@@ -73,21 +72,31 @@ class LinearAnalysis:
         for _call, a, delta, _summary in calls:
             # einsum over all leading (batch, token) dims: (..., out) x (..., in) -> (out, in),
             # in the weight's dtype, as autograd itself computes it
-            recon += torch.einsum("no,ni->oi", delta.reshape(-1, w.shape[0]).to(grad.dtype),
-                                  a.reshape(-1, w.shape[1]).to(grad.dtype))
+            recon += torch.einsum(
+                "no,ni->oi",
+                delta.reshape(-1, w.shape[0]).to(grad.dtype),
+                a.reshape(-1, w.shape[1]).to(grad.dtype),
+            )
         error = float((recon - grad.to(torch.float64)).abs().max()) if grad.numel() else 0.0
         scale = max(1.0, float(grad.abs().max())) if grad.numel() else 1.0
         first = calls[0]
         recon_summary = summarize(recon)
         live, version = self._live[pass_index].get(weight, (None, -1))
-        known = (summarize.known(live) if before is None and live is w.grad and live is not None
-                 and live._version == version else None)
+        known = (
+            summarize.known(live)
+            if before is None and live is w.grad and live is not None and live._version == version
+            else None
+        )
         # .grad unchanged since the clone copied it: its summary (made at the grad_write) serves
         grad_summary = summarize(grad) if known is None else summarize.like_new(known)
         return {
-            "module": first[0]["module"], "weight": weight, "pass_index": pass_index,
-            "a_shape": list(first[1].shape), "delta_shape": list(first[2].shape),
-            "reconstructed": recon_summary, "grad": grad_summary,
+            "module": first[0]["module"],
+            "weight": weight,
+            "pass_index": pass_index,
+            "a_shape": list(first[1].shape),
+            "delta_shape": list(first[2].shape),
+            "reconstructed": recon_summary,
+            "grad": grad_summary,
             "max_error": error if math.isfinite(error) else float("inf"),
             "matches": bool(error <= 1e-6 * scale),
             "a": [summarize(c[1]) for c in calls],
@@ -95,15 +104,20 @@ class LinearAnalysis:
         }
 
 
-def grad_norm(name: str, module: str | None, pass_index: int | None,
-              grad: torch.Tensor) -> dict[str, Any]:
+def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> dict[str, Any]:
     norm = float(torch.linalg.vector_norm(grad.detach().to(torch.float64)))
     return {"name": name, "module": module, "pass_index": pass_index, "norm": finite_or_name(norm)}
 
 
 def diagnostic(code: str, severity: str, message: str, **where: str | None) -> dict[str, Any]:
-    return {"code": code, "severity": severity, "message": message,
-            "node": where.get("node"), "module": where.get("module"), "tensor": where.get("tensor")}
+    return {
+        "code": code,
+        "severity": severity,
+        "message": message,
+        "node": where.get("node"),
+        "module": where.get("module"),
+        "tensor": where.get("tensor"),
+    }
 
 
 def reachable_from(roots: list[str], edges: list[dict[str, Any]]) -> set[str]:
@@ -121,8 +135,14 @@ def reachable_from(roots: list[str], edges: list[dict[str, Any]]) -> set[str]:
     return seen
 
 
-def diagnose(rec: Any, env: dict[str, Any], retained: dict[str, Any], backward_roots: list[str],
-             warnings: list[str], already_found: bool = False) -> list[dict[str, Any]]:
+def diagnose(
+    rec: Any,
+    env: dict[str, Any],
+    retained: dict[str, Any],
+    backward_roots: list[str],
+    warnings: list[str],
+    already_found: bool = False,
+) -> list[dict[str, Any]]:
     """Diagnostics from the finished trace: detached branches, intermediates whose .grad is
     not kept, and PyTorch's own warnings (e.g. a full backward hook firing on outputs only)."""
     out: list[dict[str, Any]] = []
@@ -133,15 +153,27 @@ def diagnose(rec: Any, env: dict[str, Any], retained: dict[str, Any], backward_r
             fn = t.grad_fn
             node = rec.node_ids.get(fn) if fn is not None else None
             if node is not None and node not in connected:
-                out.append(diagnostic("detached_branch", "info",
-                                      f"'{name}' is not connected to what backward was called on: "
-                                      "no gradient reaches it", node=node, tensor=name))
+                out.append(
+                    diagnostic(
+                        "detached_branch",
+                        "info",
+                        f"'{name}' is not connected to what backward was called on: no gradient reaches it",
+                        node=node,
+                        tensor=name,
+                    )
+                )
         for name, t in env.items():
             fn = t.grad_fn
             if fn is not None and name not in retained and rec.node_ids.get(fn) not in roots:
-                out.append(diagnostic("grad_not_retained", "info",
-                                      f"'{name}' is an intermediate tensor: its .grad is None unless "
-                                      "retain_grad is asked for it", tensor=name))
+                out.append(
+                    diagnostic(
+                        "grad_not_retained",
+                        "info",
+                        f"'{name}' is an intermediate tensor: its .grad is None unless "
+                        "retain_grad is asked for it",
+                        tensor=name,
+                    )
+                )
     for text in dict.fromkeys(warnings):  # each distinct warning once, in order
         code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
         if code == "hook_on_outputs_only" and already_found:

@@ -45,10 +45,13 @@ class BackwardCapture:
             return
         leaf_id = known[1]
         before = self._before.pop(leaf_id, None)
-        rec.emit("grad_write", target=leaf_id, node=leaf_id,
-                 module=rec.by_id[leaf_id].get("module"),
-                 payload={"before": before, "after": rec.summarize(leaf.grad),
-                          "accumulated": before is not None})
+        rec.emit(
+            "grad_write",
+            target=leaf_id,
+            node=leaf_id,
+            module=rec.by_id[leaf_id].get("module"),
+            payload={"before": before, "after": rec.summarize(leaf.grad), "accumulated": before is not None},
+        )
 
     def _retained_by_node(self, retained: dict[str, torch.Tensor]) -> dict[str, list]:
         """node id -> [(tensor, its .grad and version now, summary)] for retain_grad tensors."""
@@ -69,9 +72,13 @@ class BackwardCapture:
             grad = tensor.grad
             if grad is None or (grad is old and grad._version == version):
                 continue  # this run of the node wrote nothing (e.g. autograd.grad)
-            rec.emit("grad_write", target=node_id, node=node_id, module=rec.by_id[node_id].get("module"),
-                     payload={"before": before, "after": rec.summarize(grad),
-                              "accumulated": before is not None})
+            rec.emit(
+                "grad_write",
+                target=node_id,
+                node=node_id,
+                module=rec.by_id[node_id].get("module"),
+                payload={"before": before, "after": rec.summarize(grad), "accumulated": before is not None},
+            )
 
     @contextmanager
     def grad_write_hooks(self, leaves: list[torch.Tensor]):
@@ -100,15 +107,19 @@ class BackwardCapture:
             rec.active_nodes.append(node_id)
             summaries = [rec.summarize(g) for g in grad_outputs]
             seen_outputs.append(summaries)
-            rec.emit("node_pre", target=node_id, node=node_id, module=module,
-                     payload={"grad_outputs": summaries})
+            rec.emit(
+                "node_pre", target=node_id, node=node_id, module=module, payload={"grad_outputs": summaries}
+            )
             if leaf is not None and leaf_id is not None:
                 self._before[leaf_id] = rec.summarize(leaf.grad) if leaf.grad is not None else None
             if watched:
                 pass_deltas = self.deltas.setdefault(rec.pass_index, {})
-                pass_deltas.setdefault(node_id, []).append(tuple(
-                    (None if g is None else g.detach().clone(), summary)
-                    for g, summary in zip(grad_outputs, summaries, strict=True)))
+                pass_deltas.setdefault(node_id, []).append(
+                    tuple(
+                        (None if g is None else g.detach().clone(), summary)
+                        for g, summary in zip(grad_outputs, summaries, strict=True)
+                    )
+                )
 
         def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
             if rec.active_nodes and rec.active_nodes[-1] == node_id:
@@ -119,13 +130,19 @@ class BackwardCapture:
             inputs = [summarize(g) for g in grad_inputs]
             # the engine hands post the same grad_outputs as pre: reuse those summaries
             outputs = seen_outputs.pop() if seen_outputs else [summarize(g) for g in grad_outputs]
-            seq = rec.emit("node_post", target=node_id, node=node_id, module=module, payload={
-                "grad_inputs": inputs, "grad_outputs": [summarize.repeat(v) for v in outputs]})
+            seq = rec.emit(
+                "node_post",
+                target=node_id,
+                node=node_id,
+                module=module,
+                payload={"grad_inputs": inputs, "grad_outputs": [summarize.repeat(v) for v in outputs]},
+            )
             for slot, value in enumerate(inputs):
                 edge = rec.edge_at.get((node_id, slot))
                 if edge is not None:
-                    edge["grads"].append({"pass_index": rec.pass_index, "seq": seq,
-                                          "value": summarize.repeat(value)})
+                    edge["grads"].append(
+                        {"pass_index": rec.pass_index, "seq": seq, "value": summarize.repeat(value)}
+                    )
 
         return pre, post
 

@@ -60,14 +60,21 @@ LEAF_BUILDERS: dict[str, Callable[[Any, Factory], nn.Module]] = {
         s.in_channels, s.out_channels, s.kernel_size, stride=s.stride, padding=s.padding, bias=s.bias, **f
     ),
     "Conv2d": lambda s, f: nn.Conv2d(
-        s.in_channels, s.out_channels, _tuple(s.kernel_size), stride=_tuple(s.stride),
-        padding=_tuple(s.padding), bias=s.bias, **f,
+        s.in_channels,
+        s.out_channels,
+        _tuple(s.kernel_size),
+        stride=_tuple(s.stride),
+        padding=_tuple(s.padding),
+        bias=s.bias,
+        **f,
     ),
     "Embedding": lambda s, f: nn.Embedding(s.num_embeddings, s.embedding_dim, **f),
     "LayerNorm": lambda s, f: nn.LayerNorm(
         _tuple(s.normalized_shape), eps=s.eps, elementwise_affine=s.elementwise_affine, bias=s.bias, **f
     ),
-    "BatchNorm1d": lambda s, f: nn.BatchNorm1d(s.num_features, eps=s.eps, momentum=s.momentum, affine=s.affine, **f),
+    "BatchNorm1d": lambda s, f: nn.BatchNorm1d(
+        s.num_features, eps=s.eps, momentum=s.momentum, affine=s.affine, **f
+    ),
     "Dropout": lambda s, f: nn.Dropout(s.p),
     "ReLU": lambda s, f: nn.ReLU(),
     "GELU": lambda s, f: nn.GELU(approximate=s.approximate),
@@ -169,7 +176,9 @@ def build(spec: ModelSpec, generator: torch.Generator, device: str = "cpu") -> B
     if device != "meta":
         root.to_empty(device=device)
         _initialise(root, spec, generator)
-    return BuiltModel(root=root, inputs=inputs, program=spec.program, spec=spec, modules=dict(root.named_children()))
+    return BuiltModel(
+        root=root, inputs=inputs, program=spec.program, spec=spec, modules=dict(root.named_children())
+    )
 
 
 @torch.no_grad()

@@ -64,11 +64,19 @@ class _Watch(TorchDispatchMode):
                 if fresh:  # views and in-place results share memory: count only new storage
                     report.total_elements += numel
                 if numel > limits.max_tensor_elements:
-                    raise _LimitHit("max_tensor_elements", numel, limits.max_tensor_elements,
-                                    f"the element count of a tensor of shape {list(item.shape)}")
+                    raise _LimitHit(
+                        "max_tensor_elements",
+                        numel,
+                        limits.max_tensor_elements,
+                        f"the element count of a tensor of shape {list(item.shape)}",
+                    )
         if report.total_elements > limits.max_total_elements:
-            raise _LimitHit("max_total_elements", report.total_elements, limits.max_total_elements,
-                            "the elements produced by all operations")
+            raise _LimitHit(
+                "max_total_elements",
+                report.total_elements,
+                limits.max_total_elements,
+                "the elements produced by all operations",
+            )
         flops = self.flops.get_total_flops()
         if flops > limits.max_flops:
             raise _LimitHit("max_flops", flops, limits.max_flops, "the floating-point operation count")
@@ -122,25 +130,39 @@ def dry_run(spec: ModelSpec, limits: SpecLimits) -> DryRunReport:
             raise SpecError("limit_exceeded", str(hit), "") from None
         except SpecError as exc:
             if isinstance(exc.__cause__, _LimitHit):
-                raise SpecError("limit_exceeded", f"{exc.message.split(': ', 1)[0]}: {exc.__cause__}",
-                                exc.path, exc.line, exc.column) from None
+                raise SpecError(
+                    "limit_exceeded",
+                    f"{exc.message.split(': ', 1)[0]}: {exc.__cause__}",
+                    exc.path,
+                    exc.line,
+                    exc.column,
+                ) from None
             raise
         report.flops = flops.get_total_flops()
     report.nodes = len(nodes)
     return report
 
 
-def _run_step(spec: ModelSpec, index: int, step: Any, env: dict[str, Any], built: Any, report: DryRunReport) -> None:
+def _run_step(
+    spec: ModelSpec, index: int, step: Any, env: dict[str, Any], built: Any, report: DryRunReport
+) -> None:
     root = built.root
     try:
         if step.do == "backward":
             inputs = [resolve_tensor(r, env, root) for r in step.inputs] if step.inputs else None
-            env[step.of].backward(retain_graph=step.retain_graph, create_graph=step.create_graph, inputs=inputs)
+            env[step.of].backward(
+                retain_graph=step.retain_graph, create_graph=step.create_graph, inputs=inputs
+            )
         elif step.do == "grad":
             outputs = [env[name] for name in step.outputs()]
             inputs = [resolve_tensor(r, env, root) for r in step.inputs]
-            grads = torch.autograd.grad(outputs, inputs, retain_graph=step.retain_graph,
-                                        create_graph=step.create_graph, allow_unused=step.allow_unused)
+            grads = torch.autograd.grad(
+                outputs,
+                inputs,
+                retain_graph=step.retain_graph,
+                create_graph=step.create_graph,
+                allow_unused=step.allow_unused,
+            )
             env.update(zip(step.as_, grads, strict=True))
         elif step.do == "forward":
             program = spec.step_program(index) or built.program

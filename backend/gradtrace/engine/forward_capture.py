@@ -58,8 +58,13 @@ class _DiscoveryMode(TorchFunctionMode):
 class ForwardCapture:
     """Module hooks + discovery mode for one model; use :meth:`recording` around forwards."""
 
-    def __init__(self, recorder: Recorder, root: nn.Module | None, module_paths: dict[int, str],
-                 param_names: dict[int, str]) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        root: nn.Module | None,
+        module_paths: dict[int, str],
+        param_names: dict[int, str],
+    ) -> None:
         self.recorder = recorder
         self.root = root
         self.module_paths = module_paths
@@ -145,16 +150,23 @@ class ForwardCapture:
         fn = outputs[0].grad_fn if outputs else None
         tensors = flat_tensors(args)
         seen_tensors, seen = self._inputs.pop() if self._inputs else ([], None)
-        same = seen is not None and len(seen_tensors) == len(tensors) and all(
-            a is b for a, b in zip(seen_tensors, tensors, strict=True))
+        same = (
+            seen is not None
+            and len(seen_tensors) == len(tensors)
+            and all(a is b for a, b in zip(seen_tensors, tensors, strict=True))
+        )
         # a forward-pre hook may have replaced the inputs: then summarize what forward got
-        inputs = ([rec.summarize.repeat(v) for v in seen] if same
-                  else [rec.summarize(t) for t in tensors])
-        rec.emit("module_forward", target=path, module=path,
-                 node=rec.node_ids.get(fn) if fn is not None else None, payload={
-            "inputs": inputs,
-            "outputs": [rec.summarize(t) for t in outputs],
-        })
+        inputs = [rec.summarize.repeat(v) for v in seen] if same else [rec.summarize(t) for t in tensors]
+        rec.emit(
+            "module_forward",
+            target=path,
+            module=path,
+            node=rec.node_ids.get(fn) if fn is not None else None,
+            payload={
+                "inputs": inputs,
+                "outputs": [rec.summarize(t) for t in outputs],
+            },
+        )
         if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):
             self._note_linear(path, module, args, output)
 
@@ -163,10 +175,15 @@ class ForwardCapture:
         node_id = self.recorder.node_ids.get(fn) if fn is not None else None
         if node_id is None or not args or not isinstance(args[0], torch.Tensor):
             return
-        self.linear_calls.append({
-            "module": path, "weight": self.param_names.get(id(module.weight)),
-            "a": args[0].detach(), "node": node_id, "output_nr": output.output_nr,
-        })
+        self.linear_calls.append(
+            {
+                "module": path,
+                "weight": self.param_names.get(id(module.weight)),
+                "a": args[0].detach(),
+                "node": node_id,
+                "output_nr": output.output_nr,
+            }
+        )
 
     @contextmanager
     def hooks_installed(self):
@@ -175,8 +192,7 @@ class ForwardCapture:
             if self.root is not None:
                 for module in self.root.modules():
                     stack.callback(module.register_forward_pre_hook(self._pre_hook).remove)
-                    stack.callback(module.register_forward_hook(self._post_hook,
-                                                                always_call=True).remove)
+                    stack.callback(module.register_forward_hook(self._post_hook, always_call=True).remove)
             yield
 
     @contextmanager

@@ -76,8 +76,16 @@ class Recorder:
         self.pass_index += 1
         self.phase = phase
         self.in_pass = True
-        self.passes.append({"index": self.pass_index, "phase": phase, "label": label,
-                            "step": step, "first_seq": len(self.events), "last_seq": -1})
+        self.passes.append(
+            {
+                "index": self.pass_index,
+                "phase": phase,
+                "label": label,
+                "step": step,
+                "first_seq": len(self.events),
+                "last_seq": -1,
+            }
+        )
         self.emit("pass_start", message=label)
 
     def end_pass(self) -> None:
@@ -85,13 +93,32 @@ class Recorder:
         self.passes[-1]["last_seq"] = len(self.events) - 1
         self.in_pass = False
 
-    def emit(self, kind: str, *, target: str | None = None, node: str | None = None,
-             module: str | None = None, hook: int | None = None, message: str | None = None,
-             payload: dict[str, Any] | None = None) -> int:
+    def emit(
+        self,
+        kind: str,
+        *,
+        target: str | None = None,
+        node: str | None = None,
+        module: str | None = None,
+        hook: int | None = None,
+        message: str | None = None,
+        payload: dict[str, Any] | None = None,
+    ) -> int:
         seq = len(self.events)
-        self.events.append({"seq": seq, "pass_index": self.pass_index, "phase": self.phase,
-                            "kind": kind, "target": target, "node": node, "module": module,
-                            "hook": hook, "message": message, "payload": payload or {}})
+        self.events.append(
+            {
+                "seq": seq,
+                "pass_index": self.pass_index,
+                "phase": self.phase,
+                "kind": kind,
+                "target": target,
+                "node": node,
+                "module": module,
+                "hook": hook,
+                "message": message,
+                "payload": payload or {},
+            }
+        )
         return seq
 
     def current_module(self) -> str | None:
@@ -103,8 +130,15 @@ class Recorder:
 
     def _add_node(self, obj: Any, fields: dict[str, Any]) -> dict[str, Any]:
         node_id = self._new_id()
-        record = {"id": node_id, "saved": [], "inserted": False, "requires_grad": False,
-                  "retains_grad": False, "pass_index": self.pass_index, **fields}
+        record = {
+            "id": node_id,
+            "saved": [],
+            "inserted": False,
+            "requires_grad": False,
+            "retains_grad": False,
+            "pass_index": self.pass_index,
+            **fields,
+        }
         self.nodes.append(record)
         self.by_id[node_id] = record
         if obj is not None:
@@ -122,13 +156,20 @@ class Recorder:
         named = self.leaf_names.get(id(tensor))
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
-        record = self._add_node(None, {
-            "kind": "tensor", "label": name or "tensor", "tensor": name,
-            "role": "parameter" if tensor.requires_grad else "input",
-            "shape": list(tensor.shape), "dtype": str(tensor.dtype).removeprefix("torch."),
-            "module": module, "requires_grad": tensor.requires_grad,
-            "value": self.summarize(tensor),
-        })
+        record = self._add_node(
+            None,
+            {
+                "kind": "tensor",
+                "label": name or "tensor",
+                "tensor": name,
+                "role": "parameter" if tensor.requires_grad else "input",
+                "shape": list(tensor.shape),
+                "dtype": str(tensor.dtype).removeprefix("torch."),
+                "module": module,
+                "requires_grad": tensor.requires_grad,
+                "value": self.summarize(tensor),
+            },
+        )
         self.leaf_ids[id(tensor)] = (tensor, record["id"])
         return record["id"]
 
@@ -140,8 +181,9 @@ class Recorder:
         if not new_nodes:
             return
         if len(self.nodes) + 2 * len(new_nodes) > self.max_nodes:
-            raise TraceError("too_many_nodes",
-                             f"the autograd graph has more than max_nodes={self.max_nodes} nodes")
+            raise TraceError(
+                "too_many_nodes", f"the autograd graph has more than max_nodes={self.max_nodes} nodes"
+            )
         for obj in creation_sorted(new_nodes):
             if is_accumulate_grad(obj):
                 self._add_accumulate(obj)
@@ -152,11 +194,20 @@ class Recorder:
         variable = obj.variable
         leaf_id = self.leaf(variable)
         leaf = self.by_id[leaf_id]
-        record = self._add_node(obj, {
-            "kind": "op", "label": "AccumulateGrad", "op": "AccumulateGrad", "role": None,
-            "module": leaf.get("module"), "creation_order": None, "variable": leaf_id,
-            "requires_grad": True, "tensor": leaf.get("tensor"),
-        })
+        record = self._add_node(
+            obj,
+            {
+                "kind": "op",
+                "label": "AccumulateGrad",
+                "op": "AccumulateGrad",
+                "role": None,
+                "module": leaf.get("module"),
+                "creation_order": None,
+                "variable": leaf_id,
+                "requires_grad": True,
+                "tensor": leaf.get("tensor"),
+            },
+        )
         leaf["grad_fn"] = record["id"]
         self._add_edge(leaf_id, record["id"], "leaf", None, 0)
 
@@ -164,15 +215,22 @@ class Recorder:
         raw = raw_sequence_nr(obj)
         name = op_name(obj)
         fields: dict[str, Any] = {
-            "kind": "op", "label": name, "op": name, "role": "intermediate",
-            "module": self._module_of(obj, name), "requires_grad": True,
+            "kind": "op",
+            "label": name,
+            "op": name,
+            "role": "intermediate",
+            "module": self._module_of(obj, name),
+            "requires_grad": True,
             "creation_order": None if raw is None else raw - self.sequence_base,
             "inserted": name == "BackwardHookFunctionBackward",
             "saved": self._saved(obj),
         }
         if tensor is not None:
-            fields.update(shape=list(tensor.shape), dtype=str(tensor.dtype).removeprefix("torch."),
-                          value=self.summarize(tensor))
+            fields.update(
+                shape=list(tensor.shape),
+                dtype=str(tensor.dtype).removeprefix("torch."),
+                value=self.summarize(tensor),
+            )
         record = self._add_node(obj, fields)
         for slot, source, output_nr in next_nodes(obj):
             source_id = self.node_ids.get(source)
@@ -193,8 +251,11 @@ class Recorder:
         for _slot, source, _nr in next_nodes(obj):
             source_id = self.node_ids.get(source)
             inner = self.by_id[source_id].get("module") if source_id else None
-            if inner is not None and inner != current and (
-                    current is None or current == "" or inner.startswith(current + ".")):
+            if (
+                inner is not None
+                and inner != current
+                and (current is None or current == "" or inner.startswith(current + "."))
+            ):
                 return inner
         return current
 
@@ -215,11 +276,19 @@ class Recorder:
                 out.append({"name": attr, "scalar": _plain(value)})
         return out
 
-    def _add_edge(self, source: str, target: str, kind: str, slot: int | None,
-                  output_nr: int) -> dict[str, Any]:
-        edge = {"id": f"e{len(self.edges)}", "source": source, "target": target, "kind": kind,
-                "slot": slot, "output_nr": output_nr, "requires_grad": kind != "no_grad",
-                "grads": []}
+    def _add_edge(
+        self, source: str, target: str, kind: str, slot: int | None, output_nr: int
+    ) -> dict[str, Any]:
+        edge = {
+            "id": f"e{len(self.edges)}",
+            "source": source,
+            "target": target,
+            "kind": kind,
+            "slot": slot,
+            "output_nr": output_nr,
+            "requires_grad": kind != "no_grad",
+            "grads": [],
+        }
         self.edges.append(edge)
         if kind == "data" and slot is not None:
             self.edge_at[(target, slot)] = edge
@@ -250,5 +319,8 @@ class Recorder:
             if record["kind"] == "tensor":
                 record["label"] = name
         if record.get("value") is None and record["kind"] == "op":
-            record.update(shape=list(tensor.shape), value=self.summarize(tensor),
-                          dtype=str(tensor.dtype).removeprefix("torch."))
+            record.update(
+                shape=list(tensor.shape),
+                value=self.summarize(tensor),
+                dtype=str(tensor.dtype).removeprefix("torch."),
+            )

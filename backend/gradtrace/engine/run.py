@@ -27,9 +27,16 @@ def _retained_names(retain_grad: Any) -> set[str]:
     return set(retain_grad)
 
 
-def trace_module(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], Any] | None = None, *,
-                 max_nodes: int = LIBRARY_MAX_NODES, value_budget: int = DEFAULT_VALUE_BUDGET,
-                 retain_grad: Any = None, title: str | None = None) -> dict[str, Any]:
+def trace_module(
+    model: nn.Module,
+    inputs: Any,
+    loss_fn: Callable[[Any], Any] | None = None,
+    *,
+    max_nodes: int = LIBRARY_MAX_NODES,
+    value_budget: int = DEFAULT_VALUE_BUDGET,
+    retain_grad: Any = None,
+    title: str | None = None,
+) -> dict[str, Any]:
     """Trace one forward and one backward of ``model(*inputs)`` (the library's entry point).
 
     ``inputs``: a tensor or a tuple of tensors, named ``x`` (or ``x0, x1, …``) in the trace.
@@ -44,12 +51,11 @@ def trace_module(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], Any] | 
     inputs = tuple(inputs)
     bad = [k for k, t in enumerate(inputs) if not isinstance(t, torch.Tensor)]
     if bad:
-        raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is "
-                        f"{type(inputs[bad[0]]).__name__}")
+        raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is {type(inputs[bad[0]]).__name__}")
     retained = _retained_names(retain_grad)
-    session = TraceSession(model, _input_names(inputs), max_nodes=max_nodes,
-                           value_budget=value_budget)
+    session = TraceSession(model, _input_names(inputs), max_nodes=max_nodes, value_budget=value_budget)
     try:
+
         def forward() -> torch.Tensor:
             output = model(*inputs)
             session.name("output", output)
@@ -68,8 +74,9 @@ def trace_module(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], Any] | 
             session.backward_pass("backward", "loss", None, loss.backward)
         except RuntimeError:
             pass  # recorded as an error event with PyTorch's message
-        return session.finish(source="module", spec=None,
-                              title=title or f"{type(model).__name__} forward and backward")
+        return session.finish(
+            source="module", spec=None, title=title or f"{type(model).__name__} forward and backward"
+        )
     finally:
         session.close()
 
@@ -78,17 +85,23 @@ def _loss_of(output: Any, loss_fn: Callable[[Any], Any] | None, session: TraceSe
     if loss_fn is not None:
         loss = loss_fn(output)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            raise ValueError("loss_fn(output) must return a scalar tensor, got "
-                             + (f"shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor)
-                                else type(loss).__name__))
+            raise ValueError(
+                "loss_fn(output) must return a scalar tensor, got "
+                + (f"shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else type(loss).__name__)
+            )
         return loss
     if not isinstance(output, torch.Tensor):
-        raise ValueError(f"the model returned {type(output).__name__}, not a tensor: "
-                         "pass loss_fn to turn it into a scalar")
+        raise ValueError(
+            f"the model returned {type(output).__name__}, not a tensor: pass loss_fn to turn it into a scalar"
+        )
     if output.numel() == 1:
         return output
-    session.diagnostics.append(diagnostic(
-        "output_reduced", "info",
-        f"the output has shape {tuple(output.shape)}, not a scalar, and no loss_fn was given: "
-        "backward ran on output.sum()"))
+    session.diagnostics.append(
+        diagnostic(
+            "output_reduced",
+            "info",
+            f"the output has shape {tuple(output.shape)}, not a scalar, and no loss_fn was given: "
+            "backward ran on output.sum()",
+        )
+    )
     return output.sum()

@@ -25,8 +25,9 @@ def _forward_error(exc: Exception) -> Exception:
         return limit
     if isinstance(exc, SpecError):
         return exc
-    return SpecError("forward_error", f"the forward program failed: {exc}", "/forward",
-                     exception=type(exc).__name__)
+    return SpecError(
+        "forward_error", f"the forward program failed: {exc}", "/forward", exception=type(exc).__name__
+    )
 
 
 def _refused_by_hooks(exc: Exception) -> bool:
@@ -49,10 +50,12 @@ class SpecTrace:
         except SpecError:
             raise
         except Exception as exc:  # noqa: BLE001 - torch refused the model: the spec's fault
-            raise SpecError("build_error", f"building the model failed: {exc}", "/modules",
-                            exception=type(exc).__name__) from exc
-        self.session = TraceSession(self.built.root, dict(self.built.inputs),
-                                    max_nodes=limits.max_nodes, value_budget=value_budget)
+            raise SpecError(
+                "build_error", f"building the model failed: {exc}", "/modules", exception=type(exc).__name__
+            ) from exc
+        self.session = TraceSession(
+            self.built.root, dict(self.built.inputs), max_nodes=limits.max_nodes, value_budget=value_budget
+        )
         self.hooks = [h.model_dump(mode="json", by_alias=True, exclude_none=True) for h in spec.hooks]
         self.tensor_hooks: dict[str, list[int]] = {}  # intermediate name -> hook indexes
         self.retain = set(spec.retain_grad)
@@ -90,6 +93,7 @@ class SpecTrace:
     def _local_namer(self, path: str):  # noqa: ANN202
         def on_assign(name: str, value: Any) -> None:
             self.session.name_node(f"{path}.{name}", value)
+
         return on_assign
 
     # ---- hooks --------------------------------------------------------------------------
@@ -103,7 +107,8 @@ class SpecTrace:
                     path = hook["module"]
                     self.user_hooks.register_module_hook(index, root.get_submodule(path), path)
                     self.session.module_hooks.setdefault(path, []).append(
-                        {"index": index, "type": hook["type"], "action": hook.get("action")})
+                        {"index": index, "type": hook["type"], "action": hook.get("action")}
+                    )
                 elif hook["tensor"] in self.built.inputs or hook["tensor"] in self.session.params:
                     name = hook["tensor"]
                     self.user_hooks.register_tensor_hook(index, self.resolve(name), name)
@@ -112,8 +117,12 @@ class SpecTrace:
             except SpecError:
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. a hook on a tensor without grad
-                raise SpecError("hook_error", f"hooks[{index}] cannot be registered: {exc}", where,
-                                exception=type(exc).__name__) from exc
+                raise SpecError(
+                    "hook_error",
+                    f"hooks[{index}] cannot be registered: {exc}",
+                    where,
+                    exception=type(exc).__name__,
+                ) from exc
 
     # ---- the run ------------------------------------------------------------------------
     def run_program(self, program: Any) -> None:
@@ -134,8 +143,9 @@ class SpecTrace:
             # retain_grad on spec inputs is a no-op (leaves keep .grad anyway)
             steps = self.spec.effective_steps()
             try:
-                session.forward(lambda: self.run_program(self.built.program),
-                                error_is_event=_refused_by_hooks)
+                session.forward(
+                    lambda: self.run_program(self.built.program), error_is_event=_refused_by_hooks
+                )
             except Exception as exc:  # noqa: BLE001
                 if not _refused_by_hooks(exc):
                     error = _forward_error(exc)
@@ -147,11 +157,16 @@ class SpecTrace:
             else:
                 StepRunner(session, self.resolve, self._rerun, self.on_assign).run_all(steps)
             for path in self.user_hooks.outputs_only:
-                session.diagnostics.append(diagnostic(
-                    "hook_on_outputs_only", "warning",
-                    f"module '{path}' has a full backward hook but none of its inputs requires "
-                    "grad: the hook fires with the gradients of its outputs only (grad_input is "
-                    "None)", module=path))
+                session.diagnostics.append(
+                    diagnostic(
+                        "hook_on_outputs_only",
+                        "warning",
+                        f"module '{path}' has a full backward hook but none of its inputs requires "
+                        "grad: the hook fires with the gradients of its outputs only (grad_input is "
+                        "None)",
+                        module=path,
+                    )
+                )
             return session.finish(source="spec", title=self.spec.title, spec=self.spec.normalized())
 
     def _rerun(self, index: int) -> None:

@@ -29,9 +29,15 @@ LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk cr
 
 
 class TraceSession:
-    def __init__(self, root: nn.Module | None, leaves: dict[str, torch.Tensor], *,
-                 max_nodes: int = LIBRARY_MAX_NODES, value_budget: int = DEFAULT_VALUE_BUDGET,
-                 root_path: str = "") -> None:
+    def __init__(
+        self,
+        root: nn.Module | None,
+        leaves: dict[str, torch.Tensor],
+        *,
+        max_nodes: int = LIBRARY_MAX_NODES,
+        value_budget: int = DEFAULT_VALUE_BUDGET,
+        root_path: str = "",
+    ) -> None:
         self.root = root
         self.summarize = Summarizer(value_budget)
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
@@ -44,18 +50,20 @@ class TraceSession:
                 full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
                 module_paths[id(module)] = full
                 parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
-                names = [f"{path}.{n}" if path else n
-                         for n, _ in module.named_parameters(recurse=False)]
+                names = [f"{path}.{n}" if path else n for n, _ in module.named_parameters(recurse=False)]
                 self.module_types[full] = (type(module).__name__, parent, names)
             self.params = dict(root.named_parameters())
         for name, tensor in {**self.params, **self.leaves}.items():
             self.recorder.leaf_names[id(tensor)] = (tensor, name)
-        self.forward_capture = ForwardCapture(self.recorder, root, module_paths,
-                                              {id(p): n for n, p in self.params.items()})
+        self.forward_capture = ForwardCapture(
+            self.recorder, root, module_paths, {id(p): n for n, p in self.params.items()}
+        )
         self.backward_capture = BackwardCapture(self.recorder, set())
-        linear_weights = {f"{p}.weight" if p else "weight": m.weight
-                          for p, m in (root.named_modules() if root is not None else [])
-                          if isinstance(m, nn.Linear)}
+        linear_weights = {
+            f"{p}.weight" if p else "weight": m.weight
+            for p, m in (root.named_modules() if root is not None else [])
+            if isinstance(m, nn.Linear)
+        }
         self.linear = LinearAnalysis(self.forward_capture.linear_calls, linear_weights)
         self.env: dict[str, Any] = {}  # named tensors of the program (values)
         self.retained: dict[str, torch.Tensor] = {}
@@ -75,8 +83,9 @@ class TraceSession:
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
         self._stack.enter_context(self.forward_capture.hooks_installed())
-        self._stack.enter_context(self.backward_capture.grad_write_hooks(
-            list(self.params.values()) + list(self.leaves.values())))
+        self._stack.enter_context(
+            self.backward_capture.grad_write_hooks(list(self.params.values()) + list(self.leaves.values()))
+        )
         self._forwards = 0
         self._backwards: dict[str, int] = {}
 
@@ -88,8 +97,12 @@ class TraceSession:
             gc.enable()
 
     # ---- passes -------------------------------------------------------------------------
-    def forward(self, run: Callable[[], Any], step: int | None = None,
-                error_is_event: Callable[[Exception], bool] | None = None) -> Any:
+    def forward(
+        self,
+        run: Callable[[], Any],
+        step: int | None = None,
+        error_is_event: Callable[[Exception], bool] | None = None,
+    ) -> Any:
         """Run ``run()`` as a recorded forward pass; returns what it returns.
 
         An exception is re-raised; it is also recorded as an ``error`` event in this pass for
@@ -192,16 +205,24 @@ class TraceSession:
     def step_error(self, exc: BaseException, step: int | None, skipped: int) -> None:
         self.error_event(exc, step)
         if skipped:
-            self.diagnostics.append(diagnostic(
-                "steps_skipped", "error",
-                f"{'the forward' if step is None else f'step {step}'} failed "
-                f"({type(exc).__name__}); the {skipped} later step(s) were not run"))
+            self.diagnostics.append(
+                diagnostic(
+                    "steps_skipped",
+                    "error",
+                    f"{'the forward' if step is None else f'step {step}'} failed "
+                    f"({type(exc).__name__}); the {skipped} later step(s) were not run",
+                )
+            )
         if "BackwardHookFunction" in str(exc.__cause__ or exc):
-            self.diagnostics.append(diagnostic(
-                "inplace_after_hook", "error",
-                "an in-place operation modified the output of a module that has a full backward "
-                "hook; PyTorch forbids this (the hook's BackwardHookFunctionBackward node returns "
-                "a view)"))
+            self.diagnostics.append(
+                diagnostic(
+                    "inplace_after_hook",
+                    "error",
+                    "an in-place operation modified the output of a module that has a full backward "
+                    "hook; PyTorch forbids this (the hook's BackwardHookFunctionBackward node returns "
+                    "a view)",
+                )
+            )
 
     # ---- assembling the trace -----------------------------------------------------------
     def finish(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
@@ -233,20 +254,39 @@ class TraceSession:
                 module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
                 self.grad_norms.append(grad_norm(name, module, None, t.grad))
         found = any(d["code"] == "hook_on_outputs_only" for d in self.diagnostics)
-        self.diagnostics += diagnose(rec, self.env, self.retained, self.backward_roots,
-                                     [str(w.message) for w in self._warnings], found)
-        modules = [{"path": path, "type": typ, "parent": parent, "parameters": params,
-                    "hooks": self.module_hooks.get(path, [])}
-                   for path, (typ, parent, params) in self.module_types.items()]
+        self.diagnostics += diagnose(
+            rec, self.env, self.retained, self.backward_roots, [str(w.message) for w in self._warnings], found
+        )
+        modules = [
+            {
+                "path": path,
+                "type": typ,
+                "parent": parent,
+                "parameters": params,
+                "hooks": self.module_hooks.get(path, []),
+            }
+            for path, (typ, parent, params) in self.module_types.items()
+        ]
         doc = {
-            "torch_version": torch.__version__, "source": source, "title": title, "spec": spec,
+            "torch_version": torch.__version__,
+            "source": source,
+            "title": title,
+            "spec": spec,
             "graph": {"nodes": rec.nodes, "edges": rec.edges, "modules": modules},
-            "events": rec.events, "passes": rec.passes,
-            "values": values, "grads": dict(sorted(grads.items())),
-            "analyses": {"linear": self.linear.build(self.backward_capture.deltas, self.summarize),
-                         "grad_norms": self.grad_norms, "diagnostics": self.diagnostics},
-            "limits": {"max_nodes": rec.max_nodes, "value_budget": self.summarize.value_budget,
-                       "values_truncated": self.summarize.values_truncated},
+            "events": rec.events,
+            "passes": rec.passes,
+            "values": values,
+            "grads": dict(sorted(grads.items())),
+            "analyses": {
+                "linear": self.linear.build(self.backward_capture.deltas, self.summarize),
+                "grad_norms": self.grad_norms,
+                "diagnostics": self.diagnostics,
+            },
+            "limits": {
+                "max_nodes": rec.max_nodes,
+                "value_budget": self.summarize.value_budget,
+                "values_truncated": self.summarize.values_truncated,
+            },
         }
         self.summarize.finalize()
         return doc

@@ -26,9 +26,13 @@ def limit_hit(exc: BaseException | None) -> TraceError | None:
 
 
 class StepRunner:
-    def __init__(self, session: TraceSession, resolve: Callable[[str], torch.Tensor],
-                 rerun_forward: Callable[[int], None],
-                 assign: Callable[[str, torch.Tensor], None]) -> None:
+    def __init__(
+        self,
+        session: TraceSession,
+        resolve: Callable[[str], torch.Tensor],
+        rerun_forward: Callable[[int], None],
+        assign: Callable[[str, torch.Tensor], None],
+    ) -> None:
         self.session = session
         self.resolve = resolve  # spec name or parameter path -> tensor
         self.rerun_forward = rerun_forward  # forward step index -> runs the program
@@ -65,16 +69,29 @@ class StepRunner:
         inputs = [self.resolve(r) for r in step.inputs] if step.inputs else None
         # retain_graph=None lets PyTorch default it to create_graph, as a bare call would
         retain = True if step.retain_graph else None
-        self.session.backward_pass("backward", step.of, index, lambda: root.backward(
-            retain_graph=retain, create_graph=step.create_graph, inputs=inputs))
+        self.session.backward_pass(
+            "backward",
+            step.of,
+            index,
+            lambda: root.backward(retain_graph=retain, create_graph=step.create_graph, inputs=inputs),
+        )
 
     def _grad(self, index: int, step: Any) -> None:
         outputs = [self.resolve(o) for o in step.outputs()]
         inputs = [self.resolve(r) for r in step.inputs]
         of = ", ".join(step.outputs())
-        result = self.session.backward_pass("grad", of, index, lambda: torch.autograd.grad(
-            outputs, inputs, retain_graph=step.retain_graph, create_graph=step.create_graph,
-            allow_unused=step.allow_unused))
+        result = self.session.backward_pass(
+            "grad",
+            of,
+            index,
+            lambda: torch.autograd.grad(
+                outputs,
+                inputs,
+                retain_graph=step.retain_graph,
+                create_graph=step.create_graph,
+                allow_unused=step.allow_unused,
+            ),
+        )
         for name, grad in zip(step.as_, result, strict=True):
             if grad is not None:
                 self.assign(name, grad)

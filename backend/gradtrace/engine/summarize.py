@@ -37,8 +37,9 @@ def finite_or_name(x: float) -> float | str:
     return "Infinity" if x > 0 else "-Infinity"
 
 
-_NUMPY_READY = frozenset({torch.float32, torch.float64, torch.int64, torch.int32, torch.int16,
-                          torch.int8, torch.uint8})
+_NUMPY_READY = frozenset(
+    {torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8}
+)
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 
 
@@ -90,8 +91,14 @@ class Summarizer:
         # keeps the memory from being reused by another tensor.
         strided = t.layout == torch.strided
         if strided:
-            key: tuple = (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, version,
-                          t.is_cpu or t.device.type)  # (is_cpu: 7x cheaper than device.type)
+            key: tuple = (
+                t.data_ptr(),
+                tuple(t.shape),
+                t.stride(),
+                t.dtype,
+                version,
+                t.is_cpu or t.device.type,
+            )  # (is_cpu: 7x cheaper than device.type)
         else:  # sparse and other layouts have no single data pointer
             key = ("id", id(t), version)
         hit = self._cache.get(key)
@@ -139,8 +146,7 @@ class Summarizer:
             return value
         self.values_truncated += 1
         # the stats dict is shared: finalize() fills it for both
-        return {"shape": value["shape"], "dtype": value["dtype"], "stats": value["stats"],
-                "truncated": True}
+        return {"shape": value["shape"], "dtype": value["dtype"], "stats": value["stats"], "truncated": True}
 
     @staticmethod
     def _dense_order(t: torch.Tensor) -> list[int] | None:
@@ -163,8 +169,7 @@ class Summarizer:
         t = t.detach()
         numel = t.numel()
         complex_ = t.is_complex()
-        out: dict[str, Any] = {"shape": list(t.shape), "dtype": _dtype_name(t),
-                               "stats": {"numel": numel}}
+        out: dict[str, Any] = {"shape": list(t.shape), "dtype": _dtype_name(t), "stats": {"numel": numel}}
         cost = self._cost(numel)
         numbers = not complex_ and cost <= self.budget_left
         if numbers:
@@ -173,8 +178,11 @@ class Summarizer:
             out["truncated"] = True
             self.values_truncated += 1
         order = self._dense_order(t) if strided and numel else None
-        memory = ((t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)
-                  if order is not None else None)
+        memory = (
+            (t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)
+            if order is not None
+            else None
+        )
         known = self._stats_by_memory.get(memory) if memory is not None else None
         if known is not None:
             out["stats"] = known  # filled now, or by finalize() with its first owner

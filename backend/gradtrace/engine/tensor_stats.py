@@ -32,14 +32,30 @@ def stats_of(arr: np.ndarray) -> dict[str, Any]:
         total = float(x.sum())
     n = int(x.size)
     if n == 0:
-        return {"numel": numel, "min": None, "max": None, "mean": None, "std": None,
-                "norm": None, "nan": nan, "inf": inf}
+        return {
+            "numel": numel,
+            "min": None,
+            "max": None,
+            "mean": None,
+            "std": None,
+            "norm": None,
+            "nan": nan,
+            "inf": inf,
+        }
     mean = total / n
     low, high = float(x.min()), float(x.max())
     np.subtract(x, mean, out=x)
     squares = float(np.einsum("i,i->", x, x))  # Σ(x-m)², einsum's own loop (no BLAS)
-    return {"numel": numel, "min": low, "max": high, "mean": mean, "std": math.sqrt(squares / n),
-            "norm": math.sqrt(squares + n * mean * mean), "nan": nan, "inf": inf}
+    return {
+        "numel": numel,
+        "min": low,
+        "max": high,
+        "mean": mean,
+        "std": math.sqrt(squares / n),
+        "norm": math.sqrt(squares + n * mean * mean),
+        "nan": nan,
+        "inf": inf,
+    }
 
 
 def segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
@@ -51,8 +67,18 @@ def segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
     """
     lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
     out: list[dict[str, Any]] = [
-        {"numel": int(n), "min": None, "max": None, "mean": None, "std": None, "norm": None,
-         "nan": 0, "inf": 0} for n in lengths]
+        {
+            "numel": int(n),
+            "min": None,
+            "max": None,
+            "mean": None,
+            "std": None,
+            "norm": None,
+            "nan": 0,
+            "inf": 0,
+        }
+        for n in lengths
+    ]
     nonempty = np.flatnonzero(lengths)
     if nonempty.size == 0:
         return out

@@ -48,17 +48,20 @@ class UserHooks:
             values = (values,)
         return [self.recorder.summarize(v) for v in values]
 
-    def _act(self, index: int, target: str | None, module: str | None,
-             values: tuple) -> tuple | None:
+    def _act(self, index: int, target: str | None, module: str | None, values: tuple) -> tuple | None:
         """Apply hook ``index``'s action to ``values``; record it; None if there is none."""
         action = self.hooks[index].get("action")
         if not action:
             return None
         after = tuple(apply_action(action, v) for v in values)
-        self.recorder.emit("hook_action", target=target, node=self._node(), module=module,
-                           hook=index, payload={"action": action,
-                                                "before": self._summaries(values),
-                                                "after": self._summaries(after)})
+        self.recorder.emit(
+            "hook_action",
+            target=target,
+            node=self._node(),
+            module=module,
+            hook=index,
+            payload={"action": action, "before": self._summaries(values), "after": self._summaries(after)},
+        )
         return after
 
     def _node(self) -> str | None:
@@ -71,36 +74,70 @@ class UserHooks:
         kind = self.hooks[index]["type"]
         rec = self.recorder
         if kind == "forward_pre":
+
             def hook(_m: nn.Module, args: tuple) -> tuple | None:
-                rec.emit("module_forward_pre", target=path, module=path, hook=index,
-                         payload={"inputs": self._summaries(args)})
+                rec.emit(
+                    "module_forward_pre",
+                    target=path,
+                    module=path,
+                    hook=index,
+                    payload={"inputs": self._summaries(args)},
+                )
                 return self._act(index, path, path, args)
+
             handle = module.register_forward_pre_hook(hook)
         elif kind == "forward":
+
             def hook(_m: nn.Module, args: tuple, output: Any) -> Any:
-                rec.emit("module_forward", target=path, module=path, hook=index,
-                         payload={"inputs": self._summaries(args),
-                                  "outputs": self._summaries(output)})
+                rec.emit(
+                    "module_forward",
+                    target=path,
+                    module=path,
+                    hook=index,
+                    payload={"inputs": self._summaries(args), "outputs": self._summaries(output)},
+                )
                 single = isinstance(output, torch.Tensor)
                 after = self._act(index, path, path, (output,) if single else tuple(output))
                 if after is None:
                     return None
                 return after[0] if single else type(output)(after)
+
             handle = module.register_forward_hook(hook)
         elif kind == "full_backward_pre":
+
             def hook(_m: nn.Module, grad_output: tuple) -> tuple | None:
-                rec.emit("module_backward_pre", target=path, node=self._node(), module=path,
-                         hook=index, payload={"grad_output": self._summaries(grad_output)})
+                rec.emit(
+                    "module_backward_pre",
+                    target=path,
+                    node=self._node(),
+                    module=path,
+                    hook=index,
+                    payload={"grad_output": self._summaries(grad_output)},
+                )
                 return self._act(index, path, path, grad_output)
+
             handle = module.register_full_backward_pre_hook(hook)
         else:  # full_backward, or the deprecated non-full "backward"
+
             def hook(_m: nn.Module, grad_input: tuple, grad_output: tuple) -> tuple | None:
-                rec.emit("module_backward", target=path, node=self._node(), module=path,
-                         hook=index, payload={"grad_input": self._summaries(grad_input),
-                                              "grad_output": self._summaries(grad_output)})
+                rec.emit(
+                    "module_backward",
+                    target=path,
+                    node=self._node(),
+                    module=path,
+                    hook=index,
+                    payload={
+                        "grad_input": self._summaries(grad_input),
+                        "grad_output": self._summaries(grad_output),
+                    },
+                )
                 return self._act(index, path, path, grad_input)
-            register: Callable = (module.register_full_backward_hook if kind == "full_backward"
-                                  else module.register_backward_hook)
+
+            register: Callable = (
+                module.register_full_backward_hook
+                if kind == "full_backward"
+                else module.register_backward_hook
+            )
             handle = register(hook)
         self.stack.callback(handle.remove)
         if kind in ("full_backward", "full_backward_pre"):
@@ -109,10 +146,12 @@ class UserHooks:
     def _watch_inputs(self, module: nn.Module, path: str) -> None:
         """A full backward hook whose module gets no input requiring grad fires on the
         outputs' gradients only (grad_input is all None): note it, naming the module."""
+
         def check(_m: nn.Module, args: tuple) -> None:
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             if torch.is_grad_enabled() and not any(t.requires_grad for t in tensors):
                 self.outputs_only.setdefault(path, None)
+
         self.stack.callback(module.register_forward_pre_hook(check).remove)
 
     # ---- tensor hooks ---------------------------------------------------------------------
@@ -128,21 +167,34 @@ class UserHooks:
         kind = self.hooks[index]["type"]
         rec = self.recorder
         if kind == "tensor":
+
             def hook(grad: torch.Tensor) -> torch.Tensor | None:
-                rec.emit("tensor_hook", target=name, node=self._tensor_node(tensor), hook=index,
-                         payload={"grad": rec.summarize(grad)})
+                rec.emit(
+                    "tensor_hook",
+                    target=name,
+                    node=self._tensor_node(tensor),
+                    hook=index,
+                    payload={"grad": rec.summarize(grad)},
+                )
                 after = self._act(index, name, None, (grad,))
                 return None if after is None else after[0]
+
             handle = tensor.register_hook(hook)
         else:  # post_accumulate_grad: returns nothing; an action writes .grad in place
+
             def hook(param: torch.Tensor) -> None:
-                rec.emit("post_accumulate_grad", target=name, node=self._tensor_node(param),
-                         hook=index,
-                         payload={"grad": rec.summarize(param.grad)})
+                rec.emit(
+                    "post_accumulate_grad",
+                    target=name,
+                    node=self._tensor_node(param),
+                    hook=index,
+                    payload={"grad": rec.summarize(param.grad)},
+                )
                 if param.grad is not None:
                     after = self._act(index, name, None, (param.grad,))
                     if after is not None:
                         with torch.no_grad():
                             param.grad.copy_(after[0])
+
             handle = tensor.register_post_accumulate_grad_hook(hook)
         self.stack.callback(handle.remove)

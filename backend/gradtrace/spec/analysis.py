@@ -79,7 +79,8 @@ def analyse(program: Program, sources: Iterable[str], keep: Iterable[str] = ()) 
     keep = set(keep)
     last = set(program.statements[-1].targets) if program.statements else set()
     unused = tuple(
-        n for n in graph.nodes
+        n
+        for n in graph.nodes
         if graph.out_degree(n) == 0 and n not in keep and n not in last and not n.startswith("<return")
     )
     return ProgramAnalysis(
@@ -96,7 +97,9 @@ def check_module_args(program: Program, ptr: str) -> ProgramAnalysis:
     unused_args = [a for a in program.args if a in stats.unused]
     if unused_args:
         names = ", ".join(repr(a) for a in unused_args)
-        raise SpecError("unused_argument", f"module {program.owner}: argument {names} is never used by its forward", ptr)
+        raise SpecError(
+            "unused_argument", f"module {program.owner}: argument {names} is never used by its forward", ptr
+        )
     return stats
 
 

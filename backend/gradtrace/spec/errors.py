@@ -36,7 +36,11 @@ class SpecError(Exception):
 
     def __reduce__(self):  # picklable across worker processes despite the keyword-rich __init__
         state = {"details": self.details}
-        return (SpecError, (self.code, self.message, self.path, self.line, self.column, self.exception), state)
+        return (
+            SpecError,
+            (self.code, self.message, self.path, self.line, self.column, self.exception),
+            state,
+        )
 
     def __str__(self) -> str:
         return self.message

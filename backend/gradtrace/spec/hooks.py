@@ -60,7 +60,9 @@ class _HookBase(SpecModel):
         if self.action.target is None:
             self.action.target = expected  # the only valid target: fill it in
         elif self.action.target != expected:
-            raise ValueError(f"a {self.type} hook's action can change {expected!r}, not {self.action.target!r}")  # type: ignore[attr-defined]
+            raise ValueError(
+                f"a {self.type} hook's action can change {expected!r}, not {self.action.target!r}"
+            )  # type: ignore[attr-defined]
         return self
 
 

@@ -126,7 +126,9 @@ class Program:
     owner: str | None = None  # module path for a Module's program; None at top level
     args: tuple[str, ...] = ()
     returns: int = 1  # values a Module program returns
-    title: str = "forward"  # how messages name the program: "forward", "module f1, forward", "step 2 (forward)"
+    title: str = (
+        "forward"  # how messages name the program: "forward", "module f1, forward", "step 2 (forward)"
+    )
 
     def label(self) -> str:
         return self.title

@@ -68,7 +68,9 @@ class _ConvSpec(LeafSpec):
         for field in ("kernel_size", "stride", "padding"):
             value = getattr(self, field)
             if isinstance(value, list) and len(value) != self.dims:
-                raise ValueError(f"{field} must be an int or a list of {self.dims} int{'s' if self.dims > 1 else ''}")
+                raise ValueError(
+                    f"{field} must be an int or a list of {self.dims} int{'s' if self.dims > 1 else ''}"
+                )
         return self
 
     def parameter_shapes(self) -> dict[str, Shape]:
@@ -177,7 +179,9 @@ class MultiheadAttentionSpec(LeafSpec):
     @model_validator(mode="after")
     def _check_heads(self) -> MultiheadAttentionSpec:
         if self.embed_dim % self.num_heads:
-            raise ValueError(f"embed_dim ({self.embed_dim}) must be divisible by num_heads ({self.num_heads})")
+            raise ValueError(
+                f"embed_dim ({self.embed_dim}) must be divisible by num_heads ({self.num_heads})"
+            )
         return self
 
     def parameter_shapes(self) -> dict[str, Shape]:

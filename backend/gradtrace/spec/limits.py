@@ -34,9 +34,18 @@ class SpecLimits:
     def local(cls) -> SpecLimits:
         """Generous limits for the local library: still well under the ~50k-node crash point."""
         return cls(
-            max_nodes=40_000, max_tensor_elements=50_000_000, max_total_elements=200_000_000,
-            max_parameters=100_000_000, max_flops=1e12, max_program_lines=2000, max_modules=2000,
-            max_steps=100, max_depth=16, max_dim=100_000_000, max_inputs=1000, max_hooks=200,
+            max_nodes=40_000,
+            max_tensor_elements=50_000_000,
+            max_total_elements=200_000_000,
+            max_parameters=100_000_000,
+            max_flops=1e12,
+            max_program_lines=2000,
+            max_modules=2000,
+            max_steps=100,
+            max_depth=16,
+            max_dim=100_000_000,
+            max_inputs=1000,
+            max_hooks=200,
             max_literal_elements=1_000_000,
         )
 
@@ -68,7 +77,9 @@ def check_shape(shape: tuple[int, ...], limits: SpecLimits, what: str, path: str
             raise _fail("max_dim", dim, limits.max_dim, f"dimension {i} of {what}", path)
     numel = math.prod(shape)
     if numel > limits.max_tensor_elements:
-        raise _fail("max_tensor_elements", numel, limits.max_tensor_elements, f"the element count of {what}", path)
+        raise _fail(
+            "max_tensor_elements", numel, limits.max_tensor_elements, f"the element count of {what}", path
+        )
     return numel
 
 
@@ -111,11 +122,25 @@ def check_declared(spec, limits: SpecLimits) -> None:  # noqa: ANN001 (ModelSpec
         raise _fail("max_parameters", params, limits.max_parameters, "the parameter count", "/modules")
     total += params
     if total > limits.max_total_elements:
-        raise _fail("max_total_elements", total, limits.max_total_elements, "the declared element count (inputs + parameters)", "")
+        raise _fail(
+            "max_total_elements",
+            total,
+            limits.max_total_elements,
+            "the declared element count (inputs + parameters)",
+            "",
+        )
     if literal > limits.max_literal_elements:
-        raise _fail("max_literal_elements", literal, limits.max_literal_elements, "the count of numbers written in value/init literals", "")
+        raise _fail(
+            "max_literal_elements",
+            literal,
+            limits.max_literal_elements,
+            "the count of numbers written in value/init literals",
+            "",
+        )
 
 
 def _check_lines(lines: list[str], path: str, what: str, limits: SpecLimits) -> None:
     if len(lines) > limits.max_program_lines:
-        raise _fail("max_program_lines", len(lines), limits.max_program_lines, f"the line count of {what}", path)
+        raise _fail(
+            "max_program_lines", len(lines), limits.max_program_lines, f"the line count of {what}", path
+        )

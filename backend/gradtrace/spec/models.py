@@ -60,12 +60,16 @@ class InputSpec(SpecModel):
         if self.shape is not None and self.init is None:
             self.init = "randn"
         if (self.init == "randint") != (self.high is not None):
-            raise ValueError("`init: randint` needs `high` (values are drawn from [0, high)), and only it takes `high`")
+            raise ValueError(
+                "`init: randint` needs `high` (values are drawn from [0, high)), and only it takes `high`"
+            )
         if self.dtype == "int64":
             if self.requires_grad:
                 raise ValueError("an int64 tensor cannot require grad (only floating point tensors can)")
             if self.init in ("randn", "rand"):
-                raise ValueError(f"`init: {self.init}` draws floats; an int64 input takes zeros, ones, arange or randint")
+                raise ValueError(
+                    f"`init: {self.init}` draws floats; an int64 input takes zeros, ones, arange or randint"
+                )
             if self.value is not None:
                 if not literal_is_integral(self.value):
                     raise ValueError("an int64 input's value must hold whole numbers")
@@ -87,22 +91,31 @@ class ModelSpec(SpecModel):
     spec_version: Literal[1] = Field(description="Format version: 1.")
     title: Annotated[str, Field(min_length=1, max_length=200)] = Field(description="Shown above the diagram.")
     description: Annotated[str, Field(max_length=4000)] | None = Field(
-        None, description="One paragraph: what to watch in this example.")
+        None, description="One paragraph: what to watch in this example."
+    )
     seed: Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)] = Field(
-        0, description="Seeds a per-trace torch.Generator: inputs are drawn first, then parameters.")
+        0, description="Seeds a per-trace torch.Generator: inputs are drawn first, then parameters."
+    )
     dtype: FloatDtype = Field("float32", description="Floating-point type of parameters and float inputs.")
     modules: Annotated[dict[Name, ModuleSpec], Field(max_length=1000)] = Field(
-        default_factory=dict, description="Named modules (real torch.nn layers, Sequential, composite Module).")
+        default_factory=dict,
+        description="Named modules (real torch.nn layers, Sequential, composite Module).",
+    )
     inputs: Annotated[dict[Name, InputSpec], Field(max_length=1000)] = Field(
-        default_factory=dict, description="Named input tensors: a `value`, or a `shape` with a seeded `init`.")
+        default_factory=dict, description="Named input tensors: a `value`, or a `shape` with a seeded `init`."
+    )
     forward: Annotated[list[ProgramLine], Field(min_length=1, max_length=MAX_PROGRAM_LINES)] = Field(
-        description="The forward program: one assignment per line, e.g. \"y = f0(x)\". No `return`.")
+        description='The forward program: one assignment per line, e.g. "y = f0(x)". No `return`.'
+    )
     hooks: Annotated[list[HookSpec], Field(max_length=MAX_HOOKS)] = Field(
-        default_factory=list, description="Module and tensor hooks to register, with optional actions.")
+        default_factory=list, description="Module and tensor hooks to register, with optional actions."
+    )
     retain_grad: Annotated[list[Name], Field(max_length=1000)] = Field(
-        default_factory=list, description="Intermediate tensors whose .grad to keep (retain_grad()).")
+        default_factory=list, description="Intermediate tensors whose .grad to keep (retain_grad())."
+    )
     steps: Annotated[list[StepSpec], Field(min_length=1, max_length=MAX_STEPS)] | None = Field(
-        None, description="What runs after the forward; absent: one backward of the last assigned tensor.")
+        None, description="What runs after the forward; absent: one backward of the last assigned tensor."
+    )
 
     _program: Any = PrivateAttr(default=None)
     _step_programs: dict[int, Any] = PrivateAttr(default_factory=dict)
@@ -156,7 +169,9 @@ class ModelSpec(SpecModel):
         """The canonical JSON form: defaults filled, fixed key order (hash it, store it in traces)."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
         data["modules"] = {name: _type_first(m) for name, m in data["modules"].items()}
-        data["steps"] = [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in self.effective_steps()]
+        data["steps"] = [
+            s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in self.effective_steps()
+        ]
         return data
 
 

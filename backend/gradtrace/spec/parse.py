@@ -49,7 +49,7 @@ def _message(error: dict[str, Any], path: str) -> str:
     else:
         msg = str(error["msg"])
         if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
     msg = msg[:MAX_MESSAGE]
     shown = path if len(path) <= MAX_MESSAGE else path[:MAX_MESSAGE] + "…"
     return f"{shown or '/'}: {msg}"
@@ -67,7 +67,11 @@ def parse_spec(data: Any) -> ModelSpec:
         path = _json_pointer(tuple(first["loc"]), data, first["type"])
         error = SpecError("invalid_spec", _message(first, path), path)
         error.details = [
-            {"path": (p := _json_pointer(tuple(e["loc"]), data, e["type"])), "message": _message(e, p), "type": e["type"]}
+            {
+                "path": (p := _json_pointer(tuple(e["loc"]), data, e["type"])),
+                "message": _message(e, p),
+                "type": e["type"],
+            }
             for e in errors[:20]
         ]
         raise error from None

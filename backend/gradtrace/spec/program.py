@@ -54,7 +54,9 @@ class _LineParser:
         column = getattr(node, "col_offset", None)
         column = None if column is None else column + 1
         where = f"{self.label} line {self.index + 1}" + (f", column {column}" if column else "")
-        return SpecError(code, f"{where}: {message}", f"{self.program_path}/{self.index}", self.index + 1, column)
+        return SpecError(
+            code, f"{where}: {message}", f"{self.program_path}/{self.index}", self.index + 1, column
+        )
 
     # expressions
     def expr(self, node: ast.expr) -> Expr:
@@ -82,11 +84,17 @@ class _LineParser:
         if isinstance(node, ast.Subscript):
             return Index(self.expr(node.value), self.index_items(node.slice))
         if isinstance(node, ast.Attribute):
-            raise self.fail(node, f"attribute access `.{node.attr}` is not allowed (only calls of whitelisted tensor methods, e.g. `.sum()`)")
+            raise self.fail(
+                node,
+                f"attribute access `.{node.attr}` is not allowed (only calls of whitelisted tensor methods, e.g. `.sum()`)",
+            )
         if isinstance(node, ast.List | ast.Tuple):
             ints = self.int_tuple(node)
             if ints is None:
-                raise self.fail(node, "a list or tuple here must hold int constants (a shape); lists of tensors only as the first argument of cat/stack")
+                raise self.fail(
+                    node,
+                    "a list or tuple here must hold int constants (a shape); lists of tensors only as the first argument of cat/stack",
+                )
             return ints
         raise self.fail(node, f"{_describe(node)} is not allowed")
 
@@ -104,7 +112,11 @@ class _LineParser:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             sign = -1 if isinstance(node.op, ast.USub) else 1
             node = node.operand
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)
+        ):
             return sign * self.number(node)
         return None
 
@@ -146,33 +158,47 @@ class _LineParser:
             method = node.func.attr
             sig = METHODS.get(method)
             if sig is None:
-                raise self.fail(node.func, f"tensor method .{method}() is not in the whitelist", "unknown_function")
+                raise self.fail(
+                    node.func, f"tensor method .{method}() is not in the whitelist", "unknown_function"
+                )
             self.check_arity(node, f".{method}", sig)
             obj = self.expr(node.func.value)
             args = tuple(self.arg(a) for a in node.args)
             kwargs = tuple(self.kwarg(f".{method}", k, sig.kwargs) for k in node.keywords)
             return MethodCall(obj, method, args, kwargs)
         if not isinstance(node.func, ast.Name):
-            raise self.fail(node.func, f"calling {_describe(node.func)} is not allowed: only named modules, whitelisted functions and tensor methods can be called")
+            raise self.fail(
+                node.func,
+                f"calling {_describe(node.func)} is not allowed: only named modules, whitelisted functions and tensor methods can be called",
+            )
         name = node.func.id
         module = self.modules.get(name)
         if module is not None:
             allowed = MODULE_CALL_KWARGS.get(module.type, frozenset())
             if len(node.args) != module.arity:
-                raise self.fail(node, f"module {name} ({module.type}) takes {module.arity} positional argument(s), got {len(node.args)}")
+                raise self.fail(
+                    node,
+                    f"module {name} ({module.type}) takes {module.arity} positional argument(s), got {len(node.args)}",
+                )
             args = tuple(self.arg(a) for a in node.args)
             kwargs = tuple(self.kwarg(name, k, allowed) for k in node.keywords)
             return Call("module", name, args, kwargs)
         sig = FUNCTIONS.get(name)
         if sig is None:
-            raise self.fail(node.func, f"{name!r} is not a module of this program or a whitelisted function", "unknown_function")
+            raise self.fail(
+                node.func,
+                f"{name!r} is not a module of this program or a whitelisted function",
+                "unknown_function",
+            )
         self.check_arity(node, name, sig)
         if sig.list_arg:
             first = node.args[0]
             if not isinstance(first, ast.List | ast.Tuple | ast.Name | ast.Call):
                 self.expr(first)  # raises its own, more precise error (a comprehension, …)
             if not isinstance(first, ast.List | ast.Tuple) or not first.elts:
-                raise self.fail(first, f"{name}() takes a non-empty list of tensors, e.g. {name}([a, b], dim=0)")
+                raise self.fail(
+                    first, f"{name}() takes a non-empty list of tensors, e.g. {name}([a, b], dim=0)"
+                )
             args: tuple[Expr, ...] = (TensorList(tuple(self.expr(e) for e in first.elts)),)
         else:
             args = tuple(self.arg(a) for a in node.args)
@@ -209,18 +235,29 @@ class _LineParser:
             else:
                 value = self.const_number(part)
                 if not isinstance(value, int):
-                    raise self.fail(part, "subscripts must be int constants or slices of them, e.g. out[0] or h[:, -1]")
+                    raise self.fail(
+                        part, "subscripts must be int constants or slices of them, e.g. out[0] or h[:, -1]"
+                    )
                 items.append(value)
         return tuple(items)
 
 
 def _describe(node: ast.AST) -> str:
     names = {
-        ast.Lambda: "a lambda", ast.ListComp: "a comprehension", ast.DictComp: "a comprehension",
-        ast.SetComp: "a comprehension", ast.GeneratorExp: "a generator expression",
-        ast.Compare: "a comparison", ast.BoolOp: "and/or", ast.IfExp: "a conditional expression",
-        ast.Dict: "a dict", ast.Set: "a set", ast.JoinedStr: "an f-string", ast.Await: "await",
-        ast.NamedExpr: "the := operator", ast.Starred: "`*` unpacking",
+        ast.Lambda: "a lambda",
+        ast.ListComp: "a comprehension",
+        ast.DictComp: "a comprehension",
+        ast.SetComp: "a comprehension",
+        ast.GeneratorExp: "a generator expression",
+        ast.Compare: "a comparison",
+        ast.BoolOp: "and/or",
+        ast.IfExp: "a conditional expression",
+        ast.Dict: "a dict",
+        ast.Set: "a set",
+        ast.JoinedStr: "an f-string",
+        ast.Await: "await",
+        ast.NamedExpr: "the := operator",
+        ast.Starred: "`*` unpacking",
     }
     if isinstance(node, ast.Constant):
         return f"of type {type(node.value).__name__}"
@@ -249,19 +286,35 @@ def parse_program(
             tree = ast.parse(source, mode="exec")
         except SyntaxError as exc:
             col = exc.offset if exc.offset else None
-            msg = f"{label} line {index + 1}" + (f", column {col}" if col else "") + f": invalid syntax ({exc.msg})"
+            msg = (
+                f"{label} line {index + 1}"
+                + (f", column {col}" if col else "")
+                + f": invalid syntax ({exc.msg})"
+            )
             raise SpecError("program_syntax", msg, f"{path}/{index}", index + 1, col) from None
         except (RecursionError, MemoryError, ValueError):
-            raise SpecError("program_syntax", f"{label} line {index + 1}: expression too complex", f"{path}/{index}", index + 1) from None
+            raise SpecError(
+                "program_syntax",
+                f"{label} line {index + 1}: expression too complex",
+                f"{path}/{index}",
+                index + 1,
+            ) from None
         if len(tree.body) != 1:
             raise parser.fail(tree.body[1] if tree.body else None, "one statement per line")
         if _count_nodes(tree) > MAX_EXPRESSION_NODES:
-            raise parser.fail(tree.body[0], f"expression too large (more than {MAX_EXPRESSION_NODES} parts); split it over several lines")
+            raise parser.fail(
+                tree.body[0],
+                f"expression too large (more than {MAX_EXPRESSION_NODES} parts); split it over several lines",
+            )
         stmt = tree.body[0]
         last = index == len(lines) - 1
         if isinstance(stmt, ast.Return):
             if owner is None:
-                raise parser.fail(stmt, "`return` is not allowed in the top-level program (it has no caller); assign instead", "return_not_allowed")
+                raise parser.fail(
+                    stmt,
+                    "`return` is not allowed in the top-level program (it has no caller); assign instead",
+                    "return_not_allowed",
+                )
             if not last:
                 raise parser.fail(stmt, "`return` must be the last line", "return_not_last")
             if stmt.value is None:
@@ -271,46 +324,100 @@ def parse_program(
                 returns = len(stmt.value.elts)
             else:
                 value = parser.expr(stmt.value)
-            statements.append(Statement((), value, True, index, source, stmt.col_offset + 1, tuple(parser.uses),
-                                        tuple(parser.columns[u] for u in parser.uses)))
+            statements.append(
+                Statement(
+                    (),
+                    value,
+                    True,
+                    index,
+                    source,
+                    stmt.col_offset + 1,
+                    tuple(parser.uses),
+                    tuple(parser.columns[u] for u in parser.uses),
+                )
+            )
             continue
         if not isinstance(stmt, ast.Assign):
-            hint = " (write `x = x + 1` as a new name, e.g. `x2 = x + 1`)" if isinstance(stmt, ast.AugAssign) else ""
-            raise parser.fail(stmt, f"a statement must be an assignment `name = expr`, not {_statement_kind(stmt)}{hint}")
+            hint = (
+                " (write `x = x + 1` as a new name, e.g. `x2 = x + 1`)"
+                if isinstance(stmt, ast.AugAssign)
+                else ""
+            )
+            raise parser.fail(
+                stmt, f"a statement must be an assignment `name = expr`, not {_statement_kind(stmt)}{hint}"
+            )
         if len(stmt.targets) != 1:
             raise parser.fail(stmt, "chained assignment `a = b = …` is not allowed")
         targets = _targets(parser, stmt.targets[0])
         value = parser.expr(stmt.value)
         _check_unpacking(parser, stmt, targets, value, modules)
-        statements.append(Statement(targets, value, False, index, source, stmt.col_offset + 1, tuple(parser.uses),
-                                    tuple(parser.columns[u] for u in parser.uses)))
+        statements.append(
+            Statement(
+                targets,
+                value,
+                False,
+                index,
+                source,
+                stmt.col_offset + 1,
+                tuple(parser.uses),
+                tuple(parser.columns[u] for u in parser.uses),
+            )
+        )
     if owner is not None and (not statements or not statements[-1].is_return):
         n = len(lines)
-        raise SpecError("missing_return", f"{label} line {n}: a Module program must end with `return <expr>`", f"{path}/{n - 1}", n, None)
+        raise SpecError(
+            "missing_return",
+            f"{label} line {n}: a Module program must end with `return <expr>`",
+            f"{path}/{n - 1}",
+            n,
+            None,
+        )
     return Program(tuple(statements), path, owner, args, returns, label)
 
 
 def _statement_kind(stmt: ast.stmt) -> str:
-    kinds = {ast.Expr: "a bare expression", ast.AugAssign: "an augmented assignment", ast.Import: "an import",
-             ast.ImportFrom: "an import", ast.AnnAssign: "an annotated assignment", ast.If: "an if",
-             ast.For: "a for loop", ast.While: "a while loop", ast.FunctionDef: "a def",
-             ast.ClassDef: "a class", ast.With: "a with block", ast.Delete: "del", ast.Try: "a try"}
+    kinds = {
+        ast.Expr: "a bare expression",
+        ast.AugAssign: "an augmented assignment",
+        ast.Import: "an import",
+        ast.ImportFrom: "an import",
+        ast.AnnAssign: "an annotated assignment",
+        ast.If: "an if",
+        ast.For: "a for loop",
+        ast.While: "a while loop",
+        ast.FunctionDef: "a def",
+        ast.ClassDef: "a class",
+        ast.With: "a with block",
+        ast.Delete: "del",
+        ast.Try: "a try",
+    }
     return kinds.get(type(stmt), f"`{type(stmt).__name__}`")
 
 
 def _targets(parser: _LineParser, target: ast.expr) -> tuple[str, ...]:
     if isinstance(target, ast.Name):
         return (target.id,)
-    if isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts) and len(target.elts) >= 2:
+    if (
+        isinstance(target, ast.Tuple)
+        and all(isinstance(t, ast.Name) for t in target.elts)
+        and len(target.elts) >= 2
+    ):
         names = tuple(t.id for t in target.elts)  # type: ignore[attr-defined]
         if len(set(names)) != len(names):
             raise parser.fail(target, "the same name twice on the left of `=`", "name_conflict")
         return names
-    raise parser.fail(target, "the left of `=` must be a name or names `a, b` (no subscripts, attributes or starred)")
+    raise parser.fail(
+        target, "the left of `=` must be a name or names `a, b` (no subscripts, attributes or starred)"
+    )
 
 
-def _check_unpacking(parser: _LineParser, stmt: ast.Assign, targets: tuple[str, ...], value: Expr,
-                     modules: Mapping[str, CalleeInfo]) -> None:
+def _check_unpacking(
+    parser: _LineParser,
+    stmt: ast.Assign,
+    targets: tuple[str, ...],
+    value: Expr,
+    modules: Mapping[str, CalleeInfo],
+) -> None:
     """Catch `a, b = f(x)` against a single-output call before running anything."""
     produced: int | None = None
     if isinstance(value, Call):

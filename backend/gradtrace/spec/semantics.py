@@ -36,14 +36,23 @@ def _compile_modules(spec: ModelSpec, functions: dict[str, str]) -> None:
     walked = list(walk_modules(spec.modules))
     for path, ptr, _mod, depth in walked:
         if depth > HARD_MAX_MODULE_DEPTH:
-            raise SpecError("too_deep", f"module {path} is nested {depth} levels deep (at most {HARD_MAX_MODULE_DEPTH})", ptr)
+            raise SpecError(
+                "too_deep",
+                f"module {path} is nested {depth} levels deep (at most {HARD_MAX_MODULE_DEPTH})",
+                ptr,
+            )
     for path, ptr, mod, _depth in reversed(walked):
         if not isinstance(mod, CompositeSpec):
             continue
         reserved = dict(functions)
         for child in mod.modules:
             if child in functions:
-                raise _conflict(child, f"the module {path}.{child} ({ptr}/modules/{child})", functions[child], f"{ptr}/modules/{child}")
+                raise _conflict(
+                    child,
+                    f"the module {path}.{child} ({ptr}/modules/{child})",
+                    functions[child],
+                    f"{ptr}/modules/{child}",
+                )
             reserved[child] = f"the module {path}.{child}"
         defined: dict[str, str] = {}
         for i, arg in enumerate(mod.args):
@@ -51,7 +60,9 @@ def _compile_modules(spec: ModelSpec, functions: dict[str, str]) -> None:
             if other:
                 raise _conflict(arg, f"argument {arg!r} of module {path}", other, f"{ptr}/args/{i}")
             defined[arg] = f"an argument of module {path}"
-        program = parse_program(mod.forward, f"{ptr}/forward", _callees(mod.modules), owner=path, args=tuple(mod.args))
+        program = parse_program(
+            mod.forward, f"{ptr}/forward", _callees(mod.modules), owner=path, args=tuple(mod.args)
+        )
         check_names(program, defined, reserved)
         check_module_args(program, f"{ptr}/args")
         mod._program = program
@@ -142,12 +153,24 @@ def _check_hooks(spec: ModelSpec, defined: dict[str, str], params: dict, grad_le
             _tensor_ref(hook.tensor, defined, params, f"{ptr}/tensor", f"hook {i} ({hook.type})")
             keep.add(hook.tensor)
             if hook.tensor in spec.inputs and hook.tensor not in grad_leaves:
-                raise SpecError("hook_on_no_grad", f"hook {i} ({hook.type}): input {hook.tensor!r} does not require grad, so no gradient reaches it; set requires_grad", f"{ptr}/tensor")
+                raise SpecError(
+                    "hook_on_no_grad",
+                    f"hook {i} ({hook.type}): input {hook.tensor!r} does not require grad, so no gradient reaches it; set requires_grad",
+                    f"{ptr}/tensor",
+                )
             if hook.type == "post_accumulate_grad" and hook.tensor not in grad_leaves:
-                raise SpecError("hook_not_on_leaf", f"hook {i} (post_accumulate_grad): {hook.tensor!r} is not a leaf that requires grad (an input with requires_grad or a parameter)", f"{ptr}/tensor")
+                raise SpecError(
+                    "hook_not_on_leaf",
+                    f"hook {i} (post_accumulate_grad): {hook.tensor!r} is not a leaf that requires grad (an input with requires_grad or a parameter)",
+                    f"{ptr}/tensor",
+                )
         elif hook.module not in paths:
             known = ", ".join(list(paths)[:12]) or "none"
-            raise SpecError("undefined_module", f"hook {i} ({hook.type}): no module {hook.module!r} (modules: {known})", f"{ptr}/module")
+            raise SpecError(
+                "undefined_module",
+                f"hook {i} ({hook.type}): no module {hook.module!r} (modules: {known})",
+                f"{ptr}/module",
+            )
     return keep
 
 
@@ -155,8 +178,13 @@ def _check_retain_grad(spec: ModelSpec, defined: dict[str, str], params: dict) -
     warnings = []
     for i, name in enumerate(spec.retain_grad):
         if name in spec.inputs:
-            warnings.append(SpecWarning("retain_grad_on_leaf", f"retain_grad: {name!r} is a leaf input; its .grad is kept anyway", f"/retain_grad/{i}"))
+            warnings.append(
+                SpecWarning(
+                    "retain_grad_on_leaf",
+                    f"retain_grad: {name!r} is a leaf input; its .grad is kept anyway",
+                    f"/retain_grad/{i}",
+                )
+            )
             continue
         _tensor_ref(name, defined, {}, f"/retain_grad/{i}", "retain_grad")
     return warnings
-

@@ -58,4 +58,6 @@ class SgdStep(SpecModel):
     lr: Annotated[float, Field(gt=0, le=1e6)]
 
 
-StepSpec = Annotated[BackwardStep | GradStep | ForwardStep | ZeroGradStep | SgdStep, Field(discriminator="do")]
+StepSpec = Annotated[
+    BackwardStep | GradStep | ForwardStep | ZeroGradStep | SgdStep, Field(discriminator="do")
+]

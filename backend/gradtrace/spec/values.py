@@ -36,8 +36,12 @@ Name = Annotated[
     StringConstraints(pattern=IDENTIFIER_PATTERN, min_length=1, max_length=MAX_NAME_LENGTH),
     AfterValidator(_not_keyword),
 ]
-TensorRef = Annotated[str, StringConstraints(pattern=REF_PATTERN, min_length=1, max_length=4 * MAX_NAME_LENGTH)]
-ModulePath = Annotated[str, StringConstraints(pattern=REF_PATTERN, min_length=1, max_length=4 * MAX_NAME_LENGTH)]
+TensorRef = Annotated[
+    str, StringConstraints(pattern=REF_PATTERN, min_length=1, max_length=4 * MAX_NAME_LENGTH)
+]
+ModulePath = Annotated[
+    str, StringConstraints(pattern=REF_PATTERN, min_length=1, max_length=4 * MAX_NAME_LENGTH)
+]
 
 
 def literal_shape(value: Any) -> tuple[int, ...]:
