@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import torch
-from engine_specs import SEED002
+from design_specs import SEED_002
 
 import gradtrace
 from gradtrace.engine import TraceError
@@ -134,7 +134,7 @@ def test_too_many_nodes_in_a_spec() -> None:
 
 def test_unknown_trace_spec_option() -> None:
     with pytest.raises(TypeError, match=r"unknown option\(s\) \['colour'\]"):
-        gradtrace.trace_spec(copy.deepcopy(SEED002), colour="red")
+        gradtrace.trace_spec(copy.deepcopy(SEED_002), colour="red")
 
 
 def test_hook_on_outputs_only_diagnostic() -> None:

@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 import torch
+from design_specs import SEED_002
 from engine_checks import check_engine_order
-from engine_specs import SEED002
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,14 +99,14 @@ def test_generated_specs_match_plain_torch(spec: dict[str, Any]) -> None:
 
 
 def test_trace_identical_across_processes() -> None:
-    here = gradtrace.trace_spec(SEED002).to_json()
+    here = gradtrace.trace_spec(SEED_002).to_json()
     code = (
         "import json, sys, gradtrace; "
         "sys.stdout.write(gradtrace.trace_spec(json.loads(sys.stdin.read())).to_json())"
     )
     other = subprocess.run(
         [sys.executable, "-c", code],
-        input=json.dumps(SEED002),
+        input=json.dumps(SEED_002),
         text=True,
         capture_output=True,
         check=True,

@@ -1,10 +1,9 @@
 """check_declared: limits from declarations alone, sizes multiplied in Python ints."""
 
 import pytest
+from design_specs import seed_002
 
 from gradtrace.spec import SpecError, SpecLimits, check_declared, parse_spec
-
-from .conftest import seed002
 
 
 def _check(doc, limits=None):
@@ -15,11 +14,11 @@ def _check(doc, limits=None):
 
 
 def test_seed002_is_within_the_hosted_limits():
-    check_declared(parse_spec(seed002()), SpecLimits())
+    check_declared(parse_spec(seed_002()), SpecLimits())
 
 
 def test_overflowing_shape_is_caught_in_python_ints():
-    doc = seed002()
+    doc = seed_002()
     doc["inputs"]["big"] = {"shape": [2**20, 2**20, 2**20]}
     doc["forward"].append("z = big.sum()")
     err = _check(doc, SpecLimits(max_dim=2**31))
@@ -31,7 +30,7 @@ def test_overflowing_shape_is_caught_in_python_ints():
 
 
 def test_parameter_count():
-    doc = seed002()
+    doc = seed_002()
     doc["modules"]["big"] = {"type": "Linear", "in_features": 1000, "out_features": 999}
     doc["inputs"]["v"] = {"shape": [1000]}
     doc["forward"].append("z = big(v)")
@@ -40,7 +39,7 @@ def test_parameter_count():
 
 
 def test_single_parameter_too_large():
-    doc = seed002()
+    doc = seed_002()
     doc["modules"]["emb"] = {"type": "Embedding", "num_embeddings": 100_000, "embedding_dim": 100}
     err = _check(doc)
     assert err.path == "/modules/emb"
@@ -51,18 +50,18 @@ def test_single_parameter_too_large():
 
 
 def test_program_lines_steps_modules_depth():
-    doc = seed002()
+    doc = seed_002()
     doc["forward"] += [f"z{i} = loss * {i}" for i in range(10)]
     assert _check(doc, SpecLimits(max_program_lines=5)).message == (
         "the line count of the forward program is 13; the limit max_program_lines is 5"
     )
-    doc = seed002()
+    doc = seed_002()
     doc["steps"] = [{"do": "zero_grad"}] * 3
     assert _check(doc, SpecLimits(max_steps=2)).path == "/steps"
-    assert _check(seed002(), SpecLimits(max_modules=2)).message == (
+    assert _check(seed_002(), SpecLimits(max_modules=2)).message == (
         "the number of modules is 3; the limit max_modules is 2"
     )
-    err = _check(seed002(), SpecLimits(max_depth=1))
+    err = _check(seed_002(), SpecLimits(max_depth=1))
     assert (err.path, err.message) == (
         "/modules/f1/modules/f",
         "the nesting depth of module f1.f is 2; the limit max_depth is 1",
@@ -70,14 +69,14 @@ def test_program_lines_steps_modules_depth():
 
 
 def test_module_program_lines_are_limited_too():
-    doc = seed002()
+    doc = seed_002()
     doc["modules"]["f1"]["forward"] = ["s = f(x)"] + [f"s{i} = s * {i}" for i in range(5)] + ["return s ** 2"]
     err = _check(doc, SpecLimits(max_program_lines=3))
     assert err.path == "/modules/f1/forward"
 
 
 def test_literal_count():
-    doc = seed002()
+    doc = seed_002()
     doc["inputs"]["v"] = {"value": [0.0] * 2000}
     doc["forward"].append("z = v.sum()")
     assert _check(doc, SpecLimits(max_literal_elements=1000)).message == (

@@ -1,6 +1,7 @@
 """The program language compiles to the IR it says; analysis reports what it says."""
 
 import pytest
+from design_specs import seed_002
 
 from gradtrace.spec import SpecError, parse_spec
 from gradtrace.spec.program import (
@@ -18,8 +19,6 @@ from gradtrace.spec.program import (
     TensorList,
     parse_program,
 )
-
-from .conftest import seed002
 
 MODULES = {"lin": CalleeInfo("Linear", 1), "attn": CalleeInfo("MultiheadAttention", 3, 2)}
 
@@ -114,7 +113,7 @@ def test_expression_size_is_bounded():
 
 
 def test_analysis_reports_longest_path_fan_in_and_unused():
-    doc = seed002()
+    doc = seed_002()
     doc["forward"] = [
         "x1 = f0(x)",
         "a = x1 * 2",
@@ -133,7 +132,7 @@ def test_analysis_reports_longest_path_fan_in_and_unused():
 
 
 def test_names_read_by_steps_hooks_and_retain_grad_are_not_unused():
-    doc = seed002()
+    doc = seed_002()
     doc["forward"] = ["x1 = f0(x)", "y = f1(x1)", "loss = (y - 1) ** 2", "other = y * 2"]
     doc["retain_grad"] = ["x1"]
     doc["hooks"] = [{"type": "tensor", "tensor": "other"}]
@@ -141,13 +140,13 @@ def test_names_read_by_steps_hooks_and_retain_grad_are_not_unused():
 
 
 def test_retain_grad_on_an_input_is_a_warning():
-    doc = seed002()
+    doc = seed_002()
     doc["retain_grad"] = ["x"]
     assert [w.code for w in parse_spec(doc).warnings] == ["retain_grad_on_leaf"]
 
 
 def test_default_steps_backward_the_last_assigned_tensor():
-    doc = seed002()
+    doc = seed_002()
     del doc["steps"]
     steps = parse_spec(doc).effective_steps()
     assert [(s.do, s.of) for s in steps] == [("backward", "loss")]

@@ -1,10 +1,9 @@
 """Every error path of the spec: exact code, JSON Pointer, line/column and message."""
 
 import pytest
+from design_specs import seed_002
 
 from gradtrace.spec import SpecError, parse_spec
-
-from .conftest import seed002
 
 DEL = object()
 DEEP = {"type": "ReLU"}
@@ -818,7 +817,7 @@ CASES = [
     ("name", "changes", "code", "path", "line", "column", "message"), CASES, ids=[c[0] for c in CASES]
 )
 def test_error(name, changes, code, path, line, column, message):
-    doc = seed002()
+    doc = seed_002()
     for where, value in changes.items():
         _set(doc, where, value)
     with pytest.raises(SpecError) as info:
@@ -830,7 +829,7 @@ def test_error(name, changes, code, path, line, column, message):
 
 
 def test_base_spec_is_valid():
-    spec = parse_spec(seed002())
+    spec = parse_spec(seed_002())
     assert spec.title.startswith("Full backward hook")
 
 
@@ -845,7 +844,7 @@ def test_not_an_object():
 
 
 def test_details_list_every_error():
-    doc = seed002()
+    doc = seed_002()
     doc["modules"]["f0"]["in_features"] = 0
     doc["seed"] = -1
     with pytest.raises(SpecError) as info:
@@ -855,7 +854,7 @@ def test_details_list_every_error():
 
 
 def test_huge_key_is_not_echoed_whole():
-    doc = seed002()
+    doc = seed_002()
     doc["inputs"]["a" * 100_000] = {"value": 1.0}
     with pytest.raises(SpecError) as info:
         parse_spec(doc)
@@ -866,7 +865,7 @@ def test_huge_key_is_not_echoed_whole():
 def test_spec_error_survives_pickling_across_processes():
     import pickle
 
-    doc = seed002()
+    doc = seed_002()
     doc["forward"][0] = "x1 = f0(z)"
     with pytest.raises(SpecError) as info:
         parse_spec(doc)

@@ -2,12 +2,11 @@
 
 import json
 
+from design_specs import seed_002
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradtrace.spec import SpecError, parse_spec
-
-from .conftest import seed002
 
 FAST = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 
@@ -72,7 +71,7 @@ def _parse(doc):
     program_lines,
 )
 def test_random_program_lines(where, line):
-    doc = seed002()
+    doc = seed_002()
     parts = where.strip("/").split("/")
     target = doc
     for part in parts[:-1]:
@@ -104,7 +103,7 @@ FIELDS = [
 @FAST
 @given(st.sampled_from(FIELDS), json_values)
 def test_random_values_anywhere(where, value):
-    doc = seed002()
+    doc = seed_002()
     parts = where.strip("/").split("/")
     target = doc
     for part in parts[:-1]:
