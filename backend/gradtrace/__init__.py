@@ -36,8 +36,7 @@ def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:
     ``SpecLimits`` field.
     """
     from gradtrace.engine import run_spec
-    from gradtrace.engine.dryrun import dry_run
-    from gradtrace.spec import SpecLimits, check_declared, parse_spec
+    from gradtrace.spec import SpecLimits, parse_spec
 
     budget = options.pop("value_budget", None)
     limits = SpecLimits.local()
@@ -45,9 +44,7 @@ def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:
     if unknown:
         raise TypeError(f"unknown option(s) {unknown}: use value_budget or SpecLimits fields")
     limits = limits.with_(**options)
-    model_spec = parse_spec(spec)
-    check_declared(model_spec, limits)
-    dry_run(model_spec, limits)  # meta device: refuses hidden blow-ups before allocating
+    model_spec = parse_spec(spec)  # run_spec checks the limits (meta dry run) before allocating
     if budget is None:
         return Trace(run_spec(model_spec, limits))
     return Trace(run_spec(model_spec, limits, value_budget=budget))

@@ -113,13 +113,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     limits = SpecLimits()
     try:
         spec = parse_spec(doc)
-        check_declared(spec, limits)
+        check_declared(spec, limits)  # before importing torch: a bad spec fails fast
         from gradtrace.engine import TraceError, run_spec  # torch: only now
-        from gradtrace.engine.dryrun import dry_run
 
         try:
-            dry_run(spec, limits)
-            trace = run_spec(spec, limits)  # a plain dict in TraceDoc's shape
+            trace = run_spec(spec, limits)  # limits (meta dry run), then a dict in TraceDoc's shape
         except TraceError as exc:
             _err(_format_spec_error(args.spec, exc))
             return EXIT_INVALID

@@ -97,7 +97,7 @@ def test_forward_shape_mismatch_is_a_spec_error_naming_the_line() -> None:
     from gradtrace.spec import SpecLimits, parse_spec
 
     with pytest.raises(SpecError) as raised:
-        run_spec(parse_spec(spec), SpecLimits.local())
+        run_spec(parse_spec(spec), SpecLimits.local(), dry_run_first=False)
     assert raised.value.path == "/forward/0" and raised.value.line == 1
     assert raised.value.message == (
         "forward line 1 (`h = lin(x)`): mat1 and mat2 shapes cannot be multiplied (1x2 and 3x2)"
@@ -127,7 +127,7 @@ def test_too_many_nodes_in_a_spec() -> None:
     from gradtrace.spec import SpecLimits, parse_spec
 
     with pytest.raises(TraceError) as raised_engine:
-        run_spec(parse_spec(spec), SpecLimits.local().with_(max_nodes=3))
+        run_spec(parse_spec(spec), SpecLimits.local().with_(max_nodes=3), dry_run_first=False)
     assert raised_engine.value.code == "too_many_nodes"
     assert raised_engine.value.message == "the autograd graph has more than max_nodes=3 nodes"
 

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from gradtrace.engine.analyses import diagnostic
+from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
@@ -174,6 +175,16 @@ class SpecTrace:
         self.run_program(program if program is not None else self.built.program)
 
 
-def run_spec(spec: Any, limits: Any, value_budget: int = DEFAULT_VALUE_BUDGET) -> dict[str, Any]:
-    """Trace a validated ModelSpec within ``limits`` (SpecLimits); the service's entry point."""
+def run_spec(
+    spec: Any, limits: Any, value_budget: int = DEFAULT_VALUE_BUDGET, *, dry_run_first: bool = True
+) -> dict[str, Any]:
+    """Trace a validated ModelSpec within ``limits`` (SpecLimits): the one entry point of the
+    library, the CLI and the service's workers.
+
+    Limits come before any allocation: the declared shapes, then a dry run on the meta device
+    (``dry_run`` checks both). ``dry_run_first=False`` skips it, for tests of the engine's own
+    guards (the node cap before backward, torch's CPU error messages).
+    """
+    if dry_run_first:
+        dry_run(spec, limits)
     return SpecTrace(spec, limits, value_budget).run()

@@ -123,7 +123,7 @@ def _exit_out_of_memory() -> None:
 
 
 def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
-    """Parse, dry-run on the meta device, then trace for real.
+    """Parse, then trace (run_spec dry-runs on the meta device before allocating).
 
     Returns ("ok", json_bytes) | ("spec_error", {...}) | ("limit", {...}) | ("error", {...}),
     or exits with EXIT_OUT_OF_MEMORY.
@@ -133,16 +133,13 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
     if _debug_delay_s:
         time.sleep(_debug_delay_s)
     from gradtrace.engine import TraceError, run_spec
-    from gradtrace.engine.dryrun import dry_run
-    from gradtrace.spec import SpecError, SpecLimits, check_declared, parse_spec
+    from gradtrace.spec import SpecError, SpecLimits, parse_spec
     from gradtrace.trace import Trace
 
     limits = SpecLimits()
     try:
         spec = parse_spec(spec_doc)
-        check_declared(spec, limits)
-        dry_run(spec, limits)
-        doc = run_spec(spec, limits)
+        doc = run_spec(spec, limits)  # limits first (declared shapes, meta dry run), then the trace
         _lift_memory_budget()
         return ("ok", Trace(doc).to_json_bytes())  # the engine's dict, not re-validated
     except SpecError as exc:
