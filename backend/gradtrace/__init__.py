@@ -18,13 +18,16 @@ def trace(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace
 
     ``inputs``: a tensor or a tuple of tensors. ``loss_fn(output) -> scalar``; without it a
     scalar output is the loss and a non-scalar output is reduced with ``.sum()`` (a
-    diagnostic says so). Options: ``max_nodes`` (default 40,000), ``value_budget`` (float32
-    elements kept as base64 across the trace), ``retain_grad`` (True, or names among
+    diagnostic says so). ``Trace.grads`` holds every final gradient exactly, in memory.
+    Options: ``max_nodes`` (default 40,000), ``value_budget`` (numbers kept in per-event
+    snapshots, default 1,000,000), ``final_value_limit`` (numbers of final gradients and named
+    values serialised exactly, default 64,000,000), ``retain_grad`` (True, or names among
     "output", "loss"), ``title``.
     """
     from gradtrace.engine import trace_module
 
-    return Trace(trace_module(model, inputs, loss_fn, **options))
+    grads: dict[str, Any] = {}
+    return Trace(trace_module(model, inputs, loss_fn, grads_out=grads, **options), grads=grads)
 
 
 def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:
@@ -32,22 +35,23 @@ def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:
 
     Raises ``gradtrace.spec.SpecError`` for an invalid spec (naming the field or line) and
     ``gradtrace.engine.TraceError`` for a limit. Options: ``max_nodes`` (default 40,000),
-    ``value_budget`` (float32 elements kept as base64 across the trace), and any other
+    ``value_budget`` and ``final_value_limit`` (as in :func:`trace`), and any other
     ``SpecLimits`` field.
     """
     from gradtrace.engine import run_spec
     from gradtrace.spec import SpecLimits, parse_spec
 
-    budget = options.pop("value_budget", None)
+    values = {k: options.pop(k) for k in ("value_budget", "final_value_limit") if k in options}
     limits = SpecLimits.local()
     unknown = sorted(k for k in options if not hasattr(limits, k))
     if unknown:
-        raise TypeError(f"unknown option(s) {unknown}: use value_budget or SpecLimits fields")
+        raise TypeError(
+            f"unknown option(s) {unknown}: use value_budget, final_value_limit or SpecLimits fields"
+        )
     limits = limits.with_(**options)
     model_spec = parse_spec(spec)  # run_spec checks the limits (meta dry run) before allocating
-    if budget is None:
-        return Trace(run_spec(model_spec, limits))
-    return Trace(run_spec(model_spec, limits, value_budget=budget))
+    grads: dict[str, Any] = {}
+    return Trace(run_spec(model_spec, limits, grads_out=grads, **values), grads=grads)
 
 
 def show(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace:

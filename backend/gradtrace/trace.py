@@ -8,24 +8,74 @@ from typing import Any
 
 import pydantic_core
 
-from gradtrace.trace_schema import Event, TensorValue, TraceDoc
+from gradtrace.trace_schema import SCHEMA_VERSION, Event, TensorValue, TraceDoc
 
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+# the trace's dtype names -> numpy's little-endian dtype of ``data`` (bfloat16: its bit pattern)
+_WIRE_DTYPES = {
+    "float64": "<f8",
+    "float32": "<f4",
+    "float16": "<f2",
+    "bfloat16": "<u2",
+    "int64": "<i8",
+    "int32": "<i4",
+    "int16": "<i2",
+    "int8": "i1",
+    "uint8": "u1",
+    "uint16": "<u2",
+    "uint32": "<u4",
+    "uint64": "<u8",
+    "bool": "?",
+}
 
 
-def tensor_array(value: TensorValue) -> Any:
-    """A TensorValue as a numpy array (None when only stats were kept)."""
+def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
+    """A TensorValue (or its JSON dict) as a numpy array of its own dtype and shape.
+
+    numpy has no bfloat16: bfloat16 values come back as float32 (exactly). A value the trace
+    kept as stats only (``truncated``) raises ValueError: its numbers are not in the trace.
+    """
     import numpy as np
 
-    if value.values is not None:
-        flat = np.array(
-            [_NON_FINITE.get(v, v) if isinstance(v, str) else v for v in value.values], dtype=np.float64
+    if isinstance(value, TensorValue):
+        value = value.model_dump()
+    dtype_name, shape = value["dtype"], value["shape"]
+    wire = _WIRE_DTYPES.get(dtype_name)
+    numbers, data = value.get("values"), value.get("data")
+    if numbers is None and data is None:
+        raise ValueError(
+            f"this {dtype_name} tensor of shape {tuple(shape)} was kept as stats only (truncated): "
+            "its numbers are not in the trace"
         )
-    elif value.data is not None:
-        flat = np.frombuffer(base64.b64decode(value.data), dtype="<f4").astype(np.float32)
+    if wire is None:
+        raise ValueError(f"cannot decode numbers of dtype {dtype_name!r}")
+    if numbers is not None:
+        numbers = [_NON_FINITE[v] if isinstance(v, str) else v for v in numbers]
+        flat = np.array(numbers, dtype=np.float32 if dtype_name == "bfloat16" else wire)
     else:
-        return None
-    return flat.reshape(value.shape)
+        flat = np.frombuffer(base64.b64decode(data), dtype=wire)
+        if dtype_name == "bfloat16":  # a bfloat16 is the top half of the float32 it rounds to
+            flat = (flat.astype(np.uint32) << 16).view(np.float32)
+        flat = flat.astype(flat.dtype.newbyteorder("="))  # native order, writable
+    return flat.reshape(shape)
+
+
+def _copy_json(data: Any) -> Any:
+    """A fresh copy of JSON data (dicts and lists; strings and numbers are immutable)."""
+    if isinstance(data, dict):
+        return {k: _copy_json(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_copy_json(v) for v in data]
+    return data
+
+
+def _check_version(data: Any) -> None:
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise ValueError(
+            f"this trace has schema_version {version!r}; this gradtrace reads version {SCHEMA_VERSION} "
+            "(in version 1 `data` was always float32): record the trace again"
+        )
 
 
 class Trace:
@@ -38,7 +88,10 @@ class Trace:
     on ``doc`` is what gets serialised, edits included.
     """
 
-    def __init__(self, doc: TraceDoc | dict[str, Any]) -> None:
+    def __init__(self, doc: TraceDoc | dict[str, Any], grads: dict[str, Any] | None = None) -> None:
+        # the final gradients as numpy arrays, straight from the model (gradtrace.trace):
+        # exact whatever the serialised trace could keep; None for a loaded trace
+        self._grads = grads
         if isinstance(doc, TraceDoc):
             self._doc: TraceDoc | None = doc
             self._data: dict[str, Any] | None = None
@@ -54,17 +107,22 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
+        _check_version(data)
         return cls(TraceDoc.model_validate(data))
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
-        return cls(TraceDoc.model_validate_json(Path(path).read_text(encoding="utf-8")))
+        data = pydantic_core.from_json(Path(path).read_bytes())
+        _check_version(data)
+        return cls(TraceDoc.model_validate(data))
 
     def to_dict(self) -> dict[str, Any]:
         """Strict JSON data, exactly what ``to_json`` says (non-finite tensor numbers are
-        strings, "NaN"/"Infinity"; a non-finite max_error is None). A fresh copy: changing
-        it does not change the trace."""
-        return pydantic_core.from_json(self.to_json_bytes())
+        strings, "NaN"/"Infinity"), ready for ``json.dumps``. A fresh copy (no JSON round
+        trip): changing it does not change the trace."""
+        if self._doc is None:
+            return _copy_json(self._data)
+        return self._doc.model_dump(mode="json")
 
     def to_json_bytes(self, indent: int | None = None) -> bytes:
         """Strict JSON as UTF-8 bytes (what the service sends)."""
@@ -111,7 +169,14 @@ class Trace:
 
     @property
     def grads(self) -> dict[str, Any]:
-        """Final ``.grad`` of every named leaf and retained tensor, as numpy arrays."""
+        """Final ``.grad`` of every named leaf and retained tensor, as numpy arrays of its own
+        dtype (bfloat16 as float32); ``None`` only where there is no gradient.
+
+        A traced model's are the real gradients, kept in memory whatever the serialised
+        trace could hold; a loaded trace's are decoded from it (a gradient the trace kept
+        as stats only raises ValueError)."""
+        if self._grads is not None:
+            return dict(self._grads)
         return {k: None if v is None else tensor_array(v) for k, v in self.doc.grads.items()}
 
     @property

@@ -1,4 +1,4 @@
-"""The trace: gradtrace's public output format (schema version 1).
+"""The trace: gradtrace's public output format (schema version 2).
 
 This module is the contract between the engine (which writes traces), the service (which
 ships them), and the viewer and exporters (which draw them). It imports no torch.
@@ -36,7 +36,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+# 2: `data` is the tensor's own dtype (was always float32), `values` only for tiny tensors,
+# final values exact and first (Limits.final_value_limit)
+SCHEMA_VERSION = 2
 
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 Number = float | int | NonFinite
@@ -62,11 +64,14 @@ class TensorStats(_Model):
 class TensorValue(_Model):
     """One tensor's value as it crosses into JSON.
 
-    Exactly one of three levels of detail, decided by size and by the trace's value budget:
-    ``values`` (a flat, row-major JSON list, for tensors up to ``SMALL_TENSOR`` elements;
-    non-finite numbers as the strings "NaN", "Infinity", "-Infinity"), ``data`` (base64 of
-    little-endian float32, row-major, for larger tensors while the budget lasts), or
-    neither (``truncated`` is true: stats only).
+    Exactly one of three levels of detail: ``values`` (a flat, row-major JSON list, for
+    scalars and tensors up to 16 elements; non-finite numbers as the strings "NaN",
+    "Infinity", "-Infinity"; bools as 0/1), ``data`` (base64 of the tensor's own bytes in
+    ``dtype``, little-endian, row-major: float64 is 8 bytes a number, float16 2, bfloat16 its
+    16-bit pattern (the top half of the float32), bool 1 byte 0/1, ints their width), or
+    neither: ``truncated`` is true and only ``stats`` were kept (a per-event snapshot past the
+    trace's ``value_budget``, a final value past ``final_value_limit``, a complex tensor).
+    A truncated value is never null: null means "no gradient".
     """
 
     shape: list[int]
@@ -248,8 +253,11 @@ class LinearReconstruction(_Model):
     delta_shape: list[int]
     reconstructed: TensorValue
     grad: TensorValue  # what autograd accumulated into the weight in that pass
+    # NaN-aware: positions where both are NaN, or both the same infinity, are equal; max_error
+    # is over the positions where both are finite; ``matches`` needs the same non-finite
+    # positions and max_error <= 1e-6 * max(1, |grad|max over the finite part)
     max_error: float
-    matches: bool  # max_error <= 1e-6 * max(1, |grad|max)
+    matches: bool
     a: list[TensorValue] = Field(default_factory=list)  # per-call input activations
     delta: list[TensorValue] = Field(default_factory=list)  # per-call output gradients
 
@@ -280,14 +288,16 @@ class Limits(_Model):
     """What the trace left out to stay small, so a reader knows it is not the whole story."""
 
     max_nodes: int
-    value_budget: int  # float32 elements allowed in `data` fields across the trace
-    values_truncated: int = 0  # tensors reduced to stats only
+    value_budget: int  # numbers per-event snapshots may carry across the trace (a list number costs 4)
+    final_value_limit: int  # numbers the final grads and named forward values may carry (exactly)
+    values_truncated: int = 0  # per-event snapshots reduced to stats only
+    finals_truncated: int = 0  # final grads / named values reduced to stats only (a diagnostic says so)
 
 
 class TraceDoc(_Model):
     """The whole trace document (what ``POST /api/v1/trace`` returns)."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     torch_version: str
     source: Literal["spec", "module"]
     title: str

@@ -5,7 +5,6 @@ Regenerate with ``GRADTRACE_UPDATE_GOLDEN=1 .venv/bin/pytest tests/engine/test_g
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import os
@@ -13,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from gradtrace.trace import tensor_array
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("GRADTRACE_UPDATE_GOLDEN") == "1"
@@ -28,9 +29,14 @@ def assert_same(actual: Any, expected: Any, path: str = "$") -> None:
         assert sorted(actual) == sorted(expected), f"{path}: keys {sorted(actual)} != {sorted(expected)}"
         for k in expected:
             if k == "data" and isinstance(expected[k], str) and isinstance(actual[k], str):
-                a = np.frombuffer(base64.b64decode(actual[k]), "<f4")
-                e = np.frombuffer(base64.b64decode(expected[k]), "<f4")
-                assert a.shape == e.shape and np.allclose(a, e, rtol=1e-5, atol=1e-6), f"{path}.data"
+                # base64 of the tensor's own dtype (schema 2): decoded as that dtype
+                assert actual["dtype"] == expected["dtype"], f"{path}.dtype"
+                a = tensor_array({"dtype": actual["dtype"], "shape": [-1], "data": actual[k]})
+                e = tensor_array({"dtype": expected["dtype"], "shape": [-1], "data": expected[k]})
+                close = (
+                    np.allclose(a, e, rtol=1e-5, atol=1e-6) if e.dtype.kind == "f" else np.array_equal(a, e)
+                )
+                assert a.shape == e.shape and close, f"{path}.data"
             elif k == "torch_version":
                 continue
             else:

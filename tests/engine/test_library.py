@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,16 +135,37 @@ def test_non_finite_values_are_strings_and_stats_count_them() -> None:
     assert grad.stats.inf + grad.stats.nan == 1 and grad.stats.numel == 3
 
 
-def test_value_budget_switches_to_stats_only() -> None:
+def test_value_budget_governs_snapshots_only_final_grads_stay_exact() -> None:
     model = nn.Linear(64, 64)
     big = gradtrace.trace(model, torch.ones(32, 64))
     assert big.doc.grads["weight"].data is not None  # 4096 floats: base64
     arr = big.grads["weight"]
     assert arr.shape == (64, 64) and arr.dtype == np.float32
     small = gradtrace.trace(model, torch.ones(32, 64), value_budget=0)
-    assert small.doc.grads["weight"].truncated and small.doc.grads["weight"].data is None
-    assert small.doc.limits.values_truncated > 0
-    assert small.grads["weight"] is None
+    assert small.doc.limits.values_truncated > 0  # every per-event snapshot: stats only
+    snapshots = [e.payload["after"] for e in small.events if e.kind == "grad_write"]
+    assert snapshots and all(s["truncated"] and s["stats"]["numel"] for s in snapshots)
+    # ... but the answer is kept, exactly, in memory and in the serialised trace
+    assert np.array_equal(small.grads["weight"], model.weight.grad.numpy())
+    assert np.array_equal(
+        gradtrace.Trace.from_dict(small.to_dict()).grads["weight"], model.weight.grad.numpy()
+    )
+    assert not any(d.code == "final_values_truncated" for d in small.doc.analyses.diagnostics)
+
+
+def test_a_model_too_big_for_the_final_limit_says_so_once(tmp_path: Path) -> None:
+    model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
+    trace = gradtrace.trace(model, torch.ones(2, 64), value_budget=0, final_value_limit=5000)
+    [diag] = [d for d in trace.doc.analyses.diagnostics if d.code == "final_values_truncated"]
+    assert "final_value_limit=5,000" in diag.message and diag.severity == "warning"
+    cut = [name for name, v in trace.doc.grads.items() if v is not None and v.truncated]
+    assert cut and trace.doc.limits.finals_truncated >= len(cut)
+    for name, p in model.named_parameters():  # in memory: every gradient, exactly
+        assert np.array_equal(trace.grads[name], p.grad.numpy()), name
+    trace.save(tmp_path / "t.json")
+    loaded = gradtrace.Trace.load(tmp_path / "t.json")
+    with pytest.raises(ValueError, match="stats only"):
+        loaded.grads  # noqa: B018 - not silently None
 
 
 def test_import_gradtrace_does_not_import_torch() -> None:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from gradtrace.engine.summarize import SMALL_TENSOR, Summarizer
+from gradtrace.engine.summarize import BATCH_STATS, TINY_TENSOR, Summarizer
+from gradtrace.trace import tensor_array
 from gradtrace.trace_schema import TensorValue
 
 
@@ -27,11 +28,11 @@ def _expected_stats(t: torch.Tensor) -> dict:
     return {"min": x.min(), "max": x.max(), "mean": x.mean(), "std": x.std(), "norm": np.linalg.norm(x)}
 
 
-@pytest.mark.parametrize("numel", [1, 7, SMALL_TENSOR, SMALL_TENSOR + 1, 5000])
+@pytest.mark.parametrize("numel", [1, 7, TINY_TENSOR, TINY_TENSOR + 1, BATCH_STATS, BATCH_STATS + 1, 5000])
 def test_levels_and_exact_numbers(numel: int) -> None:
     t = torch.randn(numel, generator=torch.Generator().manual_seed(numel), requires_grad=True)
     [v] = _summaries(t)
-    if numel <= SMALL_TENSOR:
+    if numel <= TINY_TENSOR:
         assert v["values"] == t.detach().double().tolist()  # float32 exactly, as float64
         assert "data" not in v
     else:
@@ -95,3 +96,56 @@ def test_same_memory_through_another_tensor_object_is_summarized_once() -> None:
     s = Summarizer()
     t = torch.randn(3, 4)
     assert s(t) is s(t.detach()) and s(t) is not s(t.t())
+
+
+DTYPES = [
+    torch.float64,
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).removeprefix("torch.") for d in DTYPES])
+@pytest.mark.parametrize("numel", [5, 100, 3000])  # a list; base64 batched; base64 alone
+def test_numbers_travel_in_their_own_dtype_bit_for_bit(dtype: torch.dtype, numel: int) -> None:
+    g = torch.Generator().manual_seed(numel)
+    t = (torch.randn(numel, generator=g, dtype=torch.float64) * 100).to(dtype).reshape(-1, 1)
+    if dtype.is_floating_point:
+        t[0, 0] = float("nan")
+        t[-1, 0] = -float("inf")
+    [v] = _summaries(t.t())  # transposed: the numbers still travel row-major
+    assert v["dtype"] == str(dtype).removeprefix("torch.") and v["shape"] == [1, numel]
+    assert ("values" in v) == (numel <= TINY_TENSOR) and ("data" in v) == (numel > TINY_TENSOR)
+    if "data" in v:  # the tensor's own bytes: 8 per float64 number, 2 per bfloat16, 1 per bool
+        assert len(base64.b64decode(v["data"])) == numel * t.element_size()
+    decoded = tensor_array(v)
+    want = t.t().float() if dtype == torch.bfloat16 else t.t()
+    assert decoded.dtype == want.numpy().dtype and decoded.shape == (1, numel)
+    assert np.array_equal(decoded, want.numpy(), equal_nan=dtype.is_floating_point)
+
+
+def test_float64_is_never_rounded_to_float32() -> None:
+    t = torch.randn(64, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) / 3
+    [v] = _summaries(t)
+    assert np.array_equal(tensor_array(v), t.numpy())  # 0 error, not float32's ~1e-8
+
+
+def test_final_values_are_exact_whatever_the_snapshot_budget() -> None:
+    s = Summarizer(value_budget=0, final_value_limit=5000)
+    t = torch.randn(3000)
+    snapshot = s(t)
+    final = s.final(t)
+    too_many = s.final(torch.randn(3000))  # 3000 + 3000 > 5000: stats only, counted
+    s.finalize()
+    assert snapshot["truncated"] and "data" not in snapshot and s.values_truncated == 1
+    assert np.array_equal(tensor_array(final), t.numpy()) and not final.get("truncated")
+    assert too_many["truncated"] and too_many["stats"]["numel"] == 3000 and s.finals_truncated == 1
+    with pytest.raises(ValueError, match="stats only"):
+        tensor_array(too_many)

@@ -48,6 +48,6 @@ async def spec_schema(request: Request) -> Response:
     return _respond(request, "spec")
 
 
-@router.get("/schema/trace", summary="JSON Schema of the trace (schema_version 1)")
+@router.get("/schema/trace", summary="JSON Schema of the trace (schema_version 2)")
 async def trace_schema(request: Request) -> Response:
     return _respond(request, "trace")

@@ -10,7 +10,6 @@ the weight in that pass (.grad after minus .grad before).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -77,8 +76,7 @@ class LinearAnalysis:
                 delta.reshape(-1, w.shape[0]).to(grad.dtype),
                 a.reshape(-1, w.shape[1]).to(grad.dtype),
             )
-        error = float((recon - grad.to(torch.float64)).abs().max()) if grad.numel() else 0.0
-        scale = max(1.0, float(grad.abs().max())) if grad.numel() else 1.0
+        error, matches = compare_nan_aware(recon, grad)
         first = calls[0]
         recon_summary = summarize(recon)
         live, version = self._live[pass_index].get(weight, (None, -1))
@@ -97,11 +95,29 @@ class LinearAnalysis:
             "delta_shape": list(first[2].shape),
             "reconstructed": recon_summary,
             "grad": grad_summary,
-            "max_error": error if math.isfinite(error) else float("inf"),
-            "matches": bool(error <= 1e-6 * scale),
+            "max_error": error,
+            "matches": matches,
             "a": [summarize(c[1]) for c in calls],
             "delta": [summarize(c[2]) if c[3] is None else summarize.like_new(c[3]) for c in calls],
         }
+
+
+def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float, bool]:
+    """(max error over the positions where both are finite, whether they match).
+
+    NaN equals NaN and an infinity the same-signed infinity; a non-finite number anywhere
+    the other tensor has something else is a mismatch. Matching also needs the finite part
+    within 1e-6 of the larger of 1 and the real tensor's largest finite magnitude.
+    """
+    rebuilt, real = rebuilt.detach().to(torch.float64), real.detach().to(torch.float64)
+    both_finite = torch.isfinite(rebuilt) & torch.isfinite(real)
+    same_non_finite = (torch.isnan(rebuilt) & torch.isnan(real)) | (torch.isinf(real) & (rebuilt == real))
+    agree_non_finite = bool((both_finite | same_non_finite).all())
+    if not bool(both_finite.any()):
+        return 0.0, agree_non_finite
+    error = float((rebuilt - real)[both_finite].abs().max())
+    scale = max(1.0, float(real[both_finite].abs().max()))
+    return error, agree_non_finite and error <= 1e-6 * scale
 
 
 def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> dict[str, Any]:

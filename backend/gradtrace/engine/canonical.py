@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gradtrace.trace_schema import SCHEMA_VERSION
+
 
 def stats(s: dict[str, Any]) -> dict[str, Any]:
     return {
@@ -143,7 +145,7 @@ def trace_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """The whole trace, canonical (see the module docstring)."""
     graph, analyses, limits = doc["graph"], doc.get("analyses", {}), doc["limits"]
     return {
-        "schema_version": doc.get("schema_version", 1),
+        "schema_version": SCHEMA_VERSION,
         "torch_version": doc["torch_version"],
         "source": doc["source"],
         "title": doc["title"],
@@ -170,6 +172,8 @@ def trace_doc(doc: dict[str, Any]) -> dict[str, Any]:
         "limits": {
             "max_nodes": limits["max_nodes"],
             "value_budget": limits["value_budget"],
+            "final_value_limit": limits["final_value_limit"],
             "values_truncated": limits.get("values_truncated", 0),
+            "finals_truncated": limits.get("finals_truncated", 0),
         },
     }

@@ -10,7 +10,7 @@ from torch import nn
 
 from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
-from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
+from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 
 
 def _input_names(inputs: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
@@ -34,8 +34,10 @@ def trace_module(
     *,
     max_nodes: int = LIBRARY_MAX_NODES,
     value_budget: int = DEFAULT_VALUE_BUDGET,
+    final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
     retain_grad: Any = None,
     title: str | None = None,
+    grads_out: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Trace one forward and one backward of ``model(*inputs)`` (the library's entry point).
 
@@ -43,6 +45,8 @@ def trace_module(
     ``loss_fn(output)`` gives the scalar to backward; without it a scalar output is the loss
     and a non-scalar output is reduced with ``.sum()`` (a diagnostic says so).
     ``retain_grad``: True (keep ``output.grad``) or names among "output", "loss".
+    ``grads_out``, when given, receives the final ``.grad`` of every named leaf as numpy
+    arrays (``None``: no gradient), whatever the serialised trace could keep.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -53,7 +57,13 @@ def trace_module(
     if bad:
         raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is {type(inputs[bad[0]]).__name__}")
     retained = _retained_names(retain_grad)
-    session = TraceSession(model, _input_names(inputs), max_nodes=max_nodes, value_budget=value_budget)
+    session = TraceSession(
+        model,
+        _input_names(inputs),
+        max_nodes=max_nodes,
+        value_budget=value_budget,
+        final_value_limit=final_value_limit,
+    )
     try:
 
         def forward() -> torch.Tensor:
@@ -74,9 +84,12 @@ def trace_module(
             session.backward_pass("backward", "loss", None, loss.backward)
         except RuntimeError:
             pass  # recorded as an error event with PyTorch's message
-        return session.finish(
+        doc = session.finish(
             source="module", spec=None, title=title or f"{type(model).__name__} forward and backward"
         )
+        if grads_out is not None:
+            grads_out.update(session.final_grads)
+        return doc
     finally:
         session.close()
 

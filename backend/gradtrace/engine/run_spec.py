@@ -15,7 +15,7 @@ from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.steps import StepRunner, limit_hit
-from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET
+from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.spec import SpecError
 
@@ -41,7 +41,7 @@ def _refused_by_hooks(exc: Exception) -> bool:
 class SpecTrace:
     """One spec being traced: the built model, its names, its hooks, its session."""
 
-    def __init__(self, spec: Any, limits: Any, value_budget: int) -> None:
+    def __init__(self, spec: Any, limits: Any, value_budget: int, final_value_limit: int) -> None:
         from gradtrace.engine.build import build
 
         self.spec = spec
@@ -55,7 +55,11 @@ class SpecTrace:
                 "build_error", f"building the model failed: {exc}", "/modules", exception=type(exc).__name__
             ) from exc
         self.session = TraceSession(
-            self.built.root, dict(self.built.inputs), max_nodes=limits.max_nodes, value_budget=value_budget
+            self.built.root,
+            dict(self.built.inputs),
+            max_nodes=limits.max_nodes,
+            value_budget=value_budget,
+            final_value_limit=final_value_limit,
         )
         self.hooks = [h.model_dump(mode="json", by_alias=True, exclude_none=True) for h in spec.hooks]
         self.tensor_hooks: dict[str, list[int]] = {}  # intermediate name -> hook indexes
@@ -176,15 +180,26 @@ class SpecTrace:
 
 
 def run_spec(
-    spec: Any, limits: Any, value_budget: int = DEFAULT_VALUE_BUDGET, *, dry_run_first: bool = True
+    spec: Any,
+    limits: Any,
+    value_budget: int = DEFAULT_VALUE_BUDGET,
+    *,
+    dry_run_first: bool = True,
+    final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
+    grads_out: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Trace a validated ModelSpec within ``limits`` (SpecLimits): the one entry point of the
     library, the CLI and the service's workers.
 
     Limits come before any allocation: the declared shapes, then a dry run on the meta device
     (``dry_run`` checks both). ``dry_run_first=False`` skips it, for tests of the engine's own
-    guards (the node cap before backward, torch's CPU error messages).
+    guards (the node cap before backward, torch's CPU error messages). ``grads_out``, when
+    given, receives the final gradients as numpy arrays (the library's ``Trace.grads``).
     """
     if dry_run_first:
         dry_run(spec, limits)
-    return SpecTrace(spec, limits, value_budget).run()
+    traced = SpecTrace(spec, limits, value_budget, final_value_limit)
+    doc = traced.run()
+    if grads_out is not None:
+        grads_out.update(traced.session.final_grads)
+    return doc

@@ -22,7 +22,12 @@ from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
-from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET, Summarizer
+from gradtrace.engine.summarize import (
+    DEFAULT_FINAL_VALUE_LIMIT,
+    DEFAULT_VALUE_BUDGET,
+    Summarizer,
+    exact_array,
+)
 from gradtrace.spec.errors import SpecError
 
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
@@ -36,10 +41,14 @@ class TraceSession:
         *,
         max_nodes: int = LIBRARY_MAX_NODES,
         value_budget: int = DEFAULT_VALUE_BUDGET,
+        final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
         root_path: str = "",
     ) -> None:
         self.root = root
-        self.summarize = Summarizer(value_budget)
+        self.summarize = Summarizer(value_budget, final_value_limit)
+        # the final .grad of every named leaf and retained tensor, as numpy (set by finish_raw):
+        # the library's Trace.grads, whatever the serialised trace could keep
+        self.final_grads: dict[str, Any] = {}
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -241,14 +250,7 @@ class TraceSession:
         """The engine's own records, assembled (what TraceDoc.model_validate accepts)."""
         self.close()
         rec = self.recorder
-        values = {n: self.summarize(t) for n, t in sorted(self.leaves.items())}
-        values.update({n: self.summarize(t) for n, t in self.env.items()})
-        grads: dict[str, Any] = {}
-        for name, t in list(self.params.items()) + list(self.leaves.items()):
-            if t.requires_grad:
-                grads[name] = self.summarize(t.grad) if t.grad is not None else None
-        for name, t in self.retained.items():
-            grads[name] = self.summarize(t.grad) if t.grad is not None else None
+        grads, values = self._final_values()
         for name, t in self.all_leaves_named():
             if t.grad is not None:
                 module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
@@ -276,7 +278,7 @@ class TraceSession:
             "events": rec.events,
             "passes": rec.passes,
             "values": values,
-            "grads": dict(sorted(grads.items())),
+            "grads": grads,
             "analyses": {
                 "linear": self.linear.build(self.backward_capture.deltas, self.summarize),
                 "grad_norms": self.grad_norms,
@@ -285,11 +287,42 @@ class TraceSession:
             "limits": {
                 "max_nodes": rec.max_nodes,
                 "value_budget": self.summarize.value_budget,
+                "final_value_limit": self.summarize.final_value_limit,
                 "values_truncated": self.summarize.values_truncated,
+                "finals_truncated": self.summarize.finals_truncated,
             },
         }
         self.summarize.finalize()
         return doc
+
+    def _final_values(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The serialised ``grads`` and ``values``, exact and first (Summarizer.final), and
+        the in-memory ``final_grads``; one diagnostic when the model is too big for them."""
+        final_grads: dict[str, torch.Tensor | None] = {
+            name: t.grad
+            for name, t in list(self.params.items()) + list(self.leaves.items())
+            if t.requires_grad
+        }
+        final_grads.update({name: t.grad for name, t in self.retained.items()})
+        final_grads = dict(sorted(final_grads.items()))
+        self.final_grads = {n: None if g is None else exact_array(g) for n, g in final_grads.items()}
+        grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
+        values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
+        values.update({n: self.summarize.final(t) for n, t in self.env.items()})
+        cut = self.summarize.finals_truncated
+        if cut:
+            limit = self.summarize.final_value_limit
+            self.diagnostics.append(
+                diagnostic(
+                    "final_values_truncated",
+                    "warning",
+                    f"the model is too big for the serialised trace: {cut} final gradient(s) or named "
+                    f"value(s) do not fit in final_value_limit={limit:,} numbers and are kept as stats "
+                    "only (truncated: true); Trace.grads in memory still holds every gradient. "
+                    "Pass a larger final_value_limit to keep them all.",
+                )
+            )
+        return grads, values
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]

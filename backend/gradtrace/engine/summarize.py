@@ -1,9 +1,22 @@
 """THE crossing from a torch.Tensor to a JSON TensorValue (see trace_schema.TensorValue).
 
-Every tensor that ends up in a trace passes through :class:`Summarizer`. The wire format
-decides the speed (DESIGN: ``.tolist()`` + json of big tensors is 60-500x slower than raw
-base64), so: small tensors become a flat JSON list, larger ones base64 float32 little-endian
-while the per-trace budget lasts, then stats only.
+Every tensor that ends up in a trace passes through :class:`Summarizer`. The value policy
+(DESIGN "Tensor values"; README "What a trace keeps"):
+
+* **Final values come first and exactly** (:meth:`Summarizer.final`): the final ``.grad`` of
+  every named leaf, parameter and retained tensor and the forward value of every named tensor
+  carry their numbers in their own dtype. They are charged to ``final_value_limit`` (sized so
+  that real models — resnet18, a 12-layer TransformerEncoder — fit); past it they are stats
+  only and the session adds one ``values_truncated`` diagnostic.
+* **Per-event snapshots** (node values, saved tensors, hook payloads, edge gradients:
+  :meth:`Summarizer.__call__`) spend ``value_budget``, in the order they were captured
+  (the forward first, then the backward events in engine order): stats always, the numbers
+  while the budget lasts, then ``{shape, dtype, stats, truncated: true}`` — never null.
+* The numbers: a JSON list ``values`` for scalars and tiny tensors (up to ``TINY_TENSOR``
+  elements: what a person reads, e.g. seed 002's gradients in a ``curl`` answer), otherwise
+  ``data``: base64 of the tensor's own little-endian bytes (float64 stays float64; bfloat16 is
+  its 16-bit pattern, bool one byte per element). The wire format decides the speed (DESIGN:
+  ``.tolist()`` + json of big tensors is 60-500x slower than raw base64).
 
 Output is a plain dict (never validated on the hot path, see canonical.py): building
 pydantic objects per tensor would cost more than the capture itself.
@@ -20,11 +33,16 @@ import torch
 
 from gradtrace.engine.tensor_stats import segment_stats, stats_of
 
-SMALL_TENSOR = 1024  # elements: up to this, a JSON list a curl reader can see
-# float32 elements in base64 `data` across one trace (~5.3 MB of base64). JSON `values` lists
-# are charged too, LIST_COST per number (~20 bytes in JSON vs ~5.3 in base64), and every
-# appearance of a tensor counts: the budget bounds the size of the trace on the wire.
+TINY_TENSOR = 16  # elements: up to this, a JSON list `values` a person (a curl reader) sees
+BATCH_STATS = 1024  # elements: up to this, stats of all such tensors are computed together
+# numbers in per-event snapshots across one trace (~5.3 MB of float32 base64). JSON `values`
+# lists are charged LIST_COST per number (~20 bytes in JSON vs ~5.3 in base64), and every
+# appearance of a tensor counts: the budget bounds the size of the snapshots on the wire.
 DEFAULT_VALUE_BUDGET = 1_000_000
+# numbers of final values (grads + named forward values): resnet18 has 11.7 M parameters, a
+# 12-layer TransformerEncoder(d_model=512) 37.8 M; past this a model is "too big" (one
+# diagnostic) and the rest of its final values are stats only in the serialised trace
+DEFAULT_FINAL_VALUE_LIMIT = 64_000_000
 LIST_COST = 4
 
 
@@ -37,48 +55,137 @@ def finite_or_name(x: float) -> float | str:
     return "Infinity" if x > 0 else "-Infinity"
 
 
-_NUMPY_READY = frozenset(
-    {torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8}
+# dtypes numpy holds as they are: their numpy array's bytes are the tensor's own bytes
+_NUMPY_NATIVE = frozenset(
+    {
+        torch.float64,
+        torch.float32,
+        torch.float16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.uint16,
+        torch.uint32,
+        torch.uint64,
+        torch.bool,
+    }
 )
+# other dtypes (bfloat16, the float8s): their bytes read through an unsigned int of their size
+_BITS = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 
 
-def _dtype_name(t: torch.Tensor) -> str:
+def dtype_name(t: torch.Tensor) -> str:
+    """The trace's name of a tensor's dtype: "float32", "bfloat16", "bool", …"""
     name = _DTYPE_NAMES.get(t.dtype)
     if name is None:
         name = _DTYPE_NAMES[t.dtype] = str(t.dtype).removeprefix("torch.")
     return name
 
 
+def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
+    """A detached tensor as flat, row-major numpy arrays: ``(native, numeric)``.
+
+    ``native``'s bytes are the tensor's own (what ``data`` carries; None for complex tensors,
+    which keep stats only); ``numeric`` is what stats and ``values`` lists are made of: the
+    same array where numpy has the dtype, else float32 (exact for bfloat16 and float8) or,
+    for complex tensors, the magnitude.
+    """
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    if not t.is_cpu:
+        t = t.cpu()
+    if t.is_complex():
+        return None, t.abs().reshape(-1).numpy()
+    if t.dtype in _NUMPY_NATIVE:
+        # numpy reads torch's strides itself and flattens row-major like torch.reshape, at
+        # half the cost per call (thousands of calls per trace)
+        flat = t.numpy().reshape(-1)
+        return flat, flat
+    bits = t.view(_BITS[t.element_size()]).numpy().reshape(-1)
+    return bits, t.to(torch.float32).numpy().reshape(-1)
+
+
+def little_endian_base64(native: np.ndarray) -> str:
+    """base64 of an array's elements as little-endian bytes, row-major."""
+    little = native.astype(native.dtype.newbyteorder("<"), copy=False)
+    return base64.b64encode(little.tobytes()).decode("ascii")
+
+
+def json_list(numeric: np.ndarray) -> list[Any]:
+    """A small array as a JSON list: exact (a float32/float16 value is exactly a float64),
+    bools as 0/1, non-finite numbers as "NaN"/"Infinity"/"-Infinity"."""
+    kind = numeric.dtype.kind
+    if kind == "b":
+        return numeric.astype(np.uint8).tolist()
+    if kind != "f":
+        return numeric.tolist()
+    numbers = numeric.astype(np.float64).tolist()
+    if np.isfinite(numeric).all():
+        return numbers
+    return [finite_or_name(v) for v in numbers]
+
+
+def exact_array(t: torch.Tensor) -> np.ndarray:
+    """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
+    tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
+    which holds every one of their values exactly."""
+    t = t.detach()
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    if not t.is_cpu:
+        t = t.cpu()
+    if t.dtype not in _NUMPY_NATIVE and not t.is_complex():
+        t = t.to(torch.float32)
+    return t.numpy().copy()
+
+
 class Summarizer:
-    """Turns tensors into TensorValue dicts, spending one trace's value budget.
+    """Turns tensors into TensorValue dicts: final values exactly, snapshots on a budget.
 
     The same memory at the same version (``_version`` bumps on in-place writes) is
     summarized once and the dict reused: a module's output is also the next module's input
-    and some node's value. Every appearance of numbers (``values`` or ``data``) in the trace
-    is charged to the budget (the JSON repeats them), so the budget bounds the size of the
-    trace on the wire; past it, tensors are stats only (``truncated``).
+    and some node's value. Every appearance of numbers (``values`` or ``data``) in a snapshot
+    is charged to ``value_budget`` (the JSON repeats them), so the budget bounds the size of
+    the snapshots on the wire; past it, snapshots are stats only (``truncated``).
 
     Capture only snapshots the numbers (a copy: later in-place writes must not change what
     was seen) and returns the dict; :meth:`finalize` fills every pending dict at the end, with
-    the stats of all tensors computed together.
+    the stats of all small tensors computed together.
     """
 
-    def __init__(self, value_budget: int = DEFAULT_VALUE_BUDGET) -> None:
+    def __init__(
+        self, value_budget: int = DEFAULT_VALUE_BUDGET, final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT
+    ) -> None:
         self.value_budget = value_budget
         self.budget_left = value_budget
-        self.values_truncated = 0
+        self.values_truncated = 0  # per-event snapshots reduced to stats only
+        self.final_value_limit = final_value_limit
+        self.final_left = final_value_limit
+        self.finals_truncated = 0  # final values reduced to stats only (model too big)
         # key -> (tensor kept alive, its dict, whether the dict carries the numbers)
         self._cache: dict[tuple, tuple[torch.Tensor, dict[str, Any], bool]] = {}
-        # small tensors to finish in finalize(): (snapshot, dict, numbers?, stats to compute?)
-        self._pending: list[tuple[np.ndarray, dict[str, Any], bool, bool]] = []
+        # tensors to finish in finalize(): (native copy, numeric copy, dict, numbers?, stats?)
+        self._pending: list[tuple[np.ndarray | None, np.ndarray, dict[str, Any], bool, bool]] = []
         # id(tensor) -> (tensor kept alive, version, its dict, numbers?)
         self._by_object: dict[int, tuple[torch.Tensor, int, dict[str, Any], bool]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
         # (first element's address, numel, dtype, version, device) -> the shared stats dict
         self._stats_by_memory: dict[tuple, dict[str, Any]] = {}
 
+    @staticmethod
+    def _key(t: torch.Tensor) -> tuple:
+        """Same memory, layout, dtype and version: same numbers, even through another tensor
+        object (each read of a node's `_saved_*` returns a new one)."""
+        if t.layout != torch.strided:  # sparse and other layouts have no single data pointer
+            return ("id", id(t), t._version)
+        # (is_cpu: 7x cheaper than device.type)
+        return (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t._version, t.is_cpu or t.device.type)
+
     def __call__(self, t: Any) -> dict[str, Any] | None:
+        """A per-event snapshot of ``t`` (its numbers while ``value_budget`` lasts)."""
         if not isinstance(t, torch.Tensor):
             return None
         # fast path: this very tensor object, unchanged since it was summarized
@@ -86,29 +193,38 @@ class Summarizer:
         version = t._version
         if quick is not None and quick[0] is t and quick[1] == version:
             return self._reuse(quick[2], quick[3])
-        # Same memory, layout, dtype and version: same numbers, even through another tensor
-        # object (each read of a node's `_saved_*` returns a new one). The held reference
-        # keeps the memory from being reused by another tensor.
-        strided = t.layout == torch.strided
-        if strided:
-            key: tuple = (
-                t.data_ptr(),
-                tuple(t.shape),
-                t.stride(),
-                t.dtype,
-                version,
-                t.is_cpu or t.device.type,
-            )  # (is_cpu: 7x cheaper than device.type)
-        else:  # sparse and other layouts have no single data pointer
-            key = ("id", id(t), version)
+        # The held reference keeps the memory from being reused by another tensor.
+        key = self._key(t)
         hit = self._cache.get(key)
         if hit is not None:
             self._by_object[id(t)] = (t, version, hit[1], hit[2])
             return self._reuse(hit[1], hit[2])
-        value, numbers = self._snapshot(t, strided)
+        numbers = not t.is_complex() and self._cost(t.numel()) <= self.budget_left
+        if numbers:
+            self.budget_left -= self._cost(t.numel())
+        else:
+            self.values_truncated += 1
+        value = self._snapshot(t, numbers)
         self._cache[key] = (t, value, numbers)
         self._by_object[id(t)] = (t, version, value, numbers)
         return value
+
+    def final(self, t: Any) -> dict[str, Any] | None:
+        """A final value (a leaf's ``.grad``, a named tensor's forward value): its exact
+        numbers, charged to ``final_value_limit`` instead of the snapshot budget."""
+        if not isinstance(t, torch.Tensor):
+            return None
+        numel = t.numel()
+        hit = self._cache.get(self._key(t))
+        if hit is not None and hit[2]:  # already summarized with its numbers, at this version
+            self.final_left -= min(numel, self.final_left)
+            return hit[1]
+        numbers = not t.is_complex() and numel <= self.final_left
+        if numbers:
+            self.final_left -= numel
+        else:
+            self.finals_truncated += 1
+        return self._snapshot(t, numbers)
 
     def repeat(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
         """The same summary appearing once more in the trace (charged to the budget again)."""
@@ -135,7 +251,7 @@ class Summarizer:
 
     @staticmethod
     def _cost(numel: int) -> int:
-        return numel * LIST_COST if numel <= SMALL_TENSOR else numel
+        return numel * LIST_COST if numel <= TINY_TENSOR else numel
 
     def _reuse(self, value: dict[str, Any], numbers: bool) -> dict[str, Any]:
         if not numbers:
@@ -162,22 +278,17 @@ class Summarizer:
         order = sorted(range(t.dim()), key=lambda d: -strides[d])
         return order if t.permute(order).is_contiguous() else None
 
-    def _snapshot(self, t: torch.Tensor, strided: bool) -> tuple[dict[str, Any], bool]:
+    def _snapshot(self, t: torch.Tensor, numbers: bool) -> dict[str, Any]:
+        """The dict of ``t`` now: stats always, its numbers if ``numbers``."""
         # detached first: a permute of a tensor that requires grad would make an autograd
         # node (and shift every later node's creation order). No torch.no_grad() here:
         # entering it cost ~200 µs per call.
         t = t.detach()
         numel = t.numel()
-        complex_ = t.is_complex()
-        out: dict[str, Any] = {"shape": list(t.shape), "dtype": _dtype_name(t), "stats": {"numel": numel}}
-        cost = self._cost(numel)
-        numbers = not complex_ and cost <= self.budget_left
-        if numbers:
-            self.budget_left -= cost
-        else:
+        out: dict[str, Any] = {"shape": list(t.shape), "dtype": dtype_name(t), "stats": {"numel": numel}}
+        if not numbers:
             out["truncated"] = True
-            self.values_truncated += 1
-        order = self._dense_order(t) if strided and numel else None
+        order = self._dense_order(t) if t.layout == torch.strided and numel else None
         memory = (
             (t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)
             if order is not None
@@ -187,58 +298,39 @@ class Summarizer:
         if known is not None:
             out["stats"] = known  # filled now, or by finalize() with its first owner
             if not numbers:
-                return out, numbers
+                return out
         elif memory is not None:
             self._stats_by_memory[memory] = out["stats"]
         # row-major numbers are needed for values/data; stats alone read any dense order
-        arr = self._flat(t.permute(order) if order and not numbers else t)
-        if numel > SMALL_TENSOR:
+        native, numeric = native_and_numeric(t.permute(order) if order and not numbers else t)
+        if numel > BATCH_STATS:
             # large: summarized now, one tensor at a time (batching them built huge
             # temporaries); no copy needed since nothing is deferred
             if known is None:
-                out["stats"].update(stats_of(arr))
-            if numbers:
-                out["data"] = base64.b64encode(arr.astype("<f4", copy=False).tobytes()).decode("ascii")
+                out["stats"].update(stats_of(numeric))
+            if numbers and native is not None:
+                out["data"] = little_endian_base64(native)
         else:
             # small: snapshot (later in-place writes must not change what was seen), and
             # summarize all of them together in finalize()
-            self._pending.append((arr.copy(), out, numbers, known is None))
-        return out, numbers
-
-    @staticmethod
-    def _flat(t: torch.Tensor) -> np.ndarray:
-        """The numbers of a detached tensor as a flat numpy array (a view where possible)."""
-        if t.is_cpu and t.dtype in _NUMPY_READY and t.layout == torch.strided:
-            # numpy reads torch's strides itself and flattens row-major like torch.reshape,
-            # at half the cost per call (thousands of calls per trace)
-            return t.numpy().reshape(-1)
-        flat = t
-        if flat.layout != torch.strided:
-            flat = flat.to_dense()
-        if flat.is_complex():
-            flat = flat.abs()  # complex tensors: stats of the magnitude, no numbers
-        if flat.dtype == torch.bool:
-            flat = flat.to(torch.uint8)
-        elif flat.is_floating_point() and flat.dtype not in (torch.float32, torch.float64):
-            flat = flat.to(torch.float32)  # float16/bfloat16: numpy-readable, exact
-        return flat.reshape(-1).cpu().numpy()
+            same = native is numeric or native is None  # (None: complex, no numbers kept)
+            numeric = numeric.copy()
+            native = numeric if same else native.copy()
+            self._pending.append((native, numeric, out, numbers, known is None))
+        return out
 
     def finalize(self) -> None:
         """Fill the stats and numbers of every dict handed out so far (idempotent)."""
         pending, self._pending = self._pending, []
         if not pending:
             return
-        owners = [(arr, out) for arr, out, _numbers, owner in pending if owner]
+        owners = [(numeric, out) for _native, numeric, out, _numbers, owner in pending if owner]
         for (_arr, out), stats in zip(owners, segment_stats([arr for arr, _ in owners]), strict=True):
             out["stats"].update(stats)
-        for arr, out, numbers, _owner in pending:
+        for native, numeric, out, numbers, _owner in pending:
             if not numbers:
                 continue
-            stats = out["stats"]
-            if arr.dtype.kind != "f":
-                out["values"] = arr.tolist()
-            elif stats["nan"] == 0 and stats["inf"] == 0:
-                # float64 holds every float32 value exactly: the last digit is true
-                out["values"] = arr.astype(np.float64).tolist()
+            if numeric.size <= TINY_TENSOR:
+                out["values"] = json_list(numeric)
             else:
-                out["values"] = [finite_or_name(v) for v in arr.astype(np.float64).tolist()]
+                out["data"] = little_endian_base64(native)
