@@ -51,20 +51,70 @@ export function formatShape(shape) {
   return `(${shape.join(", ")})`;
 }
 
-/** Decode base64 little-endian float32 into a Float32Array (browser atob or Node Buffer). */
-export function decodeBase64Float32(b64) {
-  let bytes;
+// Bytes per number of each dtype a trace's `data` can hold (schema 2: the tensor's own dtype).
+const DTYPE_BYTES = {
+  float64: 8, float32: 4, float16: 2, bfloat16: 2,
+  int64: 8, int32: 4, int16: 2, int8: 1, uint64: 8, uint32: 4, uint16: 2, uint8: 1, bool: 1,
+};
+
+function base64Bytes(b64) {
   if (typeof Buffer !== "undefined") {
     const buf = Buffer.from(b64, "base64");
-    bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-  } else {
-    const bin = atob(b64);
-    bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
   }
+  const bin = atob(b64);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return bytes;
+}
+
+/** An IEEE half (its 16 bits) as a number: subnormals, infinities and NaN included. */
+function halfToNumber(bits) {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exp = (bits >> 10) & 0x1f;
+  const frac = bits & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 31) return frac ? NaN : sign * Infinity;
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
+}
+
+const scratch = new DataView(new ArrayBuffer(4));
+
+/** A bfloat16 (its 16 bits) is the top half of a float32. */
+function bfloat16ToNumber(bits) {
+  scratch.setUint32(0, bits * 65536);
+  return scratch.getFloat32(0);
+}
+
+const READERS = {
+  float64: (v, o) => v.getFloat64(o, true),
+  float32: (v, o) => v.getFloat32(o, true),
+  float16: (v, o) => halfToNumber(v.getUint16(o, true)),
+  bfloat16: (v, o) => bfloat16ToNumber(v.getUint16(o, true)),
+  int64: (v, o) => Number(v.getBigInt64(o, true)), // past 2^53: the nearest double
+  int32: (v, o) => v.getInt32(o, true),
+  int16: (v, o) => v.getInt16(o, true),
+  int8: (v, o) => v.getInt8(o),
+  uint64: (v, o) => Number(v.getBigUint64(o, true)),
+  uint32: (v, o) => v.getUint32(o, true),
+  uint16: (v, o) => v.getUint16(o, true),
+  uint8: (v, o) => v.getUint8(o),
+  bool: (v, o) => v.getUint8(o), // 0 or 1
+};
+
+/**
+ * Decode a TensorValue's `data`: base64 of little-endian numbers in `dtype` (float64 stays
+ * float64, float16/bfloat16 widened exactly, ints and bools as numbers) into a Float64Array;
+ * null for a dtype the trace cannot carry as numbers (browser atob or Node Buffer).
+ */
+export function decodeBase64Numbers(b64, dtype = "float32") {
+  const size = DTYPE_BYTES[dtype];
+  if (!size) return null;
+  const bytes = base64Bytes(b64);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Float32Array(Math.floor(bytes.byteLength / 4));
-  for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(i * 4, true);
+  const read = READERS[dtype];
+  const out = new Float64Array(Math.floor(bytes.byteLength / size));
+  for (let i = 0; i < out.length; i++) out[i] = read(view, i * size);
   return out;
 }
 
@@ -72,7 +122,10 @@ export function decodeBase64Float32(b64) {
 export function tensorNumbers(tv) {
   if (!tv) return null;
   if (Array.isArray(tv.values)) return tv.values.map(decodeNumber);
-  if (typeof tv.data === "string") return Array.from(decodeBase64Float32(tv.data));
+  if (typeof tv.data === "string") {
+    const nums = decodeBase64Numbers(tv.data, tv.dtype || "float32");
+    return nums ? Array.from(nums) : null;
+  }
   return null;
 }
 

@@ -57,7 +57,7 @@ export function tinyTrace() {
   // pass 1 = seq 9..17, pass 2 = seq 18..26
   const node = (id, kind, label, extra = {}) => ({ id, kind, label, saved: [], inserted: false, pass_index: 0, requires_grad: false, retains_grad: false, ...extra });
   return {
-    schema_version: 1,
+    schema_version: 2,
     torch_version: "test",
     source: "spec",
     title: "tiny",
