@@ -237,3 +237,31 @@ def test_a_version_1_trace_is_refused_clearly() -> None:
     data["schema_version"] = 1
     with pytest.raises(ValueError, match="schema_version 1.*record the trace again"):
         gradtrace.Trace.from_dict(data)
+
+
+def float64_spec() -> dict[str, Any]:
+    return {
+        "spec_version": 1,
+        "title": "A float64 Linear, 64 x 64",
+        "seed": 3,
+        "dtype": "float64",
+        "modules": {"fc": {"type": "Linear", "in_features": 64, "out_features": 64}},
+        "inputs": {"x": {"shape": [8, 64], "init": "randn"}},
+        "forward": ["y = fc(x)", "loss = (y ** 2).sum()"],
+    }
+
+
+def test_a_float64_spec_is_never_rounded_to_float32() -> None:
+    """dL/dW = 2 yᵀx for loss = Σy²: rebuilt in numpy float64 from the trace's own exact x
+    and y, it agrees to float64 precision (a float32 rounding anywhere would show ~1e-7)."""
+    trace = gradtrace.trace_spec(float64_spec())
+    wire = json.loads(trace.to_json())
+    x, y = decode(wire["values"]["x"]), decode(wire["values"]["y"])
+    grad = decode(wire["grads"]["fc.weight"])
+    assert grad.dtype == np.float64 and grad.tobytes() == trace.grads["fc.weight"].tobytes()
+    np.testing.assert_allclose(grad, 2 * y.T @ x, rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(decode(wire["grads"]["fc.bias"]), 2 * y.sum(axis=0), rtol=1e-13, atol=1e-12)
+    [leaf] = [n["id"] for n in wire["graph"]["nodes"] if n["kind"] == "tensor" and n["tensor"] == "fc.weight"]
+    [write] = [e for e in wire["events"] if e["kind"] == "grad_write" and e["target"] == leaf]
+    after = write["payload"]["after"]  # the per-event snapshot is exact too (within the budget)
+    assert decode({"truncated": False, **after}).tobytes() == grad.tobytes()
