@@ -113,7 +113,7 @@ def decode(value: dict[str, Any]) -> np.ndarray:
     """A serialised TensorValue's numbers, read independently of gradtrace's own decoder."""
     assert value.get("truncated") is False, "a final gradient is never cut at default options"
     wire = WIRE[value["dtype"]]
-    if value["values"] is not None:
+    if value.get("values") is not None:  # (event payloads are free-form: no null keys)
         flat = np.array(value["values"], dtype=wire)
     else:
         flat = np.frombuffer(base64.b64decode(value["data"]), dtype=wire)
