@@ -136,6 +136,17 @@ def diagnostic(code: str, severity: str, message: str, **where: str | None) -> d
     }
 
 
+def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> dict[str, Any]:
+    """A non-scalar tensor was to be backpropagated: backward ran on its sum (the library
+    without loss_fn, a spec's default backward)."""
+    return diagnostic(
+        "output_reduced",
+        "info",
+        f"'{name}' has shape {shape}, not a scalar, and {why}: backward ran on {name}.sum()",
+        tensor=name,
+    )
+
+
 def reachable_from(roots: list[str], edges: list[dict[str, Any]]) -> set[str]:
     """Node ids upstream of ``roots`` (following edges against data flow)."""
     sources: dict[str, list[str]] = {}

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradtrace.engine.analyses import diagnostic
+from gradtrace.engine.analyses import reduced_to_sum
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 
@@ -109,12 +109,5 @@ def _loss_of(output: Any, loss_fn: Callable[[Any], Any] | None, session: TraceSe
         )
     if output.numel() == 1:
         return output
-    session.diagnostics.append(
-        diagnostic(
-            "output_reduced",
-            "info",
-            f"the output has shape {tuple(output.shape)}, not a scalar, and no loss_fn was given: "
-            "backward ran on output.sum()",
-        )
-    )
+    session.diagnostics.append(reduced_to_sum("output", tuple(output.shape), "no loss_fn was given"))
     return output.sum()

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from gradtrace.engine.analyses import diagnostic
+from gradtrace.engine.analyses import diagnostic, reduced_to_sum
 from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.steps import StepRunner, limit_hit
@@ -148,9 +148,7 @@ class SpecTrace:
             # retain_grad on spec inputs is a no-op (leaves keep .grad anyway)
             steps = self.spec.effective_steps()
             try:
-                session.forward(
-                    lambda: self.run_program(self.built.program), error_is_event=_refused_by_hooks
-                )
+                session.forward(lambda: self._first_forward(steps), error_is_event=_refused_by_hooks)
             except Exception as exc:  # noqa: BLE001
                 if not _refused_by_hooks(exc):
                     error = _forward_error(exc)
@@ -173,6 +171,23 @@ class SpecTrace:
                     )
                 )
             return session.finish(source="spec", title=self.spec.title, spec=self.spec.normalized())
+
+    def _first_forward(self, steps: list[Any]) -> None:
+        """The forward program; then, when the spec left its steps to the default (one
+        backward of the last tensor) and that tensor is not a scalar, its sum, named
+        ``"<name>.sum()"``, becomes what backward runs on — as the library does."""
+        self.run_program(self.built.program)
+        if self.spec.steps is not None:
+            return
+        last = self.env.get(steps[0].of)
+        if not isinstance(last, torch.Tensor) or last.numel() == 1:
+            return
+        total = f"{steps[0].of}.sum()"
+        self.on_assign(total, last.sum())
+        self.session.diagnostics.append(
+            reduced_to_sum(steps[0].of, tuple(last.shape), "the spec has no steps")
+        )
+        steps[0] = steps[0].model_copy(update={"of": total})
 
     def _rerun(self, index: int) -> None:
         program = self.spec.step_program(index)
