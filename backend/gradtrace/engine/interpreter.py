@@ -39,7 +39,28 @@ OnAssign = Callable[[str, Tensor], None]
 MAX_ERROR_TEXT = 2000
 
 
-def _evaluate(expr: Expr, env: Mapping[str, Any], modules: Mapping[str, nn.Module]) -> Any:
+def source_text(expr: Expr) -> str:
+    """An expression written back as program text (for labels: ``d * 5``, ``exp(-x)``)."""
+    if isinstance(expr, Name):
+        return expr.id
+    if isinstance(expr, Const):
+        return repr(expr.value)
+    if isinstance(expr, IntTuple):
+        return repr(expr.values)
+    if isinstance(expr, BinOp):
+        return f"{source_text(expr.left)} {expr.op} {source_text(expr.right)}"
+    if isinstance(expr, Neg):
+        return f"-{source_text(expr.operand)}"
+    if isinstance(expr, Call | MethodCall):
+        args = [source_text(a) for a in expr.args] + [f"{k}={source_text(v)}" for k, v in expr.kwargs]
+        head = expr.callee if isinstance(expr, Call) else f"{source_text(expr.obj)}.{expr.method}"
+        return f"{head}({', '.join(args)})"
+    return "…"
+
+
+def _evaluate(
+    expr: Expr, env: Mapping[str, Any], modules: Mapping[str, nn.Module], label: OnAssign | None = None
+) -> Any:
     if isinstance(expr, Name):
         if expr.id not in env:  # only if a caller's env lacks an input the spec declared
             raise NameError(f"{expr.id!r} has no value in this run")
@@ -49,30 +70,49 @@ def _evaluate(expr: Expr, env: Mapping[str, Any], modules: Mapping[str, nn.Modul
     if isinstance(expr, IntTuple):
         return expr.values
     if isinstance(expr, BinOp):
-        return OPERATORS[expr.op](_evaluate(expr.left, env, modules), _evaluate(expr.right, env, modules))
+        left, right = _operand(expr.left, env, modules, label), _operand(expr.right, env, modules, label)
+        return OPERATORS[expr.op](left, right)
     if isinstance(expr, Neg):
-        return -_evaluate(expr.operand, env, modules)
+        return -_operand(expr.operand, env, modules, label)
     if isinstance(expr, Call):
-        args = [_evaluate(a, env, modules) for a in expr.args]
+        args = [_operand(a, env, modules, label) for a in expr.args]
         kwargs = {k: _evaluate(v, env, modules) for k, v in expr.kwargs}
         fn = modules[expr.callee] if expr.kind == "module" else FUNCTION_IMPLS[expr.callee]
         return fn(*args, **kwargs)
     if isinstance(expr, MethodCall):
-        obj = _evaluate(expr.obj, env, modules)
+        obj = _operand(expr.obj, env, modules, label)
         if not isinstance(obj, Tensor):
             raise TypeError(f".{expr.method}() needs a tensor, got {type(obj).__name__}")
-        args = [_evaluate(a, env, modules) for a in expr.args]
+        args = [_operand(a, env, modules, label) for a in expr.args]
         kwargs = {k: _evaluate(v, env, modules) for k, v in expr.kwargs}
         return METHOD_IMPLS[expr.method](obj, *args, **kwargs)
     if isinstance(expr, Index):
-        obj = _evaluate(expr.obj, env, modules)
+        obj = _operand(expr.obj, env, modules, label)
         key = tuple(_index_item(item) for item in expr.items)
         return obj[key[0]] if len(key) == 1 else obj[key]
     if isinstance(expr, TensorList):
-        return [_evaluate(item, env, modules) for item in expr.items]
+        return [_operand(item, env, modules, label) for item in expr.items]
     if isinstance(expr, TupleExpr):
-        return tuple(_evaluate(item, env, modules) for item in expr.items)
+        return tuple(_operand(item, env, modules, label) for item in expr.items)
     raise TypeError(f"unknown IR node {type(expr).__name__}")  # unreachable: the parser emits only these
+
+
+def _operand(
+    expr: Expr, env: Mapping[str, Any], modules: Mapping[str, nn.Module], label: OnAssign | None
+) -> Any:
+    """A sub-expression's value. A tensor the program computed outside autograd (no grad_fn,
+    no grad: e.g. ``d * 5`` of a detached ``d``) enters the graph as a constant leaf: it is
+    labelled with its source text, since no name of the program is its own."""
+    value = _evaluate(expr, env, modules, label)
+    if (
+        label is not None
+        and not isinstance(expr, Name)
+        and isinstance(value, Tensor)
+        and value.grad_fn is None
+        and not value.requires_grad
+    ):
+        label(source_text(expr), value)
+    return value
 
 
 def _index_item(item: Any) -> Any:
@@ -108,11 +148,15 @@ def _bind(stmt: Statement, value: Any, env: dict[str, Any], on_assign: OnAssign 
 
 
 def _execute(
-    program: Program, env: dict[str, Any], modules: Mapping[str, nn.Module], on_assign: OnAssign | None
+    program: Program,
+    env: dict[str, Any],
+    modules: Mapping[str, nn.Module],
+    on_assign: OnAssign | None,
+    on_constant: OnAssign | None = None,
 ) -> Any:
     for stmt in program.statements:
         try:
-            value = _evaluate(stmt.value, env, modules)
+            value = _evaluate(stmt.value, env, modules, on_constant)
             if stmt.is_return:
                 return value
             _bind(stmt, value, env, on_assign)
@@ -128,13 +172,15 @@ def run_program(
     env: dict[str, Any],
     modules: Mapping[str, nn.Module],
     on_assign: OnAssign | None = None,
+    on_constant: OnAssign | None = None,
 ) -> dict[str, Any]:
     """Run top-level statements in `env` (updated in place and returned).
 
     on_assign(name, tensor) is called after each assignment of a tensor (a tuple result, e.g.
     MultiheadAttention's, is stored without a call; its items are reported when unpacked).
+    on_constant(text, tensor) labels an operand computed without autograd (see _operand).
     """
-    _execute(program, env, modules, on_assign)
+    _execute(program, env, modules, on_assign, on_constant)
     return env
 
 

@@ -62,6 +62,8 @@ class Recorder:
         self.by_id: dict[str, dict[str, Any]] = {}
         self.leaf_ids: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, node id)
         self.leaf_names: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, name)
+        # unnamed leaves the program computed without autograd: id(tensor) -> (tensor, its source text)
+        self.leaf_labels: dict[int, tuple[torch.Tensor, str]] = {}
         self.edge_at: dict[tuple[str, int], dict[str, Any]] = {}  # (target, slot) -> data edge
         self.no_grad_edges: set[tuple[str, str]] = set()
         self.module_stack: list[str] = []
@@ -156,11 +158,13 @@ class Recorder:
         named = self.leaf_names.get(id(tensor))
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
+        labelled = self.leaf_labels.get(id(tensor))
+        label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
         record = self._add_node(
             None,
             {
                 "kind": "tensor",
-                "label": name or "tensor",
+                "label": name or label,
                 "tensor": name,
                 "role": "parameter" if tensor.requires_grad else "input",
                 "shape": list(tensor.shape),
@@ -304,6 +308,16 @@ class Recorder:
             self.no_grad_edges.add((source, target))
             self._add_edge(source, target, "no_grad", None, 0)
 
+    def mark_retains_grad(self, tensor: torch.Tensor) -> None:
+        """``tensor.retain_grad()`` was called: its producing node says so."""
+        node_id = self.node_ids.get(tensor.grad_fn) if tensor.grad_fn is not None else None
+        if node_id is not None:
+            self.by_id[node_id]["retains_grad"] = True
+
+    def label_leaf(self, tensor: torch.Tensor, label: str) -> None:
+        """Label the leaf node ``tensor`` will get when an op consumes it (not a name)."""
+        self.leaf_labels[id(tensor)] = (tensor, label)
+
     def name_tensor(self, name: str, tensor: torch.Tensor) -> None:
         """The program assigned ``name``: label the node that produced the tensor."""
         fn = tensor.grad_fn
@@ -311,6 +325,10 @@ class Recorder:
         if node_id is None and tensor.grad_fn is None:
             known = self.leaf_ids.get(id(tensor))
             node_id = known[1] if known is not None and known[0] is tensor else None
+            if node_id is None and not tensor.requires_grad:
+                # a tensor outside autograd (a detached one): its leaf node, made when an op
+                # consumes it, takes the program's name
+                self.leaf_names[id(tensor)] = (tensor, name)
         if node_id is None:
             return
         record = self.by_id[node_id]

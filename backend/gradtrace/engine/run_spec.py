@@ -133,7 +133,13 @@ class SpecTrace:
     def run_program(self, program: Any) -> None:
         from gradtrace.engine.interpreter import run_program
 
-        run_program(program, self.env, self.built.modules, on_assign=self.on_assign)
+        run_program(
+            program,
+            self.env,
+            self.built.modules,
+            on_assign=self.on_assign,
+            on_constant=self.session.label_constant,
+        )
 
     def run(self) -> dict[str, Any]:
         session = self.session

@@ -60,7 +60,9 @@ class TraceSession:
                 module_paths[id(module)] = full
                 parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
                 names = [f"{path}.{n}" if path else n for n, _ in module.named_parameters(recurse=False)]
-                self.module_types[full] = (type(module).__name__, parent, names)
+                # a module the spec built reports the spec's type ("Module" for a composite)
+                kind = getattr(module, "spec_type", None) or type(module).__name__
+                self.module_types[full] = (kind, parent, names)
             self.params = dict(root.named_parameters())
         for name, tensor in {**self.params, **self.leaves}.items():
             self.recorder.leaf_names[id(tensor)] = (tensor, name)
@@ -145,6 +147,12 @@ class TraceSession:
             with self.forward_capture.quiet():
                 self.forward_capture.discover_from([value])
                 self.recorder.name_tensor(name, value)
+
+    def label_constant(self, text: str, value: Any) -> None:
+        """A tensor the program computed outside autograd (``d * 5`` of a detached ``d``):
+        its leaf node, when an op consumes it, is labelled with that text."""
+        if isinstance(value, torch.Tensor):
+            self.recorder.label_leaf(value, text)
 
     def backward_pass(self, kind: str, of: str, step: int | None, call: Callable[[], Any]) -> Any:
         """Run ``call()`` (a backward or autograd.grad) with every node hooked."""
@@ -251,6 +259,8 @@ class TraceSession:
         self.close()
         rec = self.recorder
         grads, values = self._final_values()
+        for tensor in self.retained.values():
+            rec.mark_retains_grad(tensor)
         for name, t in self.all_leaves_named():
             if t.grad is not None:
                 module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
