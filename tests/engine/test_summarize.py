@@ -149,3 +149,22 @@ def test_final_values_are_exact_whatever_the_snapshot_budget() -> None:
     assert too_many["truncated"] and too_many["stats"]["numel"] == 3000 and s.finals_truncated == 1
     with pytest.raises(ValueError, match="stats only"):
         tensor_array(too_many)
+
+
+@pytest.mark.parametrize("magnitude", [1e307, 1e200, 1e-200, 1e-300])
+@pytest.mark.parametrize("numel", [3, 2000])  # batched stats, and one tensor alone
+def test_float64_stats_of_extreme_magnitudes_stay_finite_and_right(magnitude: float, numel: int) -> None:
+    """Squares of 1e200 overflow float64 (and of 1e-200 underflow): the stats are computed
+    scaled, so a finite tensor never gets an infinite norm or a zero std."""
+    base = torch.linspace(-1, 1, numel, dtype=torch.float64) + 0.5
+    t = base * magnitude
+    [v] = _summaries(t)
+    stats = v["stats"]
+    exact = {  # the same numbers at an ordinary scale, times the magnitude
+        "mean": float(base.mean()) * magnitude,
+        "std": float(base.std(unbiased=False)) * magnitude,
+        "norm": float(torch.linalg.vector_norm(base)) * magnitude,
+    }
+    for key, want in exact.items():
+        assert stats[key] == pytest.approx(want, rel=1e-9), key
+    assert stats["min"] == float(t.min()) and stats["max"] == float(t.max())

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+_HUGE = 1e150  # past this magnitude (or under its inverse) stats are computed scaled
+
 
 def stats_of(arr: np.ndarray) -> dict[str, Any]:
     """Stats of one (large) flat array: float64, over the finite elements, two-pass std.
@@ -23,13 +25,15 @@ def stats_of(arr: np.ndarray) -> dict[str, Any]:
     numel = int(arr.size)
     x = arr.astype(np.float64)  # a copy, even of float64 input: it is centred in place below
     nan = inf = 0
-    total = float(x.sum()) if numel else 0.0
-    if not math.isfinite(total):  # some NaN or infinity (a finite float32 sum cannot overflow)
+    with np.errstate(over="ignore", invalid="ignore"):  # a float64 sum past 1e308: redone scaled
+        total = float(x.sum()) if numel else 0.0
+    if not math.isfinite(total):  # some NaN or infinity, or a float64 sum past 1e308
         finite = np.isfinite(x)
         nan = int(np.isnan(x).sum())
         inf = numel - int(finite.sum()) - nan
         x = x[finite]
-        total = float(x.sum())
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = float(x.sum())
     n = int(x.size)
     if n == 0:
         return {
@@ -42,17 +46,24 @@ def stats_of(arr: np.ndarray) -> dict[str, Any]:
             "nan": nan,
             "inf": inf,
         }
-    mean = total / n
     low, high = float(x.min()), float(x.max())
+    # float64 magnitudes past ~1e154 overflow their squares (and their sum, past ~1e308): work
+    # on x / scale then, exact in float64 (a power of two), and scale the results back
+    scale = max(abs(low), abs(high))
+    scale = math.ldexp(1.0, math.frexp(scale)[1] - 1) if scale > _HUGE or 0.0 < scale < 1 / _HUGE else 1.0
+    if scale != 1.0:
+        x /= scale
+        total = float(x.sum())
+    mean = total / n
     np.subtract(x, mean, out=x)
     squares = float(np.einsum("i,i->", x, x))  # Σ(x-m)², einsum's own loop (no BLAS)
     return {
         "numel": numel,
         "min": low,
         "max": high,
-        "mean": mean,
-        "std": math.sqrt(squares / n),
-        "norm": math.sqrt(squares + n * mean * mean),
+        "mean": mean * scale,
+        "std": math.sqrt(squares / n) * scale,
+        "norm": math.sqrt(squares + n * mean * mean) * scale,
         "nan": nan,
         "inf": inf,
     }
@@ -95,15 +106,16 @@ def segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
         x0 = np.where(finite, big, 0.0)
         low, high = np.where(finite, big, np.inf), np.where(finite, big, -np.inf)
     counts = np.maximum(n_finite, 1)
-    means = np.add.reduceat(x0, starts) / counts
-    centred = x0 - np.repeat(means, seg)
-    if x0 is not big:
-        centred[~finite] = 0.0
-    centred *= centred
-    squares = np.add.reduceat(centred, starts)  # Σ(x-m)² per tensor
-    # |x|² = Σ(x-m)² + n·m² (as stats_of): two non-negative terms, no cancellation
-    norms = np.sqrt(squares + n_finite * means * means).tolist()
-    stds = np.sqrt(squares / counts).tolist()
+    with np.errstate(over="ignore", invalid="ignore"):  # extreme float64: redone scaled below
+        means = np.add.reduceat(x0, starts) / counts
+        centred = x0 - np.repeat(means, seg)
+        if x0 is not big:
+            centred[~finite] = 0.0
+        centred *= centred
+        squares = np.add.reduceat(centred, starts)  # Σ(x-m)² per tensor
+        # |x|² = Σ(x-m)² + n·m² (as stats_of): two non-negative terms, no cancellation
+        norms = np.sqrt(squares + n_finite * means * means).tolist()
+        stds = np.sqrt(squares / counts).tolist()
     mins = np.minimum.reduceat(low, starts).tolist()
     maxs = np.maximum.reduceat(high, starts).tolist()
     means_, n_nan_, n_finite_, seg_ = means.tolist(), n_nan.tolist(), n_finite.tolist(), seg.tolist()
@@ -111,6 +123,11 @@ def segment_stats(arrays: list[np.ndarray]) -> list[dict[str, Any]]:
         stats = out[i]
         stats["nan"] = n_nan_[k]
         stats["inf"] = seg_[k] - n_finite_[k] - n_nan_[k]
-        if n_finite_[k]:
+        if not n_finite_[k]:
+            continue
+        extreme = max(abs(mins[k]), abs(maxs[k]))
+        if extreme > _HUGE or 0.0 < extreme < 1 / _HUGE:  # squares over/underflow: scaled, alone
+            stats.update(stats_of(arrays[i]))
+        else:
             stats.update(min=mins[k], max=maxs[k], mean=means_[k], std=stds[k], norm=norms[k])
     return out
