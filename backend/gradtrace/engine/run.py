@@ -88,7 +88,7 @@ def trace_module(
             source="module", spec=None, title=title or f"{type(model).__name__} forward and backward"
         )
         if grads_out is not None:
-            grads_out.update(session.final_grads)
+            grads_out.update(session.final_grad_arrays())
         return doc
     finally:
         session.close()

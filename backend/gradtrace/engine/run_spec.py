@@ -222,5 +222,5 @@ def run_spec(
     traced = SpecTrace(spec, limits, value_budget, final_value_limit)
     doc = traced.run()
     if grads_out is not None:
-        grads_out.update(traced.session.final_grads)
+        grads_out.update(traced.session.final_grad_arrays())
     return doc

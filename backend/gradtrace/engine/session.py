@@ -46,9 +46,9 @@ class TraceSession:
     ) -> None:
         self.root = root
         self.summarize = Summarizer(value_budget, final_value_limit)
-        # the final .grad of every named leaf and retained tensor, as numpy (set by finish_raw):
-        # the library's Trace.grads, whatever the serialised trace could keep
-        self.final_grads: dict[str, Any] = {}
+        # the final .grad of every named leaf and retained tensor (set by finish_raw): see
+        # final_grad_arrays
+        self._final_grads: dict[str, torch.Tensor | None] = {}
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -307,15 +307,14 @@ class TraceSession:
 
     def _final_values(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The serialised ``grads`` and ``values``, exact and first (Summarizer.final), and
-        the in-memory ``final_grads``; one diagnostic when the model is too big for them."""
+        the in-memory ones; one diagnostic when the model is too big for them."""
         final_grads: dict[str, torch.Tensor | None] = {
             name: t.grad
             for name, t in list(self.params.items()) + list(self.leaves.items())
             if t.requires_grad
         }
         final_grads.update({name: t.grad for name, t in self.retained.items()})
-        final_grads = dict(sorted(final_grads.items()))
-        self.final_grads = {n: None if g is None else exact_array(g) for n, g in final_grads.items()}
+        final_grads = self._final_grads = dict(sorted(final_grads.items()))
         grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
         values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
         values.update({n: self.summarize.final(t) for n, t in self.env.items()})
@@ -333,6 +332,12 @@ class TraceSession:
                 )
             )
         return grads, values
+
+    def final_grad_arrays(self) -> dict[str, Any]:
+        """The final gradients as numpy arrays copied now (the library's ``Trace.grads``:
+        exact whatever the serialised trace could keep; None where there is no gradient).
+        Call right after finish(), before anyone can change a ``.grad``."""
+        return {n: None if g is None else exact_array(g) for n, g in self._final_grads.items()}
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
