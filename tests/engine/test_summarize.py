@@ -168,3 +168,11 @@ def test_float64_stats_of_extreme_magnitudes_stay_finite_and_right(magnitude: fl
     for key, want in exact.items():
         assert stats[key] == pytest.approx(want, rel=1e-9), key
     assert stats["min"] == float(t.min()) and stats["max"] == float(t.max())
+
+
+def test_a_complex_final_value_is_stats_only_and_not_counted_as_too_big() -> None:
+    s = Summarizer()
+    value = s.final(torch.tensor([3 + 4j, 0j]))
+    s.finalize()
+    assert value["truncated"] and value["stats"]["max"] == 5.0  # the magnitude's stats
+    assert s.finals_truncated == 0

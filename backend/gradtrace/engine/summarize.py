@@ -219,11 +219,13 @@ class Summarizer:
         if hit is not None and hit[2]:  # already summarized with its numbers, at this version
             self.final_left -= min(numel, self.final_left)
             return hit[1]
-        numbers = not t.is_complex() and numel <= self.final_left
+        if t.is_complex():  # no numbers for complex tensors: the stats of their magnitude
+            return self._snapshot(t, False)
+        numbers = numel <= self.final_left
         if numbers:
             self.final_left -= numel
         else:
-            self.finals_truncated += 1
+            self.finals_truncated += 1  # past the limit: the model is too big (a diagnostic)
         return self._snapshot(t, numbers)
 
     def repeat(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
