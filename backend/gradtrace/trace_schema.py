@@ -270,10 +270,41 @@ class Diagnostic(_Model):
     tensor: str | None = None
 
 
+class NodeMemory(_Model):
+    """The storage one autograd node saved for its backward (seed 001's "memory")."""
+
+    node: str
+    saved_bytes: int  # bytes of the distinct storages its saved tensors keep alive
+    created_seq: int  # the node_created event: from here the storage is held
+    released_seq: int | None = None  # the node_post at which the engine freed it; null: still held
+
+
+class MemoryPoint(_Model):
+    seq: int
+    live_bytes: int  # saved bytes alive after event ``seq`` (until the next point)
+
+
+class MemoryAnalysis(_Model):
+    """Saved-tensor memory of the autograd graph: per node, and live over the timeline.
+
+    A storage shared by several saved tensors (or nodes) counts once in ``live_bytes``. The
+    timeline lists only the events where the live total changed: it rises as the forward
+    saves tensors, falls as a backward that does not retain the graph frees each node, and
+    stays up after ``retain_graph=True``. ``final_bytes`` is what the graph still holds at the
+    end of the trace.
+    """
+
+    nodes: list[NodeMemory] = Field(default_factory=list)
+    timeline: list[MemoryPoint] = Field(default_factory=list)
+    peak_bytes: int = 0
+    final_bytes: int = 0
+
+
 class Analyses(_Model):
     linear: list[LinearReconstruction] = Field(default_factory=list)
     grad_norms: list[GradNorm] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)
+    memory: MemoryAnalysis = Field(default_factory=MemoryAnalysis)
 
 
 class Limits(_Model):

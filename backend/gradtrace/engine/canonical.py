@@ -139,6 +139,9 @@ def _diagnostic(d: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+EMPTY_MEMORY: dict[str, Any] = {"nodes": [], "timeline": [], "peak_bytes": 0, "final_bytes": 0}
+
+
 def trace_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """The whole trace, canonical (see the module docstring)."""
     graph, analyses, limits = doc["graph"], doc.get("analyses", {}), doc["limits"]
@@ -166,6 +169,8 @@ def trace_doc(doc: dict[str, Any]) -> dict[str, Any]:
                 for g in analyses.get("grad_norms", ())
             ],
             "diagnostics": [_diagnostic(d) for d in analyses.get("diagnostics", ())],
+            # SavedMemory.build writes it canonical already (schema order, every field)
+            "memory": analyses.get("memory", EMPTY_MEMORY),
         },
         "limits": {
             "max_nodes": limits["max_nodes"],
