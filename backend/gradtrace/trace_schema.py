@@ -270,6 +270,31 @@ class Diagnostic(_Model):
     tensor: str | None = None
 
 
+class CallContributions(_Model):
+    """One call of a Linear layer: how much each position (sample, token) gave to W.grad."""
+
+    a_shape: list[int]
+    delta_shape: list[int]
+    sample_dims: list[int]  # the leading dims of a and δ: (B,), (B, T), …
+    position_norms: TensorValue  # ‖δ_p ⊗ a_p‖ = ‖δ_p‖·‖a_p‖ per position, shape sample_dims
+    sample_norms: TensorValue | None = None  # ‖Σ_t δ_bt ⊗ a_bt‖ per sample b (the first dim)
+
+
+class PerSampleContributions(_Model):
+    """A Linear weight's gradient split by sample and token, per backward pass (seed 000's
+    "full per-sample, per-token picture"), with the check that the shares add up to W.grad
+    and what storing the factors costs next to the gradient."""
+
+    module: str
+    weight: str
+    pass_index: int
+    calls: list[CallContributions]
+    sum_max_error: float | None  # max |Σ_b C_b − W.grad|; null when too large to build
+    matches: bool | None
+    factor_numbers: int  # Σ over positions of (d_in + d_out): what (a, δ) hold
+    gradient_numbers: int  # d_out × d_in: what W.grad holds
+
+
 class NodeMemory(_Model):
     """The storage one autograd node saved for its backward (seed 001's "memory")."""
 
@@ -305,6 +330,7 @@ class Analyses(_Model):
     grad_norms: list[GradNorm] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     memory: MemoryAnalysis = Field(default_factory=MemoryAnalysis)
+    per_sample: list[PerSampleContributions] = Field(default_factory=list)
 
 
 class Limits(_Model):

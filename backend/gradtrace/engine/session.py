@@ -283,6 +283,7 @@ class TraceSession:
                 "grad_norms": self.grad_norms,
                 "diagnostics": self.diagnostics,
                 "memory": rec.memory.build(),
+                "per_sample": self.linear.per_sample(self.backward_capture.deltas, self.summarize),
             },
             "limits": {
                 "max_nodes": rec.max_nodes,
