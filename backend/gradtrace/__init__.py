@@ -10,7 +10,7 @@ from typing import Any
 
 from gradtrace.trace import Trace
 
-__all__ = ["Trace", "show", "trace", "trace_spec"]
+__all__ = ["Trace", "compare", "show", "trace", "trace_spec"]
 
 
 def trace(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace:
@@ -57,3 +57,21 @@ def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:
 def show(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace:
     """One-liner for notebooks: the returned Trace renders itself inline (``_repr_html_``)."""
     return trace(model, inputs, loss_fn, **options)
+
+
+def compare(a: Any, b: Any, *, rtol: float = 1e-6) -> Any:
+    """Compare two traces of one model: matched nodes, edges and hooks, and every gradient and
+    value that changed, with by how much (a ``comparison_schema.CompareDoc``).
+
+    ``a`` and ``b``: ``Trace`` objects (from ``trace``/``trace_spec``/``Trace.load``), trace
+    dicts, or specs (traced here first). E.g. seed 002 with and without its ×2 hook::
+
+        diff = gradtrace.compare(gradtrace.trace_spec(spec), gradtrace.trace_spec(spec_x2))
+        diff.summary.changed_grads   # ['f0.bias', 'f0.weight', 'x'], each with ratio 2.0
+    """
+    from gradtrace.comparison import compare as compare_traces
+
+    def as_trace(x: Any) -> Any:
+        return trace_spec(x) if isinstance(x, dict) and "spec_version" in x else x
+
+    return compare_traces(as_trace(a), as_trace(b), rtol=rtol)

@@ -278,10 +278,67 @@ class Diagnostic(_Model):
     tensor: str | None = None
 
 
+class CallContributions(_Model):
+    """One call of a Linear layer: how much each position (sample, token) gave to W.grad."""
+
+    a_shape: list[int]
+    delta_shape: list[int]
+    sample_dims: list[int]  # the leading dims of a and δ: (B,), (B, T), …
+    position_norms: TensorValue  # ‖δ_p ⊗ a_p‖ = ‖δ_p‖·‖a_p‖ per position, shape sample_dims
+    sample_norms: TensorValue | None = None  # ‖Σ_t δ_bt ⊗ a_bt‖ per sample b (the first dim)
+
+
+class PerSampleContributions(_Model):
+    """A Linear weight's gradient split by sample and token, per backward pass (seed 000's
+    "full per-sample, per-token picture"), with the check that the shares add up to W.grad
+    and what storing the factors costs next to the gradient."""
+
+    module: str
+    weight: str
+    pass_index: int
+    calls: list[CallContributions]
+    sum_max_error: float | None  # max |Σ_b C_b − W.grad|; null when too large to build
+    matches: bool | None
+    factor_numbers: int  # Σ over positions of (d_in + d_out): what (a, δ) hold
+    gradient_numbers: int  # d_out × d_in: what W.grad holds
+
+
+class NodeMemory(_Model):
+    """The storage one autograd node saved for its backward (seed 001's "memory")."""
+
+    node: str
+    saved_bytes: int  # bytes of the distinct storages its saved tensors keep alive
+    created_seq: int  # the node_created event: from here the storage is held
+    released_seq: int | None = None  # the node_post at which the engine freed it; null: still held
+
+
+class MemoryPoint(_Model):
+    seq: int
+    live_bytes: int  # saved bytes alive after event ``seq`` (until the next point)
+
+
+class MemoryAnalysis(_Model):
+    """Saved-tensor memory of the autograd graph: per node, and live over the timeline.
+
+    A storage shared by several saved tensors (or nodes) counts once in ``live_bytes``. The
+    timeline lists only the events where the live total changed: it rises as the forward
+    saves tensors, falls as a backward that does not retain the graph frees each node, and
+    stays up after ``retain_graph=True``. ``final_bytes`` is what the graph still holds at the
+    end of the trace.
+    """
+
+    nodes: list[NodeMemory] = Field(default_factory=list)
+    timeline: list[MemoryPoint] = Field(default_factory=list)
+    peak_bytes: int = 0
+    final_bytes: int = 0
+
+
 class Analyses(_Model):
     linear: list[LinearReconstruction] = Field(default_factory=list)
     grad_norms: list[GradNorm] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)
+    memory: MemoryAnalysis = Field(default_factory=MemoryAnalysis)
+    per_sample: list[PerSampleContributions] = Field(default_factory=list)
 
 
 class Limits(_Model):

@@ -39,8 +39,9 @@ def test_list_examples_shape():
     items = list_examples()
     assert [i["id"] for i in items] == IDS
     for item in items:
-        assert set(item) == {"id", "title", "description"}
+        assert set(item) == {"id", "title", "description", "compare_with"}
         assert item["title"] and len(item["description"]) > 80  # one teaching paragraph
+        assert item["compare_with"] is None or item["compare_with"] in IDS
 
 
 def test_get_example_unknown_raises_keyerror_and_returns_copies():

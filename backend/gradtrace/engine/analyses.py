@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from gradtrace.engine.per_sample import per_sample_record
 from gradtrace.engine.summarize import Summarizer, finite_or_name
 
 
@@ -42,9 +43,26 @@ class LinearAnalysis:
 
     def build(self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer) -> list[dict]:
         out: list[dict[str, Any]] = []
+        for pass_index, weight, calls in self.grouped(deltas):
+            rec = self._reconstruct(weight, pass_index, calls, summarize)
+            if rec is not None:
+                out.append(rec)
+        return out
+
+    def per_sample(self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer) -> list[dict]:
+        """Each sample's and each token's share of every Linear's W.grad (see per_sample.py)."""
+        out: list[dict[str, Any]] = []
+        for pass_index, weight, calls in self.grouped(deltas):
+            grad = self.pass_grad(weight, pass_index)
+            if grad is not None:
+                out.append(per_sample_record(weight, pass_index, calls, grad, summarize))
+        return out
+
+    def grouped(self, deltas: dict[int, dict[str, list[tuple]]]):
+        """(pass, weight, [(call, a, δ, δ's summary)]) for every Linear call the backward reached."""
         for pass_index in sorted(self._after):
             pass_deltas = deltas.get(pass_index, {})
-            by_weight: dict[str, list[tuple[dict, torch.Tensor, torch.Tensor]]] = {}
+            by_weight: dict[str, list[tuple[dict, torch.Tensor, torch.Tensor, Any]]] = {}
             for call in self.linear_calls:
                 runs = pass_deltas.get(call["node"])
                 if not runs or call["weight"] not in self.weights:
@@ -55,17 +73,21 @@ class LinearAnalysis:
                     continue
                 by_weight.setdefault(call["weight"], []).append((call, call["a"], delta, summary))
             for weight, calls in by_weight.items():
-                rec = self._reconstruct(weight, pass_index, calls, summarize)
-                if rec is not None:
-                    out.append(rec)
-        return out
+                yield pass_index, weight, calls
 
-    def _reconstruct(self, weight: str, pass_index: int, calls: list, summarize: Summarizer):
+    def pass_grad(self, weight: str, pass_index: int) -> torch.Tensor | None:
+        """What autograd accumulated into the weight in that pass (.grad after minus before)."""
         after = self._after[pass_index].get(weight)
         if after is None:
             return None
         before = self._before[pass_index].get(weight)
-        grad = after if before is None else after - before
+        return after if before is None else after - before
+
+    def _reconstruct(self, weight: str, pass_index: int, calls: list, summarize: Summarizer):
+        grad = self.pass_grad(weight, pass_index)
+        if grad is None:
+            return None
+        before = self._before[pass_index].get(weight)
         w = self.weights[weight]
         recon = torch.zeros(w.shape, dtype=grad.dtype)
         for _call, a, delta, _summary in calls:

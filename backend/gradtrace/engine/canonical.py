@@ -141,6 +141,23 @@ def _diagnostic(d: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _per_sample(r: dict[str, Any]) -> dict[str, Any]:
+    calls = [
+        {
+            "a_shape": c["a_shape"],
+            "delta_shape": c["delta_shape"],
+            "sample_dims": c["sample_dims"],
+            "position_norms": tensor_value(c["position_norms"]),
+            "sample_norms": tensor_value(c["sample_norms"]),
+        }
+        for c in r["calls"]
+    ]
+    return {**r, "calls": calls}
+
+
+EMPTY_MEMORY: dict[str, Any] = {"nodes": [], "timeline": [], "peak_bytes": 0, "final_bytes": 0}
+
+
 def trace_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """The whole trace, canonical (see the module docstring)."""
     graph, analyses, limits = doc["graph"], doc.get("analyses", {}), doc["limits"]
@@ -168,6 +185,9 @@ def trace_doc(doc: dict[str, Any]) -> dict[str, Any]:
                 for g in analyses.get("grad_norms", ())
             ],
             "diagnostics": [_diagnostic(d) for d in analyses.get("diagnostics", ())],
+            # SavedMemory.build writes it canonical already (schema order, every field)
+            "memory": analyses.get("memory", EMPTY_MEMORY),
+            "per_sample": [_per_sample(r) for r in analyses.get("per_sample", ())],
         },
         "limits": {
             "max_nodes": limits["max_nodes"],

@@ -20,6 +20,7 @@ from gradtrace.engine.graph_walk import (
     op_name,
     raw_sequence_nr,
 )
+from gradtrace.engine.memory import SavedMemory
 from gradtrace.engine.summarize import Summarizer
 
 _SAVED_ATTRS: dict[type, list[str]] = {}
@@ -72,6 +73,7 @@ class Recorder:
         self.pass_index = -1
         self.phase = "forward"
         self.in_pass = False
+        self.memory = SavedMemory()
 
     # ---- passes and events -------------------------------------------------------------
     def begin_pass(self, phase: str, label: str, step: int | None) -> None:
@@ -218,6 +220,7 @@ class Recorder:
     def _add_op(self, obj: Any, tensor: torch.Tensor | None) -> None:
         raw = raw_sequence_nr(obj)
         name = op_name(obj)
+        saved_tensors: list[tuple[str, torch.Tensor]] = []
         fields: dict[str, Any] = {
             "kind": "op",
             "label": name,
@@ -227,7 +230,7 @@ class Recorder:
             "requires_grad": True,
             "creation_order": None if raw is None else raw - self.sequence_base,
             "inserted": name == "BackwardHookFunctionBackward",
-            "saved": self._saved(obj),
+            "saved": self._saved(obj, saved_tensors),
         }
         if tensor is not None:
             fields.update(
@@ -236,6 +239,7 @@ class Recorder:
                 value=self.summarize(tensor),
             )
         record = self._add_node(obj, fields)
+        self.memory.hold(record["id"], obj, record["created_seq"], saved_tensors)
         for slot, source, output_nr in next_nodes(obj):
             source_id = self.node_ids.get(source)
             if source_id is None:  # a source outside the walk (cannot happen for real graphs)
@@ -263,8 +267,9 @@ class Recorder:
                 return inner
         return current
 
-    def _saved(self, obj: Any) -> list[dict[str, Any]]:
-        """Saved tensors/values, read now: backward frees them (DESIGN)."""
+    def _saved(self, obj: Any, tensors: list[tuple[str, torch.Tensor]]) -> list[dict[str, Any]]:
+        """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
+        appended to ``tensors`` as (name, tensor), for the memory they hold."""
         out: list[dict[str, Any]] = []
         for attr in saved_attr_names(obj):
             try:
@@ -273,9 +278,11 @@ class Recorder:
                 continue
             if isinstance(value, torch.Tensor):
                 out.append({"name": attr, "value": self.summarize(value)})
+                tensors.append((attr, value))
             elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
                 for k, t in enumerate(value):
                     out.append({"name": f"{attr}[{k}]", "value": self.summarize(t)})
+                    tensors.append((f"{attr}[{k}]", t))
             else:
                 out.append({"name": attr, "scalar": _plain(value)})
         return out

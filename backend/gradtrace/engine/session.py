@@ -177,6 +177,7 @@ class TraceSession:
             raise
         finally:
             self._discover_created_in_backward(result)
+            rec.memory.after_backward(rec.events, rec.passes[-1]["first_seq"])
             rec.end_pass()
 
     def _watch_linear_outputs(self) -> None:
@@ -293,6 +294,8 @@ class TraceSession:
                 "linear": self.linear.build(self.backward_capture.deltas, self.summarize),
                 "grad_norms": self.grad_norms,
                 "diagnostics": self.diagnostics,
+                "memory": rec.memory.build(),
+                "per_sample": self.linear.per_sample(self.backward_capture.deltas, self.summarize),
             },
             "limits": {
                 "max_nodes": rec.max_nodes,

@@ -30,7 +30,15 @@ GALLERY_ORDER = (
     "inplace-after-hook",
     "hook-no-input-grad",
     "detach-stops-gradient",
+    "sgd-before-step",
+    "sgd-training-step",
 )
+# Gallery pairs that teach by contrast: example -> the example to compare it with.
+COMPARE_WITH = {
+    "full-backward-hook-x2": "full-backward-hook",
+    "deprecated-backward-hook": "full-backward-hook",
+    "sgd-training-step": "sgd-before-step",
+}
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
@@ -45,10 +53,16 @@ def _load() -> dict[str, dict[str, Any]]:
     return {i: found[i] for i in ordered}
 
 
-def list_examples() -> list[dict[str, str]]:
-    """[{id, title, description}, …] in gallery order."""
+def list_examples() -> list[dict[str, Any]]:
+    """[{id, title, description, compare_with}, …] in gallery order (``compare_with``: the
+    example this one is best compared with, or null)."""
     return [
-        {"id": i, "title": spec["title"], "description": spec.get("description", "")}
+        {
+            "id": i,
+            "title": spec["title"],
+            "description": spec.get("description", ""),
+            "compare_with": COMPARE_WITH.get(i),
+        }
         for i, spec in _load().items()
     ]
 

@@ -1,0 +1,197 @@
+"""Two traces of one model, compared: which nodes, edges and hooks match, and which numbers
+changed (see comparison_schema for the format and the matching rules). Torch-free: it reads the
+public trace format, so it serves the library, the service and saved files alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from gradtrace.comparison_schema import (
+    CompareDoc,
+    EdgeMatch,
+    EdgesMatched,
+    HookDiff,
+    Matched,
+    NodeMatch,
+    NumberDiff,
+    Side,
+    Summary,
+)
+from gradtrace.trace import Trace, tensor_array
+from gradtrace.trace_schema import GraphNode, TensorValue, TraceDoc
+
+DEFAULT_RTOL = 1e-6
+
+
+def as_doc(trace: Trace | TraceDoc | dict[str, Any]) -> TraceDoc:
+    if isinstance(trace, TraceDoc):
+        return trace
+    if isinstance(trace, Trace):
+        return trace.doc
+    if isinstance(trace, dict):
+        return TraceDoc.model_validate(trace)
+    raise TypeError(f"cannot compare a {type(trace).__name__}: pass a gradtrace.Trace, a TraceDoc or a dict")
+
+
+def node_key(node: GraphNode) -> str:
+    if node.kind == "tensor":
+        return f"tensor {node.tensor or node.label} ({node.role})"
+    where = f" in {node.module}" if node.module else ""
+    made = f" ({node.tensor})" if node.tensor else ""
+    return f"op {node.op}{where}{made}"
+
+
+def keyed_nodes(doc: TraceDoc) -> dict[str, str]:
+    """key -> node id; repeats of a key numbered in creation order (``… #2``)."""
+    seen: dict[str, int] = {}
+    out: dict[str, str] = {}
+    for node in doc.graph.nodes:
+        base = node_key(node)
+        count = seen[base] = seen.get(base, 0) + 1
+        out[base if count == 1 else f"{base} #{count}"] = node.id
+    return out
+
+
+def number_diff(name: str, a: TensorValue | None, b: TensorValue | None, rtol: float) -> NumberDiff:
+    if a is None and b is None:
+        return NumberDiff(name=name, status="no_gradient")
+    if a is None or b is None:  # a gradient (or value) on one side only
+        return NumberDiff(
+            name=name,
+            status="only_b" if a is None else "only_a",
+            shape_a=a.shape if a else None,
+            shape_b=b.shape if b else None,
+            norm_a=a.stats.norm if a else None,
+            norm_b=b.stats.norm if b else None,
+        )
+    out = NumberDiff(
+        name=name,
+        status="not_comparable",
+        shape_a=a.shape,
+        shape_b=b.shape,
+        norm_a=a.stats.norm,
+        norm_b=b.stats.norm,
+    )
+    xa, xb = tensor_array(a), tensor_array(b)
+    if xa is None or xb is None or xa.shape != xb.shape:
+        return out  # numbers cut by a budget, or another shape: only the stats above
+    xa, xb = xa.astype(np.float64), xb.astype(np.float64)
+    both_nan = np.isnan(xa) & np.isnan(xb)
+    same = np.isclose(xa, xb, rtol=rtol, atol=0.0) | both_nan | (xa == xb)
+    delta = np.where(same & ~np.isfinite(xa), 0.0, np.abs(xb - xa))
+    out.max_abs_diff = float(np.nanmax(delta)) if delta.size else 0.0
+    out.status = "unchanged" if bool(same.all()) else "changed"
+    out.ratio = scale_ratio(xa, xb, rtol) if out.status == "changed" else None
+    return out
+
+
+def scale_ratio(a: np.ndarray, b: np.ndarray, rtol: float) -> float | None:
+    """b / a when b is a scaled copy of a (every nonzero element by one factor), else None."""
+    finite = np.isfinite(a) & np.isfinite(b)
+    nonzero = finite & (a != 0)
+    if not nonzero.any() or not np.all(b[finite & (a == 0)] == 0):
+        return None
+    ratios = b[nonzero] / a[nonzero]
+    first = float(ratios[0])
+    return first if np.allclose(ratios, first, rtol=max(rtol, 1e-6), atol=0.0) else None
+
+
+def _backward_order(doc: TraceDoc) -> dict[int, int]:
+    """pass_index -> its place among the trace's backward passes (0, 1, …)."""
+    backwards = [p.index for p in doc.passes if p.phase == "backward"]
+    return {index: k for k, index in enumerate(backwards)}
+
+
+def _hooks(doc: TraceDoc) -> list[tuple[str, str, dict | None]]:
+    """(where, type, action) of every hook, in declaration order."""
+    if doc.spec is not None:
+        return [
+            (h.get("module") or h.get("tensor") or "", h.get("type", ""), h.get("action"))
+            for h in doc.spec.get("hooks", [])
+        ]
+    return [(m.path, h.type, h.action) for m in doc.graph.modules for h in m.hooks]
+
+
+def compare_hooks(a: TraceDoc, b: TraceDoc) -> list[HookDiff]:
+    left = _hooks(a)
+    right = list(_hooks(b))
+    out = []
+    for where, kind, action in left:
+        match = next((h for h in right if h[0] == where and h[1] == kind), None)
+        if match is None:
+            out.append(HookDiff(where=where, type=kind, status="only_a", action_a=action))
+            continue
+        right.remove(match)
+        status = "same" if match[2] == action else "changed"
+        out.append(HookDiff(where=where, type=kind, status=status, action_a=action, action_b=match[2]))
+    out += [HookDiff(where=w, type=k, status="only_b", action_b=act) for w, k, act in right]
+    return out
+
+
+def compare(
+    a: Trace | TraceDoc | dict[str, Any], b: Trace | TraceDoc | dict[str, Any], *, rtol: float = DEFAULT_RTOL
+) -> CompareDoc:
+    """Compare two traces of one model (see comparison_schema)."""
+    da, db = as_doc(a), as_doc(b)
+    keys_a, keys_b = keyed_nodes(da), keyed_nodes(db)
+    to_b = {keys_a[k]: keys_b[k] for k in keys_a if k in keys_b}
+    nodes = Matched(
+        matched=[NodeMatch(a=keys_a[k], b=keys_b[k], key=k) for k in keys_a if k in keys_b],
+        only_a=[keys_a[k] for k in keys_a if k not in keys_b],
+        only_b=[keys_b[k] for k in keys_b if k not in keys_a],
+    )
+    edges_b = {(e.source, e.target, e.slot, e.kind): e for e in db.graph.edges}
+    order_a, order_b = _backward_order(da), _backward_order(db)
+    matched_edges: list[EdgeMatch] = []
+    seen_b: set[str] = set()
+    only_a_edges = []
+    for e in da.graph.edges:
+        other = edges_b.get((to_b.get(e.source), to_b.get(e.target), e.slot, e.kind))
+        if other is None:
+            only_a_edges.append(e.id)
+            continue
+        seen_b.add(other.id)
+        grads_b = {order_b.get(g.pass_index): g for g in other.grads}
+        diffs = []
+        for g in e.grads:
+            k = order_a.get(g.pass_index)
+            if k is not None and k in grads_b:
+                diffs.append(number_diff(e.id, g.value, grads_b[k].value, rtol))
+        matched_edges.append(EdgeMatch(a=e.id, b=other.id, grads=diffs))
+    edges = EdgesMatched(
+        matched=matched_edges,
+        only_a=only_a_edges,
+        only_b=[e.id for e in db.graph.edges if e.id not in seen_b],
+    )
+    grads = [number_diff(n, da.grads.get(n), db.grads.get(n), rtol) for n in _union(da.grads, db.grads)]
+    values = [number_diff(n, da.values.get(n), db.values.get(n), rtol) for n in _union(da.values, db.values)]
+    summary = Summary(
+        changed_grads=[d.name for d in grads if d.status == "changed"],
+        unchanged_grads=[d.name for d in grads if d.status == "unchanged"],
+        changed_values=[d.name for d in values if d.status == "changed"],
+        changed_edges=[m.b for m in matched_edges if any(g.status == "changed" for g in m.grads)],
+        inserted_nodes=nodes.only_b,
+        removed_nodes=nodes.only_a,
+    )
+    return CompareDoc(
+        rtol=rtol,
+        a=_side(da),
+        b=_side(db),
+        nodes=nodes,
+        edges=edges,
+        hooks=compare_hooks(da, db),
+        grads=grads,
+        values=values,
+        summary=summary,
+    )
+
+
+def _side(doc: TraceDoc) -> Side:
+    return Side(title=doc.title, source=doc.source, nodes=len(doc.graph.nodes), edges=len(doc.graph.edges))
+
+
+def _union(a: Iterable[str], b: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys([*a, *b]))

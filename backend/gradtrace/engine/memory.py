@@ -1,0 +1,111 @@
+"""The graph's memory: the bytes each autograd node saved for its backward, and how many are
+alive after every event (seed 001: ``backward()`` frees the graph "to save memory";
+``retain_graph=True`` keeps it "at the cost of higher memory usage").
+
+What is counted is storage, as PyTorch holds it: every tensor a node saved (read through its
+``_saved_*`` attributes when the node is created, before anything is freed) keeps its whole
+storage alive, and a storage that several saved tensors share (a weight and the ``weight.t()``
+another node saved, a tensor two nodes saved) is counted once — once per node in
+``saved_bytes``, once for the whole graph in the timeline.
+
+A node's saved tensors are released by the engine right after it runs, unless the backward
+keeps the graph (``retain_graph``/``create_graph``). Rather than infer that from the step's
+options, :meth:`SavedMemory.after_backward` asks PyTorch: a freed node raises when a saved
+tensor is read. The release is placed at the node's ``node_post`` event, where the engine frees
+it. Graphs dropped by the program are not followed (the trace itself holds their nodes until
+it is serialised), so the timeline is the memory of the autograd graph as backward sees it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+StorageKey = tuple[int, int, str]  # (data pointer, bytes, device): one block of memory
+
+
+def storage_of(t: torch.Tensor) -> tuple[StorageKey, int] | None:
+    """The storage a tensor keeps alive, with its size in bytes (None for tensors without one)."""
+    try:
+        storage = t.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # sparse, nested, functional wrappers
+        return None
+    nbytes = storage.nbytes()
+    return (storage.data_ptr(), nbytes, str(t.device)), nbytes
+
+
+class SavedMemory:
+    """Per-node saved storages, when they were created and when the engine freed them."""
+
+    def __init__(self) -> None:
+        # node id -> its distinct storages; the autograd node, to ask whether it was freed
+        self.storages: dict[str, dict[StorageKey, int]] = {}
+        self.created_at: dict[str, int] = {}
+        self.released_at: dict[str, int] = {}
+        self._nodes: dict[str, Any] = {}
+        self._probe: dict[str, str] = {}  # node id -> one of its _saved_* tensor attributes
+
+    def hold(self, node_id: str, node: Any, seq: int, saved: list[tuple[str, torch.Tensor]]) -> None:
+        """``node`` (created at event ``seq``) saved these tensors (attribute, tensor)."""
+        held: dict[StorageKey, int] = {}
+        for _attr, t in saved:
+            found = storage_of(t)
+            if found is not None:
+                held[found[0]] = found[1]
+        if not held:
+            return
+        self.storages[node_id] = held
+        self.created_at[node_id] = seq
+        self._nodes[node_id] = node
+        self._probe[node_id] = saved[0][0].split("[", 1)[0]
+
+    def after_backward(self, events: list[dict[str, Any]], first_seq: int) -> None:
+        """After a backward pass (its events from ``first_seq``): which nodes the engine freed."""
+        ran: dict[str, int] = {}
+        for event in events[first_seq:]:
+            if event["kind"] == "node_post" and event["node"] is not None:
+                ran.setdefault(event["node"], event["seq"])
+        for node_id, seq in ran.items():
+            if node_id in self._nodes and node_id not in self.released_at and self._freed(node_id):
+                self.released_at[node_id] = seq
+
+    def _freed(self, node_id: str) -> bool:
+        try:
+            getattr(self._nodes[node_id], self._probe[node_id])
+        except RuntimeError:  # "Trying to backward through the graph a second time ..."
+            return True
+        return False
+
+    def build(self) -> dict[str, Any]:
+        """``analyses.memory``: per-node saved bytes and the live bytes at every change."""
+        changes: dict[int, list[tuple[str, int]]] = {}  # seq -> [(node, +1 | -1)]
+        for node_id, seq in self.created_at.items():
+            changes.setdefault(seq, []).append((node_id, 1))
+        for node_id, seq in self.released_at.items():
+            changes.setdefault(seq, []).append((node_id, -1))
+        holders: dict[StorageKey, int] = {}  # storage -> how many live nodes hold it
+        live = peak = 0
+        timeline = []
+        for seq in sorted(changes):
+            for node_id, sign in changes[seq]:
+                for key, nbytes in self.storages[node_id].items():
+                    count = holders.get(key, 0) + sign
+                    if sign > 0 and count == 1:
+                        live += nbytes
+                    elif sign < 0 and count == 0:
+                        live -= nbytes
+                    holders[key] = count
+            peak = max(peak, live)
+            if not timeline or timeline[-1]["live_bytes"] != live:
+                timeline.append({"seq": seq, "live_bytes": live})
+        nodes = [
+            {
+                "node": node_id,
+                "saved_bytes": sum(held.values()),
+                "created_seq": self.created_at[node_id],
+                "released_seq": self.released_at.get(node_id),
+            }
+            for node_id, held in self.storages.items()
+        ]
+        return {"nodes": nodes, "timeline": timeline, "peak_bytes": peak, "final_bytes": live}

@@ -1,0 +1,95 @@
+// The memory strip under the timeline: the bytes the autograd graph's saved tensors hold after
+// every event (analyses.memory) — rising while the forward saves them, falling node by node as
+// a backward frees them, flat where retain_graph keeps them. Prints the trace's numbers.
+
+import { h, svgEl } from "./dom.js";
+
+const EMPTY = { nodes: [], timeline: [], peak_bytes: 0, final_bytes: 0 };
+
+/** The trace's memory analysis (an empty one for traces made before it existed). */
+export function memoryOf(trace) {
+  return trace?.analyses?.memory ?? EMPTY;
+}
+
+/** Saved bytes alive after event `seq` (the timeline lists only the changes). */
+export function liveBytesAt(memory, seq) {
+  const points = memory.timeline;
+  let lo = 0;
+  let hi = points.length - 1;
+  let found = 0;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (points[mid].seq <= seq) {
+      found = points[mid].live_bytes;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+/** Bytes as a person reads them: 4 B, 1.5 KiB, 2.25 MiB. */
+export function formatBytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let value = n;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  const text = unit === 0 ? String(value) : value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2);
+  return `${text} ${units[unit]}`;
+}
+
+/** A step-shaped SVG path of live bytes over events 0..lastSeq in a width × height box. */
+export function memoryPath(memory, lastSeq, width, height) {
+  const peak = memory.peak_bytes || 1;
+  const x = (seq) => (Math.max(0, Math.min(seq, lastSeq)) / Math.max(1, lastSeq)) * width;
+  const y = (bytes) => height - (bytes / peak) * (height - 2);
+  let d = `M0,${height}`;
+  for (const p of memory.timeline) d += ` H${x(p.seq).toFixed(2)} V${y(p.live_bytes).toFixed(2)}`;
+  return `${d} H${width} V${height} Z`;
+}
+
+/** Saved bytes of one node (null when it saved nothing), with when it was freed. */
+export function nodeMemory(trace, nodeId) {
+  return memoryOf(trace).nodes.find((n) => n.node === nodeId) ?? null;
+}
+
+/**
+ * The strip: `load(trace)` draws the curve, `show(step)` moves the cursor and the label.
+ * Hidden for traces whose graph saved nothing.
+ */
+export function createMemoryStrip(container) {
+  const width = 1000;
+  const height = 28;
+  const area = svgEl("path", { class: "memory-area" });
+  const cursor = svgEl("line", { class: "memory-cursor", y1: 0, y2: height });
+  const svg = svgEl("svg", { class: "memory-plot", viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", "aria-hidden": "true" }, [area, cursor]);
+  const label = h("span", { class: "memory-label" });
+  const root = h("div", { class: "memory-strip", role: "group", "aria-label": "saved-tensor memory of the autograd graph", hidden: true }, [
+    h("span", { class: "memory-title", title: "Bytes of the tensors autograd nodes saved for backward, alive after each event: backward() frees them unless retain_graph=True", text: "saved tensors" }),
+    svg,
+    label,
+  ]);
+  container.append(root);
+  let memory = EMPTY;
+  let lastSeq = 0;
+  return {
+    element: root,
+    load(trace) {
+      memory = memoryOf(trace);
+      lastSeq = Math.max(0, (trace?.events?.length ?? 1) - 1);
+      root.hidden = !memory.peak_bytes;
+      area.setAttribute("d", memoryPath(memory, lastSeq, width, height));
+    },
+    show(step) {
+      if (root.hidden) return;
+      const live = liveBytesAt(memory, step);
+      const x = (Math.max(0, Math.min(step, lastSeq)) / Math.max(1, lastSeq)) * width;
+      cursor.setAttribute("x1", x.toFixed(2));
+      cursor.setAttribute("x2", x.toFixed(2));
+      label.textContent = `${formatBytes(live)} held · peak ${formatBytes(memory.peak_bytes)}`;
+      root.dataset.liveBytes = String(live);
+    },
+  };
+}

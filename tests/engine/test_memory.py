@@ -1,0 +1,100 @@
+"""analyses.memory against PyTorch: the storages its saved-tensor hooks see, and what a final
+backward frees (seed 001: backward frees the graph; retain_graph keeps it)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import gradtrace
+from gradtrace.examples import get_example
+
+
+def packed_storage_bytes(run) -> int:
+    """Bytes of the distinct storages autograd saves while ``run()`` builds its graph, as
+    PyTorch's own saved-tensor hooks see them (the oracle)."""
+    seen: dict[tuple[int, int], int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        s = t.untyped_storage()
+        seen[(s.data_ptr(), s.nbytes())] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = run()
+    assert out is not None
+    return sum(seen.values())
+
+
+def test_retained_graph_is_held_and_the_last_backward_frees_it() -> None:
+    trace = gradtrace.trace_spec(get_example("retain-graph-accumulation"))
+    memory = trace.doc.analyses.memory
+    x = torch.tensor(1.0, requires_grad=True)
+    assert memory.peak_bytes == packed_storage_bytes(lambda: x**2) == 4  # PowBackward0 keeps x
+    backwards = [p for p in trace.doc.passes if p.phase == "backward"]
+    assert len(backwards) == 2
+
+    def live_after(seq: int) -> int:
+        points = [p.live_bytes for p in memory.timeline if p.seq <= seq]
+        return points[-1] if points else 0
+
+    assert live_after(backwards[0].last_seq) == 4  # retain_graph=True: still held
+    assert live_after(backwards[1].last_seq) == 0  # the final backward freed it
+    assert memory.final_bytes == 0
+    (node,) = memory.nodes
+    assert trace.doc.graph.nodes[int(node.node[1:])].op == "PowBackward0"
+    assert (
+        node.released_seq is not None and backwards[1].first_seq < node.released_seq <= backwards[1].last_seq
+    )
+
+
+def test_freed_graph_is_freed_by_the_first_backward() -> None:
+    trace = gradtrace.trace_spec(get_example("freed-graph-error"))
+    memory = trace.doc.analyses.memory
+    first = next(p for p in trace.doc.passes if p.phase == "backward")
+    assert memory.peak_bytes == 4
+    (node,) = memory.nodes
+    assert first.first_seq < node.released_seq <= first.last_seq
+    assert [p.live_bytes for p in memory.timeline] == [4, 0]
+    assert any(e.kind == "error" for e in trace.doc.events)  # the second backward: PyTorch refused
+
+
+def _mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3), nn.ReLU(), nn.Linear(3, 2))
+
+
+def _convnet() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 5 * 5, 2)
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "shape"),
+    [(_mlp, (5, 4)), (_convnet, (2, 3, 5, 5))],
+    ids=["mlp", "convnet"],
+)
+def test_peak_is_the_storage_pytorch_saved_and_nothing_is_held_after(make, shape) -> None:
+    torch.manual_seed(1)
+    x, y = torch.randn(*shape), torch.randn(shape[0], 2)
+
+    def loss_fn(out: torch.Tensor) -> torch.Tensor:
+        return ((out - y) ** 2).mean()
+
+    oracle_model = make()
+    expected = packed_storage_bytes(lambda: loss_fn(oracle_model(x)))
+    trace = gradtrace.trace(make(), x, loss_fn)
+    memory = trace.doc.analyses.memory
+    assert memory.peak_bytes == expected
+    assert memory.final_bytes == 0
+    assert memory.timeline[-1].live_bytes == 0
+    # every node that saved something is released inside the backward, at its own node_post
+    events = trace.doc.events
+    for node in memory.nodes:
+        post = events[node.released_seq]
+        assert (post.kind, post.node) == ("node_post", node.node)
+    # per node: shared storage counted once per node, never more than the whole graph holds
+    assert all(0 < n.saved_bytes <= memory.peak_bytes for n in memory.nodes)
