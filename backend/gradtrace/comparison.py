@@ -75,9 +75,12 @@ def number_diff(name: str, a: TensorValue | None, b: TensorValue | None, rtol: f
         norm_a=a.stats.norm,
         norm_b=b.stats.norm,
     )
-    xa, xb = tensor_array(a), tensor_array(b)
-    if xa is None or xb is None or xa.shape != xb.shape:
-        return out  # numbers cut by a budget, or another shape: only the stats above
+    try:
+        xa, xb = tensor_array(a), tensor_array(b)
+    except ValueError:  # numbers cut by a budget (stats only): the stats above are all there is
+        return out
+    if xa.shape != xb.shape:
+        return out
     xa, xb = xa.astype(np.float64), xb.astype(np.float64)
     both_nan = np.isnan(xa) & np.isnan(xb)
     same = np.isclose(xa, xb, rtol=rtol, atol=0.0) | both_nan | (xa == xb)

@@ -54,8 +54,12 @@ class LinearAnalysis:
         out: list[dict[str, Any]] = []
         for pass_index, weight, calls in self.grouped(deltas):
             grad = self.pass_grad(weight, pass_index)
-            if grad is not None:
-                out.append(per_sample_record(weight, pass_index, calls, grad, summarize))
+            if grad is None:
+                continue
+            record, total = per_sample_record(weight, pass_index, calls, grad, summarize)
+            if total is not None:
+                record["sum_max_error"], record["matches"] = compare_nan_aware(total, grad)
+            out.append(record)
         return out
 
     def grouped(self, deltas: dict[int, dict[str, list[tuple]]]):
