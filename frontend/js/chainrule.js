@@ -15,8 +15,8 @@ export function texNumber(value, { paren = false } = {}) {
   const x = decodeNumber(value);
   if (Number.isNaN(x)) return "\\text{NaN}";
   if (!Number.isFinite(x)) return x < 0 ? "-\\infty" : "\\infty";
-  const text = formatNumber(x).replace("\u2212", "-");
-  const m = /^(-?[0-9.]+)e(\u2212?)([0-9]+)$/.exec(text);
+  const text = formatNumber(x).replaceAll("\u2212", "-");
+  const m = /^(-?[0-9.]+)e(-?)([0-9]+)$/.exec(text);
   const tex = m ? `${m[1]}\\times 10^{${m[2] ? "-" : ""}${m[3]}}` : text;
   return paren && x < 0 ? `(${tex})` : tex;
 }
