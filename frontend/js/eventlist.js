@@ -65,7 +65,7 @@ export function createEventList({ listEl, bandsEl, onPick }) {
   }
 
   function draw(trace, timeline) {
-    const names = new Map(trace.graph.nodes.map((n) => [n.id, n.kind === "tensor" ? prettyName(n.label) : prettyName(n.tensor) || n.op]));
+    const names = new Map(trace.graph.nodes.map((n) => [n.id, n.kind === "tensor" ? prettyName(n.tensor || n.label) : prettyName(n.tensor) || n.op]));
     const total = Math.max(1, timeline.events.length);
     bandsEl.replaceChildren(
       ...passBands(timeline).map((b) =>

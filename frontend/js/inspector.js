@@ -6,7 +6,7 @@
 import { h, svgEl } from "./dom.js";
 import { formatNumber, formatNumberFull, formatShape, tensorNumbers, hasNonFinite, matrixView, decodeNumber } from "./format.js";
 import { prettyName } from "./layout.js";
-import { operandNames, forwardOpName } from "./operands.js";
+import { operandNames, forwardOpName, moduleType } from "./operands.js";
 import { chainRuleSteps, outerProduct, rootName } from "./chainrule.js";
 import { mathBlock } from "./math.js";
 
@@ -168,10 +168,10 @@ export function renderInspector(root, { trace, timeline, frame, id, onToggleModu
   if (!node) {
     if (id && id.startsWith("m:")) {
       const path = id.slice(2);
-      const info = (trace.graph.modules || []).find((m) => m.path === path);
+      const type = moduleType(trace, path);
       const count = trace.graph.nodes.filter((n) => n.module === path || (n.module || "").startsWith(path + ".")).length;
       root.replaceChildren(
-        h("header", {}, [h("h2", { text: path }), h("p", { class: "role", text: `module${info ? " · " + info.type : ""} · collapsed · ${count} nodes` })]),
+        h("header", {}, [h("h2", { text: path }), h("p", { class: "role", text: `module${type ? " · " + type : ""} · collapsed · ${count} nodes` })]),
         h("button", { type: "button", class: "module-toggle", text: `Expand ${path}`, onclick: () => onToggleModule(path) }),
         h("p", { class: "muted", text: "Or double-click the box." }),
       );
@@ -187,11 +187,11 @@ export function renderInspector(root, { trace, timeline, frame, id, onToggleModu
   const wrt = rootName(trace, pass);
   const sources = inputSources(trace, id, post);
   const head = h("header", {}, [
-    h("h2", { text: node.kind === "tensor" ? prettyName(node.label) : node.op }),
+    h("h2", { text: node.kind === "tensor" ? prettyName(names.get(node.id).text) : node.op }),
     h("p", { class: `role role--${node.role || "op"}`, text: [roleText(node, names), node.inserted ? "inserted by instrumentation" : null].filter(Boolean).join(" · ") }),
     h("dl", { class: "facts" }, [
       h("dt", { text: "id" }), h("dd", { text: node.id }),
-      h("dt", { text: "module" }), h("dd", { text: node.module === null || node.module === undefined ? "—" : node.module || "(root)" }),
+      h("dt", { text: "module" }), h("dd", { text: node.module === null || node.module === undefined ? "—" : `${node.module || "(root)"}${moduleType(trace, node.module) ? ` · ${moduleType(trace, node.module)}` : ""}` }),
       h("dt", { text: "shape" }), h("dd", { text: node.shape ? formatShape(node.shape) : "—" }),
       h("dt", { text: "dtype" }), h("dd", { text: node.dtype || node.value?.dtype || "—" }),
       h("dt", { text: "state" }), h("dd", { text: frame.nodeStates.get(id) || "—" }),

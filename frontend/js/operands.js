@@ -40,8 +40,8 @@ export function operandNames(trace) {
   const memo = new Map();
 
   function named(node) {
-    if (node.kind === "tensor") return node.label;
-    if (node.variable && nodes.has(node.variable)) return nodes.get(node.variable).label;
+    if (node.kind === "tensor") return node.tensor || node.label;
+    if (node.variable && nodes.has(node.variable)) return named(nodes.get(node.variable));
     return node.tensor || null;
   }
 
@@ -71,4 +71,21 @@ export function operandNames(trace) {
   const all = new Map();
   for (const id of nodes.keys()) all.set(id, nameOf(id, 0));
   return all;
+}
+
+/**
+ * A module's type as the spec declares it ("Linear", "Sequential", "Module"), walking the
+ * spec's tree (`modules` of composites, `layers` of a Sequential); the trace's class name
+ * (ModuleInfo.type) where there is no spec — a traced nn.Module — or the path is not in it.
+ */
+export function moduleType(trace, path) {
+  let children = trace.spec?.modules || null;
+  let spec = null;
+  for (const seg of String(path || "").split(".").filter(Boolean)) {
+    spec = children ? (Array.isArray(children) ? children[Number(seg)] : children[seg]) : null;
+    if (!spec) break;
+    children = spec.modules || spec.layers || null;
+  }
+  if (spec && typeof spec.type === "string") return spec.type;
+  return (trace.graph.modules || []).find((m) => m.path === path)?.type || "";
 }

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import katex from "../../frontend/node_modules/katex/dist/katex.mjs";
-import { operandNames, texName, forwardOpName } from "../../frontend/js/operands.js";
+import { operandNames, texName, forwardOpName, moduleType } from "../../frontend/js/operands.js";
 import { chainRuleSteps, outerProduct, rootName, texNumber, texTensor } from "../../frontend/js/chainrule.js";
 import { formatTensorInline } from "../../frontend/js/format.js";
 import { GOLDEN_DIR, goldenTraces } from "./fixtures.mjs";
@@ -103,4 +103,20 @@ test("every formula of every golden trace is valid KaTeX", () => {
     for (const rec of trace.analyses?.linear || []) for (const t of outerProduct(rec, rootName(trace, rec.pass_index)).tex) katex.renderToString(t, { throwOnError: true });
   }
   assert.ok(count > 20, `only ${count} formulas checked`);
+});
+
+test("modules by their spec type, tensors by their program name", () => {
+  const trace = {
+    spec: { modules: { f1: { type: "Module", modules: { f: { type: "Linear" } } }, seq: { type: "Sequential", layers: [{ type: "ReLU" }] } } },
+    graph: {
+      nodes: [{ id: "n0", kind: "tensor", label: "tensor", tensor: "d" }],
+      edges: [],
+      modules: [{ path: "f1", type: "ProgramModule" }, { path: "net", type: "MyNet" }],
+    },
+  };
+  assert.equal(moduleType(trace, "f1"), "Module");
+  assert.equal(moduleType(trace, "f1.f"), "Linear");
+  assert.equal(moduleType(trace, "seq.0"), "ReLU");
+  assert.equal(moduleType(trace, "net"), "MyNet"); // a traced nn.Module: its class name
+  assert.equal(operandNames(trace).get("n0").text, "d");
 });
