@@ -37,7 +37,9 @@ export function createEventList({ listEl, bandsEl, onPick }) {
 
   listEl.tabIndex = 0;
   listEl.setAttribute("role", "listbox");
-  listEl.addEventListener("focus", () => moveCursor(cursor >= 0 ? cursor : Math.max(0, current)));
+  // No scrolling on focus: a click focuses the list first, and moving the rows under the pointer
+  // then would turn the click into one on the list itself.
+  listEl.addEventListener("focus", () => moveCursor(cursor >= 0 ? cursor : Math.max(0, current), false));
   listEl.addEventListener("keydown", (e) => {
     if (!rows.length || e.ctrlKey || e.metaKey || e.altKey) return;
     const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: 10, PageUp: -10 };
@@ -49,14 +51,14 @@ export function createEventList({ listEl, bandsEl, onPick }) {
     e.stopPropagation();
   });
 
-  function moveCursor(i) {
+  function moveCursor(i, reveal = true) {
     if (!rows.length) return;
     rows[cursor]?.classList.remove("is-cursor");
     cursor = Math.max(0, Math.min(rows.length - 1, i));
     const row = rows[cursor];
     row.classList.add("is-cursor");
     listEl.setAttribute("aria-activedescendant", row.id);
-    if (row.offsetTop < listEl.scrollTop || row.offsetTop + row.offsetHeight > listEl.scrollTop + listEl.clientHeight) listEl.scrollTop = row.offsetTop - listEl.clientHeight / 2;
+    if (reveal && (row.offsetTop < listEl.scrollTop || row.offsetTop + row.offsetHeight > listEl.scrollTop + listEl.clientHeight)) listEl.scrollTop = row.offsetTop - listEl.clientHeight / 2;
   }
 
   function pick(i) {
