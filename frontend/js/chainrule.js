@@ -127,9 +127,10 @@ function pairCount(shape) {
 export function outerProduct(rec, root) {
   const w = texName(rec.weight);
   const calls = Math.min(rec.a.length, rec.delta.length);
-  const pairs = calls * pairCount(rec.a_shape);
+  const perCall = pairCount(rec.a_shape); // the (a, δ) pairs of one call: batch × token positions
+  const pairs = calls * perCall;
   const many = pairs > 1;
-  const sum = calls > 1 ? "\\sum_{\\text{calls}}\\sum_i \\delta_i \\otimes a_i" : many ? "\\sum_i \\delta_i \\otimes a_i" : "\\delta \\otimes a";
+  const sum = calls > 1 ? `\\sum_{\\text{${calls} calls}}\\sum_{i=1}^{${perCall}} \\delta_i \\otimes a_i` : many ? `\\sum_{i=1}^{${pairs}} \\delta_i \\otimes a_i` : "\\delta \\otimes a";
   const factors = many ? "\\Delta^{\\top} A" : "\\delta^{\\top} a";
   let numbers = "";
   if (calls === 1 && isSmall(rec.a[0]) && isSmall(rec.delta[0])) {

@@ -7,7 +7,7 @@ import { h, svgEl } from "./dom.js";
 import { formatNumber, formatNumberFull, formatShape, tensorNumbers, hasNonFinite, matrixView, decodeNumber } from "./format.js";
 import { prettyName } from "./layout.js";
 import { operandNames, forwardOpName, moduleType } from "./operands.js";
-import { chainRuleSteps, outerProduct, rootName } from "./chainrule.js";
+import { chainRuleSteps, outerProduct, rootName, SMALL } from "./chainrule.js";
 import { mathBlock } from "./math.js";
 
 const HOOK_KINDS = new Set(["module_forward_pre", "module_forward", "module_backward_pre", "module_backward", "tensor_hook", "post_accumulate_grad", "hook_action"]);
@@ -133,6 +133,7 @@ function reconstruction(rec, root) {
   const { tex, text, matches } = outerProduct(rec, root);
   return h("div", { class: "recon" }, [
     ...tex.map((t, k) => mathBlock(t, text[k])),
+    tensorNumbers(rec.reconstructed)?.length > SMALL ? tensorView(rec.reconstructed, "rebuilt Σ δ ⊗ a") : null,
     h("p", { class: matches ? "caption ok" : "caption flag", text: `${matches ? "✓ matches" : "✗ differs from"} what autograd accumulated into ${rec.weight}.grad (factors a, δ captured by hooks, summed with einsum)` }),
   ]);
 }

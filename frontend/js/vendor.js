@@ -5,8 +5,14 @@
 
 const cache = new Map();
 
+/** A standalone file or notebook carries its data inline and has no server to load from. */
+function serverless() {
+  return Boolean(document.getElementById("gradtrace-data"));
+}
+
 /** Run a script (or an ES module, `type: "module"`) once; resolves when it has run. */
 export function loadScript(src, type = "") {
+  if (serverless()) return Promise.reject(new Error(`no server to load ${src} from`));
   if (!cache.has(src)) {
     const done = new Promise((resolve, reject) => {
       const s = document.createElement("script");
