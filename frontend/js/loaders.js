@@ -105,7 +105,8 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
       store.set({ spec: next.spec, example: "", ...freshView(next) });
       return loadPermalink(next.spec);
     }
-    if (next.example && (next.example !== cur.example || cur.spec) && editor) return openExample(next.example, next);
+    // (a permalink in the hash wins over an example named beside it, as at boot)
+    if (next.example && !next.spec && (next.example !== cur.example || cur.spec) && editor) return openExample(next.example, next);
     store.set(next);
     return Promise.resolve();
   }

@@ -33,6 +33,8 @@ def test_chain_rule_is_katex_with_program_names_and_the_trace_numbers(
     trace = example_traces[SEED002]
     node = next(n for n in trace["graph"]["nodes"] if n.get("op") == "AddmmBackward0" and n["module"] == "f0")
     post = post_event(trace, node["id"])
+    responses: list[Any] = []
+    page.on("response", lambda r: responses.append(r))
     open_example(page, live_server, SEED002, f"&step={post['seq']}&node={node['id']}")
     wait_step(page, post["seq"])
     rows = page.locator("#inspector .math-row .math")
@@ -59,6 +61,12 @@ def test_chain_rule_is_katex_with_program_names_and_the_trace_numbers(
     )
     assert all(sw <= cw + 1 or ox == "auto" for sw, cw, ox in widths), widths
     page.screenshot(path=str(screenshots / "inspector-chain-rule-seed002.png"))
+    # KaTeX (script, stylesheet, fonts) came from this server's /vendor/katex/, nothing from outside.
+    page.wait_for_load_state("networkidle")
+    katex = [r for r in responses if "/vendor/katex/" in r.url]
+    assert {r.status for r in katex} == {200}
+    assert any(r.url.endswith(".woff2") for r in katex)
+    assert all(r.url.startswith(live_server) for r in responses)
 
 
 def test_linear_weight_shows_the_outer_product_reconstruction(
