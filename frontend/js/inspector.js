@@ -46,6 +46,13 @@ function inputSources(trace, id, post) {
   return sources;
 }
 
+/** Before a node has run: when the engine will run it (its chain-rule step appears then). */
+function whenItRuns(timeline, id, step) {
+  const next = timeline.events.find((e) => e.seq > step && e.kind === "node_post" && e.node === id);
+  if (!next) return h("p", { class: "muted", text: "The engine does not run this node in any later pass." });
+  return h("p", { class: "muted", text: `The engine runs this node at event #${next.seq} (${timeline.passes.get(next.pass_index)?.label || "backward"}); its chain-rule step appears then.` });
+}
+
 function roleText(node, names) {
   if (node.kind === "tensor") return `leaf (${node.role})`;
   if (node.variable) return `accumulates the gradient of leaf ${names.get(node.id).text}`;
@@ -156,7 +163,7 @@ export function renderInspector(root, { trace, timeline, frame, id, onToggleModu
     section("Value", node.value ? tensorView(node.value) : null),
     section("Gradient in (grad_outputs)", gradIn),
     section("Gradient out (grad_inputs)", gradOut),
-    section("Chain rule", node.kind === "op" ? chainRule(node, post, sources, names, wrt) : null),
+    section("Chain rule", node.kind === "op" ? chainRule(node, post, sources, names, wrt) || whenItRuns(timeline, id, step) : null),
     section(".grad", gradSection(node, frame, timeline, names)),
     section("Saved tensors", saved),
     section("Hook payloads", hooks),
