@@ -79,6 +79,7 @@ export function operandNames(trace) {
  * (ModuleInfo.type) where there is no spec — a traced nn.Module — or the path is not in it.
  */
 export function moduleType(trace, path) {
+  if (!path && trace.spec) return ""; // a spec's root is its forward program, not a module it declares
   let children = trace.spec?.modules || null;
   let spec = null;
   for (const seg of String(path || "").split(".").filter(Boolean)) {

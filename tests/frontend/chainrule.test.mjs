@@ -117,6 +117,8 @@ test("modules by their spec type, tensors by their program name", () => {
   assert.equal(moduleType(trace, "f1"), "Module");
   assert.equal(moduleType(trace, "f1.f"), "Linear");
   assert.equal(moduleType(trace, "seq.0"), "ReLU");
-  assert.equal(moduleType(trace, "net"), "MyNet"); // a traced nn.Module: its class name
+  assert.equal(moduleType(trace, "net"), "MyNet"); // not in the spec: the class name
+  assert.equal(moduleType(trace, ""), "");
+  assert.equal(moduleType({ spec: null, graph: { modules: [{ path: "", type: "ResNet" }] } }, ""), "ResNet");
   assert.equal(operandNames(trace).get("n0").text, "d");
 });
