@@ -29,6 +29,14 @@ export function texName(name) {
  * (the name is an expression over its inputs), `leaf` for tensors and their AccumulateGrad.
  */
 export function operandNames(trace) {
+  if (!namesOfTrace.has(trace)) namesOfTrace.set(trace, computeNames(trace));
+  return namesOfTrace.get(trace);
+}
+
+// The inspector asks on every painted step; a trace's names never change.
+const namesOfTrace = new WeakMap();
+
+function computeNames(trace) {
   const nodes = new Map(trace.graph.nodes.map((n) => [n.id, n]));
   const inputsOf = new Map();
   for (const e of trace.graph.edges) {
