@@ -47,7 +47,7 @@ export function textTensor(tv) {
   return tv ? formatTensorInline(tv, SMALL) : "None";
 }
 
-const frac = (top, bottom) => `\\frac{\\partial ${top}}{\\partial ${bottom}}`;
+const frac = (top, bottom) => `\\dfrac{\\partial ${top}}{\\partial ${bottom}}`;
 
 /** The tensor a pass differentiates: the step's `of` ("loss"), else L. */
 export function rootName(trace, passIndex) {

@@ -64,7 +64,7 @@ test("seed 002: AddmmBackward0 of f0 — δ_out, the local derivatives and δ_in
   assert.ok(Math.abs(rows[0].local - 1) < 1e-6);
   assert.ok(Math.abs(rows[1].local - 0.3) < 1e-6);
   assert.ok(Math.abs(rows[2].local - 0.3) < 1e-6);
-  assert.match(rows[1].tex, /\\frac\{\\partial \\mathrm\{loss\}\}\{\\partial \\operatorname\{view\}\(x\)\}/);
+  assert.match(rows[1].tex, /\\dfrac\{\\partial \\mathrm\{loss\}\}\{\\partial \\operatorname\{view\}\(x\)\}/);
 });
 
 test("seed 002: the loss node starts from δ = 1; AccumulateGrad writes the leaf's .grad", () => {
