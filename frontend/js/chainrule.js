@@ -120,9 +120,25 @@ function pairCount(shape) {
   return numel((shape || []).slice(0, -1));
 }
 
+/** δᵀ a of one call in TeX: δ written as the column(s) it is (transposed), a as its rows. */
+function texOuterTerm(delta, a) {
+  const d = matrixView(delta);
+  const cols = [];
+  for (let c = 0; c < d.cols; c++) {
+    const row = [];
+    for (let r = 0; r < d.rows; r++) row.push(texNumber(d.nums[r * d.cols + c]));
+    cols.push(row.join(" & "));
+  }
+  return `\\begin{bmatrix}${cols.join(" \\\\ ")}\\end{bmatrix} ${texTensor(a)}`;
+}
+
+/** Calls of one Linear whose factors are written out in full (a shared weight: a few calls). */
+const MAX_CALLS_IN_FULL = 3;
+
 /**
  * analyses.linear record `rec` as math: ∂L/∂W = Σ δ ⊗ a = Δᵀ A = rebuilt; W.grad = …; max error.
- * Numbers when the factors are small (one call), shapes and norms otherwise. {tex, text}.
+ * The factors' numbers when they are small (one term per call: a shared weight's gradient is the
+ * sum of its calls'), shapes and norms otherwise. {tex, text, matches}.
  */
 export function outerProduct(rec, root) {
   const w = texName(rec.weight);
@@ -130,20 +146,11 @@ export function outerProduct(rec, root) {
   const perCall = pairCount(rec.a_shape); // the (a, δ) pairs of one call: batch × token positions
   const pairs = calls * perCall;
   const many = pairs > 1;
-  const sum = calls > 1 ? `\\sum_{\\text{${calls} calls}}\\sum_{i=1}^{${perCall}} \\delta_i \\otimes a_i` : many ? `\\sum_{i=1}^{${pairs}} \\delta_i \\otimes a_i` : "\\delta \\otimes a";
+  const inner = perCall > 1 ? `\\sum_{i=1}^{${perCall}} \\delta_i \\otimes a_i` : "\\delta \\otimes a";
+  const sum = calls > 1 ? `\\sum_{\\text{${calls} calls}} ${inner}` : inner;
   const factors = many ? "\\Delta^{\\top} A" : "\\delta^{\\top} a";
-  let numbers = "";
-  if (calls === 1 && isSmall(rec.a[0]) && isSmall(rec.delta[0])) {
-    // δᵀ written as the column it is: transpose the (pairs × d_out) matrix of δ's.
-    const d = matrixView(rec.delta[0]);
-    const cols = [];
-    for (let c = 0; c < d.cols; c++) {
-      const row = [];
-      for (let r = 0; r < d.rows; r++) row.push(texNumber(d.nums[r * d.cols + c]));
-      cols.push(row.join(" & "));
-    }
-    numbers = ` = \\begin{bmatrix}${cols.join(" \\\\ ")}\\end{bmatrix} ${texTensor(rec.a[0])}`;
-  }
+  const small = calls <= MAX_CALLS_IN_FULL && rec.a.slice(0, calls).every(isSmall) && rec.delta.slice(0, calls).every(isSmall);
+  const numbers = small ? ` = ${rec.delta.slice(0, calls).map((d, c) => texOuterTerm(d, rec.a[c])).join(" + ")}` : "";
   const tex = [
     `${frac(root.tex, w)} = ${sum} = ${factors}${numbers} = ${texTensor(rec.reconstructed)}`,
     `${w}.\\mathrm{grad} = ${texTensor(rec.grad)}`,

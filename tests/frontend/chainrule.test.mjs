@@ -122,3 +122,22 @@ test("modules by their spec type, tensors by their program name", () => {
   assert.equal(moduleType({ spec: null, graph: { modules: [{ path: "", type: "ResNet" }] } }, ""), "ResNet");
   assert.equal(operandNames(trace).get("n0").text, "d");
 });
+
+test("a shared weight: one δ ⊗ a term per call, summed", () => {
+  const tv = (values, shape) => ({ shape, dtype: "float32", stats: { numel: values.length, norm: 1 }, values });
+  const rec = {
+    module: "f", weight: "f.weight", pass_index: 1, a_shape: [1, 2], delta_shape: [1, 1],
+    a: [tv([1, 2], [1, 2]), tv([3, 4], [1, 2])],
+    delta: [tv([0.5], [1, 1]), tv([-1], [1, 1])],
+    reconstructed: tv([-2.5, -3], [1, 2]), grad: tv([-2.5, -3], [1, 2]), max_error: 0, matches: true,
+  };
+  const { tex } = outerProduct(rec, { text: "L", tex: "L" });
+  assert.equal(
+    tex[0],
+    "\\dfrac{\\partial L}{\\partial f.\\mathrm{weight}} = \\sum_{\\text{2 calls}} \\delta \\otimes a = \\Delta^{\\top} A" +
+      " = \\begin{bmatrix}0.5000\\end{bmatrix} \\begin{bmatrix}1.000 & 2.000\\end{bmatrix}" +
+      " + \\begin{bmatrix}-1.000\\end{bmatrix} \\begin{bmatrix}3.000 & 4.000\\end{bmatrix}" +
+      " = \\begin{bmatrix}-2.500 & -3.000\\end{bmatrix}",
+  );
+  katex.renderToString(tex[0], { throwOnError: true });
+});
