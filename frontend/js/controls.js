@@ -1,6 +1,7 @@
 // Binds the transport (buttons, slider, speed, keys) to the player and store; draws nothing.
+// Keys: space play/pause, ← → step, Home restart, End, Escape (onEscape: clear the selection).
 
-export function bindControls({ el, player, store, getCount }) {
+export function bindControls({ el, player, store, getCount, onEscape = () => {} }) {
   const playBtn = el.play;
   const setPlayLabel = (playing) => {
     // The accessible name is the action the button performs now: "Play" or "Pause".
@@ -23,6 +24,10 @@ export function bindControls({ el, player, store, getCount }) {
   document.addEventListener("keydown", (e) => {
     const t = e.target;
     if (t && (t.tagName === "TEXTAREA" || t.tagName === "INPUT" || t.tagName === "SELECT" || t.isContentEditable)) return;
+    if (e.key === "Escape" && !document.querySelector("dialog[open]")) {
+      onEscape(); // clears the selection (an open dialog takes Escape for itself)
+      return;
+    }
     if (e.ctrlKey || e.metaKey || e.altKey || !getCount()) return;
     if (e.key === " ") {
       if (t && t.tagName === "BUTTON") return; // space on a focused button clicks it already

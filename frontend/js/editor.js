@@ -1,11 +1,20 @@
 // The spec editor: a plain textarea (labelled "Spec") with line numbers, and errors put at the
-// line the API's JSON Pointer (or a JSON syntax error) names. No network: main.js runs specs.
+// exact line the API's JSON Pointer (or a JSON syntax error) names, found with momoa's source
+// locations (jsonpos.js). No network besides loading momoa: loaders.js runs specs.
 
 import { h } from "./dom.js";
-import { locate, syntaxErrorLine } from "./jsonpos.js";
+import { locatePointer, syntaxErrorAt } from "./jsonpos.js";
+import { loadMomoa } from "./vendor.js";
+
+/** Without momoa (it failed to load): the line V8's JSON.parse message states, else line 1. */
+function lineFromMessage(message) {
+  const m = /line (\d+)/.exec(message || "");
+  return m ? Number(m[1]) : 1;
+}
 
 export function createEditor({ textarea, gutter, errorEl }) {
   let errorLine = null;
+  const momoa = loadMomoa().catch(() => null);
 
   function renderGutter() {
     const lines = textarea.value.split("\n").length;
@@ -55,20 +64,26 @@ export function createEditor({ textarea, gutter, errorEl }) {
       clearError();
       renderGutter();
     },
-    /** Parse locally first: a syntax error never needs the server. Returns the text or null. */
-    checkSyntax() {
+    /** Parse locally first: a syntax error never needs the server. Resolves to the text or null. */
+    async checkSyntax() {
+      const text = textarea.value;
       try {
-        JSON.parse(textarea.value);
-        return textarea.value;
+        JSON.parse(text);
+        return text;
       } catch (err) {
-        showAt(syntaxErrorLine(textarea.value, err), `invalid JSON: ${err.message}`, null, null);
+        const m = await momoa;
+        const loc = m ? syntaxErrorAt(m, text) : null;
+        const line = loc ? loc.line : lineFromMessage(err.message);
+        const range = loc ? { start: loc.offset, end: loc.offset + 1 } : null;
+        showAt(line, loc?.trailingComma ? "invalid JSON: a trailing comma (JSON allows none after the last item)" : `invalid JSON: ${err.message}`, null, range);
         return null;
       }
     },
-    /** An ApiError with a JSON Pointer path: put it at that field's line. */
-    showApiError(err) {
-      const loc = err.path !== null && err.path !== undefined ? locate(textarea.value, err.path) : null;
-      showAt(loc ? loc.line : 1, err.message, err.path, loc);
+    /** An ApiError with a JSON Pointer path: put it at that field's line (or the key it quotes). */
+    async showApiError(err) {
+      const m = err.path !== null && err.path !== undefined ? await momoa : null;
+      const loc = m ? locatePointer(m, textarea.value, err.path, err.message) : null;
+      showAt(loc ? loc.line : 1, err.message, loc ? loc.pointer : err.path, loc);
     },
     clearError,
   };

@@ -1,5 +1,6 @@
 // The timeline panel: phase bands over the scrubber and the list of every event, colour-coded by
 // kind. Linked both ways: clicking an event seeks to it; markEvents(ids) highlights a node's events.
+// The list is a keyboard listbox too: Tab to it, ↑/↓ (PageUp/PageDown) move, Enter picks.
 
 import { h } from "./dom.js";
 import { formatTensorChip } from "./format.js";
@@ -32,9 +33,41 @@ export function createEventList({ listEl, bandsEl, onPick }) {
   let rows = [];
   let current = -1;
   let marked = [];
+  let cursor = -1; // the keyboard's row (aria-activedescendant)
+
+  listEl.tabIndex = 0;
+  listEl.setAttribute("role", "listbox");
+  // No scrolling on focus: a click focuses the list first, and moving the rows under the pointer
+  // then would turn the click into one on the list itself.
+  listEl.addEventListener("focus", () => moveCursor(cursor >= 0 ? cursor : Math.max(0, current), false));
+  listEl.addEventListener("keydown", (e) => {
+    if (!rows.length || e.ctrlKey || e.metaKey || e.altKey) return;
+    const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: 10, PageUp: -10 };
+    if (e.key in moves) moveCursor(cursor + moves[e.key]);
+    else if (e.key === "Enter" || e.key === " ") pick(cursor);
+    else return;
+    // Handled here: the page's own keys (space = play) must not act on it too.
+    e.preventDefault();
+    e.stopPropagation();
+  });
+
+  function moveCursor(i, reveal = true) {
+    if (!rows.length) return;
+    rows[cursor]?.classList.remove("is-cursor");
+    cursor = Math.max(0, Math.min(rows.length - 1, i));
+    const row = rows[cursor];
+    row.classList.add("is-cursor");
+    listEl.setAttribute("aria-activedescendant", row.id);
+    if (reveal && (row.offsetTop < listEl.scrollTop || row.offsetTop + row.offsetHeight > listEl.scrollTop + listEl.clientHeight)) listEl.scrollTop = row.offsetTop - listEl.clientHeight / 2;
+  }
+
+  function pick(i) {
+    const row = rows[i];
+    if (row) onPick(Number(row.dataset.seq), row.dataset.node || null);
+  }
 
   function draw(trace, timeline) {
-    const names = new Map(trace.graph.nodes.map((n) => [n.id, n.kind === "tensor" ? prettyName(n.label) : prettyName(n.tensor) || n.op]));
+    const names = new Map(trace.graph.nodes.map((n) => [n.id, n.kind === "tensor" ? prettyName(n.tensor || n.label) : prettyName(n.tensor) || n.op]));
     const total = Math.max(1, timeline.events.length);
     bandsEl.replaceChildren(
       ...passBands(timeline).map((b) =>
@@ -50,7 +83,7 @@ export function createEventList({ listEl, bandsEl, onPick }) {
     );
     const frag = document.createDocumentFragment();
     rows = timeline.events.map((ev, i) => {
-      const row = h("li", { class: `ev ev--${ev.kind} ev--${ev.phase}`, "data-seq": i, "data-node": timeline.eventAbout[i] || "" }, [
+      const row = h("li", { id: `ev-${i}`, role: "option", "aria-selected": "false", class: `ev ev--${ev.kind} ev--${ev.phase}`, "data-seq": i, "data-node": timeline.eventAbout[i] || "" }, [
         h("span", { class: "ev-seq", text: String(i) }),
         h("span", { class: "ev-kind", text: ev.kind }),
         h("span", { class: "ev-text", text: summary(ev, names) }),
@@ -61,19 +94,27 @@ export function createEventList({ listEl, bandsEl, onPick }) {
     listEl.replaceChildren(frag);
     listEl.onclick = (e) => {
       const row = e.target.closest("li[data-seq]");
-      if (row) onPick(Number(row.dataset.seq), row.dataset.node || null);
+      if (!row) return;
+      cursor = Number(row.dataset.seq);
+      pick(cursor);
     };
     current = -1;
     marked = [];
+    cursor = -1;
+    listEl.removeAttribute("aria-activedescendant");
   }
 
   let scrollPending = false;
   function setCurrent(i) {
-    if (rows[current]) rows[current].classList.remove("is-current");
+    if (rows[current]) {
+      rows[current].classList.remove("is-current");
+      rows[current].setAttribute("aria-selected", "false");
+    }
     current = i;
     const row = rows[i];
     if (!row) return;
     row.classList.add("is-current");
+    row.setAttribute("aria-selected", "true");
     // Scroll the list itself (not the page) so the current event stays visible. Reading
     // offsetTop right after the graph's attributes changed would force a synchronous layout
     // of the whole page on every step (~190 ms at 1.3k nodes): read once per frame instead.

@@ -1,94 +1,70 @@
-// Where a JSON Pointer ("/forward/2") sits in a JSON text: its start/end offsets and line, so the
-// editor can put the API's error at the line it names. Pure; a small tolerant scanner.
+// Where things sit in the spec's JSON text, for the editor's errors — read from momoa's syntax
+// tree (a maintained JSON parser with source locations; vendor.js loads it, callers pass it in):
+// the node a JSON Pointer ("/modules/f0") names, and the place of a syntax error. Pure.
 
-/** Map every JSON Pointer in `text` to {start, end, line} (1-based line); {} if unparsable. */
-export function pointerLocations(text) {
-  return scan(text).out;
-}
+const unescapePointer = (seg) => seg.replace(/~1/g, "/").replace(/~0/g, "~");
 
-function scan(text) {
-  const out = {};
-  let i = 0;
-  const ws = () => {
-    while (i < text.length && /\s/.test(text[i])) i++;
-  };
-  const str = () => {
-    const start = i++;
-    while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
-    i++;
-    return JSON.parse(text.slice(start, i));
-  };
-  const esc = (k) => String(k).replace(/~/g, "~0").replace(/\//g, "~1");
-  function value(path) {
-    ws();
-    const start = i;
-    const c = text[i];
-    if (c === "{") {
-      i++;
-      ws();
-      while (text[i] !== "}") {
-        ws();
-        const key = str();
-        ws();
-        i++; // :
-        value(`${path}/${esc(key)}`);
-        ws();
-        if (text[i] === ",") i++;
-        ws();
-        if (i >= text.length) throw new Error("eof");
-      }
-      i++;
-    } else if (c === "[") {
-      i++;
-      ws();
-      let k = 0;
-      while (text[i] !== "]") {
-        value(`${path}/${k++}`);
-        ws();
-        if (text[i] === ",") i++;
-        ws();
-        if (i >= text.length) throw new Error("eof");
-      }
-      i++;
-    } else if (c === '"') str();
-    else {
-      while (i < text.length && /[^\s,\]}]/.test(text[i])) i++;
-      if (i === start) throw new Error("bad token");
-    }
-    out[path] = { start, end: i, line: lineOf(text, start) };
-  }
+/** A location record: 1-based line and column, offsets of the node's text. */
+const at = (node) => ({ line: node.loc.start.line, column: node.loc.start.column, start: node.loc.start.offset, end: node.loc.end.offset });
+
+/**
+ * The place of JSON Pointer `pointer` in `text` — of its nearest existing parent when the pointer
+ * runs past the document — as {pointer, line, column, start, end}, or null if `text` is not JSON.
+ * A member is placed at its key (`"f0": {` rather than the `{`). When `message` quotes one of the
+ * object's own keys (the API's "unknown 'type' 'Lineaar'" about /modules/f0), that member is it.
+ */
+export function locatePointer(momoa, text, pointer, message = "") {
+  let doc;
   try {
-    value("");
+    doc = momoa.parse(text);
   } catch {
-    return { out, failedAt: Math.min(i, text.length) };
+    return null;
   }
-  return { out, failedAt: null };
-}
-
-/** 1-based line of an offset. */
-export function lineOf(text, offset) {
-  let line = 1;
-  for (let k = 0; k < offset && k < text.length; k++) if (text[k] === "\n") line++;
-  return line;
-}
-
-/** The location of `pointer`, or of its nearest existing parent ("/a/b/9" -> "/a/b"). */
-export function locate(text, pointer) {
-  const locs = pointerLocations(text);
-  let p = pointer || "";
-  while (true) {
-    if (locs[p]) return { pointer: p, ...locs[p] };
-    if (!p) return null;
-    p = p.slice(0, p.lastIndexOf("/"));
+  let node = doc.body;
+  let place = node;
+  let found = "";
+  for (const seg of String(pointer || "").split("/").slice(1).map(unescapePointer)) {
+    let next = null;
+    if (node.type === "Object") {
+      const member = node.members.find((m) => m.name.value === seg);
+      if (member) next = { place: member, node: member.value };
+    } else if (node.type === "Array" && /^\d+$/.test(seg)) {
+      const el = node.elements[Number(seg)];
+      if (el) next = { place: el, node: el.value };
+    }
+    if (!next) break;
+    ({ node, place } = next);
+    found += `/${seg.replace(/~/g, "~0").replace(/\//g, "~1")}`;
   }
+  if (node.type === "Object" && message) {
+    const quoted = [...String(message).matchAll(/'([^']+)'/g)].map((m) => m[1]);
+    const member = node.members.find((m) => quoted.includes(m.name.value));
+    if (member) return { pointer: `${found}/${member.name.value}`, ...at(member) };
+  }
+  return { pointer: found, ...at(place) };
 }
 
-/** Line of a JSON syntax error: from the engine's message when it says, else from our scan. */
-export function syntaxErrorLine(text, err) {
-  const m = /line (\d+)/.exec(err?.message || "");
-  if (m) return Number(m[1]);
-  const p = /position (\d+)/.exec(err?.message || "");
-  if (p) return lineOf(text, Number(p[1]));
-  const { failedAt } = scan(text);
-  return failedAt === null ? 1 : lineOf(text, failedAt);
+/**
+ * Where `text` stops being JSON: {line, column, offset, trailingComma}, or null if it parses.
+ * A trailing comma is placed at the comma itself, not at the bracket after it.
+ */
+export function syntaxErrorAt(momoa, text) {
+  try {
+    momoa.parse(text);
+    return null;
+  } catch (err) {
+    if (typeof err.line !== "number") throw err;
+    let tokens = [];
+    try {
+      tokens = momoa.tokenize(text);
+    } catch {
+      // an invalid character: the parser's own position stands
+    }
+    const k = tokens.findIndex((t) => t.loc.start.offset === err.offset);
+    const prev = k > 0 ? tokens[k - 1] : null;
+    if (prev && prev.type === "Comma" && (tokens[k].type === "RBrace" || tokens[k].type === "RBracket")) {
+      return { line: prev.loc.start.line, column: prev.loc.start.column, offset: prev.loc.start.offset, trailingComma: true };
+    }
+    return { line: err.line, column: err.column, offset: err.offset, trailingComma: false };
+  }
 }

@@ -44,6 +44,7 @@ const controls = bindControls({
   player,
   store,
   getCount: () => (timeline ? stepCount(timeline) : 0),
+  onEscape: () => store.set({ node: "" }),
 });
 
 function readEmbeddedData() {
@@ -149,7 +150,7 @@ async function showTrace(t, precomputedLayout = null) {
   body.dataset.nodes = String(trace.graph.nodes.length);
 }
 
-const { runSpec, loadExample, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
+const { runSpec, openExample, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
 
 // ---- user actions --------------------------------------------------------------------------
 
@@ -214,14 +215,8 @@ function scheduleHashWrite() {
   hashTimer = setTimeout(() => history.replaceState(null, "", writeHash(store.get()) || location.pathname), 120);
 }
 
-window.addEventListener("hashchange", () => {
-  const next = readHash(location.hash);
-  if (next.example && next.example !== store.get().example && editor) {
-    store.set({ ...next, step: next.step ?? 0 });
-    $("example").value = next.example;
-    loadExample(next.example);
-  } else store.set(next);
-});
+// Another example or permalink in the hash loads it from a fresh view; otherwise only the view moves.
+window.addEventListener("hashchange", () => followHash(readHash(location.hash)).catch((err) => setStatus(err.message, true)));
 
 if (editor) {
   $("run").addEventListener("click", runSpec);
@@ -229,8 +224,7 @@ if (editor) {
     if ((e.ctrlKey || e.metaKey) && e.key === "Enter") runSpec();
   });
   $("example").addEventListener("change", (e) => {
-    store.set({ example: e.target.value, spec: "", step: 0, node: "", collapsed: "" });
-    loadExample(e.target.value).catch((err) => setStatus(err.message, true));
+    if (e.target.value) openExample(e.target.value).catch((err) => setStatus(err.message, true));
   });
   $("toggle-editor").addEventListener("click", (e) => {
     const open = body.classList.toggle("editor-hidden");

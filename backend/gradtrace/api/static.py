@@ -1,4 +1,4 @@
-"""The viewer: ``frontend/`` at ``/``, elkjs at ``/vendor/elkjs/``, ``/embed/{id}``.
+"""The viewer: ``frontend/`` at ``/``, its packages under ``/vendor/``, ``/embed/{id}``.
 
 Mounted after the API routes so ``/api/v1/…`` always wins. Missing HTML (the viewer is
 written by another engineer) answers the 404 envelope, never a 500.
@@ -37,7 +37,7 @@ def embed_router(frontend_dir: Path) -> APIRouter:
 class ViewerFiles(StaticFiles):
     """The viewer's files, minus what is not the viewer: packages, build tools, manifests.
 
-    (elkjs, the one package the page needs, is mounted on its own at /vendor/elkjs/.)
+    (The packages the page needs are mounted on their own under /vendor/, see _VENDOR.)
     """
 
     _HIDDEN = ("node_modules", "tools", "package.json", "package-lock.json")
@@ -50,10 +50,19 @@ class ViewerFiles(StaticFiles):
         return path
 
 
+# URL name -> the package's directory of built files under frontend/node_modules.
+_VENDOR = {
+    "elkjs": "elkjs/lib",  # the layout engine
+    "katex": "katex/dist",  # the inspector's math (JS, CSS, fonts)
+    "momoa": "@humanwhocodes/momoa/dist",  # the editor's JSON source locations
+}
+
+
 def mount_frontend(app: FastAPI, frontend_dir: Path) -> None:
-    elk = frontend_dir / "node_modules" / "elkjs" / "lib"
-    if elk.is_dir():
-        app.mount("/vendor/elkjs", StaticFiles(directory=elk), name="elkjs")
+    for name, subdir in _VENDOR.items():
+        directory = frontend_dir / "node_modules" / subdir
+        if directory.is_dir():
+            app.mount(f"/vendor/{name}", StaticFiles(directory=directory), name=name)
     swagger = frontend_dir / "node_modules" / "swagger-ui-dist"
     if swagger.is_dir():  # /docs (the API's own page)
         app.mount("/vendor/swagger-ui", StaticFiles(directory=swagger), name="swagger-ui")
