@@ -53,9 +53,9 @@ readme-diagram: setup
 	$(PY) -m gradtrace examples two-layer-linear | $(PY) -m gradtrace render - -o frontend/assets/readme-backward.svg --animated --phase backward
 	$(PY) -m gradtrace examples two-layer-linear | $(PY) -m gradtrace render - -o frontend/assets/readme-backward-dark.svg --animated --phase backward --theme dark
 
-# The wheel users install: the package with the viewer and its vendored JS inside (dist/).
+# The release files in dist/: the sdist and the wheel built from it, the viewer and its vendored JS inside.
 wheel: setup
-	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist ./backend
+	$(PY) -m build --outdir dist backend
 
 clean:
 	rm -rf $(VENV) frontend/node_modules var dist

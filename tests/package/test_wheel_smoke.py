@@ -1,6 +1,6 @@
 """`pip install gradtrace` as a user meets it: the wheel, a fresh venv, no checkout, no Node.
 
-The wheel is built from this checkout and installed into a new virtualenv outside it, first
+The sdist and the wheel are built from this checkout (the wheel from the sdist) and the wheel installed into a new virtualenv outside it, first
 alone (the library: a notebook user), then with the ``[server]`` extra. Everything runs from
 another directory with a PATH that holds only the venv's scripts, so neither the checkout's
 ``frontend/`` nor a system ``node`` can help. Slow (about a minute: pip installs torch from its
@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -65,16 +66,22 @@ def _pip(python: Path, *args: str) -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    """The release build: an sdist, then the wheel built from it (what `python -m build` does)."""
+    out = tmp_path_factory.mktemp("dist")
     before = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), "./backend"],
+        [sys.executable, "-m", "build", "--outdir", str(out), "backend"],
         cwd=REPO,
         check=True,
         timeout=600,
+        capture_output=True,
     )
     after = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout
-    assert after == before, "building the wheel left files in the checkout"
+    assert after == before, "building the package left files in the checkout"
+    (sdist,) = out.glob("gradtrace-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"LICENSE", "README.md", "setup.py", "gradtrace/_frontend/index.html"} <= names
     (built,) = out.glob("gradtrace-*.whl")
     return built
 
@@ -161,6 +168,10 @@ def test_the_library_works_without_the_server_extra_or_node(venv: Venv) -> None:
     page = (venv.workdir / "mlp.html").read_text()
     assert "<html" in page.lower() and "AddmmBackward0" in page
     assert json.loads((venv.workdir / "mlp.json").read_text())["graph"]["nodes"]
+
+    # The service is the [server] extra: without it, `gradtrace serve` says what to install.
+    serve = venv.run("gradtrace", "serve", "--port", str(free_port()), check=False, timeout=60)
+    assert serve.returncode != 0 and "gradtrace[server]" in serve.stderr and "Traceback" not in serve.stderr
 
 
 def _readme_block(heading: str, language: str) -> str:
