@@ -59,3 +59,25 @@ def test_permalinks_live_in_the_user_data_directory(tmp_path: Path, monkeypatch:
     assert Settings.from_env({}).sqlite_path == tmp_path / "data" / "gradtrace" / "gradtrace.db"
     chosen = Settings.from_env({"GRADTRACE_DB": str(tmp_path / "mine.db")}).sqlite_path
     assert chosen == tmp_path / "mine.db"
+
+
+def test_a_server_without_its_viewer_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+
+    import httpx
+
+    from gradtrace.api.app import create_app
+
+    settings = Settings.from_env(
+        {"GRADTRACE_FRONTEND_DIR": str(tmp_path / "none"), "GRADTRACE_DB": str(tmp_path / "db")}
+    )
+    with caplog.at_level("WARNING", logger="gradtrace.api.static"):
+        app = create_app(settings)
+    assert f"no viewer at {tmp_path / 'none'}" in caplog.text
+
+    async def get_root() -> httpx.Response:  # the app in process, without its lifespan: no workers
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://t") as client:
+            return await client.get("/")
+
+    response = asyncio.run(get_root())
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
