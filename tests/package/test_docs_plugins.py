@@ -143,3 +143,19 @@ def test_a_missing_source_names_the_file(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="cannot read .*nowhere.json"):
         draw(tmp_path / "nowhere.json", DiagramOptions())
+
+
+def test_other_sphinx_builders_say_the_diagram_is_left_out(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "text",
+        "-q",
+        str(EXAMPLES / "sphinx"),
+        str(tmp_path / "text"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0
+    assert "index.rst:9: WARNING: gradtrace diagrams are shown by HTML builders only" in done.stderr

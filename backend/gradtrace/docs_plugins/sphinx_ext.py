@@ -24,12 +24,15 @@ from typing import Any
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.osutil import relative_uri
 
 from gradtrace import __version__
 from gradtrace.docs_plugins.diagrams import FORMATS, OUTPUT_DIR, DiagramOptions, draw, html_for
 from gradtrace.render import PHASES, THEMES
+
+log = logging.getLogger(__name__)
 
 
 class GradtraceDirective(SphinxDirective):
@@ -46,6 +49,9 @@ class GradtraceDirective(SphinxDirective):
     }
 
     def run(self) -> list[nodes.Node]:
+        if self.env.app.builder.format != "html":  # say so rather than leave a silent gap
+            log.warning("gradtrace diagrams are shown by HTML builders only", location=self.get_location())
+            return []
         relative, absolute = self.env.relfn2path(self.arguments[0], self.env.docname)
         self.env.note_dependency(relative)
         given: dict[str, Any] = {
