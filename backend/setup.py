@@ -9,7 +9,8 @@ Everything else about the package is declared in pyproject.toml. Two commands ar
 
 Only what the viewer, the embed player and the Node tools use is copied: the HTML, CSS, JS,
 assets and tools, and from ``node_modules`` the packages ``frontend/package.json`` depends on
-(with their package.json and license files; no source maps, type stubs or READMEs). A build
+(with their package.json and license files, and one THIRD_PARTY_LICENSES.txt naming each
+package's version and license; no source maps, type stubs or READMEs). A build
 without ``npm ci`` first fails: a wheel without its viewer is the bug this hook exists for.
 
 The build's scratch directory lives in a temporary directory removed at exit, so building a
@@ -35,9 +36,10 @@ PACKAGED = Path("gradtrace") / "_frontend"  # inside the package, relative to a 
 
 VIEWER_PARTS = ("index.html", "embed.html", "package.json", "css", "js", "assets", "tools")
 # Per npm package, the parts the viewer loads (default: the whole package, filtered below).
-NPM_PARTS = {"elkjs": ("lib",), "katex": ("dist",)}
-NPM_ALWAYS = ("package.json", "LICENSE*", "LICENCE*", "*.LICENSE.txt")
-LEFT_OUT = ("*.map", "*.d.ts", "*.d.mts", "README*", "CHANGELOG*", "log.*.txt", ".*")
+NPM_PARTS = {"elkjs": ("lib",), "katex": ("dist",), "@humanwhocodes/momoa": ("dist",)}
+NPM_ALWAYS = ("package.json", "LICENSE*", "LICENCE*", "NOTICE*", "*.LICENSE.txt")
+LEFT_OUT = ("*.map", "*.ts", "*.mts", "*.cts", "README*", "CHANGELOG*", "log.*.txt", ".*")  # .ts: type stubs
+NOTICES = "THIRD_PARTY_LICENSES.txt"  # in the copy's node_modules/: every package, its version and license
 
 
 def _left_out(_directory: str, names: list[str]) -> set[str]:
@@ -66,6 +68,7 @@ def copy_viewer(frontend: Path, target: Path) -> None:
     for part in VIEWER_PARTS:
         if (frontend / part).exists():
             _copy(frontend / part, target / part)
+    notices = []
     for name in dependencies:
         package = modules / name
         for part in NPM_PARTS.get(name, (".",)):
@@ -73,6 +76,18 @@ def copy_viewer(frontend: Path, target: Path) -> None:
         for pattern in NPM_ALWAYS:
             for path in package.glob(pattern):
                 _copy(path, target / "node_modules" / name / path.name)
+        notices.append(_notice(name, package))
+    (target / "node_modules" / NOTICES).write_text("\n\n".join(notices), encoding="utf-8")
+
+
+def _notice(name: str, package: Path) -> str:
+    """One package's entry in the notices: name, version, license, and its license text if shipped."""
+    manifest = json.loads((package / "package.json").read_text(encoding="utf-8"))
+    texts = [
+        path.read_text(encoding="utf-8", errors="replace") for path in sorted(package.glob("LICEN[CS]E*"))
+    ]
+    head = f"{name} {manifest.get('version', '?')} ({manifest.get('license', 'license not declared')})"
+    return "\n".join([head, "=" * len(head), *texts]) if texts else head
 
 
 def _viewer_source() -> Path:
