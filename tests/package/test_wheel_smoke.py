@@ -195,6 +195,15 @@ def test_the_readme_examples_work_as_written(venv: Venv) -> None:
     assert "<svg" in (venv.workdir / "diagram.svg").read_text()
 
 
+def test_the_mkdocs_plugin_works_from_the_wheel(venv: Venv) -> None:
+    """An author's site (the example, copied out of the checkout) built with the installed plugin."""
+    _pip(venv.python, "mkdocs")
+    shutil.copytree(REPO / "docs" / "examples", venv.workdir / "examples")
+    venv.run("mkdocs", "build", "--strict", "-q", "-f", "examples/mkdocs/mkdocs.yml", "-d", "site")
+    drawn = sorted(path.suffix for path in (venv.workdir / "site" / "_gradtrace").iterdir())
+    assert drawn == [".html", ".svg", ".svg"]
+
+
 @pytest.fixture(scope="module")
 def server(wheel: Path, venv: Venv) -> Iterator[str]:
     """``gradtrace serve`` from the wheel with its [server] extra (installed after the library tests)."""
