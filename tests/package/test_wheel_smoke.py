@@ -199,7 +199,16 @@ def test_the_mkdocs_plugin_works_from_the_wheel(venv: Venv) -> None:
     """An author's site (the example, copied out of the checkout) built with the installed plugin."""
     _pip(venv.python, "mkdocs")
     shutil.copytree(REPO / "docs" / "examples", venv.workdir / "examples")
-    venv.run("mkdocs", "build", "--strict", "-q", "-f", "examples/mkdocs/mkdocs.yml", "-d", "site")
+    venv.run(
+        "mkdocs",
+        "build",
+        "--strict",
+        "-q",
+        "-f",
+        "examples/mkdocs/mkdocs.yml",
+        "-d",
+        str(venv.workdir / "site"),
+    )
     drawn = sorted(path.suffix for path in (venv.workdir / "site" / "_gradtrace").iterdir())
     assert drawn == [".html", ".svg", ".svg"]
 
