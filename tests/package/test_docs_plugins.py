@@ -159,3 +159,19 @@ def test_other_sphinx_builders_say_the_diagram_is_left_out(tmp_path: Path) -> No
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0
     assert "index.rst:9: WARNING: gradtrace diagrams are shown by HTML builders only" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"spec_version": 1,', "is not JSON: Expecting"),
+        ('{"schema_version": 1, "graph": {"nodes": 3}, "events": []}', "not a valid gradtrace trace"),
+    ],
+)
+def test_a_broken_source_names_the_file_and_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    from gradtrace.docs_plugins.diagrams import draw
+
+    source = tmp_path / "broken.json"
+    source.write_text(text)
+    with pytest.raises(ValueError, match=f"broken.json.*{message}"):
+        draw(source, DiagramOptions())

@@ -94,13 +94,20 @@ def _load_trace(source: Path, _mtime_ns: int, _size: int) -> Any:
         raise ValueError(f"cannot read {source}: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise ValueError(f"{source} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    if _is_trace(doc):
+        try:
+            return Trace.from_dict(doc)
+        except ValidationError as exc:
+            raise ValueError(f"{source}: not a valid gradtrace trace: {exc.errors()[0]['msg']}") from exc
+    from gradtrace.engine import TraceError  # tracing imports torch anyway
+
     try:
-        return Trace.from_dict(doc) if _is_trace(doc) else trace_spec(doc)
+        return trace_spec(doc)
     except SpecError as exc:
         where = getattr(exc, "path", None) or ""
         raise ValueError(f"{source}: invalid spec{' at ' + where if where else ''}: {exc}") from exc
-    except ValidationError as exc:
-        raise ValueError(f"{source}: not a valid gradtrace trace: {exc.errors()[0]['msg']}") from exc
+    except TraceError as exc:  # a limit (e.g. too many nodes)
+        raise ValueError(f"{source}: cannot trace it: {exc}") from exc
 
 
 def draw(source: Path, options: DiagramOptions) -> Diagram:
