@@ -1,10 +1,10 @@
 """`pip install gradtrace` as a user meets it: the wheel, a fresh venv, no checkout, no Node.
 
-The sdist and the wheel are built from this checkout (the wheel from the sdist) and the wheel installed into a new virtualenv outside it, first
-alone (the library: a notebook user), then with the ``[server]`` extra. Everything runs from
-another directory with a PATH that holds only the venv's scripts, so neither the checkout's
-``frontend/`` nor a system ``node`` can help. Slow (about a minute: pip installs torch from its
-cache and local disk).
+The sdist and the wheel (built from the sdist, as a release is) come from this checkout; the
+wheel goes into a new virtualenv outside it, first alone (the library: a notebook user, a docs
+author), then with the ``[server]`` extra. Everything runs from another directory with a PATH
+that holds only the venv's scripts, so neither the checkout's ``frontend/`` nor a system
+``node`` can help. Slow: 2-3 minutes here (pip installs torch from local disk and its cache).
 """
 
 from __future__ import annotations
