@@ -8,8 +8,10 @@ JS_STAMP := frontend/node_modules/.installed
 SYS_STAMP := $(VENV)/.system-installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The PyTorch the project is tested with: pinned here, not in the package (it asks for torch>=2.4).
+TORCH_VERSION := 2.13.0
 
-.PHONY: run test setup system test-python test-js lint bench readme-diagram clean
+.PHONY: run test setup system test-python test-js lint bench readme-diagram wheel clean
 
 run: setup
 	$(PY) -m gradtrace serve --host $(HOST) --port $(PORT)
@@ -23,10 +25,10 @@ test-js: $(JS_STAMP)
 
 setup: $(PY_STAMP) $(JS_STAMP)
 
-$(PY_STAMP): backend/pyproject.toml
+$(PY_STAMP): backend/pyproject.toml backend/setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e 'backend[dev]'
+	$(PY) -m pip install --quiet 'torch==$(TORCH_VERSION)' -e 'backend[server,dev]'
 	touch $@
 
 $(JS_STAMP): frontend/package.json frontend/package-lock.json
@@ -51,5 +53,9 @@ readme-diagram: setup
 	$(PY) -m gradtrace examples two-layer-linear | $(PY) -m gradtrace render - -o frontend/assets/readme-backward.svg --animated --phase backward
 	$(PY) -m gradtrace examples two-layer-linear | $(PY) -m gradtrace render - -o frontend/assets/readme-backward-dark.svg --animated --phase backward --theme dark
 
+# The release files in dist/: the sdist and the wheel built from it, the viewer and its vendored JS inside.
+wheel: setup
+	$(PY) -m build --outdir dist backend
+
 clean:
-	rm -rf $(VENV) frontend/node_modules var
+	rm -rf $(VENV) frontend/node_modules var dist

@@ -6,6 +6,7 @@ written by another engineer) answers the 404 envelope, never a 500.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gradtrace.api.errors import ApiError
 
+log = logging.getLogger(__name__)
 _PERMALINK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -59,6 +61,9 @@ _VENDOR = {
 
 
 def mount_frontend(app: FastAPI, frontend_dir: Path) -> None:
+    """``frontend_dir`` comes from ``gradtrace.frontend_files`` (through the settings)."""
+    if not (frontend_dir / "index.html").is_file():  # the API works; say why / will be a 404
+        log.warning("no viewer at %s: / and /embed answer 404 (reinstall gradtrace)", frontend_dir)
     for name, subdir in _VENDOR.items():
         directory = frontend_dir / "node_modules" / subdir
         if directory.is_dir():
@@ -66,5 +71,7 @@ def mount_frontend(app: FastAPI, frontend_dir: Path) -> None:
     swagger = frontend_dir / "node_modules" / "swagger-ui-dist"
     if swagger.is_dir():  # /docs (the API's own page)
         app.mount("/vendor/swagger-ui", StaticFiles(directory=swagger), name="swagger-ui")
-    # html=True: "/" serves index.html. check_dir=False keeps a missing dir a 404, not a crash.
-    app.mount("/", ViewerFiles(directory=frontend_dir, html=True, check_dir=False), name="frontend")
+    # html=True: "/" serves index.html. A missing directory is not mounted (Starlette would raise
+    # on every request): the 404 envelope answers instead, and the warning above says why.
+    if frontend_dir.is_dir():
+        app.mount("/", ViewerFiles(directory=frontend_dir, html=True), name="frontend")

@@ -14,10 +14,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from gradtrace import frontend_files
+
 log = logging.getLogger(__name__)
 
-# backend/gradtrace/render/node_tool.py -> the repository root is four levels up.
-_REPO_FRONTEND = Path(__file__).resolve().parents[3] / "frontend"
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -30,12 +30,11 @@ class RenderUnavailable(RenderError):
 
 
 def frontend_dir() -> Path:
-    configured = os.environ.get("GRADTRACE_FRONTEND_DIR")
-    path = Path(configured) if configured else _REPO_FRONTEND
+    path = frontend_files.frontend_dir()
     if not (path / "tools" / "render.mjs").is_file():
         raise RenderUnavailable(
-            f"gradtrace's renderer is not at {path / 'tools' / 'render.mjs'}: "
-            "set GRADTRACE_FRONTEND_DIR to the frontend/ directory of a gradtrace checkout"
+            f"gradtrace's renderer is not at {path / 'tools' / 'render.mjs'}: this installation "
+            f"lacks its viewer files (reinstall gradtrace; {frontend_files.ENV_VAR} overrides the place)"
         )
     if not (path / "node_modules" / "elkjs").is_dir():
         raise RenderUnavailable(

@@ -11,8 +11,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-# backend/gradtrace/service/settings.py -> repo root is three parents above gradtrace/.
-_REPO_ROOT = Path(__file__).resolve().parents[3]
+import platformdirs
+
+from gradtrace import frontend_files
+
+
+def default_sqlite_path() -> Path:
+    """The permalink database in the user's data directory (never inside site-packages).
+
+    ``$XDG_DATA_HOME/gradtrace/gradtrace.db`` or ``~/.local/share/gradtrace/gradtrace.db`` on
+    Linux, the platform's equivalent elsewhere; ``GRADTRACE_DB`` chooses another file.
+    """
+    return platformdirs.user_data_path("gradtrace", appauthor=False) / "gradtrace.db"
 
 
 def _number(env: dict[str, str], name: str, default: float, kind: type = int) -> Any:
@@ -39,10 +49,10 @@ def _float(env: dict[str, str], name: str, default: float) -> float:
 class Settings:
     # Where permalinks live: DATABASE_URL (postgresql://…) wins over the SQLite file path.
     database_url: str | None = None
-    sqlite_path: Path = _REPO_ROOT / "var" / "gradtrace.db"
+    sqlite_path: Path = field(default_factory=default_sqlite_path)
     # Shared cache and rate limits across replicas; None: in-process.
     redis_url: str | None = None
-    frontend_dir: Path = _REPO_ROOT / "frontend"
+    frontend_dir: Path = field(default_factory=frontend_files.frontend_dir)
     # Workers: one per core; each trace bounded in wall-clock, CPU seconds and address space.
     workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
     trace_timeout_s: float = 20.0
@@ -74,9 +84,7 @@ class Settings:
             database_url=env.get("DATABASE_URL") or None,
             sqlite_path=Path(env["GRADTRACE_DB"]) if env.get("GRADTRACE_DB") else base.sqlite_path,
             redis_url=env.get("REDIS_URL") or None,
-            frontend_dir=Path(env["GRADTRACE_FRONTEND_DIR"])
-            if env.get("GRADTRACE_FRONTEND_DIR")
-            else base.frontend_dir,
+            frontend_dir=frontend_files.frontend_dir(env),
             workers=_int(env, "GRADTRACE_WORKERS", base.workers),
             trace_timeout_s=_float(env, "GRADTRACE_TRACE_TIMEOUT", base.trace_timeout_s),
             worker_cpu_s=_int(env, "GRADTRACE_WORKER_CPU_SECONDS", base.worker_cpu_s),

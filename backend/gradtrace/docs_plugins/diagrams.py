@@ -1,0 +1,143 @@
+"""What the Sphinx directive and the MkDocs plugin share: options, drawing, file names, HTML.
+
+A diagram is asked for with a source file (a model spec or a saved trace JSON) and options;
+``draw`` returns the file to write (named by its content's hash, so pages that show the same
+diagram share one file and a rebuild rewrites nothing new) and ``html_for`` the markup that
+shows it from a page. Every problem is a ``ValueError`` naming the source and what is wrong;
+each plugin reports it its framework's way.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradtrace.render import PHASES, THEMES, RenderError, diagram_svg, standalone_html
+
+FORMATS = ("svg", "html")
+OUTPUT_DIR = "_gradtrace"  # beside the built pages, at the root of the output
+DEFAULT_HEIGHT_PX = 560
+
+
+@dataclass(frozen=True)
+class DiagramOptions:
+    format: str = "svg"  # svg: a picture (<img>); html: the interactive offline player (<iframe>)
+    animated: bool = False
+    phase: str = "both"
+    theme: str = "light"
+    values: bool = True
+    height: int = DEFAULT_HEIGHT_PX  # the player's iframe
+    alt: str | None = None  # default: the trace's title
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("format", FORMATS), ("phase", PHASES), ("theme", THEMES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
+        for name in ("animated", "values"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
+        if (
+            isinstance(self.height, bool)
+            or not isinstance(self.height, int)
+            or not 100 <= self.height <= 4000
+        ):
+            raise ValueError(f"height must be a whole number of pixels from 100 to 4000, not {self.height!r}")
+
+    @classmethod
+    def from_mapping(cls, options: dict[str, Any]) -> DiagramOptions:
+        """Options as written in a page; an unknown key is an error that lists the known ones."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join(unknown)}: use {', '.join(sorted(known))}")
+        return cls(**options)
+
+
+@dataclass(frozen=True)
+class Diagram:
+    file_name: str  # e.g. gradtrace-3f2a….svg, to be written under OUTPUT_DIR
+    content: bytes
+    title: str
+
+
+def _is_trace(doc: Any) -> bool:
+    return isinstance(doc, dict) and {"schema_version", "graph", "events"} <= set(doc)
+
+
+def load_trace(source: Path) -> Any:
+    """A ``gradtrace.Trace`` for a saved trace JSON (as it is) or a model spec (traced now).
+
+    A page often shows one model several ways: each file is traced once per build, until it
+    changes (the cache is keyed by path, modification time and size).
+    """
+    try:
+        stat = source.stat()
+    except OSError as exc:
+        raise ValueError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    return _load_trace(source.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_trace(source: Path, _mtime_ns: int, _size: int) -> Any:
+    from pydantic import ValidationError
+
+    from gradtrace import Trace, trace_spec
+    from gradtrace.spec import SpecError
+
+    try:
+        doc = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {source}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    if _is_trace(doc):
+        try:
+            return Trace.from_dict(doc)
+        except ValidationError as exc:
+            raise ValueError(f"{source}: not a valid gradtrace trace: {exc.errors()[0]['msg']}") from exc
+    from gradtrace.engine import TraceError  # tracing imports torch anyway
+
+    try:
+        return trace_spec(doc)
+    except SpecError as exc:
+        where = getattr(exc, "path", None) or ""
+        raise ValueError(f"{source}: invalid spec{' at ' + where if where else ''}: {exc}") from exc
+    except TraceError as exc:  # a limit (e.g. too many nodes)
+        raise ValueError(f"{source}: cannot trace it: {exc}") from exc
+
+
+def draw(source: Path, options: DiagramOptions) -> Diagram:
+    trace = load_trace(source)
+    try:
+        if options.format == "svg":
+            text = diagram_svg(
+                trace,
+                animated=options.animated,
+                phase=options.phase,
+                theme=options.theme,
+                values=options.values,
+            )
+        else:
+            text = standalone_html(trace, theme=options.theme)
+    except RenderError as exc:  # RenderUnavailable too: the message says what is missing
+        raise ValueError(f"{source}: cannot draw the diagram: {exc}") from exc
+    content = text.encode("utf-8")
+    digest = hashlib.sha256(content).hexdigest()[:20]
+    return Diagram(f"gradtrace-{digest}.{options.format}", content, str(trace.doc.title or source.stem))
+
+
+def html_for(url: str, diagram: Diagram, options: DiagramOptions) -> str:
+    """The markup a page shows the diagram with; ``url`` is the file's address from the page."""
+    from html import escape
+
+    label = escape(options.alt or diagram.title, quote=True)
+    if options.format == "svg":
+        return f'<img class="gradtrace-diagram" src="{escape(url, quote=True)}" alt="{label}">'
+    return (
+        f'<iframe class="gradtrace-player" src="{escape(url, quote=True)}" title="{label}" '
+        f'width="100%" height="{options.height}" style="border:0" loading="lazy"></iframe>'
+    )
