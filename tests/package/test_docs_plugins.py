@@ -165,7 +165,7 @@ def test_other_sphinx_builders_say_the_diagram_is_left_out(tmp_path: Path) -> No
     ("text", "message"),
     [
         ('{"spec_version": 1,', "is not JSON: Expecting"),
-        ('{"schema_version": 1, "graph": {"nodes": 3}, "events": []}', "not a valid gradtrace trace"),
+        ('{"schema_version": 2, "graph": {"nodes": 3}, "events": []}', "not a valid gradtrace trace"),
     ],
 )
 def test_a_broken_source_names_the_file_and_the_problem(tmp_path: Path, text: str, message: str) -> None:
