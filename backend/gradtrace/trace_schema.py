@@ -228,12 +228,21 @@ class Event(_Model):
 
 
 class Pass(_Model):
-    """A band of the timeline: one forward, one backward (or autograd.grad), or one step."""
+    """A band of the timeline: one forward, one backward (or autograd.grad), or one step.
+
+    A *nested* pass is an engine run that happened inside another pass: the backward a
+    reentrant ``torch.utils.checkpoint`` runs on its recomputed segment (inside the outer
+    backward, while the checkpoint's node runs), or ``torch.autograd.grad`` called inside the
+    model's forward (a gradient penalty). ``parent`` is the index of the pass it interrupted;
+    its band ``first_seq..last_seq`` lies inside the parent's, and the parent's events
+    resume after it (events carry the pass they belong to in ``pass_index``).
+    """
 
     index: int
     phase: Literal["forward", "backward", "step"]
     label: str  # "forward #1", "backward #1 of loss", "grad #1 of loss", "zero_grad", …
     step: int | None = None  # index into spec.steps; null for the initial forward
+    parent: int | None = None  # the enclosing pass of a nested engine run; null at top level
     first_seq: int
     last_seq: int
 

@@ -22,6 +22,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import torch
+from torch.autograd.function import BackwardCFunction
 
 from gradtrace.engine.graph_walk import is_accumulate_grad
 from gradtrace.engine.recorder import Recorder
@@ -36,6 +37,10 @@ class BackwardCapture:
         self.deltas: dict[int, dict[str, list[tuple]]] = {}
         self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
         self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
+        self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
+        # makes the mode to enter while a Python Function's backward runs (its torch calls
+        # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
+        self.python_node_mode: Callable[[], Any] | None = None
 
     # ---- .grad writes -------------------------------------------------------------------
     def _grad_write(self, leaf: torch.Tensor) -> None:
@@ -87,7 +92,11 @@ class BackwardCapture:
             for leaf in leaves:
                 if leaf.requires_grad and leaf.grad_fn is None and id(leaf) not in self._acc_hooked:
                     self._acc_hooked.add(id(leaf))
-                    stack.callback(leaf.register_post_accumulate_grad_hook(self._grad_write).remove)
+                    handle = leaf.register_post_accumulate_grad_hook(self._grad_write)
+                    # first of the leaf's post-accumulate hooks: the write happened just before
+                    # them all, whatever the model's own hooks then do to .grad
+                    leaf._post_accumulate_grad_hooks.move_to_end(handle.id, last=False)
+                    stack.callback(handle.remove)
             yield
 
     # ---- node hooks ---------------------------------------------------------------------
@@ -98,6 +107,8 @@ class BackwardCapture:
         leaf = node.variable if is_accumulate_grad(node) else None
         leaf_id = record.get("variable")
         watched = node_id in self.watch
+        make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
+        modes: list[Any] = []  # the mode entered in pre, left in post
 
         seen_outputs: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
 
@@ -113,15 +124,21 @@ class BackwardCapture:
             if leaf is not None and leaf_id is not None:
                 self._before[leaf_id] = rec.summarize(leaf.grad) if leaf.grad is not None else None
             if watched:
-                pass_deltas = self.deltas.setdefault(rec.pass_index, {})
+                # a nested run (checkpoint recomputation) adds to its top-level pass's .grad
+                pass_deltas = self.deltas.setdefault(rec.outermost_pass(), {})
                 pass_deltas.setdefault(node_id, []).append(
                     tuple(
                         (None if g is None else g.detach().clone(), summary)
                         for g, summary in zip(grad_outputs, summaries, strict=True)
                     )
                 )
+            if make_mode is not None:
+                modes.append(make_mode())
+                modes[-1].__enter__()
 
         def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
+            if modes:
+                modes.pop().__exit__(None, None, None)
             if rec.active_nodes and rec.active_nodes[-1] == node_id:
                 rec.active_nodes.pop()
             if leaf is not None and id(leaf) not in self._acc_hooked:
@@ -146,20 +163,26 @@ class BackwardCapture:
 
         return pre, post
 
-    def _forget_active(self) -> None:
-        # an exception left a node running: remember it for the error event
+    def _forget_active(self, depth: int) -> None:
+        # an exception left a node of this engine run running: remember it for the error event
         rec = self.recorder
-        rec.failed_node = rec.active_nodes[-1] if rec.active_nodes else None
-        rec.active_nodes.clear()
+        if len(rec.active_nodes) > depth:
+            rec.failed_node = rec.active_nodes[-1]
+            del rec.active_nodes[depth:]
 
     @contextmanager
     def node_hooks(self, retained: dict[str, torch.Tensor] | None = None):
-        """Pre and post hooks on every known autograd node, removed on exit."""
+        """Pre and post hooks on every known autograd node not hooked yet, removed on exit
+        (an engine run nested in another hooks the nodes found since the outer one began)."""
         rec = self.recorder
         retained_at = self._retained_by_node(retained or {})
         with ExitStack() as stack:
-            stack.callback(self._forget_active)
+            stack.callback(self._forget_active, len(rec.active_nodes))
             for node_id, node in list(rec.node_objects.items()):
+                if node_id in self._hooked:
+                    continue
+                self._hooked.add(node_id)
+                stack.callback(self._hooked.discard, node_id)
                 pre, post = self._make_hooks(node_id, node, retained_at.get(node_id, []))
                 stack.callback(node.register_prehook(pre).remove)
                 stack.callback(node.register_hook(post).remove)

@@ -49,6 +49,9 @@ class _DiscoveryMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
+        intercept = self.capture.intercepts.get(func)
+        if intercept is not None and not self.capture.paused:
+            return intercept(func, args, kwargs)
         out = func(*args, **kwargs)
         if not self.capture.paused:
             self.capture.after_op(args, kwargs, out)
@@ -70,6 +73,9 @@ class ForwardCapture:
         self.module_paths = module_paths
         self.param_names = param_names
         self.paused = False
+        # torch functions handled elsewhere while the mode is on (func -> handler(func, args,
+        # kwargs)): hook registrations (model_hooks), engine runs (nested_runs)
+        self.intercepts: dict[Any, Any] = {}
         self._inputs: list[tuple[list, list]] = []  # per running module: inputs, summaries
         # Linear calls for the (a, δ) analysis: module path, weight name, a, output node id
         self.linear_calls: list[dict[str, Any]] = []
@@ -100,6 +106,19 @@ class ForwardCapture:
             for t in _arg_tensors(args, kwargs):
                 if not t.requires_grad and t.grad_fn is None:
                     self.recorder.no_grad_input(t, consumer)
+
+    def discover_roots(self, tensors: list[torch.Tensor]) -> None:
+        """Discover the nodes a backward from ``tensors`` will run, a leaf's own
+        AccumulateGrad included (a backward that starts at a leaf runs only that)."""
+        leaves = [
+            torch.autograd.graph.get_gradient_edge(t).node
+            for t in tensors
+            if t.grad_fn is None and t.requires_grad
+        ]
+        new = walk_new(leaves, self.recorder.node_ids)
+        if new:
+            self.recorder.discover(new, {})
+        self.discover_from(tensors)
 
     def discover_from(self, tensors: list[torch.Tensor]) -> None:
         """Discover every unseen node behind ``tensors`` (used after backward passes too)."""
@@ -185,6 +204,10 @@ class ForwardCapture:
             }
         )
 
+    def linear_output_nodes(self) -> set[str]:
+        """The nodes whose incoming gradient is a Linear call's δ (for the analysis)."""
+        return {c["node"] for c in self.linear_calls}
+
     @contextmanager
     def hooks_installed(self):
         """Recording hooks on every module of the model, removed on exit whatever happens."""
@@ -198,5 +221,9 @@ class ForwardCapture:
     @contextmanager
     def recording(self):
         """The discovery mode is on inside this block (module hooks must already be on)."""
-        with _DiscoveryMode(self):
+        with self.new_mode():
             yield
+
+    def new_mode(self) -> TorchFunctionMode:
+        """A discovery mode to enter (e.g. while a Python Function's backward runs)."""
+        return _DiscoveryMode(self)

@@ -70,10 +70,15 @@ class Recorder:
         self.pass_index = -1
         self.phase = "forward"
         self.in_pass = False
+        self._open: list[tuple[int, str, bool]] = []  # the passes a nested pass interrupted
 
     # ---- passes and events -------------------------------------------------------------
     def begin_pass(self, phase: str, label: str, step: int | None) -> None:
-        self.pass_index += 1
+        """Open a pass; a pass opened while another is open is nested in it (an engine run
+        inside a forward or inside a backward: ``parent`` names the enclosing pass)."""
+        parent = self.pass_index if self.in_pass else None
+        self._open.append((self.pass_index, self.phase, self.in_pass))
+        self.pass_index = len(self.passes)
         self.phase = phase
         self.in_pass = True
         self.passes.append(
@@ -82,16 +87,27 @@ class Recorder:
                 "phase": phase,
                 "label": label,
                 "step": step,
+                "parent": parent,
                 "first_seq": len(self.events),
                 "last_seq": -1,
             }
         )
         self.emit("pass_start", message=label)
 
+    def outermost_pass(self) -> int:
+        """The top-level pass a nested pass runs in (itself when not nested)."""
+        return self._open[1][0] if len(self._open) > 1 else self.pass_index
+
     def end_pass(self) -> None:
-        self.emit("pass_end", message=self.passes[-1]["label"])
-        self.passes[-1]["last_seq"] = len(self.events) - 1
-        self.in_pass = False
+        """Close the innermost open pass; the enclosing one (if any) is current again."""
+        current = self.passes[self.pass_index]
+        self.emit("pass_end", message=current["label"])
+        current["last_seq"] = len(self.events) - 1
+        enclosing = self._open.pop()
+        if enclosing[2]:
+            self.pass_index, self.phase, self.in_pass = enclosing
+        else:  # a top-level pass: its index and phase stay current until the next one
+            self.in_pass = False
 
     def emit(
         self,
@@ -120,6 +136,23 @@ class Recorder:
             }
         )
         return seq
+
+    def summaries(self, values: Any) -> list[Any]:
+        """A hook's arguments or result as a list of TensorValue|None (one per item)."""
+        if isinstance(values, torch.Tensor) or values is None:
+            values = (values,)
+        return [self.summarize(v) for v in values]
+
+    def running_node(self) -> str | None:
+        """The autograd node the engine is running now (backward hooks fire inside one)."""
+        return self.active_nodes[-1] if self.active_nodes and self.phase == "backward" else None
+
+    def tensor_node(self, tensor: torch.Tensor) -> str | None:
+        """The graph node of a tensor: its leaf node, or the op that produced it."""
+        if tensor.grad_fn is not None:
+            return self.node_ids.get(tensor.grad_fn)
+        known = self.leaf_ids.get(id(tensor))
+        return known[1] if known is not None and known[0] is tensor else None
 
     def current_module(self) -> str | None:
         return self.module_stack[-1] if self.module_stack else None

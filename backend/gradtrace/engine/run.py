@@ -53,7 +53,9 @@ def trace_module(
     if bad:
         raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is {type(inputs[bad[0]]).__name__}")
     retained = _retained_names(retain_grad)
-    session = TraceSession(model, _input_names(inputs), max_nodes=max_nodes, value_budget=value_budget)
+    session = TraceSession(
+        model, _input_names(inputs), max_nodes=max_nodes, value_budget=value_budget, model_hooks=True
+    )
     try:
 
         def forward() -> torch.Tensor:

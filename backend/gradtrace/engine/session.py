@@ -21,6 +21,8 @@ from gradtrace.engine import canonical, graph_walk
 from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.model_hooks import ModelHooks
+from gradtrace.engine.nested_runs import NestedRuns
 from gradtrace.engine.recorder import Recorder
 from gradtrace.engine.summarize import DEFAULT_VALUE_BUDGET, Summarizer
 from gradtrace.spec.errors import SpecError
@@ -37,7 +39,10 @@ class TraceSession:
         max_nodes: int = LIBRARY_MAX_NODES,
         value_budget: int = DEFAULT_VALUE_BUDGET,
         root_path: str = "",
+        model_hooks: bool = False,
     ) -> None:
+        """``model_hooks``: record the model's own hooks (the library; a spec's model has
+        none, its hooks are the spec's)."""
         self.root = root
         self.summarize = Summarizer(value_budget)
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
@@ -82,10 +87,36 @@ class TraceSession:
             self._stack.callback(self._restore_gc)
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
+        self.model_hooks: ModelHooks | None = None
+        if model_hooks and root is not None:
+            # before gradtrace's own hooks: those are not the model's
+            self.model_hooks = ModelHooks(
+                self.recorder,
+                self.forward_capture,
+                root,
+                module_paths,
+                {**self.params, **self.leaves},
+                self.module_hooks,
+            )
+            self._stack.callback(self.model_hooks.restore)  # even when what follows raises
+            self.model_hooks.install()
         self._stack.enter_context(self.forward_capture.hooks_installed())
         self._stack.enter_context(
             self.backward_capture.grad_write_hooks(list(self.params.values()) + list(self.leaves.values()))
         )
+        if self.model_hooks is not None:
+            for handle in self.model_hooks.watch_modules():
+                self._stack.callback(handle.remove)
+            self.model_hooks.ignore_current()
+            self.forward_capture.intercepts.update(
+                dict.fromkeys(
+                    (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook),
+                    self.model_hooks.register_tensor_hook,
+                )
+            )
+        NestedRuns(
+            self.recorder, self.forward_capture, self.backward_capture, self.retained, self.all_leaves
+        ).install()
         self._forwards = 0
         self._backwards: dict[str, int] = {}
 
@@ -144,8 +175,13 @@ class TraceSession:
         rec.begin_pass("backward", f"{kind} #{count} of {of}", step)
         pass_index = rec.pass_index
         root = self.env.get(of)
-        if isinstance(root, torch.Tensor) and root.grad_fn in rec.node_ids:
-            self.backward_roots.append(rec.node_ids[root.grad_fn])
+        if isinstance(root, torch.Tensor):
+            with self.forward_capture.quiet():  # a root that is a leaf: its AccumulateGrad
+                self.forward_capture.discover_roots([root])
+            if root.grad_fn in rec.node_ids:
+                self.backward_roots.append(rec.node_ids[root.grad_fn])
+        if self.model_hooks is not None:
+            self.model_hooks.catch_up()
         self._watch_linear_outputs()
         self.linear.before_pass(pass_index)
         result = None
@@ -163,7 +199,7 @@ class TraceSession:
             rec.end_pass()
 
     def _watch_linear_outputs(self) -> None:
-        self.backward_capture.watch.update(c["node"] for c in self.forward_capture.linear_calls)
+        self.backward_capture.watch.update(self.forward_capture.linear_output_nodes())
 
     def _discover_created_in_backward(self, result: Any) -> None:
         """create_graph backwards build new nodes (in the engine): find them afterwards."""

@@ -1,0 +1,301 @@
+"""The model's own hooks, recorded where they fire (``gradtrace.trace`` on a user's model).
+
+For the duration of a trace every hook already registered on the model is *wrapped*, not
+replaced: on its modules (forward-pre and forward, with kwargs or ``always_call``, full
+backward-pre, full backward, the deprecated non-full backward hook) and on its parameters and
+inputs (``Tensor.register_hook``, ``register_post_accumulate_grad_hook``). Wrapping writes a
+new value under the hook's existing key of PyTorch's own hook dict, so the dict keeps its keys
+in their order (``prepend`` included) and every flag keyed by the hook id (``with_kwargs``,
+``always_call``) still applies. :meth:`ModelHooks.restore` writes each original hook object
+back under its key: the model leaves the trace with exactly the hook objects, dicts and order
+it came with.
+
+Hooks registered while the trace runs are wrapped as well:
+
+* on tensors (the usual ``h.register_hook(...)`` inside ``forward``): both registration
+  methods are torch functions, so the forward's discovery mode hands each call to
+  :meth:`ModelHooks.register_tensor_hook`, which registers the wrapper in the hook's place;
+* on modules: registering any hook moves ``RemovableHandle.next_id``; when it has moved,
+  the module dicts are scanned again at the next point gradtrace sees — a module being
+  entered or left, a backward starting. PyTorch collects a module's forward-pre and backward
+  hooks when the call begins, so such a hook registered on a module *immediately* before that
+  module is called fires unrecorded in that one call (recorded from the next point on).
+
+Each firing is one event of the hook's kind (``module_forward_pre``, ``module_forward``,
+``module_backward_pre``, ``module_backward``, ``tensor_hook``, ``post_accumulate_grad``), with
+the payload of a spec hook's event plus ``hook_name``, ``returned`` and ``changed`` (see
+``trace_schema.Event``); ``hook`` is the hook's index in the trace's ``graph.modules[].hooks``
+listing (module hooks) or in order of first sight (tensor hooks).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.recorder import Recorder
+
+# module hook dict -> the hook kind of its entries (the backward dict: see _module_kind)
+_MODULE_DICTS = {
+    "_forward_pre_hooks": "forward_pre",
+    "_forward_hooks": "forward",
+    "_backward_pre_hooks": "full_backward_pre",
+    "_backward_hooks": "full_backward",
+}
+_TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
+_EVENT_KIND = {
+    "forward_pre": "module_forward_pre",
+    "forward": "module_forward",
+    "full_backward_pre": "module_backward_pre",
+    "full_backward": "module_backward",
+    "backward": "module_backward",
+    "tensor": "tensor_hook",
+    "post_accumulate_grad": "post_accumulate_grad",
+}
+
+
+class _Slot(NamedTuple):
+    """One wrapped hook: where it lives and what to write back there."""
+
+    hooks: dict[int, Callable]
+    key: int
+    original: Callable
+    wrapper: Callable
+
+
+def _module_kind(module: nn.Module, dict_name: str) -> str:
+    kind = _MODULE_DICTS[dict_name]
+    if kind == "full_backward" and module._is_full_backward_hook is False:
+        return "backward"  # the deprecated register_backward_hook
+    return kind
+
+
+def _hook_name(hook: Callable) -> str:
+    return getattr(hook, "__qualname__", None) or type(hook).__name__
+
+
+def _versions(tensors: list[torch.Tensor]) -> list[int]:
+    return [t._version for t in tensors]
+
+
+class ModelHooks:
+    """Wraps the hooks of one model for one trace; :meth:`restore` undoes it exactly."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        capture: ForwardCapture,
+        root: nn.Module,
+        module_paths: dict[int, str],
+        tensors: dict[str, torch.Tensor],
+        listing: dict[str, list[dict[str, Any]]],
+    ) -> None:
+        self.recorder = recorder
+        self.capture = capture
+        self.root = root
+        self.module_paths = module_paths
+        self.tensors = tensors  # parameters and inputs, by name
+        self.listing = listing  # module path -> hooks shown in graph.modules[].hooks
+        self._slots: list[_Slot] = []
+        self._seen: set[tuple[int, int]] = set()  # (id(hook dict), key) already handled
+        self._next_id = RemovableHandle.next_id
+        self._count = 0
+
+    # ---- installing and restoring ---------------------------------------------------------
+    def install(self) -> None:
+        """Wrap every hook the model has now (call before gradtrace registers its own)."""
+        for name, tensor in self.tensors.items():
+            for kind, dict_name in _TENSOR_DICTS.items():
+                hooks = getattr(tensor, dict_name, None)
+                for key, hook in list((hooks or {}).items()):
+                    self._wrap(hooks, key, self._tensor_wrapper(kind, hook, tensor, name))
+        self._scan_modules()
+
+    def ignore_current(self) -> None:
+        """Every module hook registered so far is accounted for (gradtrace's own among them)."""
+        for module in self.root.modules():
+            for dict_name in _MODULE_DICTS:
+                hooks = getattr(module, dict_name)
+                self._seen.update((id(hooks), key) for key in hooks)
+        self._next_id = RemovableHandle.next_id
+
+    def restore(self) -> None:
+        """Each original hook object back under its key (a hook removed meanwhile stays out)."""
+        for slot in reversed(self._slots):
+            if slot.hooks.get(slot.key) is slot.wrapper:
+                slot.hooks[slot.key] = slot.original  # same key: same position in the dict
+        self._slots.clear()
+
+    def catch_up(self, *_args: Any) -> None:
+        """Wrap module hooks registered since the last look (cheap when none was)."""
+        if RemovableHandle.next_id != self._next_id:
+            self._next_id = RemovableHandle.next_id
+            self._scan_modules()
+
+    def watch_modules(self) -> list[RemovableHandle]:
+        """Hooks that catch up at every module boundary; the caller removes them."""
+        handles = []
+        for module in self.root.modules():
+            handles.append(module.register_forward_pre_hook(self.catch_up))
+            handles.append(module.register_forward_hook(self.catch_up, always_call=True))
+        return handles
+
+    def _scan_modules(self) -> None:
+        for module in self.root.modules():
+            path = self.module_paths.get(id(module))
+            if path is None:
+                continue
+            for dict_name in _MODULE_DICTS:
+                hooks = getattr(module, dict_name)
+                for key, hook in list(hooks.items()):
+                    if (id(hooks), key) not in self._seen:
+                        kind = _module_kind(module, dict_name)
+                        wrapper = self._module_wrapper(kind, hook, module, path, key)
+                        self._wrap(hooks, key, wrapper)
+
+    def _wrap(self, hooks: dict[int, Callable], key: int, wrapper: Callable) -> None:
+        self._seen.add((id(hooks), key))
+        self._slots.append(_Slot(hooks, key, hooks[key], wrapper))
+        hooks[key] = wrapper
+
+    def _new_index(self) -> int:
+        self._count += 1
+        return self._count - 1
+
+    # ---- tensor hooks registered while the trace runs -------------------------------------
+    def register_tensor_hook(self, func: Callable, args: tuple, kwargs: dict) -> RemovableHandle:
+        """``Tensor.register_hook`` / ``register_post_accumulate_grad_hook`` as the discovery
+        mode saw it: register the recording wrapper in the hook's place."""
+        tensor = args[0]
+        hook = args[1] if len(args) > 1 else kwargs["hook"]
+        kind = "tensor" if func is torch.Tensor.register_hook else "post_accumulate_grad"
+        wrapper = self._tensor_wrapper(kind, hook, tensor, None)
+        handle = func(tensor, wrapper)
+        hooks = getattr(tensor, _TENSOR_DICTS[kind])
+        self._seen.add((id(hooks), handle.id))
+        self._slots.append(_Slot(hooks, handle.id, hook, wrapper))
+        return handle
+
+    # ---- the wrappers ---------------------------------------------------------------------
+    def _module_wrapper(self, kind: str, hook: Callable, module: nn.Module, path: str, key: int) -> Callable:
+        index = self._new_index()
+        self.listing.setdefault(path, []).append({"index": index, "type": kind, "action": None})
+        with_kwargs = (kind == "forward_pre" and key in module._forward_pre_hooks_with_kwargs) or (
+            kind == "forward" and key in module._forward_hooks_with_kwargs
+        )
+
+        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+            summaries = self.recorder.summaries
+            if kind == "forward_pre":
+                inputs = args[1]
+                payload = {"inputs": summaries(inputs)}
+                given = flat_tensors(inputs)
+            elif kind == "forward":
+                inputs, output = args[1], args[-1]
+                payload = {"inputs": summaries(inputs), "outputs": summaries(output)}
+                given = flat_tensors(output) + flat_tensors(inputs)
+            elif kind == "full_backward_pre":
+                payload = {"grad_output": summaries(args[1])}
+                given = flat_tensors(args[1])
+            else:
+                payload = {"grad_input": summaries(args[1]), "grad_output": summaries(args[2])}
+                given = flat_tensors(args[1]) + flat_tensors(args[2])
+            if with_kwargs:
+                payload["kwargs"] = {k: self.recorder.summarize(v) for k, v in args[2].items()}
+                given += flat_tensors(args[2])
+            return payload, given
+
+        fire = self._firing(kind, hook, index, seen, lambda: (path, path, None))
+        return functools.wraps(hook)(fire)
+
+    def _tensor_wrapper(self, kind: str, hook: Callable, tensor: torch.Tensor, name: str | None) -> Callable:
+        index = self._new_index()
+        ref = weakref.ref(tensor)  # a strong one would make tensor -> hook dict -> it a cycle
+        grad_fn = tensor.grad_fn
+
+        def where() -> tuple[str | None, str | None, str | None]:
+            rec = self.recorder
+            alive = ref()
+            node = rec.node_ids.get(grad_fn) if grad_fn is not None else None
+            if node is None and alive is not None:
+                node = rec.tensor_node(alive)
+            label = name or (rec.by_id[node].get("tensor") if node is not None else None)
+            return label or node, None, node
+
+        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+            if kind == "tensor":
+                return {"grad": self.recorder.summarize(args[0])}, [args[0]]
+            grad = args[0].grad
+            return {"grad": self.recorder.summarize(grad)}, [] if grad is None else [grad]
+
+        fire = self._firing(kind, hook, index, seen, where)
+        if kind == "post_accumulate_grad":
+            fire = self._grad_watcher(fire)
+        return functools.wraps(hook)(fire)
+
+    @staticmethod
+    def _grad_watcher(fire: Callable) -> Callable:
+        """A post-accumulate hook changes things by writing ``.grad``: compare it around."""
+
+        def watched(param: torch.Tensor) -> Any:
+            before = param.grad
+            version = None if before is None else before._version
+            result, event = fire(param)
+            after = param.grad
+            if after is not before or (after is not None and after._version != version):
+                event["payload"]["changed"] = True
+            return result
+
+        return watched
+
+    def _firing(
+        self,
+        kind: str,
+        hook: Callable,
+        index: int,
+        seen: Callable[[tuple], tuple[dict[str, Any], list[torch.Tensor]]],
+        where: Callable[[], tuple[str | None, str | None, str | None]],
+    ) -> Callable:
+        """The wrapper's body: the event (at the moment the hook fires), the user's hook,
+        then what it returned and whether it changed anything (a replacement returned, or a
+        tensor it was given written in place)."""
+        rec = self.recorder
+        capture = self.capture
+        backward = kind in (
+            "full_backward_pre",
+            "full_backward",
+            "backward",
+            "tensor",
+            "post_accumulate_grad",
+        )
+        returns_events = kind == "post_accumulate_grad"
+
+        def fire(*args: Any, **kwargs: Any) -> Any:
+            with capture.quiet():
+                payload, given = seen(args)
+                target, module, node = where()
+                if backward and node is None:
+                    node = rec.running_node()
+                payload["hook_name"] = _hook_name(hook)
+                seq = rec.emit(
+                    _EVENT_KIND[kind], target=target, node=node, module=module, hook=index, payload=payload
+                )
+                versions = _versions(given)
+            result = hook(*args, **kwargs)
+            with capture.quiet():
+                event = rec.events[seq]
+                changed = result is not None or _versions(given) != versions
+                event["payload"]["returned"] = (
+                    None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
+                )
+                event["payload"]["changed"] = changed
+            return (result, event) if returns_events else result
+
+        return fire
