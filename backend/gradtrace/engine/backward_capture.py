@@ -92,6 +92,8 @@ class BackwardCapture:
             for leaf in leaves:
                 if leaf.requires_grad and leaf.grad_fn is None and id(leaf) not in self._acc_hooked:
                     self._acc_hooked.add(id(leaf))
+                    if leaf._post_accumulate_grad_hooks is None:  # leave none behind, not {}
+                        stack.callback(setattr, leaf, "_post_accumulate_grad_hooks", None)
                     handle = leaf.register_post_accumulate_grad_hook(self._grad_write)
                     # first of the leaf's post-accumulate hooks: the write happened just before
                     # them all, whatever the model's own hooks then do to .grad

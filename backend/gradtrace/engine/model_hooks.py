@@ -85,6 +85,25 @@ def _versions(tensors: list[torch.Tensor]) -> list[int]:
     return [t._version for t in tensors]
 
 
+def _replaceable(kind: str, args: tuple) -> Any:
+    """What a value returned by a hook of this kind stands in for."""
+    if kind == "forward_pre":
+        return args[1:]  # args, or (args, kwargs) with_kwargs
+    if kind == "forward":
+        return args[-1]
+    if kind in ("tensor", "post_accumulate_grad"):
+        return args[0]
+    return args[1]  # grad_output (backward-pre) or grad_input (backward)
+
+
+def _replaces(result: Any, given: Any) -> bool:
+    """Whether a hook's return value really replaces something (not the same tensors)."""
+    if result is None:
+        return False
+    new, old = flat_tensors(result), flat_tensors(given)
+    return len(new) != len(old) or any(a is not b for a, b in zip(new, old, strict=True))
+
+
 class ModelHooks:
     """Wraps the hooks of one model for one trace; :meth:`restore` undoes it exactly."""
 
@@ -291,7 +310,7 @@ class ModelHooks:
             result = hook(*args, **kwargs)
             with capture.quiet():
                 event = rec.events[seq]
-                changed = result is not None or _versions(given) != versions
+                changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
                 event["payload"]["returned"] = (
                     None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
                 )

@@ -1,0 +1,236 @@
+"""The model's own hooks in a library trace: every firing recorded in PyTorch's real order,
+the numbers those hooks change equal to a clean run, the model's hook dicts restored exactly.
+
+The oracle is the model itself run without gradtrace: every hook appends its name to a log,
+so the clean run's log is PyTorch's own firing order.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import gradtrace
+
+MODULE_DICTS = (
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_backward_pre_hooks",
+    "_backward_hooks",
+)
+TENSOR_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
+
+
+def _named(log: list[str], name: str, result: Any = None):
+    """A hook that logs ``name`` and returns ``result(args)`` (None: changes nothing)."""
+
+    def hook(*args: Any) -> Any:
+        log.append(name)
+        return None if result is None else result(*args)
+
+    hook.__qualname__ = name
+    return hook
+
+
+class Block(nn.Module):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.log = log
+        self.inner = nn.Linear(3, 4)
+        self.out = nn.Linear(4, 2)
+        self.late: Any = None
+
+    def forward(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        # a forward hook registered on a child just before calling it, removed right after
+        once = self.inner.register_forward_hook(_named(self.log, "in_forward.inner.forward"))
+        h = torch.tanh(self.inner(x)) * scale
+        once.remove()
+        # a tensor hook on an intermediate, registered while the forward runs, that replaces
+        # the gradient
+        h.register_hook(_named(self.log, "in_forward.h.tensor", lambda g: g * 3))
+        y = self.out(h)
+        if self.late is None:  # registered inside forward, kept afterwards: fires next call
+            self.late = self.out.register_forward_pre_hook(_named(self.log, "in_forward.out.late_pre"))
+        return y
+
+
+class Net(nn.Module):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.block = Block(log)
+        self.head = nn.Linear(2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.block(x, scale=0.5))
+
+
+def build(log: list[str]) -> Net:
+    """The same model (weights and hooks) every time; every hook kind PyTorch has."""
+    torch.manual_seed(7)
+    net = Net(log)
+    block, inner, out, head = net.block, net.block.inner, net.block.out, net.head
+    block.register_forward_pre_hook(_named(log, "block.forward_pre"))
+    block.register_forward_pre_hook(_named(log, "block.forward_pre_kwargs"), with_kwargs=True)
+    block.register_forward_hook(_named(log, "block.forward_kwargs"), with_kwargs=True)
+    block.register_forward_hook(_named(log, "block.forward_always"), always_call=True)
+    out.register_forward_pre_hook(_named(log, "out.forward_pre"))
+    out.register_forward_pre_hook(_named(log, "out.forward_pre_first"), prepend=True)
+    # a forward hook that replaces the output
+    out.register_forward_hook(_named(log, "out.forward_double", lambda m, a, o: o * 2))
+    inner.register_full_backward_pre_hook(_named(log, "inner.backward_pre"))
+    # a full backward hook that replaces grad_input
+    inner.register_full_backward_hook(
+        _named(log, "inner.backward_halve", lambda m, gi, go: tuple(None if g is None else g / 2 for g in gi))
+    )
+    inner.register_full_backward_hook(_named(log, "inner.backward_first"), prepend=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        head.register_backward_hook(_named(log, "head.backward_deprecated"))
+    inner.weight.register_hook(_named(log, "inner.weight.tensor"))
+    out.bias.register_post_accumulate_grad_hook(_named(log, "out.bias.post_accumulate"))
+    return net
+
+
+def hook_state(net: nn.Module) -> list[tuple]:
+    """Every hook dict of the model: the dict object, its keys in order, the very values
+    (functions compare by identity)."""
+    state: list[tuple] = []
+    for path, module in net.named_modules():
+        for name in MODULE_DICTS:
+            d = getattr(module, name)
+            state.append((path, name, id(d), list(d.items())))
+    for name, p in net.named_parameters():
+        for attr in TENSOR_DICTS:
+            d = getattr(p, attr)
+            state.append((name, attr, id(d), None if d is None else list(d.items())))
+    return state
+
+
+def loss_fn(y: torch.Tensor) -> torch.Tensor:
+    return (y**2).sum()
+
+
+X = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+
+def clean_run() -> tuple[list[str], Net]:
+    log: list[str] = []
+    net = build(log)
+    loss_fn(net(X.clone().requires_grad_())).backward()
+    return log, net
+
+
+def traced_run() -> tuple[list[str], Net, gradtrace.Trace]:
+    log: list[str] = []
+    net = build(log)
+    return log, net, gradtrace.trace(net, X.clone().requires_grad_(), loss_fn)
+
+
+def hook_events(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in doc["events"] if e["hook"] is not None]
+
+
+def test_every_firing_is_an_event_in_pytorchs_order() -> None:
+    clean_log, _ = clean_run()
+    log, _net, trace = traced_run()
+    doc = trace.to_dict()
+    assert log == clean_log  # gradtrace changed nothing about which hooks fired when
+    fired = [e["payload"]["hook_name"] for e in hook_events(doc)]
+    assert fired == clean_log
+    # every kind is there, with the event kind of a spec hook of the same type
+    kinds = {e["payload"]["hook_name"]: e["kind"] for e in hook_events(doc)}
+    assert kinds["block.forward_pre_kwargs"] == "module_forward_pre"
+    assert kinds["block.forward_always"] == "module_forward"
+    assert kinds["inner.backward_pre"] == "module_backward_pre"
+    assert kinds["head.backward_deprecated"] == "module_backward"
+    assert kinds["inner.weight.tensor"] == "tensor_hook"
+    assert kinds["out.bias.post_accumulate"] == "post_accumulate_grad"
+    assert kinds["in_forward.h.tensor"] == "tensor_hook"
+    assert kinds["in_forward.inner.forward"] == "module_forward"
+
+
+def test_events_say_where_what_and_whether_it_changed_anything() -> None:
+    _log, _net, trace = traced_run()
+    doc = trace.to_dict()
+    by_name = {e["payload"]["hook_name"]: e for e in hook_events(doc)}
+    changed = {name for name, e in by_name.items() if e["payload"]["changed"]}
+    assert changed == {"out.forward_double", "inner.backward_halve", "in_forward.h.tensor"}
+    double = by_name["out.forward_double"]
+    assert double["target"] == "block.out" and double["module"] == "block.out"
+    out_value = double["payload"]["outputs"][0]
+    returned = double["payload"]["returned"][0]
+    assert returned["shape"] == out_value["shape"] == [2, 2]
+    assert returned["stats"]["norm"] == pytest.approx(2 * out_value["stats"]["norm"])
+    kwargs = by_name["block.forward_pre_kwargs"]["payload"]
+    assert kwargs["inputs"][0]["shape"] == [2, 3] and "kwargs" in kwargs
+    assert by_name["inner.weight.tensor"]["target"] == "block.inner.weight"
+    assert by_name["out.bias.post_accumulate"]["target"] == "block.out.bias"
+    halve = by_name["inner.backward_halve"]
+    assert halve["phase"] == "backward" and halve["node"] is not None
+    assert halve["payload"]["returned"][0]["stats"]["norm"] == pytest.approx(
+        halve["payload"]["grad_input"][0]["stats"]["norm"] / 2
+    )
+    # module hooks are listed on their module, with the index their events carry
+    listed = {(m["path"], h["type"], h["index"]) for m in doc["graph"]["modules"] for h in m["hooks"]}
+    assert ("block.out", "forward", by_name["out.forward_double"]["hook"]) in listed
+    assert ("head", "backward", by_name["head.backward_deprecated"]["hook"]) in listed
+
+
+def test_numbers_equal_a_clean_run() -> None:
+    _, clean = clean_run()
+    _log, net, trace = traced_run()
+    for name, p in clean.named_parameters():
+        traced = dict(net.named_parameters())[name].grad
+        assert torch.equal(traced, p.grad), name
+        np.testing.assert_array_equal(trace.grads[name], p.grad.numpy(), err_msg=name)
+
+
+def test_hook_dicts_are_restored_exactly() -> None:
+    log: list[str] = []
+    net = build(log)
+    net.block.late = "not yet"  # no registration inside forward: the state must not change
+    before = hook_state(net)
+    gradtrace.trace(net, X, loss_fn)
+    assert hook_state(net) == before
+
+
+def test_a_hook_registered_inside_forward_is_left_as_the_user_registered_it() -> None:
+    log: list[str] = []
+    net = build(log)
+    gradtrace.trace(net, X, loss_fn)
+    late = net.block.out._forward_pre_hooks[net.block.late.id]
+    assert late.__qualname__ == "in_forward.out.late_pre" and not hasattr(late, "__wrapped__")
+    log.clear()
+    net(X)  # the model works as before, unwrapped
+    assert "in_forward.out.late_pre" in log
+
+
+class Failing(nn.Module):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+        self.lin.register_forward_hook(_named(log, "lin.forward"))
+        self.lin.register_forward_pre_hook(_named(log, "lin.pre_first"), prepend=True)
+        self.lin.weight.register_hook(_named(log, "lin.weight.tensor"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.lin(x)
+        raise ValueError("the model's own error")
+
+
+def test_hook_dicts_are_restored_after_a_forward_that_raises() -> None:
+    log: list[str] = []
+    net = Failing(log)
+    before = hook_state(net)
+    with pytest.raises(ValueError, match="the model's own error"):
+        gradtrace.trace(net, X)
+    assert log == ["lin.pre_first", "lin.forward"]
+    assert hook_state(net) == before
