@@ -302,7 +302,7 @@ class ModelHooks:
                 target, module, node = where()
                 if backward and node is None:
                     node = rec.running_node()
-                payload["hook_name"] = _hook_name(hook)
+                payload.update(hook_name=_hook_name(hook), returned=None, changed=False)
                 seq = rec.emit(
                     _EVENT_KIND[kind], target=target, node=node, module=module, hook=index, payload=payload
                 )
