@@ -45,10 +45,9 @@ class BackwardCapture:
     # ---- .grad writes -------------------------------------------------------------------
     def _grad_write(self, leaf: torch.Tensor) -> None:
         rec = self.recorder
-        known = rec.leaf_ids.get(id(leaf))
-        if known is None or known[0] is not leaf or rec.phase != "backward":
+        leaf_id = rec.leaf_id(leaf)
+        if leaf_id is None or rec.phase != "backward":
             return
-        leaf_id = known[1]
         before = self._before.pop(leaf_id, None)
         rec.emit(
             "grad_write",
@@ -117,7 +116,7 @@ class BackwardCapture:
         def pre(grad_outputs: tuple) -> None:
             if retained:
                 self._retained_writes(node_id, retained)
-            rec.active_nodes.append(node_id)
+            rec.node_started(node_id)
             summaries = [rec.summarize(g) for g in grad_outputs]
             seen_outputs.append(summaries)
             rec.emit(
@@ -141,8 +140,7 @@ class BackwardCapture:
         def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
             if modes:
                 modes.pop().__exit__(None, None, None)
-            if rec.active_nodes and rec.active_nodes[-1] == node_id:
-                rec.active_nodes.pop()
+            rec.node_finished(node_id)
             if leaf is not None and id(leaf) not in self._acc_hooked:
                 self._grad_write(leaf)  # a leaf made inside the forward: no post-acc hook
             summarize = rec.summarize
@@ -165,13 +163,6 @@ class BackwardCapture:
 
         return pre, post
 
-    def _forget_active(self, depth: int) -> None:
-        # an exception left a node of this engine run running: remember it for the error event
-        rec = self.recorder
-        if len(rec.active_nodes) > depth:
-            rec.failed_node = rec.active_nodes[-1]
-            del rec.active_nodes[depth:]
-
     @contextmanager
     def node_hooks(self, retained: dict[str, torch.Tensor] | None = None):
         """Pre and post hooks on every known autograd node not hooked yet, removed on exit
@@ -179,7 +170,8 @@ class BackwardCapture:
         rec = self.recorder
         retained_at = self._retained_by_node(retained or {})
         with ExitStack() as stack:
-            stack.callback(self._forget_active, len(rec.active_nodes))
+            # an exception may leave this run's nodes open: the recorder notes the failed one
+            stack.callback(rec.engine_run_ended, rec.engine_depth())
             for node_id, node in list(rec.node_objects.items()):
                 if node_id in self._hooked:
                     continue

@@ -144,7 +144,7 @@ class ForwardCapture:
             # nodes behind the inputs belong to the caller: discover them before entering
             # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
             self.discover_from(flat_tensors(args))
-            rec.module_stack.append(path)
+            rec.enter_module(path)
             tensors = flat_tensors(args)
             inputs = [rec.summarize(t) for t in tensors]
             self._inputs.append((tensors, inputs))  # module_forward repeats them
@@ -159,8 +159,7 @@ class ForwardCapture:
             with self.quiet():
                 self._record_output(path, module, args, output)
         finally:
-            if rec.module_stack and rec.module_stack[-1] == path:
-                rec.module_stack.pop()
+            rec.exit_module(path)
 
     def _record_output(self, path: str, module: nn.Module, args: tuple, output: Any) -> None:
         rec = self.recorder

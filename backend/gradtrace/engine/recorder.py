@@ -60,13 +60,14 @@ class Recorder:
         self.node_ids: dict[Any, str] = {}  # autograd node -> id (holds the node alive)
         self.node_objects: dict[str, Any] = {}  # id -> autograd node
         self.by_id: dict[str, dict[str, Any]] = {}
-        self.leaf_ids: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, node id)
+        self._leaf_ids: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, node id)
         self.leaf_names: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, name)
         self.edge_at: dict[tuple[str, int], dict[str, Any]] = {}  # (target, slot) -> data edge
         self.no_grad_edges: set[tuple[str, str]] = set()
-        self.module_stack: list[str] = []
-        self.active_nodes: list[str] = []  # backward: the node whose pre fired, post not yet
-        self.failed_node: str | None = None  # the node running when a backward raised
+        # the transitions below are the only writers of these three
+        self._module_stack: list[str] = []  # forward: the modules running, innermost last
+        self._active_nodes: list[str] = []  # backward: the nodes whose pre fired, post not yet
+        self._failed_node: str | None = None  # the node running when a backward raised
         self.pass_index = -1
         self.phase = "forward"
         self.in_pass = False
@@ -145,17 +146,56 @@ class Recorder:
 
     def running_node(self) -> str | None:
         """The autograd node the engine is running now (backward hooks fire inside one)."""
-        return self.active_nodes[-1] if self.active_nodes and self.phase == "backward" else None
+        return self._active_nodes[-1] if self._active_nodes and self.phase == "backward" else None
 
     def tensor_node(self, tensor: torch.Tensor) -> str | None:
         """The graph node of a tensor: its leaf node, or the op that produced it."""
         if tensor.grad_fn is not None:
             return self.node_ids.get(tensor.grad_fn)
-        known = self.leaf_ids.get(id(tensor))
+        return self.leaf_id(tensor)
+
+    def leaf_id(self, tensor: torch.Tensor) -> str | None:
+        """The tensor node of this very leaf, if it has one (``id()`` checked by identity)."""
+        known = self._leaf_ids.get(id(tensor))
         return known[1] if known is not None and known[0] is tensor else None
 
     def current_module(self) -> str | None:
-        return self.module_stack[-1] if self.module_stack else None
+        return self._module_stack[-1] if self._module_stack else None
+
+    # ---- state transitions: modules running (forward), nodes running (backward) ----------
+    def enter_module(self, path: str) -> None:
+        self._module_stack.append(path)
+
+    def exit_module(self, path: str) -> None:
+        if self._module_stack and self._module_stack[-1] == path:
+            self._module_stack.pop()
+
+    def forward_ended(self) -> None:
+        """A forward is over (an exception may have left modules open)."""
+        self._module_stack.clear()
+
+    def node_started(self, node_id: str) -> None:
+        self._active_nodes.append(node_id)
+
+    def node_finished(self, node_id: str) -> None:
+        if self._active_nodes and self._active_nodes[-1] == node_id:
+            self._active_nodes.pop()
+
+    def engine_depth(self) -> int:
+        """How many nodes are running (a nested engine run starts inside one)."""
+        return len(self._active_nodes)
+
+    def engine_run_ended(self, depth: int) -> None:
+        """An engine run started at ``depth`` is over; nodes still open there failed."""
+        if len(self._active_nodes) > depth:
+            self._failed_node = self._active_nodes[-1]
+            del self._active_nodes[depth:]
+
+    def take_failed_node(self) -> str | None:
+        """The node that was running when a backward raised (once), for its error event."""
+        node = self._failed_node if self.phase == "backward" else None
+        self._failed_node = None
+        return node
 
     # ---- nodes --------------------------------------------------------------------------
     def _new_id(self) -> str:
@@ -183,9 +223,9 @@ class Recorder:
 
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
-        known = self.leaf_ids.get(id(tensor))
-        if known is not None and known[0] is tensor:
-            return known[1]
+        known = self.leaf_id(tensor)
+        if known is not None:
+            return known
         named = self.leaf_names.get(id(tensor))
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
@@ -203,7 +243,7 @@ class Recorder:
                 "value": self.summarize(tensor),
             },
         )
-        self.leaf_ids[id(tensor)] = (tensor, record["id"])
+        self._leaf_ids[id(tensor)] = (tensor, record["id"])
         return record["id"]
 
     def discover(self, new_nodes: list[Any], produced: dict[Any, torch.Tensor]) -> None:
@@ -339,11 +379,7 @@ class Recorder:
 
     def name_tensor(self, name: str, tensor: torch.Tensor) -> None:
         """The program assigned ``name``: label the node that produced the tensor."""
-        fn = tensor.grad_fn
-        node_id = self.node_ids.get(fn) if fn is not None else None
-        if node_id is None and tensor.grad_fn is None:
-            known = self.leaf_ids.get(id(tensor))
-            node_id = known[1] if known is not None and known[0] is tensor else None
+        node_id = self.tensor_node(tensor)
         if node_id is None:
             return
         record = self.by_id[node_id]

@@ -150,7 +150,7 @@ class TraceSession:
                 self.error_event(exc, step)
             raise
         finally:
-            rec.module_stack.clear()
+            rec.forward_ended()
             rec.end_pass()
 
     def name(self, name: str, value: Any) -> None:
@@ -231,8 +231,7 @@ class TraceSession:
         payload = {"exception": type(cause).__name__, "step": step}
         if cause is not exc:
             payload["where"] = str(exc)
-        node = rec.failed_node if rec.phase == "backward" else None
-        rec.failed_node = None
+        node = rec.take_failed_node()
         rec.emit("error", node=node, message=str(cause), payload=payload)
         if opened:
             rec.end_pass()
