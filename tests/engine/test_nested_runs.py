@@ -183,3 +183,39 @@ def test_a_backward_that_starts_at_a_leaf_records_its_pass_and_grad_write() -> N
     assert writes[0]["payload"]["before"] is None
     assert [e["kind"] for e in events if e["kind"] in ("node_pre", "node_post")] == ["node_pre", "node_post"]
     assert recorded_runs(doc) == engine_ran(lambda: LeafLoss().w.backward())
+
+
+class FailingSegment(nn.Module):
+    """A checkpointed segment whose recomputed graph fails inside the nested engine run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(1)
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 1)
+
+    def segment(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(self.a(x))
+        if h.requires_grad:  # only when recomputed (the first run is under no_grad)
+            h.register_hook(self.refuse)
+        return h
+
+    @staticmethod
+    def refuse(grad: torch.Tensor) -> None:
+        raise RuntimeError("refused inside the recomputed segment")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(checkpoint(self.segment, x, use_reentrant=True))
+
+
+def test_an_error_inside_a_nested_run_is_recorded_once_in_that_pass() -> None:
+    doc = gradtrace.trace(FailingSegment(), X.float().clone().requires_grad_()).to_dict()
+    errors = [e for e in doc["events"] if e["kind"] == "error"]
+    assert [e["message"] for e in errors] == ["refused inside the recomputed segment"]
+    nested = next(p for p in doc["passes"] if p["parent"] is not None)
+    assert errors[0]["pass_index"] == nested["index"]
+    assert nested["first_seq"] < errors[0]["seq"] < nested["last_seq"]
+    # the enclosing backward was interrupted: the checkpoint node never finished
+    ops = {n["id"]: n.get("op") for n in doc["graph"]["nodes"]}
+    finished = {ops[e["node"]] for e in doc["events"] if e["kind"] == "node_post"}
+    assert "CheckpointFunctionBackward" not in finished

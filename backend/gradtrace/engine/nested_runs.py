@@ -42,12 +42,14 @@ class NestedRuns:
         backward_capture: BackwardCapture,
         retained: dict[str, torch.Tensor],
         leaves: Callable[[], list[torch.Tensor]],
+        on_error: Callable[[BaseException, int | None], None],
     ) -> None:
         self.recorder = recorder
         self.forward_capture = forward_capture
         self.backward_capture = backward_capture
         self.retained = retained
         self.leaves = leaves  # the trace's leaves (their .grad may hold create_graph nodes)
+        self.on_error = on_error  # records an error event in the nested pass, where it broke
 
     def install(self) -> None:
         """Engine calls seen by the discovery mode become nested passes."""
@@ -78,6 +80,9 @@ class NestedRuns:
             with self.backward_capture.node_hooks(self.retained):
                 result = func(*args, **kwargs)
             return result
+        except Exception as exc:
+            self.on_error(exc, step)  # once: the enclosing pass sees it recorded
+            raise
         finally:
             # nodes the run created (create_graph) are behind the results and the leaves' .grad
             made = flat_tensors(result) + [t.grad for t in self.leaves() if t.grad is not None]

@@ -78,6 +78,8 @@ class Recorder:
         """Open a pass; a pass opened while another is open is nested in it (an engine run
         inside a forward or inside a backward: ``parent`` names the enclosing pass)."""
         parent = self.pass_index if self.in_pass else None
+        if parent is None:
+            self._failed_node = None  # a failure not reported by now belongs to nothing here
         self._open.append((self.pass_index, self.phase, self.in_pass))
         self.pass_index = len(self.passes)
         self.phase = phase

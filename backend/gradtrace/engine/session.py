@@ -115,7 +115,12 @@ class TraceSession:
                 )
             )
         NestedRuns(
-            self.recorder, self.forward_capture, self.backward_capture, self.retained, self.all_leaves
+            self.recorder,
+            self.forward_capture,
+            self.backward_capture,
+            self.retained,
+            self.all_leaves,
+            self.error_event,
         ).install()
         self._forwards = 0
         self._backwards: dict[str, int] = {}
