@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from engine_checks import check_engine_order, check_node_states
 from torch import nn
 
 import gradtrace
@@ -143,6 +144,8 @@ def test_every_firing_is_an_event_in_pytorchs_order() -> None:
     log, _net, trace = traced_run()
     doc = trace.to_dict()
     assert log == clean_log  # gradtrace changed nothing about which hooks fired when
+    check_engine_order(trace.doc)
+    check_node_states(trace.doc)
     fired = [e["payload"]["hook_name"] for e in hook_events(doc)]
     assert fired == clean_log
     # every kind is there, with the event kind of a spec hook of the same type

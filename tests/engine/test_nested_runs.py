@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from engine_checks import check_engine_order, check_node_states
 from torch import nn
 from torch.profiler import profile
 from torch.utils.checkpoint import checkpoint
@@ -92,6 +93,8 @@ def test_reentrant_checkpoint_recomputation_is_a_nested_pass_with_every_node() -
     trace = gradtrace.trace(model, traced_x, _loss)
     doc = trace.to_dict()
     assert recorded_runs(doc) == oracle
+    check_engine_order(trace.doc)
+    check_node_states(trace.doc)
 
     backward = next(p for p in doc["passes"] if p["phase"] == "backward" and p["parent"] is None)
     nested = [p for p in doc["passes"] if p["parent"] is not None]
@@ -140,6 +143,8 @@ def test_gradient_penalty_inside_forward_is_a_nested_pass_and_its_graph_is_trace
     trace = gradtrace.trace(model, X.clone().requires_grad_())
     doc = trace.to_dict()
     assert recorded_runs(doc) == oracle.ran
+    check_engine_order(trace.doc)
+    check_node_states(trace.doc)
 
     forward = doc["passes"][0]
     nested = [p for p in doc["passes"] if p["parent"] is not None]
