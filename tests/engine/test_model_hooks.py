@@ -48,6 +48,7 @@ class Block(nn.Module):
         self.inner = nn.Linear(3, 4)
         self.out = nn.Linear(4, 2)
         self.late: Any = None
+        self.late_bias: Any = None
 
     def forward(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
         # a forward hook registered on a child just before calling it, removed right after
@@ -58,8 +59,13 @@ class Block(nn.Module):
         # the gradient
         h.register_hook(_named(self.log, "in_forward.h.tensor", lambda g: g * 3))
         y = self.out(h)
-        if self.late is None:  # registered inside forward, kept afterwards: fires next call
+        if self.late is None:  # registered inside forward, kept afterwards
+            # fires from the next call on
             self.late = self.out.register_forward_pre_hook(_named(self.log, "in_forward.out.late_pre"))
+            # fires in this backward: a parameter that had no post-accumulate hook before
+            self.late_bias = self.out.bias.register_post_accumulate_grad_hook(
+                _named(self.log, "in_forward.out.bias.post_accumulate")
+            )
         return y
 
 
@@ -158,6 +164,7 @@ def test_every_firing_is_an_event_in_pytorchs_order() -> None:
     assert kinds["out.bias.post_accumulate"] == "post_accumulate_grad"
     assert kinds["in_forward.h.tensor"] == "tensor_hook"
     assert kinds["in_forward.inner.forward"] == "module_forward"
+    assert kinds["in_forward.out.bias.post_accumulate"] == "post_accumulate_grad"
 
 
 def test_events_say_where_what_and_whether_it_changed_anything() -> None:
@@ -211,6 +218,9 @@ def test_a_hook_registered_inside_forward_is_left_as_the_user_registered_it() ->
     gradtrace.trace(net, X, loss_fn)
     late = net.block.out._forward_pre_hooks[net.block.late.id]
     assert late.__qualname__ == "in_forward.out.late_pre" and not hasattr(late, "__wrapped__")
+    late_bias = net.block.out.bias._post_accumulate_grad_hooks[net.block.late_bias.id]
+    assert late_bias.__qualname__ == "in_forward.out.bias.post_accumulate"
+    assert not hasattr(late_bias, "__wrapped__")
     log.clear()
     net(X)  # the model works as before, unwrapped
     assert "in_forward.out.late_pre" in log

@@ -28,6 +28,13 @@ from gradtrace.engine.graph_walk import is_accumulate_grad
 from gradtrace.engine.recorder import Recorder
 
 
+def _drop_if_empty(leaf: torch.Tensor) -> None:
+    """No post-accumulate hook left (the model may have registered one meanwhile): back to
+    the None the leaf had before gradtrace registered its own."""
+    if not leaf._post_accumulate_grad_hooks:
+        leaf._post_accumulate_grad_hooks = None
+
+
 class BackwardCapture:
     def __init__(self, recorder: Recorder, watch: set[str]) -> None:
         self.recorder = recorder
@@ -92,7 +99,7 @@ class BackwardCapture:
                 if leaf.requires_grad and leaf.grad_fn is None and id(leaf) not in self._acc_hooked:
                     self._acc_hooked.add(id(leaf))
                     if leaf._post_accumulate_grad_hooks is None:  # leave none behind, not {}
-                        stack.callback(setattr, leaf, "_post_accumulate_grad_hooks", None)
+                        stack.callback(_drop_if_empty, leaf)
                     handle = leaf.register_post_accumulate_grad_hook(self._grad_write)
                     # first of the leaf's post-accumulate hooks: the write happened just before
                     # them all, whatever the model's own hooks then do to .grad
