@@ -6,7 +6,7 @@ backward-pre, full backward, the deprecated non-full backward hook) and on its p
 inputs (``Tensor.register_hook``, ``register_post_accumulate_grad_hook``). Wrapping writes a
 new value under the hook's existing key of PyTorch's own hook dict, so the dict keeps its keys
 in their order (``prepend`` included) and every flag keyed by the hook id (``with_kwargs``,
-``always_call``) still applies. :meth:`ModelHooks.restore` writes each original hook object
+``always_call``) still applies. :meth:`ModelHooks.wrapped` writes each original hook object
 back under its key: the model leaves the trace with exactly the hook objects, dicts and order
 it came with.
 
@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
 from typing import Any, NamedTuple
 
 import torch
@@ -105,7 +106,7 @@ def _replaces(result: Any, given: Any) -> bool:
 
 
 class ModelHooks:
-    """Wraps the hooks of one model for one trace; :meth:`restore` undoes it exactly."""
+    """Wraps the hooks of one model for one trace; :meth:`wrapped` undoes it exactly on exit."""
 
     def __init__(
         self,
@@ -128,7 +129,31 @@ class ModelHooks:
         self._count = 0
 
     # ---- installing and restoring ---------------------------------------------------------
-    def install(self) -> None:
+    @contextmanager
+    def wrapped(self):
+        """The model's hooks wrapped inside this block, restored on exit whatever happens.
+        Enter it before gradtrace registers its own hooks (those are not the model's)."""
+        try:
+            self._install()
+            yield
+        finally:
+            self._restore()
+
+    @contextmanager
+    def following(self):
+        """Hooks the model registers inside this block are wrapped as they come (enter it
+        once gradtrace's own hooks are in place: every hook there now is accounted for)."""
+        with ExitStack() as stack:
+            for module in self.root.modules():
+                stack.callback(module.register_forward_pre_hook(self.catch_up).remove)
+                stack.callback(module.register_forward_hook(self.catch_up, always_call=True).remove)
+            self._ignore_current()
+            for func in (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook):
+                self.capture.intercepts[func] = self.register_tensor_hook
+                stack.callback(self.capture.intercepts.pop, func, None)
+            yield
+
+    def _install(self) -> None:
         """Wrap every hook the model has now (call before gradtrace registers its own)."""
         for name, tensor in self.tensors.items():
             for kind, dict_name in _TENSOR_DICTS.items():
@@ -137,7 +162,7 @@ class ModelHooks:
                     self._wrap(hooks, key, self._tensor_wrapper(kind, hook, tensor, name))
         self._scan_modules()
 
-    def ignore_current(self) -> None:
+    def _ignore_current(self) -> None:
         """Every module hook registered so far is accounted for (gradtrace's own among them)."""
         for module in self.root.modules():
             for dict_name in _MODULE_DICTS:
@@ -145,7 +170,7 @@ class ModelHooks:
                 self._seen.update((id(hooks), key) for key in hooks)
         self._next_id = RemovableHandle.next_id
 
-    def restore(self) -> None:
+    def _restore(self) -> None:
         """Each original hook object back under its key (a hook removed meanwhile stays out)."""
         for slot in reversed(self._slots):
             if slot.hooks.get(slot.key) is slot.wrapper:
@@ -157,14 +182,6 @@ class ModelHooks:
         if RemovableHandle.next_id != self._next_id:
             self._next_id = RemovableHandle.next_id
             self._scan_modules()
-
-    def watch_modules(self) -> list[RemovableHandle]:
-        """Hooks that catch up at every module boundary; the caller removes them."""
-        handles = []
-        for module in self.root.modules():
-            handles.append(module.register_forward_pre_hook(self.catch_up))
-            handles.append(module.register_forward_hook(self.catch_up, always_call=True))
-        return handles
 
     def _scan_modules(self) -> None:
         for module in self.root.modules():

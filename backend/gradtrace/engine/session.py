@@ -89,7 +89,6 @@ class TraceSession:
         warnings.simplefilter("always")
         self.model_hooks: ModelHooks | None = None
         if model_hooks and root is not None:
-            # before gradtrace's own hooks: those are not the model's
             self.model_hooks = ModelHooks(
                 self.recorder,
                 self.forward_capture,
@@ -98,22 +97,13 @@ class TraceSession:
                 {**self.params, **self.leaves},
                 self.module_hooks,
             )
-            self._stack.callback(self.model_hooks.restore)  # even when what follows raises
-            self.model_hooks.install()
+            self._stack.enter_context(self.model_hooks.wrapped())  # before gradtrace's own hooks
         self._stack.enter_context(self.forward_capture.hooks_installed())
         self._stack.enter_context(
             self.backward_capture.grad_write_hooks(list(self.params.values()) + list(self.leaves.values()))
         )
         if self.model_hooks is not None:
-            for handle in self.model_hooks.watch_modules():
-                self._stack.callback(handle.remove)
-            self.model_hooks.ignore_current()
-            self.forward_capture.intercepts.update(
-                dict.fromkeys(
-                    (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook),
-                    self.model_hooks.register_tensor_hook,
-                )
-            )
+            self._stack.enter_context(self.model_hooks.following())
         NestedRuns(
             self.recorder,
             self.forward_capture,
