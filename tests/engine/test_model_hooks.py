@@ -247,3 +247,33 @@ def test_hook_dicts_are_restored_after_a_forward_that_raises() -> None:
         gradtrace.trace(net, X)
     assert log == ["lin.pre_first", "lin.forward"]
     assert hook_state(net) == before
+
+
+class LateBackwardHook(nn.Module):
+    """Registers a full backward hook on a child right before calling it, once."""
+
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        torch.manual_seed(2)
+        self.child = nn.Linear(3, 1)
+        self.log = log
+        self.handle: Any = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.handle is None:
+            self.handle = self.child.register_full_backward_hook(_named(self.log, "child.late_backward"))
+        return self.child(x)
+
+
+def test_a_hook_pytorch_collected_before_it_could_be_wrapped_is_named_in_a_diagnostic() -> None:
+    log: list[str] = []
+    net = LateBackwardHook(log)
+    first = gradtrace.trace(net, X.clone().requires_grad_()).to_dict()
+    assert log == ["child.late_backward"]  # it fired, as in any run
+    assert not hook_events(first)
+    missed = [d for d in first["analyses"]["diagnostics"] if d["code"] == "hook_unrecorded"]
+    assert [d["module"] for d in missed] == ["child"] and "child.late_backward" in missed[0]["message"]
+    # from then on it is the model's hook like any other: recorded
+    second = gradtrace.trace(net, X.clone().requires_grad_()).to_dict()
+    assert [e["payload"]["hook_name"] for e in hook_events(second)] == ["child.late_backward"]
+    assert not [d for d in second["analyses"]["diagnostics"] if d["code"] == "hook_unrecorded"]

@@ -19,7 +19,8 @@ Hooks registered while the trace runs are wrapped as well:
   the module dicts are scanned again at the next point gradtrace sees — a module being
   entered or left, a backward starting. PyTorch collects a module's forward-pre and backward
   hooks when the call begins, so such a hook registered on a module *immediately* before that
-  module is called fires unrecorded in that one call (recorded from the next point on).
+  module is called may fire unrecorded in that one call (recorded from the next point on): a
+  ``hook_unrecorded`` diagnostic names it.
 
 Each firing is one event of the hook's kind (``module_forward_pre``, ``module_forward``,
 ``module_backward_pre``, ``module_backward``, ``tensor_hook``, ``post_accumulate_grad``), with
@@ -40,6 +41,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
 
@@ -116,6 +118,7 @@ class ModelHooks:
         module_paths: dict[int, str],
         tensors: dict[str, torch.Tensor],
         listing: dict[str, list[dict[str, Any]]],
+        diagnostics: list[dict[str, Any]],
     ) -> None:
         self.recorder = recorder
         self.capture = capture
@@ -123,6 +126,7 @@ class ModelHooks:
         self.module_paths = module_paths
         self.tensors = tensors  # parameters and inputs, by name
         self.listing = listing  # module path -> hooks shown in graph.modules[].hooks
+        self.diagnostics = diagnostics  # the trace's: a hook that may have fired unrecorded
         self._slots: list[_Slot] = []
         self._seen: set[tuple[int, int]] = set()  # (id(hook dict), key) already handled
         self._next_id = RemovableHandle.next_id
@@ -145,7 +149,7 @@ class ModelHooks:
         once gradtrace's own hooks are in place: every hook there now is accounted for)."""
         with ExitStack() as stack:
             for module in self.root.modules():
-                stack.callback(module.register_forward_pre_hook(self.catch_up).remove)
+                stack.callback(module.register_forward_pre_hook(self._module_starting).remove)
                 stack.callback(module.register_forward_hook(self.catch_up, always_call=True).remove)
             self._ignore_current()
             for func in (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook):
@@ -177,13 +181,16 @@ class ModelHooks:
                 slot.hooks[slot.key] = slot.original  # same key: same position in the dict
         self._slots.clear()
 
-    def catch_up(self, *_args: Any) -> None:
+    def catch_up(self, *_args: Any, starting: nn.Module | None = None) -> None:
         """Wrap module hooks registered since the last look (cheap when none was)."""
         if RemovableHandle.next_id != self._next_id:
             self._next_id = RemovableHandle.next_id
-            self._scan_modules()
+            self._scan_modules(starting)
 
-    def _scan_modules(self) -> None:
+    def _module_starting(self, module: nn.Module, _args: Any) -> None:
+        self.catch_up(starting=module)
+
+    def _scan_modules(self, starting: nn.Module | None = None) -> None:
         for module in self.root.modules():
             path = self.module_paths.get(id(module))
             if path is None:
@@ -195,6 +202,21 @@ class ModelHooks:
                         kind = _module_kind(module, dict_name)
                         wrapper = self._module_wrapper(kind, hook, module, path, key)
                         self._wrap(hooks, key, wrapper)
+                        if module is starting and kind != "forward":
+                            self._missed(kind, hook, path)
+
+    def _missed(self, kind: str, hook: Callable, path: str) -> None:
+        """PyTorch collected this hook when ``path``'s call began, before it could be wrapped."""
+        self.diagnostics.append(
+            diagnostic(
+                "hook_unrecorded",
+                "warning",
+                f"the {kind} hook {_hook_name(hook)} was registered on module '{path}' while the trace "
+                "ran, just before that module was called: PyTorch had already collected it for that "
+                "call, where it may fire without an event (it is recorded from then on)",
+                module=path,
+            )
+        )
 
     def _wrap(self, hooks: dict[int, Callable], key: int, wrapper: Callable) -> None:
         self._seen.add((id(hooks), key))

@@ -96,6 +96,7 @@ class TraceSession:
                 module_paths,
                 {**self.params, **self.leaves},
                 self.module_hooks,
+                self.diagnostics,
             )
             self._stack.enter_context(self.model_hooks.wrapped())  # before gradtrace's own hooks
         self._stack.enter_context(self.forward_capture.hooks_installed())
