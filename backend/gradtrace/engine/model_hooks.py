@@ -131,6 +131,9 @@ class ModelHooks:
         self._seen: set[tuple[int, int]] = set()  # (id(hook dict), key) already handled
         self._next_id = RemovableHandle.next_id
         self._count = 0
+        # False once restored: a wrapper PyTorch copied into a graph that outlives the trace
+        # (a non-full backward hook on an output's grad_fn) then just calls the user's hook
+        self._active = True
 
     # ---- installing and restoring ---------------------------------------------------------
     @contextmanager
@@ -180,6 +183,7 @@ class ModelHooks:
             if slot.hooks.get(slot.key) is slot.wrapper:
                 slot.hooks[slot.key] = slot.original  # same key: same position in the dict
         self._slots.clear()
+        self._active = False
 
     def catch_up(self, *_args: Any, starting: nn.Module | None = None) -> None:
         """Wrap module hooks registered since the last look (cheap when none was)."""
@@ -271,7 +275,7 @@ class ModelHooks:
             return payload, given
 
         fire = self._firing(kind, hook, index, seen, lambda: (path, path, None))
-        return functools.wraps(hook)(fire)
+        return functools.wraps(hook)(self._plain(fire))
 
     def _tensor_wrapper(self, kind: str, hook: Callable, tensor: torch.Tensor, name: str | None) -> Callable:
         index = self._new_index()
@@ -294,9 +298,8 @@ class ModelHooks:
             return {"grad": self.recorder.summarize(grad)}, [] if grad is None else [grad]
 
         fire = self._firing(kind, hook, index, seen, where)
-        if kind == "post_accumulate_grad":
-            fire = self._grad_watcher(fire)
-        return functools.wraps(hook)(fire)
+        watched = self._grad_watcher(fire) if kind == "post_accumulate_grad" else self._plain(fire)
+        return functools.wraps(hook)(watched)
 
     @staticmethod
     def _grad_watcher(fire: Callable) -> Callable:
@@ -307,11 +310,19 @@ class ModelHooks:
             version = None if before is None else before._version
             result, event = fire(param)
             after = param.grad
-            if after is not before or (after is not None and after._version != version):
+            changed = after is not before or (after is not None and after._version != version)
+            if changed and event is not None:
                 event["payload"]["changed"] = True
             return result
 
         return watched
+
+    @staticmethod
+    def _plain(fire: Callable) -> Callable:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return fire(*args, **kwargs)[0]
+
+        return call
 
     def _firing(
         self,
@@ -333,9 +344,11 @@ class ModelHooks:
             "tensor",
             "post_accumulate_grad",
         )
-        returns_events = kind == "post_accumulate_grad"
 
-        def fire(*args: Any, **kwargs: Any) -> Any:
+        def fire(*args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
+            """(what the hook returned, its event)."""
+            if not self._active:  # kept by a graph that outlived the trace: just the hook
+                return hook(*args, **kwargs), None
             with capture.quiet():
                 payload, given = seen(args)
                 target, module, node = where()
@@ -354,6 +367,6 @@ class ModelHooks:
                     None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
                 )
                 event["payload"]["changed"] = changed
-            return (result, event) if returns_events else result
+            return result, event
 
         return fire
