@@ -43,6 +43,11 @@ def trace_module(
     ``loss_fn(output)`` gives the scalar to backward; without it a scalar output is the loss
     and a non-scalar output is reduced with ``.sum()`` (a diagnostic says so).
     ``retain_grad``: True (keep ``output.grad``) or names among "output", "loss".
+
+    The model's own hooks (already registered, or registered inside ``forward``) are recorded
+    where they fire and restored exactly afterwards (see model_hooks.py); engine runs inside
+    the traced ones (reentrant checkpoint recomputation, ``autograd.grad`` inside ``forward``)
+    are nested passes (see nested_runs.py); a loss that is a leaf gets its pass and grad write.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
