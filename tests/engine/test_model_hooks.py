@@ -249,31 +249,39 @@ def test_hook_dicts_are_restored_after_a_forward_that_raises() -> None:
     assert hook_state(net) == before
 
 
-class LateBackwardHook(nn.Module):
-    """Registers a full backward hook on a child right before calling it, once."""
+class LateHook(nn.Module):
+    """Registers, once, a hook PyTorch collects before gradtrace can wrap it: a full backward
+    hook on a child right before calling it, or a forward hook on itself inside its forward."""
 
-    def __init__(self, log: list[str]) -> None:
+    def __init__(self, log: list[str], where: str) -> None:
         super().__init__()
         torch.manual_seed(2)
         self.child = nn.Linear(3, 1)
         self.log = log
+        self.where = where
         self.handle: Any = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.handle is None:
-            self.handle = self.child.register_full_backward_hook(_named(self.log, "child.late_backward"))
-        return self.child(x)
+        if self.handle is None and self.where == "child":
+            self.handle = self.child.register_full_backward_hook(_named(self.log, "late"))
+        y = self.child(x)
+        if self.handle is None and self.where == "self":
+            self.handle = self.register_forward_hook(_named(self.log, "late"))
+        return y
 
 
-def test_a_hook_pytorch_collected_before_it_could_be_wrapped_is_named_in_a_diagnostic() -> None:
+@pytest.mark.parametrize(("where", "module"), [("child", "child"), ("self", "")])
+def test_a_hook_pytorch_collected_before_it_could_be_wrapped_is_named_in_a_diagnostic(
+    where: str, module: str
+) -> None:
     log: list[str] = []
-    net = LateBackwardHook(log)
+    net = LateHook(log, where)
     first = gradtrace.trace(net, X.clone().requires_grad_()).to_dict()
-    assert log == ["child.late_backward"]  # it fired, as in any run
+    assert log == ["late"]  # it fired, as in any run
     assert not hook_events(first)
     missed = [d for d in first["analyses"]["diagnostics"] if d["code"] == "hook_unrecorded"]
-    assert [d["module"] for d in missed] == ["child"] and "child.late_backward" in missed[0]["message"]
+    assert [d["module"] for d in missed] == [module] and "late" in missed[0]["message"]
     # from then on it is the model's hook like any other: recorded
     second = gradtrace.trace(net, X.clone().requires_grad_()).to_dict()
-    assert [e["payload"]["hook_name"] for e in hook_events(second)] == ["child.late_backward"]
+    assert [e["payload"]["hook_name"] for e in hook_events(second)] == ["late"]
     assert not [d for d in second["analyses"]["diagnostics"] if d["code"] == "hook_unrecorded"]

@@ -15,12 +15,11 @@ Hooks registered while the trace runs are wrapped as well:
 * on tensors (the usual ``h.register_hook(...)`` inside ``forward``): both registration
   methods are torch functions, so the forward's discovery mode hands each call to
   :meth:`ModelHooks.register_tensor_hook`, which registers the wrapper in the hook's place;
-* on modules: registering any hook moves ``RemovableHandle.next_id``; when it has moved,
-  the module dicts are scanned again at the next point gradtrace sees — a module being
-  entered or left, a backward starting. PyTorch collects a module's forward-pre and backward
-  hooks when the call begins, so such a hook registered on a module *immediately* before that
-  module is called may fire unrecorded in that one call (recorded from the next point on): a
-  ``hook_unrecorded`` diagnostic names it.
+* on modules: at every module boundary gradtrace looks at that module and the modules
+  running around it, and at every module before a backward. PyTorch collects a module's
+  forward-pre and backward hooks when its call begins (its forward hooks when its forward
+  returns), so a hook registered on a module just before that moment fires unrecorded in
+  that one call (recorded from then on): a ``hook_unrecorded`` diagnostic names it.
 
 Each firing is one event of the hook's kind (``module_forward_pre``, ``module_forward``,
 ``module_backward_pre``, ``module_backward``, ``tensor_hook``, ``post_accumulate_grad``), with
@@ -53,6 +52,8 @@ _MODULE_DICTS = {
     "_backward_hooks": "full_backward",
 }
 _TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
+# the hooks PyTorch collects as a module's call begins (its forward hooks: as forward returns)
+_COLLECTED_AT_START = ("forward_pre", "full_backward_pre", "full_backward", "backward")
 _EVENT_KIND = {
     "forward_pre": "module_forward_pre",
     "forward": "module_forward",
@@ -129,7 +130,7 @@ class ModelHooks:
         self.diagnostics = diagnostics  # the trace's: a hook that may have fired unrecorded
         self._slots: list[_Slot] = []
         self._seen: set[tuple[int, int]] = set()  # (id(hook dict), key) already handled
-        self._next_id = RemovableHandle.next_id
+        self._running: list[nn.Module] = []  # modules whose forward is running, innermost last
         self._count = 0
         # False once restored: a wrapper PyTorch copied into a graph that outlives the trace
         # (a non-full backward hook on an output's grad_fn) then just calls the user's hook
@@ -153,7 +154,7 @@ class ModelHooks:
         with ExitStack() as stack:
             for module in self.root.modules():
                 stack.callback(module.register_forward_pre_hook(self._module_starting).remove)
-                stack.callback(module.register_forward_hook(self.catch_up, always_call=True).remove)
+                stack.callback(module.register_forward_hook(self._module_ending, always_call=True).remove)
             self._ignore_current()
             for func in (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook):
                 self.capture.intercepts[func] = self.register_tensor_hook
@@ -167,7 +168,7 @@ class ModelHooks:
                 hooks = getattr(tensor, dict_name, None)
                 for key, hook in list((hooks or {}).items()):
                     self._wrap(hooks, key, self._tensor_wrapper(kind, hook, tensor, name))
-        self._scan_modules()
+        self.catch_up()
 
     def _ignore_current(self) -> None:
         """Every module hook registered so far is accounted for (gradtrace's own among them)."""
@@ -175,7 +176,6 @@ class ModelHooks:
             for dict_name in _MODULE_DICTS:
                 hooks = getattr(module, dict_name)
                 self._seen.update((id(hooks), key) for key in hooks)
-        self._next_id = RemovableHandle.next_id
 
     def _restore(self) -> None:
         """Each original hook object back under its key (a hook removed meanwhile stays out)."""
@@ -185,39 +185,56 @@ class ModelHooks:
         self._slots.clear()
         self._active = False
 
-    def catch_up(self, *_args: Any, starting: nn.Module | None = None) -> None:
-        """Wrap module hooks registered since the last look (cheap when none was)."""
-        if RemovableHandle.next_id != self._next_id:
-            self._next_id = RemovableHandle.next_id
-            self._scan_modules(starting)
+    # ---- module hooks registered while the trace runs -------------------------------------
+    # A module's hooks matter when it is called: forward-pre and backward hooks are collected
+    # as its call begins, forward hooks as its forward returns. So each module boundary looks
+    # at that module and the modules still running around it (whose forward hooks are still
+    # to come): a few dicts, not the whole model, however often the boundary is crossed.
+    def catch_up(self) -> None:
+        """Wrap the hooks registered on any module since the last look (e.g. before a
+        backward: hooks the forward registered on modules it had already left)."""
+        self._running.clear()
+        self._scan(list(self.root.modules()))
 
     def _module_starting(self, module: nn.Module, _args: Any) -> None:
-        self.catch_up(starting=module)
+        self._scan([module, *self._running], missed_if=(module, _COLLECTED_AT_START))
+        self._running.append(module)
 
-    def _scan_modules(self, starting: nn.Module | None = None) -> None:
-        for module in self.root.modules():
+    def _module_ending(self, module: nn.Module, _args: Any, _output: Any) -> None:
+        if self._running and self._running[-1] is module:
+            self._running.pop()
+        self._scan([module, *self._running], missed_if=(module, ("forward",)))
+
+    def _scan(
+        self, modules: list[nn.Module], missed_if: tuple[nn.Module, tuple[str, ...]] | None = None
+    ) -> None:
+        """Wrap the hooks of ``modules`` not seen yet. ``missed_if``: (module, kinds) that
+        PyTorch has already collected for the call now starting or ending."""
+        for module in modules:
             path = self.module_paths.get(id(module))
             if path is None:
                 continue
             for dict_name in _MODULE_DICTS:
                 hooks = getattr(module, dict_name)
+                if not hooks:
+                    continue
                 for key, hook in list(hooks.items()):
-                    if (id(hooks), key) not in self._seen:
-                        kind = _module_kind(module, dict_name)
-                        wrapper = self._module_wrapper(kind, hook, module, path, key)
-                        self._wrap(hooks, key, wrapper)
-                        if module is starting and kind != "forward":
-                            self._missed(kind, hook, path)
+                    if (id(hooks), key) in self._seen:
+                        continue
+                    kind = _module_kind(module, dict_name)
+                    self._wrap(hooks, key, self._module_wrapper(kind, hook, module, path, key))
+                    if missed_if is not None and module is missed_if[0] and kind in missed_if[1]:
+                        self._missed(kind, hook, path)
 
     def _missed(self, kind: str, hook: Callable, path: str) -> None:
-        """PyTorch collected this hook when ``path``'s call began, before it could be wrapped."""
+        """PyTorch collected this hook for the call of ``path`` before it could be wrapped."""
         self.diagnostics.append(
             diagnostic(
                 "hook_unrecorded",
                 "warning",
-                f"the {kind} hook {_hook_name(hook)} was registered on module '{path}' while the trace "
-                "ran, just before that module was called: PyTorch had already collected it for that "
-                "call, where it may fire without an event (it is recorded from then on)",
+                f"the {kind} hook {_hook_name(hook)} was registered on module '{path}' during the trace, "
+                "just before or during a call of that module: PyTorch had already collected it for that "
+                "call, where it fires without an event (it is recorded from then on)",
                 module=path,
             )
         )
