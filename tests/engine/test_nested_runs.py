@@ -224,3 +224,22 @@ def test_an_error_inside_a_nested_run_is_recorded_once_in_that_pass() -> None:
     ops = {n["id"]: n.get("op") for n in doc["graph"]["nodes"]}
     finished = {ops[e["node"]] for e in doc["events"] if e["kind"] == "node_post"}
     assert "CheckpointFunctionBackward" not in finished
+
+
+def test_a_spec_backward_of_an_input_leaf_records_its_grad_write() -> None:
+    spec = {
+        "spec_version": 1,
+        "title": "backward of a leaf",
+        "modules": {},
+        "inputs": {
+            "w": {"value": [2.0], "requires_grad": True},
+            "v": {"value": [1.0], "requires_grad": True},
+        },
+        "forward": ["y = v * 3"],
+        "steps": [{"do": "backward", "of": "w"}],
+    }
+    doc = gradtrace.trace_spec(spec).to_dict()
+    leaf = next(n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n["tensor"] == "w")
+    writes = [e for e in doc["events"] if e["kind"] == "grad_write"]
+    assert [(w["target"], w["payload"]["after"]["values"]) for w in writes] == [(leaf["id"], [1.0])]
+    assert doc["grads"]["w"]["values"] == [1.0] and doc["grads"]["v"] is None

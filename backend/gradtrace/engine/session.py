@@ -170,7 +170,7 @@ class TraceSession:
         rec = self.recorder
         rec.begin_pass("backward", f"{kind} #{count} of {of}", step)
         pass_index = rec.pass_index
-        root = self.env.get(of)
+        root = self.env.get(of, self.leaves.get(of, self.params.get(of)))
         if isinstance(root, torch.Tensor):
             with self.forward_capture.quiet():  # a root that is a leaf: its AccumulateGrad
                 self.forward_capture.discover_roots([root])
