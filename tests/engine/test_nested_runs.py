@@ -151,6 +151,10 @@ def test_gradient_penalty_inside_forward_is_a_nested_pass_and_its_graph_is_trace
     assert len(nested) == 1
     assert nested[0]["parent"] == forward["index"] == 0
     assert nested[0]["label"] == "nested autograd.grad inside forward #1"
+    codes = [d["code"] for d in doc["analyses"]["diagnostics"]]
+    assert codes.count("double_backward") == 1
+    # the identity W.grad = Σ δ⊗a does not hold with a gradient penalty: said, not hidden
+    assert doc["analyses"]["linear"] and not any(r["matches"] for r in doc["analyses"]["linear"])
     # the double-backward nodes create_graph built are in the graph and run in the backward
     created_in_nested = [n for n in doc["graph"]["nodes"] if n["pass_index"] == nested[0]["index"]]
     assert created_in_nested

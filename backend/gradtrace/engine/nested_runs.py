@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
@@ -43,6 +44,7 @@ class NestedRuns:
         retained: dict[str, torch.Tensor],
         leaves: Callable[[], list[torch.Tensor]],
         on_error: Callable[[BaseException, int | None], None],
+        diagnostics: list[dict[str, Any]],
     ) -> None:
         self.recorder = recorder
         self.forward_capture = forward_capture
@@ -50,6 +52,7 @@ class NestedRuns:
         self.retained = retained
         self.leaves = leaves  # the trace's leaves (their .grad may hold create_graph nodes)
         self.on_error = on_error  # records an error event in the nested pass, where it broke
+        self.diagnostics = diagnostics
 
     def install(self) -> None:
         """Engine calls seen by the discovery mode become nested passes."""
@@ -65,13 +68,28 @@ class NestedRuns:
             return f"nested {what} inside {op} {running}{why}"
         return f"nested {what} inside {rec.passes[rec.pass_index]['label']}"
 
+    def _note_double_backward(self, label: str) -> None:
+        self.diagnostics.append(
+            diagnostic(
+                "double_backward",
+                "info",
+                f"{label} ran with create_graph=True: the gradients it returned are part of the graph "
+                "and a later backward differentiates them again, so a weight's .grad also gets terms "
+                "through that gradient graph; a Linear's (a, δ) reconstruction covers only its own "
+                "calls and may not match then",
+            )
+        )
+
     def run(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """Run an engine call (the mode is off while it runs) as a nested pass."""
         rec = self.recorder
         capture = self.forward_capture
         roots = flat_tensors(args[0] if args else kwargs.get("tensors", kwargs.get("outputs")))
         step = rec.passes[rec.pass_index]["step"] if rec.in_pass else None
-        rec.begin_pass("backward", self._label(ENGINE_CALLS[func]), step)
+        label = self._label(ENGINE_CALLS[func])
+        if kwargs.get("create_graph"):
+            self._note_double_backward(label)
+        rec.begin_pass("backward", label, step)
         result = None
         try:
             with capture.quiet():

@@ -112,6 +112,7 @@ class TraceSession:
             self.retained,
             self.all_leaves,
             self.error_event,
+            self.diagnostics,
         ).install()
         self._forwards = 0
         self._backwards: dict[str, int] = {}
