@@ -285,3 +285,71 @@ def test_a_hook_pytorch_collected_before_it_could_be_wrapped_is_named_in_a_diagn
     second = gradtrace.trace(net, X.clone().requires_grad_()).to_dict()
     assert [e["payload"]["hook_name"] for e in hook_events(second)] == ["late"]
     assert not [d for d in second["analyses"]["diagnostics"] if d["code"] == "hook_unrecorded"]
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(h)) + x)
+
+
+def _conv_net() -> tuple[nn.Module, torch.Tensor]:
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), ResidualBlock(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    return net, torch.randn(2, 3, 6, 6)
+
+
+def _transformer() -> tuple[nn.Module, torch.Tensor]:
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), torch.randn(2, 5, 8)
+
+
+def _lstm() -> tuple[nn.Module, torch.Tensor]:
+    return nn.Sequential(nn.LSTM(4, 6, batch_first=True)), torch.randn(2, 3, 4)
+
+
+def _hook_everything(net: nn.Module, log: list[str]) -> None:
+    for path, module in net.named_modules():
+        module.register_forward_pre_hook(_named(log, f"{path}:forward_pre"))
+        module.register_forward_hook(_named(log, f"{path}:forward"))
+        if not isinstance(module, nn.LSTM | nn.Sequential | nn.TransformerEncoder):  # tuple outputs
+            module.register_full_backward_pre_hook(_named(log, f"{path}:backward_pre"))
+            module.register_full_backward_hook(_named(log, f"{path}:backward"))
+    for name, p in net.named_parameters():
+        p.register_hook(_named(log, f"{name}:tensor"))
+        p.register_post_accumulate_grad_hook(_named(log, f"{name}:post_accumulate"))
+
+
+def _first_output(out: Any) -> torch.Tensor:
+    return (out[0] if isinstance(out, tuple) else out).pow(2).sum()
+
+
+@pytest.mark.parametrize(
+    "make", [_conv_net, _transformer, _lstm], ids=["resnet_block", "transformer", "lstm"]
+)
+def test_every_module_hooked_on_real_architectures(make: Any) -> None:
+    runs = []
+    for traced in (False, True):
+        torch.manual_seed(11)
+        net, x = make()
+        log: list[str] = []
+        _hook_everything(net, log)
+        if traced:
+            trace = gradtrace.trace(net, x, _first_output)
+        else:
+            _first_output(net(x)).backward()
+        runs.append((log, net))
+    (clean_log, clean), (log, net) = runs
+    assert log == clean_log and len(log) >= 10
+    assert [e["payload"]["hook_name"] for e in hook_events(trace.to_dict())] == clean_log
+    check_engine_order(trace.doc)
+    for (name, p), q in zip(clean.named_parameters(), net.parameters(), strict=True):
+        assert torch.equal(q.grad, p.grad), name
+        np.testing.assert_array_equal(trace.grads[name], p.grad.numpy(), err_msg=name)
