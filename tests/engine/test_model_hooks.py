@@ -15,6 +15,7 @@ import pytest
 import torch
 from engine_checks import check_engine_order, check_node_states
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 import gradtrace
 
@@ -353,3 +354,38 @@ def test_every_module_hooked_on_real_architectures(make: Any) -> None:
     for (name, p), q in zip(clean.named_parameters(), net.parameters(), strict=True):
         assert torch.equal(q.grad, p.grad), name
         np.testing.assert_array_equal(trace.grads[name], p.grad.numpy(), err_msg=name)
+
+
+class NonReentrant(nn.Module):
+    """A non-reentrant checkpoint: its saved tensors unpack by recomputing the segment."""
+
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        torch.manual_seed(4)
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 1)
+        self.a.register_forward_hook(_named(log, "a.forward"))
+        self.a.weight.register_hook(_named(log, "a.weight.tensor"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(checkpoint(lambda t: torch.tanh(self.a(t)), x, use_reentrant=False))
+
+
+def test_reading_saved_tensors_never_runs_the_models_unpack_hooks() -> None:
+    clean_log: list[str] = []
+    clean = NonReentrant(clean_log)
+    clean(X.clone().requires_grad_()).sum().backward()
+    assert clean_log == ["a.forward", "a.forward", "a.weight.tensor"]  # forward, recomputation
+
+    log: list[str] = []
+    net = NonReentrant(log)
+    trace = gradtrace.trace(net, X.clone().requires_grad_())
+    doc = trace.to_dict()
+    assert log == clean_log  # gradtrace unpacked nothing: no extra recomputation
+    assert [e["payload"]["hook_name"] for e in hook_events(doc)] == clean_log
+    packed = [
+        s for n in doc["graph"]["nodes"] for s in n["saved"] if "saved_tensors_hooks" in str(s["scalar"])
+    ]
+    assert packed  # said, not silently left out
+    for (name, p), q in zip(clean.named_parameters(), net.parameters(), strict=True):
+        assert torch.equal(q.grad, p.grad), name

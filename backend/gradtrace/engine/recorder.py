@@ -48,6 +48,17 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+_HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
+
+
+def _unpacking_runs_a_hook(node: Any, attr: str) -> bool:
+    """Whether reading ``node.<attr>`` would run a saved-tensor unpack hook: user code, e.g.
+    a non-reentrant checkpoint recomputing its segment (its module hooks firing once more)."""
+    raw = getattr(node, "_raw" + attr, None)  # _saved_x -> _raw_saved_x
+    items = raw if isinstance(raw, tuple | list) else (raw,)
+    return any(getattr(item, "unpack_hook", None) is not None for item in items)
+
+
 class Recorder:
     def __init__(self, summarize: Summarizer, sequence_base: int, max_nodes: int) -> None:
         self.summarize = summarize
@@ -338,6 +349,9 @@ class Recorder:
         """Saved tensors/values, read now: backward frees them (DESIGN)."""
         out: list[dict[str, Any]] = []
         for attr in saved_attr_names(obj):
+            if _unpacking_runs_a_hook(obj, attr):
+                out.append({"name": attr, "scalar": _HOOK_PACKED})
+                continue
             try:
                 value = getattr(obj, attr)
             except RuntimeError:  # already freed or modified in place: nothing to show
