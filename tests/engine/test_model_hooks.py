@@ -389,3 +389,18 @@ def test_reading_saved_tensors_never_runs_the_models_unpack_hooks() -> None:
     assert packed  # said, not silently left out
     for (name, p), q in zip(clean.named_parameters(), net.parameters(), strict=True):
         assert torch.equal(q.grad, p.grad), name
+
+
+def test_process_wide_module_hooks_are_said_to_fire_unrecorded() -> None:
+    log: list[str] = []
+    handle = torch.nn.modules.module.register_module_forward_hook(_named(log, "global.forward"))
+    try:
+        doc = gradtrace.trace(nn.Linear(3, 1), X).to_dict()
+    finally:
+        handle.remove()
+    assert log == ["global.forward"] and not hook_events(doc)
+    codes = [d["code"] for d in doc["analyses"]["diagnostics"]]
+    assert "global_hooks_unrecorded" in codes
+    assert "global_hooks_unrecorded" not in [
+        d["code"] for d in gradtrace.trace(nn.Linear(3, 1), X).to_dict()["analyses"]["diagnostics"]
+    ]

@@ -51,6 +51,13 @@ _MODULE_DICTS = {
     "_backward_pre_hooks": "full_backward_pre",
     "_backward_hooks": "full_backward",
 }
+# torch.nn.modules.module's process-wide hook dicts (register_module_forward_hook, …)
+_GLOBAL_DICTS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
 _TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
 # the hooks PyTorch collects as a module's call begins (its forward hooks: as forward returns)
 _COLLECTED_AT_START = ("forward_pre", "full_backward_pre", "full_backward", "backward")
@@ -163,6 +170,7 @@ class ModelHooks:
 
     def _install(self) -> None:
         """Wrap every hook the model has now (call before gradtrace registers its own)."""
+        self._note_global_hooks()
         for name, tensor in self.tensors.items():
             for kind, dict_name in _TENSOR_DICTS.items():
                 hooks = getattr(tensor, dict_name, None)
@@ -225,6 +233,21 @@ class ModelHooks:
                     self._wrap(hooks, key, self._module_wrapper(kind, hook, module, path, key))
                     if missed_if is not None and module is missed_if[0] and kind in missed_if[1]:
                         self._missed(kind, hook, path)
+
+    def _note_global_hooks(self) -> None:
+        """Process-wide module hooks (``nn.modules.module.register_module_*_hook``) are not
+        the model's and are not wrapped: say that they fire unrecorded."""
+        found = [name for name in _GLOBAL_DICTS if getattr(torch.nn.modules.module, name, None)]
+        if found:
+            self.diagnostics.append(
+                diagnostic(
+                    "global_hooks_unrecorded",
+                    "info",
+                    "process-wide module hooks are registered (" + ", ".join(found) + "): they fire on "
+                    "every module of this model but are not the model's own hooks, and the trace has no "
+                    "events for them",
+                )
+            )
 
     def _missed(self, kind: str, hook: Callable, path: str) -> None:
         """PyTorch collected this hook for the call of ``path`` before it could be wrapped."""
