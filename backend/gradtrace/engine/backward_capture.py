@@ -179,11 +179,10 @@ class BackwardCapture:
         with ExitStack() as stack:
             # an exception may leave this run's nodes open: the recorder notes the failed one
             stack.callback(rec.engine_run_ended, rec.engine_depth())
-            for node_id, node in list(rec.node_objects.items()):
-                if node_id in self._hooked:
-                    continue
-                self._hooked.add(node_id)
-                stack.callback(self._hooked.discard, node_id)
+            mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
+            self._hooked.update(i for i, _n in mine)
+            stack.callback(self._hooked.difference_update, [i for i, _n in mine])
+            for node_id, node in mine:
                 pre, post = self._make_hooks(node_id, node, retained_at.get(node_id, []))
                 stack.callback(node.register_prehook(pre).remove)
                 stack.callback(node.register_hook(post).remove)
