@@ -127,7 +127,7 @@ class GradientPenalty(nn.Module):
         score = self.net(x).sum()
         if self.observe is not None:
             self.observe(score)
-        (g,) = torch.autograd.grad(score, x, create_graph=True)
+        (g,) = torch.autograd.grad(score, x, None, None, True)  # create_graph, positionally
         return score + ((g.norm(dim=1) - 1) ** 2).mean()
 
 

@@ -18,6 +18,7 @@ created (``create_graph``) and closes the pass.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -84,10 +85,11 @@ class NestedRuns:
         """Run an engine call (the mode is off while it runs) as a nested pass."""
         rec = self.recorder
         capture = self.forward_capture
-        roots = flat_tensors(args[0] if args else kwargs.get("tensors", kwargs.get("outputs")))
+        call = inspect.signature(func).bind(*args, **kwargs).arguments
+        roots = flat_tensors(call.get("self", call.get("tensors", call.get("outputs"))))
         step = rec.passes[rec.pass_index]["step"] if rec.in_pass else None
         label = self._label(ENGINE_CALLS[func])
-        if kwargs.get("create_graph"):
+        if call.get("create_graph"):
             self._note_double_backward(label)
         rec.begin_pass("backward", label, step)
         result = None
