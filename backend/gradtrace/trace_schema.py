@@ -212,12 +212,30 @@ class Event(_Model):
     * node_post: {"grad_inputs": [...], "grad_outputs": [...]} — grad_inputs[k] went to
       next_functions[k]
     * module_backward_pre: {"grad_output": [...]}; module_backward: {"grad_input": [...],
-      "grad_output": [...]} — only where the spec registered such a hook
+      "grad_output": [...]} — only where a hook of that kind is registered
     * tensor_hook / post_accumulate_grad: {"grad": TensorValue}
     * grad_write: {"before": TensorValue|None, "after": TensorValue, "accumulated": bool} — on a
       leaf tensor node, or on the op node that carries a ``retain_grad`` intermediate
     * hook_action: {"action": {...}, "before": [...], "after": [...]}
     * error: {"exception": "RuntimeError", "step": int}; the text is in ``message``
+
+    A hook event (``hook`` not null) is one firing of a user's hook. In a spec trace ``hook``
+    indexes ``spec.hooks``; a changed value follows as a ``hook_action`` event. In a library
+    trace (``gradtrace.trace(model, …)``) it is a hook the model itself carries (registered
+    before the trace, or inside ``forward``): ``hook`` is that hook's number in this trace
+    (module hooks are listed with it in ``graph.modules[].hooks``), ``target`` the module path
+    or the tensor's name (a parameter or input name; else the name the program gave it, else
+    the id of the node that produced it), and the payload adds:
+
+    * ``hook_name``: the hook function's ``__qualname__``;
+    * ``returned``: [TensorValue] — the tensors the hook returned, or null when it returned
+      None (a forward-pre hook with kwargs returns (args, kwargs): all their tensors);
+    * ``changed``: true when the hook replaced a value (returned tensors other than the ones
+      it was given) or wrote one in place (a tensor it was given, or ``.grad`` for a
+      post-accumulate hook, changed version).
+
+    Module-level ``module_forward_pre``/``module_forward`` events with ``hook`` null are
+    gradtrace's own record of every module call, not a user's hook.
     """
 
     seq: int
@@ -227,18 +245,27 @@ class Event(_Model):
     target: str | None = None
     node: str | None = None
     module: str | None = None
-    hook: int | None = None  # index into spec.hooks for a user hook's firing
+    hook: int | None = None  # the user hook that fired: its index (see above)
     message: str | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
 class Pass(_Model):
-    """A band of the timeline: one forward, one backward (or autograd.grad), or one step."""
+    """A band of the timeline: one forward, one backward (or autograd.grad), or one step.
+
+    A *nested* pass is an engine run that happened inside another pass: the backward a
+    reentrant ``torch.utils.checkpoint`` runs on its recomputed segment (inside the outer
+    backward, while the checkpoint's node runs), or ``torch.autograd.grad`` called inside the
+    model's forward (a gradient penalty). ``parent`` is the index of the pass it interrupted;
+    its band ``first_seq..last_seq`` lies inside the parent's, and the parent's events
+    resume after it (events carry the pass they belong to in ``pass_index``).
+    """
 
     index: int
     phase: Literal["forward", "backward", "step"]
     label: str  # "forward #1", "backward #1 of loss", "grad #1 of loss", "zero_grad", …
     step: int | None = None  # index into spec.steps; null for the initial forward
+    parent: int | None = None  # the enclosing pass of a nested engine run; null at top level
     first_seq: int
     last_seq: int
 

@@ -36,10 +36,15 @@ def check_node_states(doc: Any) -> None:
     for e in doc.events:
         if e.node is not None:
             assert e.node in created and created[e.node] <= e.seq, f"event {e.seq} before its node"
-    seqs = [(p.first_seq, p.last_seq) for p in doc.passes]
+    # top-level passes tile the timeline; a nested engine run lies inside its parent
+    seqs = [(p.first_seq, p.last_seq) for p in doc.passes if p.parent is None]
     assert seqs[0][0] == 0 and seqs[-1][1] == len(doc.events) - 1
     for (_, last), (first, _) in zip(seqs, seqs[1:], strict=False):
         assert first == last + 1
+    for p in doc.passes:
+        if p.parent is not None:
+            outer = doc.passes[p.parent]
+            assert outer.first_seq < p.first_seq <= p.last_seq < outer.last_seq
     for e in doc.events:
         p = doc.passes[e.pass_index]
         assert p.first_seq <= e.seq <= p.last_seq and e.phase == p.phase

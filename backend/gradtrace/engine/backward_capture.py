@@ -22,9 +22,17 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import torch
+from torch.autograd.function import BackwardCFunction
 
 from gradtrace.engine.graph_walk import is_accumulate_grad
 from gradtrace.engine.recorder import Recorder
+
+
+def _drop_if_empty(leaf: torch.Tensor) -> None:
+    """No post-accumulate hook left (the model may have registered one meanwhile): back to
+    the None the leaf had before gradtrace registered its own."""
+    if not leaf._post_accumulate_grad_hooks:
+        leaf._post_accumulate_grad_hooks = None
 
 
 class BackwardCapture:
@@ -36,14 +44,17 @@ class BackwardCapture:
         self.deltas: dict[int, dict[str, list[tuple]]] = {}
         self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
         self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
+        self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
+        # makes the mode to enter while a Python Function's backward runs (its torch calls
+        # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
+        self.python_node_mode: Callable[[], Any] | None = None
 
     # ---- .grad writes -------------------------------------------------------------------
     def _grad_write(self, leaf: torch.Tensor) -> None:
         rec = self.recorder
-        known = rec.leaf_ids.get(id(leaf))
-        if known is None or known[0] is not leaf or rec.phase != "backward":
+        leaf_id = rec.leaf_id(leaf)
+        if leaf_id is None or rec.phase != "backward":
             return
-        leaf_id = known[1]
         before = self._before.pop(leaf_id, None)
         rec.emit(
             "grad_write",
@@ -87,7 +98,13 @@ class BackwardCapture:
             for leaf in leaves:
                 if leaf.requires_grad and leaf.grad_fn is None and id(leaf) not in self._acc_hooked:
                     self._acc_hooked.add(id(leaf))
-                    stack.callback(leaf.register_post_accumulate_grad_hook(self._grad_write).remove)
+                    if leaf._post_accumulate_grad_hooks is None:  # leave none behind, not {}
+                        stack.callback(_drop_if_empty, leaf)
+                    handle = leaf.register_post_accumulate_grad_hook(self._grad_write)
+                    # first of the leaf's post-accumulate hooks: the write happened just before
+                    # them all, whatever the model's own hooks then do to .grad
+                    leaf._post_accumulate_grad_hooks.move_to_end(handle.id, last=False)
+                    stack.callback(handle.remove)
             yield
 
     # ---- node hooks ---------------------------------------------------------------------
@@ -98,13 +115,15 @@ class BackwardCapture:
         leaf = node.variable if is_accumulate_grad(node) else None
         leaf_id = record.get("variable")
         watched = node_id in self.watch
+        make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
+        modes: list[Any] = []  # the mode entered in pre, left in post
 
         seen_outputs: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
 
         def pre(grad_outputs: tuple) -> None:
             if retained:
                 self._retained_writes(node_id, retained)
-            rec.active_nodes.append(node_id)
+            rec.node_started(node_id)
             summaries = [rec.summarize(g) for g in grad_outputs]
             seen_outputs.append(summaries)
             rec.emit(
@@ -113,17 +132,22 @@ class BackwardCapture:
             if leaf is not None and leaf_id is not None:
                 self._before[leaf_id] = rec.summarize(leaf.grad) if leaf.grad is not None else None
             if watched:
-                pass_deltas = self.deltas.setdefault(rec.pass_index, {})
+                # a nested run (checkpoint recomputation) adds to its top-level pass's .grad
+                pass_deltas = self.deltas.setdefault(rec.outermost_pass(), {})
                 pass_deltas.setdefault(node_id, []).append(
                     tuple(
                         (None if g is None else g.detach().clone(), summary)
                         for g, summary in zip(grad_outputs, summaries, strict=True)
                     )
                 )
+            if make_mode is not None:
+                modes.append(make_mode())
+                modes[-1].__enter__()
 
         def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
-            if rec.active_nodes and rec.active_nodes[-1] == node_id:
-                rec.active_nodes.pop()
+            if modes:
+                modes.pop().__exit__(None, None, None)
+            rec.node_finished(node_id)
             if leaf is not None and id(leaf) not in self._acc_hooked:
                 self._grad_write(leaf)  # a leaf made inside the forward: no post-acc hook
             summarize = rec.summarize
@@ -146,20 +170,19 @@ class BackwardCapture:
 
         return pre, post
 
-    def _forget_active(self) -> None:
-        # an exception left a node running: remember it for the error event
-        rec = self.recorder
-        rec.failed_node = rec.active_nodes[-1] if rec.active_nodes else None
-        rec.active_nodes.clear()
-
     @contextmanager
     def node_hooks(self, retained: dict[str, torch.Tensor] | None = None):
-        """Pre and post hooks on every known autograd node, removed on exit."""
+        """Pre and post hooks on every known autograd node not hooked yet, removed on exit
+        (an engine run nested in another hooks the nodes found since the outer one began)."""
         rec = self.recorder
         retained_at = self._retained_by_node(retained or {})
         with ExitStack() as stack:
-            stack.callback(self._forget_active)
-            for node_id, node in list(rec.node_objects.items()):
+            # an exception may leave this run's nodes open: the recorder notes the failed one
+            stack.callback(rec.engine_run_ended, rec.engine_depth())
+            mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
+            self._hooked.update(i for i, _n in mine)
+            stack.callback(self._hooked.difference_update, [i for i, _n in mine])
+            for node_id, node in mine:
                 pre, post = self._make_hooks(node_id, node, retained_at.get(node_id, []))
                 stack.callback(node.register_prehook(pre).remove)
                 stack.callback(node.register_hook(post).remove)

@@ -109,6 +109,7 @@ def _pass(p: dict[str, Any]) -> dict[str, Any]:
         "phase": p["phase"],
         "label": p["label"],
         "step": p.get("step"),
+        "parent": p.get("parent"),
         "first_seq": p["first_seq"],
         "last_seq": p["last_seq"],
     }

@@ -49,6 +49,9 @@ class _DiscoveryMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
+        intercept = self.capture.intercepts.get(func)
+        if intercept is not None and not self.capture.paused:
+            return intercept(func, args, kwargs)
         out = func(*args, **kwargs)
         if not self.capture.paused:
             self.capture.after_op(args, kwargs, out)
@@ -70,6 +73,9 @@ class ForwardCapture:
         self.module_paths = module_paths
         self.param_names = param_names
         self.paused = False
+        # torch functions handled elsewhere while the mode is on (func -> handler(func, args,
+        # kwargs)): hook registrations (model_hooks), engine runs (nested_runs)
+        self.intercepts: dict[Any, Any] = {}
         self._inputs: list[tuple[list, list]] = []  # per running module: inputs, summaries
         # Linear calls for the (a, δ) analysis: module path, weight name, a, output node id
         self.linear_calls: list[dict[str, Any]] = []
@@ -101,6 +107,19 @@ class ForwardCapture:
                 if not t.requires_grad and t.grad_fn is None:
                     self.recorder.no_grad_input(t, consumer)
 
+    def discover_roots(self, tensors: list[torch.Tensor]) -> None:
+        """Discover the nodes a backward from ``tensors`` will run, a leaf's own
+        AccumulateGrad included (a backward that starts at a leaf runs only that)."""
+        leaves = [
+            torch.autograd.graph.get_gradient_edge(t).node
+            for t in tensors
+            if t.grad_fn is None and t.requires_grad
+        ]
+        new = walk_new(leaves, self.recorder.node_ids)
+        if new:
+            self.recorder.discover(new, {})
+        self.discover_from(tensors)
+
     def discover_from(self, tensors: list[torch.Tensor]) -> None:
         """Discover every unseen node behind ``tensors`` (used after backward passes too)."""
         rec = self.recorder
@@ -125,7 +144,7 @@ class ForwardCapture:
             # nodes behind the inputs belong to the caller: discover them before entering
             # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
             self.discover_from(flat_tensors(args))
-            rec.module_stack.append(path)
+            rec.enter_module(path)
             tensors = flat_tensors(args)
             inputs = [rec.summarize(t) for t in tensors]
             self._inputs.append((tensors, inputs))  # module_forward repeats them
@@ -140,8 +159,7 @@ class ForwardCapture:
             with self.quiet():
                 self._record_output(path, module, args, output)
         finally:
-            if rec.module_stack and rec.module_stack[-1] == path:
-                rec.module_stack.pop()
+            rec.exit_module(path)
 
     def _record_output(self, path: str, module: nn.Module, args: tuple, output: Any) -> None:
         rec = self.recorder
@@ -185,6 +203,10 @@ class ForwardCapture:
             }
         )
 
+    def linear_output_nodes(self) -> set[str]:
+        """The nodes whose incoming gradient is a Linear call's δ (for the analysis)."""
+        return {c["node"] for c in self.linear_calls}
+
     @contextmanager
     def hooks_installed(self):
         """Recording hooks on every module of the model, removed on exit whatever happens."""
@@ -198,5 +220,9 @@ class ForwardCapture:
     @contextmanager
     def recording(self):
         """The discovery mode is on inside this block (module hooks must already be on)."""
-        with _DiscoveryMode(self):
+        with self.new_mode():
             yield
+
+    def new_mode(self) -> TorchFunctionMode:
+        """A discovery mode to enter (e.g. while a Python Function's backward runs)."""
+        return _DiscoveryMode(self)

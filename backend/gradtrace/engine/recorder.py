@@ -49,6 +49,17 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+_HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
+
+
+def _unpacking_runs_a_hook(node: Any, attr: str) -> bool:
+    """Whether reading ``node.<attr>`` would run a saved-tensor unpack hook: user code, e.g.
+    a non-reentrant checkpoint recomputing its segment (its module hooks firing once more)."""
+    raw = getattr(node, "_raw" + attr, None)  # _saved_x -> _raw_saved_x
+    items = raw if isinstance(raw, tuple | list) else (raw,)
+    return any(getattr(item, "unpack_hook", None) is not None for item in items)
+
+
 class Recorder:
     def __init__(self, summarize: Summarizer, sequence_base: int, max_nodes: int) -> None:
         self.summarize = summarize
@@ -61,23 +72,31 @@ class Recorder:
         self.node_ids: dict[Any, str] = {}  # autograd node -> id (holds the node alive)
         self.node_objects: dict[str, Any] = {}  # id -> autograd node
         self.by_id: dict[str, dict[str, Any]] = {}
-        self.leaf_ids: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, node id)
+        self._leaf_ids: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, node id)
         self.leaf_names: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, name)
         # unnamed leaves the program computed without autograd: id(tensor) -> (tensor, its source text)
         self.leaf_labels: dict[int, tuple[torch.Tensor, str]] = {}
         self.edge_at: dict[tuple[str, int], dict[str, Any]] = {}  # (target, slot) -> data edge
         self.no_grad_edges: set[tuple[str, str]] = set()
-        self.module_stack: list[str] = []
-        self.active_nodes: list[str] = []  # backward: the node whose pre fired, post not yet
-        self.failed_node: str | None = None  # the node running when a backward raised
+        # the transitions below are the only writers of these three
+        self._module_stack: list[str] = []  # forward: the modules running, innermost last
+        self._active_nodes: list[str] = []  # backward: the nodes whose pre fired, post not yet
+        self._failed_node: str | None = None  # the node running when a backward raised
         self.pass_index = -1
         self.phase = "forward"
         self.in_pass = False
         self.memory = SavedMemory()
+        self._open: list[tuple[int, str, bool]] = []  # the passes a nested pass interrupted
 
     # ---- passes and events -------------------------------------------------------------
     def begin_pass(self, phase: str, label: str, step: int | None) -> None:
-        self.pass_index += 1
+        """Open a pass; a pass opened while another is open is nested in it (an engine run
+        inside a forward or inside a backward: ``parent`` names the enclosing pass)."""
+        parent = self.pass_index if self.in_pass else None
+        if parent is None:
+            self._failed_node = None  # a failure not reported by now belongs to nothing here
+        self._open.append((self.pass_index, self.phase, self.in_pass))
+        self.pass_index = len(self.passes)
         self.phase = phase
         self.in_pass = True
         self.passes.append(
@@ -86,16 +105,27 @@ class Recorder:
                 "phase": phase,
                 "label": label,
                 "step": step,
+                "parent": parent,
                 "first_seq": len(self.events),
                 "last_seq": -1,
             }
         )
         self.emit("pass_start", message=label)
 
+    def outermost_pass(self) -> int:
+        """The top-level pass a nested pass runs in (itself when not nested)."""
+        return self._open[1][0] if len(self._open) > 1 else self.pass_index
+
     def end_pass(self) -> None:
-        self.emit("pass_end", message=self.passes[-1]["label"])
-        self.passes[-1]["last_seq"] = len(self.events) - 1
-        self.in_pass = False
+        """Close the innermost open pass; the enclosing one (if any) is current again."""
+        current = self.passes[self.pass_index]
+        self.emit("pass_end", message=current["label"])
+        current["last_seq"] = len(self.events) - 1
+        enclosing = self._open.pop()
+        if enclosing[2]:
+            self.pass_index, self.phase, self.in_pass = enclosing
+        else:  # a top-level pass: its index and phase stay current until the next one
+            self.in_pass = False
 
     def emit(
         self,
@@ -125,8 +155,64 @@ class Recorder:
         )
         return seq
 
+    def summaries(self, values: Any) -> list[Any]:
+        """A hook's arguments or result as a list of TensorValue|None (one per item)."""
+        if isinstance(values, torch.Tensor) or values is None:
+            values = (values,)
+        return [self.summarize(v) for v in values]
+
+    def running_node(self) -> str | None:
+        """The autograd node the engine is running now (backward hooks fire inside one)."""
+        return self._active_nodes[-1] if self._active_nodes and self.phase == "backward" else None
+
+    def tensor_node(self, tensor: torch.Tensor) -> str | None:
+        """The graph node of a tensor: its leaf node, or the op that produced it."""
+        if tensor.grad_fn is not None:
+            return self.node_ids.get(tensor.grad_fn)
+        return self.leaf_id(tensor)
+
+    def leaf_id(self, tensor: torch.Tensor) -> str | None:
+        """The tensor node of this very leaf, if it has one (``id()`` checked by identity)."""
+        known = self._leaf_ids.get(id(tensor))
+        return known[1] if known is not None and known[0] is tensor else None
+
     def current_module(self) -> str | None:
-        return self.module_stack[-1] if self.module_stack else None
+        return self._module_stack[-1] if self._module_stack else None
+
+    # ---- state transitions: modules running (forward), nodes running (backward) ----------
+    def enter_module(self, path: str) -> None:
+        self._module_stack.append(path)
+
+    def exit_module(self, path: str) -> None:
+        if self._module_stack and self._module_stack[-1] == path:
+            self._module_stack.pop()
+
+    def forward_ended(self) -> None:
+        """A forward is over (an exception may have left modules open)."""
+        self._module_stack.clear()
+
+    def node_started(self, node_id: str) -> None:
+        self._active_nodes.append(node_id)
+
+    def node_finished(self, node_id: str) -> None:
+        if self._active_nodes and self._active_nodes[-1] == node_id:
+            self._active_nodes.pop()
+
+    def engine_depth(self) -> int:
+        """How many nodes are running (a nested engine run starts inside one)."""
+        return len(self._active_nodes)
+
+    def engine_run_ended(self, depth: int) -> None:
+        """An engine run started at ``depth`` is over; nodes still open there failed."""
+        if len(self._active_nodes) > depth:
+            self._failed_node = self._active_nodes[-1]
+            del self._active_nodes[depth:]
+
+    def take_failed_node(self) -> str | None:
+        """The node that was running when a backward raised (once), for its error event."""
+        node = self._failed_node if self.phase == "backward" else None
+        self._failed_node = None
+        return node
 
     # ---- nodes --------------------------------------------------------------------------
     def _new_id(self) -> str:
@@ -154,9 +240,9 @@ class Recorder:
 
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
-        known = self.leaf_ids.get(id(tensor))
-        if known is not None and known[0] is tensor:
-            return known[1]
+        known = self.leaf_id(tensor)
+        if known is not None:
+            return known
         named = self.leaf_names.get(id(tensor))
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
@@ -176,7 +262,7 @@ class Recorder:
                 "value": self.summarize(tensor),
             },
         )
-        self.leaf_ids[id(tensor)] = (tensor, record["id"])
+        self._leaf_ids[id(tensor)] = (tensor, record["id"])
         return record["id"]
 
     def discover(self, new_nodes: list[Any], produced: dict[Any, torch.Tensor]) -> None:
@@ -272,6 +358,9 @@ class Recorder:
         appended to ``tensors`` as (name, tensor), for the memory they hold."""
         out: list[dict[str, Any]] = []
         for attr in saved_attr_names(obj):
+            if _unpacking_runs_a_hook(obj, attr):
+                out.append({"name": attr, "scalar": _HOOK_PACKED})
+                continue
             try:
                 value = getattr(obj, attr)
             except RuntimeError:  # already freed or modified in place: nothing to show
@@ -327,15 +416,11 @@ class Recorder:
 
     def name_tensor(self, name: str, tensor: torch.Tensor) -> None:
         """The program assigned ``name``: label the node that produced the tensor."""
-        fn = tensor.grad_fn
-        node_id = self.node_ids.get(fn) if fn is not None else None
-        if node_id is None and tensor.grad_fn is None:
-            known = self.leaf_ids.get(id(tensor))
-            node_id = known[1] if known is not None and known[0] is tensor else None
-            if node_id is None and not tensor.requires_grad:
-                # a tensor outside autograd (a detached one): its leaf node, made when an op
-                # consumes it, takes the program's name
-                self.leaf_names[id(tensor)] = (tensor, name)
+        node_id = self.tensor_node(tensor)
+        if node_id is None and tensor.grad_fn is None and not tensor.requires_grad:
+            # a tensor outside autograd (a detached one): its leaf node, made when an op
+            # consumes it, takes the program's name
+            self.leaf_names[id(tensor)] = (tensor, name)
         if node_id is None:
             return
         record = self.by_id[node_id]

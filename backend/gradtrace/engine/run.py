@@ -47,6 +47,11 @@ def trace_module(
     ``retain_grad``: True (keep ``output.grad``) or names among "output", "loss".
     ``grads_out``, when given, receives the final ``.grad`` of every named leaf as numpy
     arrays (``None``: no gradient), whatever the serialised trace could keep.
+
+    The model's own hooks (already registered, or registered inside ``forward``) are recorded
+    where they fire and restored exactly afterwards (see model_hooks.py); engine runs inside
+    the traced ones (reentrant checkpoint recomputation, ``autograd.grad`` inside ``forward``)
+    are nested passes (see nested_runs.py); a loss that is a leaf gets its pass and grad write.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -63,6 +68,7 @@ def trace_module(
         max_nodes=max_nodes,
         value_budget=value_budget,
         final_value_limit=final_value_limit,
+        model_hooks=True,
     )
     try:
 

@@ -21,6 +21,8 @@ from gradtrace.engine import canonical, graph_walk
 from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.model_hooks import ModelHooks
+from gradtrace.engine.nested_runs import NestedRuns
 from gradtrace.engine.recorder import Recorder
 from gradtrace.engine.summarize import (
     DEFAULT_FINAL_VALUE_LIMIT,
@@ -43,7 +45,10 @@ class TraceSession:
         value_budget: int = DEFAULT_VALUE_BUDGET,
         final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
         root_path: str = "",
+        model_hooks: bool = False,
     ) -> None:
+        """``model_hooks``: record the model's own hooks (the library; a spec's model has
+        none, its hooks are the spec's)."""
         self.root = root
         self.summarize = Summarizer(value_budget, final_value_limit)
         # the final .grad of every named leaf and retained tensor (set by finish_raw): see
@@ -93,10 +98,33 @@ class TraceSession:
             self._stack.callback(self._restore_gc)
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
+        self.model_hooks: ModelHooks | None = None
+        if model_hooks and root is not None:
+            self.model_hooks = ModelHooks(
+                self.recorder,
+                self.forward_capture,
+                root,
+                module_paths,
+                {**self.params, **self.leaves},
+                self.module_hooks,
+                self.diagnostics,
+            )
+            self._stack.enter_context(self.model_hooks.wrapped())  # before gradtrace's own hooks
         self._stack.enter_context(self.forward_capture.hooks_installed())
         self._stack.enter_context(
             self.backward_capture.grad_write_hooks(list(self.params.values()) + list(self.leaves.values()))
         )
+        if self.model_hooks is not None:
+            self._stack.enter_context(self.model_hooks.following())
+        NestedRuns(
+            self.recorder,
+            self.forward_capture,
+            self.backward_capture,
+            self.retained,
+            self.all_leaves,
+            self.error_event,
+            self.diagnostics,
+        ).install()
         self._forwards = 0
         self._backwards: dict[str, int] = {}
 
@@ -130,7 +158,7 @@ class TraceSession:
                 self.error_event(exc, step)
             raise
         finally:
-            rec.module_stack.clear()
+            rec.forward_ended()
             rec.end_pass()
 
     def name(self, name: str, value: Any) -> None:
@@ -160,9 +188,14 @@ class TraceSession:
         rec = self.recorder
         rec.begin_pass("backward", f"{kind} #{count} of {of}", step)
         pass_index = rec.pass_index
-        root = self.env.get(of)
-        if isinstance(root, torch.Tensor) and root.grad_fn in rec.node_ids:
-            self.backward_roots.append(rec.node_ids[root.grad_fn])
+        root = self.env.get(of, self.leaves.get(of, self.params.get(of)))
+        if isinstance(root, torch.Tensor):
+            with self.forward_capture.quiet():  # a root that is a leaf: its AccumulateGrad
+                self.forward_capture.discover_roots([root])
+            if root.grad_fn in rec.node_ids:
+                self.backward_roots.append(rec.node_ids[root.grad_fn])
+        if self.model_hooks is not None:
+            self.model_hooks.catch_up()
         self._watch_linear_outputs()
         self.linear.before_pass(pass_index)
         result = None
@@ -177,11 +210,11 @@ class TraceSession:
             raise
         finally:
             self._discover_created_in_backward(result)
-            rec.memory.after_backward(rec.events, rec.passes[-1]["first_seq"])
+            rec.memory.after_backward(rec.events, rec.passes[pass_index]["first_seq"])
             rec.end_pass()
 
     def _watch_linear_outputs(self) -> None:
-        self.backward_capture.watch.update(c["node"] for c in self.forward_capture.linear_calls)
+        self.backward_capture.watch.update(self.forward_capture.linear_output_nodes())
 
     def _discover_created_in_backward(self, result: Any) -> None:
         """create_graph backwards build new nodes (in the engine): find them afterwards."""
@@ -213,8 +246,7 @@ class TraceSession:
         payload = {"exception": type(cause).__name__, "step": step}
         if cause is not exc:
             payload["where"] = str(exc)
-        node = rec.failed_node if rec.phase == "backward" else None
-        rec.failed_node = None
+        node = rec.take_failed_node()
         rec.emit("error", node=node, message=str(cause), payload=payload)
         if opened:
             rec.end_pass()

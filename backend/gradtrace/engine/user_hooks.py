@@ -43,11 +43,6 @@ class UserHooks:
         self.outputs_only: dict[str, None] = {}  # module paths (ordered set), see _watch_inputs
 
     # ---- events ---------------------------------------------------------------------------
-    def _summaries(self, values: Any) -> list[Any]:
-        if isinstance(values, torch.Tensor) or values is None:
-            values = (values,)
-        return [self.recorder.summarize(v) for v in values]
-
     def _act(self, index: int, target: str | None, module: str | None, values: tuple) -> tuple | None:
         """Apply hook ``index``'s action to ``values``; record it; None if there is none."""
         action = self.hooks[index].get("action")
@@ -57,17 +52,16 @@ class UserHooks:
         self.recorder.emit(
             "hook_action",
             target=target,
-            node=self._node(),
+            node=self.recorder.running_node(),
             module=module,
             hook=index,
-            payload={"action": action, "before": self._summaries(values), "after": self._summaries(after)},
+            payload={
+                "action": action,
+                "before": self.recorder.summaries(values),
+                "after": self.recorder.summaries(after),
+            },
         )
         return after
-
-    def _node(self) -> str | None:
-        """The autograd node running now (user backward hooks fire inside one)."""
-        active = self.recorder.active_nodes
-        return active[-1] if active and self.recorder.phase == "backward" else None
 
     # ---- module hooks ---------------------------------------------------------------------
     def register_module_hook(self, index: int, module: nn.Module, path: str) -> None:
@@ -81,7 +75,7 @@ class UserHooks:
                     target=path,
                     module=path,
                     hook=index,
-                    payload={"inputs": self._summaries(args)},
+                    payload={"inputs": self.recorder.summaries(args)},
                 )
                 return self._act(index, path, path, args)
 
@@ -94,7 +88,10 @@ class UserHooks:
                     target=path,
                     module=path,
                     hook=index,
-                    payload={"inputs": self._summaries(args), "outputs": self._summaries(output)},
+                    payload={
+                        "inputs": self.recorder.summaries(args),
+                        "outputs": self.recorder.summaries(output),
+                    },
                 )
                 single = isinstance(output, torch.Tensor)
                 after = self._act(index, path, path, (output,) if single else tuple(output))
@@ -109,10 +106,10 @@ class UserHooks:
                 rec.emit(
                     "module_backward_pre",
                     target=path,
-                    node=self._node(),
+                    node=self.recorder.running_node(),
                     module=path,
                     hook=index,
-                    payload={"grad_output": self._summaries(grad_output)},
+                    payload={"grad_output": self.recorder.summaries(grad_output)},
                 )
                 return self._act(index, path, path, grad_output)
 
@@ -123,12 +120,12 @@ class UserHooks:
                 rec.emit(
                     "module_backward",
                     target=path,
-                    node=self._node(),
+                    node=self.recorder.running_node(),
                     module=path,
                     hook=index,
                     payload={
-                        "grad_input": self._summaries(grad_input),
-                        "grad_output": self._summaries(grad_output),
+                        "grad_input": self.recorder.summaries(grad_input),
+                        "grad_output": self.recorder.summaries(grad_output),
                     },
                 )
                 return self._act(index, path, path, grad_input)
@@ -155,14 +152,6 @@ class UserHooks:
         self.stack.callback(module.register_forward_pre_hook(check).remove)
 
     # ---- tensor hooks ---------------------------------------------------------------------
-    def _tensor_node(self, tensor: torch.Tensor) -> str | None:
-        """The graph node of a hooked tensor: its leaf node, or the op that produced it."""
-        rec = self.recorder
-        if tensor.grad_fn is not None:
-            return rec.node_ids.get(tensor.grad_fn)
-        known = rec.leaf_ids.get(id(tensor))
-        return known[1] if known is not None and known[0] is tensor else None
-
     def register_tensor_hook(self, index: int, tensor: torch.Tensor, name: str) -> None:
         kind = self.hooks[index]["type"]
         rec = self.recorder
@@ -172,7 +161,7 @@ class UserHooks:
                 rec.emit(
                     "tensor_hook",
                     target=name,
-                    node=self._tensor_node(tensor),
+                    node=self.recorder.tensor_node(tensor),
                     hook=index,
                     payload={"grad": rec.summarize(grad)},
                 )
@@ -186,7 +175,7 @@ class UserHooks:
                 rec.emit(
                     "post_accumulate_grad",
                     target=name,
-                    node=self._tensor_node(param),
+                    node=self.recorder.tensor_node(param),
                     hook=index,
                     payload={"grad": rec.summarize(param.grad)},
                 )

@@ -1,0 +1,412 @@
+"""The model's own hooks, recorded where they fire (``gradtrace.trace`` on a user's model).
+
+For the duration of a trace every hook already registered on the model is *wrapped*, not
+replaced: on its modules (forward-pre and forward, with kwargs or ``always_call``, full
+backward-pre, full backward, the deprecated non-full backward hook) and on its parameters and
+inputs (``Tensor.register_hook``, ``register_post_accumulate_grad_hook``). Wrapping writes a
+new value under the hook's existing key of PyTorch's own hook dict, so the dict keeps its keys
+in their order (``prepend`` included) and every flag keyed by the hook id (``with_kwargs``,
+``always_call``) still applies. :meth:`ModelHooks.wrapped` writes each original hook object
+back under its key: the model leaves the trace with exactly the hook objects, dicts and order
+it came with.
+
+Hooks registered while the trace runs are wrapped as well:
+
+* on tensors (the usual ``h.register_hook(...)`` inside ``forward``): both registration
+  methods are torch functions, so the forward's discovery mode hands each call to
+  :meth:`ModelHooks.register_tensor_hook`, which registers the wrapper in the hook's place;
+* on modules: at every module boundary gradtrace looks at that module and the modules
+  running around it, and at every module before a backward. PyTorch collects a module's
+  forward-pre and backward hooks when its call begins (its forward hooks when its forward
+  returns), so a hook registered on a module just before that moment fires unrecorded in
+  that one call (recorded from then on): a ``hook_unrecorded`` diagnostic names it.
+
+Each firing is one event of the hook's kind (``module_forward_pre``, ``module_forward``,
+``module_backward_pre``, ``module_backward``, ``tensor_hook``, ``post_accumulate_grad``), with
+the payload of a spec hook's event plus ``hook_name``, ``returned`` and ``changed`` (see
+``trace_schema.Event``); ``hook`` is the hook's index in the trace's ``graph.modules[].hooks``
+listing (module hooks) or in order of first sight (tensor hooks).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from gradtrace.engine.analyses import diagnostic
+from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.recorder import Recorder
+
+# module hook dict -> the hook kind of its entries (the backward dict: see _module_kind)
+_MODULE_DICTS = {
+    "_forward_pre_hooks": "forward_pre",
+    "_forward_hooks": "forward",
+    "_backward_pre_hooks": "full_backward_pre",
+    "_backward_hooks": "full_backward",
+}
+# torch.nn.modules.module's process-wide hook dicts (register_module_forward_hook, …)
+_GLOBAL_DICTS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
+_TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
+# the hooks PyTorch collects as a module's call begins (its forward hooks: as forward returns)
+_COLLECTED_AT_START = ("forward_pre", "full_backward_pre", "full_backward", "backward")
+_EVENT_KIND = {
+    "forward_pre": "module_forward_pre",
+    "forward": "module_forward",
+    "full_backward_pre": "module_backward_pre",
+    "full_backward": "module_backward",
+    "backward": "module_backward",
+    "tensor": "tensor_hook",
+    "post_accumulate_grad": "post_accumulate_grad",
+}
+
+
+class _Slot(NamedTuple):
+    """One wrapped hook: where it lives and what to write back there."""
+
+    hooks: dict[int, Callable]
+    key: int
+    original: Callable
+    wrapper: Callable
+
+
+def _module_kind(module: nn.Module, dict_name: str) -> str:
+    kind = _MODULE_DICTS[dict_name]
+    if kind == "full_backward" and module._is_full_backward_hook is False:
+        return "backward"  # the deprecated register_backward_hook
+    return kind
+
+
+def _hook_name(hook: Callable) -> str:
+    return getattr(hook, "__qualname__", None) or type(hook).__name__
+
+
+def _versions(tensors: list[torch.Tensor]) -> list[int]:
+    return [t._version for t in tensors]
+
+
+def _replaceable(kind: str, args: tuple) -> Any:
+    """What a value returned by a hook of this kind stands in for."""
+    if kind == "forward_pre":
+        return args[1:]  # args, or (args, kwargs) with_kwargs
+    if kind == "forward":
+        return args[-1]
+    if kind in ("tensor", "post_accumulate_grad"):
+        return args[0]
+    return args[1]  # grad_output (backward-pre) or grad_input (backward)
+
+
+def _replaces(result: Any, given: Any) -> bool:
+    """Whether a hook's return value really replaces something (not the same tensors)."""
+    if result is None:
+        return False
+    new, old = flat_tensors(result), flat_tensors(given)
+    return len(new) != len(old) or any(a is not b for a, b in zip(new, old, strict=True))
+
+
+class ModelHooks:
+    """Wraps the hooks of one model for one trace; :meth:`wrapped` undoes it exactly on exit."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        capture: ForwardCapture,
+        root: nn.Module,
+        module_paths: dict[int, str],
+        tensors: dict[str, torch.Tensor],
+        listing: dict[str, list[dict[str, Any]]],
+        diagnostics: list[dict[str, Any]],
+    ) -> None:
+        self.recorder = recorder
+        self.capture = capture
+        self.root = root
+        self.module_paths = module_paths
+        self.tensors = tensors  # parameters and inputs, by name
+        self.listing = listing  # module path -> hooks shown in graph.modules[].hooks
+        self.diagnostics = diagnostics  # the trace's: a hook that may have fired unrecorded
+        self._slots: list[_Slot] = []
+        self._seen: set[tuple[int, int]] = set()  # (id(hook dict), key) already handled
+        self._running: list[nn.Module] = []  # modules whose forward is running, innermost last
+        self._count = 0
+        # False once restored: a wrapper PyTorch copied into a graph that outlives the trace
+        # (a non-full backward hook on an output's grad_fn) then just calls the user's hook
+        self._active = True
+
+    # ---- installing and restoring ---------------------------------------------------------
+    @contextmanager
+    def wrapped(self):
+        """The model's hooks wrapped inside this block, restored on exit whatever happens.
+        Enter it before gradtrace registers its own hooks (those are not the model's)."""
+        try:
+            self._install()
+            yield
+        finally:
+            self._restore()
+
+    @contextmanager
+    def following(self):
+        """Hooks the model registers inside this block are wrapped as they come (enter it
+        once gradtrace's own hooks are in place: every hook there now is accounted for)."""
+        with ExitStack() as stack:
+            for module in self.root.modules():
+                stack.callback(module.register_forward_pre_hook(self._module_starting).remove)
+                stack.callback(module.register_forward_hook(self._module_ending, always_call=True).remove)
+            self._ignore_current()
+            for func in (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook):
+                self.capture.intercepts[func] = self.register_tensor_hook
+                stack.callback(self.capture.intercepts.pop, func, None)
+            yield
+
+    def _install(self) -> None:
+        """Wrap every hook the model has now (call before gradtrace registers its own)."""
+        self._note_global_hooks()
+        for name, tensor in self.tensors.items():
+            for kind, dict_name in _TENSOR_DICTS.items():
+                hooks = getattr(tensor, dict_name, None)
+                for key, hook in list((hooks or {}).items()):
+                    self._wrap(hooks, key, self._tensor_wrapper(kind, hook, tensor, name))
+        self.catch_up()
+
+    def _ignore_current(self) -> None:
+        """Every module hook registered so far is accounted for (gradtrace's own among them)."""
+        for module in self.root.modules():
+            for dict_name in _MODULE_DICTS:
+                hooks = getattr(module, dict_name)
+                self._seen.update((id(hooks), key) for key in hooks)
+
+    def _restore(self) -> None:
+        """Each original hook object back under its key (a hook removed meanwhile stays out)."""
+        for slot in reversed(self._slots):
+            if slot.hooks.get(slot.key) is slot.wrapper:
+                slot.hooks[slot.key] = slot.original  # same key: same position in the dict
+        self._slots.clear()
+        self._active = False
+
+    # ---- module hooks registered while the trace runs -------------------------------------
+    # A module's hooks matter when it is called: forward-pre and backward hooks are collected
+    # as its call begins, forward hooks as its forward returns. So each module boundary looks
+    # at that module and the modules still running around it (whose forward hooks are still
+    # to come): a few dicts, not the whole model, however often the boundary is crossed.
+    def catch_up(self) -> None:
+        """Wrap the hooks registered on any module since the last look (e.g. before a
+        backward: hooks the forward registered on modules it had already left)."""
+        self._running.clear()
+        self._scan(list(self.root.modules()))
+
+    def _module_starting(self, module: nn.Module, _args: Any) -> None:
+        self._scan([module, *self._running], missed_if=(module, _COLLECTED_AT_START))
+        self._running.append(module)
+
+    def _module_ending(self, module: nn.Module, _args: Any, _output: Any) -> None:
+        if self._running and self._running[-1] is module:
+            self._running.pop()
+        self._scan([module, *self._running], missed_if=(module, ("forward",)))
+
+    def _scan(
+        self, modules: list[nn.Module], missed_if: tuple[nn.Module, tuple[str, ...]] | None = None
+    ) -> None:
+        """Wrap the hooks of ``modules`` not seen yet. ``missed_if``: (module, kinds) that
+        PyTorch has already collected for the call now starting or ending."""
+        for module in modules:
+            path = self.module_paths.get(id(module))
+            if path is None:
+                continue
+            for dict_name in _MODULE_DICTS:
+                hooks = getattr(module, dict_name)
+                if not hooks:
+                    continue
+                for key, hook in list(hooks.items()):
+                    if (id(hooks), key) in self._seen:
+                        continue
+                    kind = _module_kind(module, dict_name)
+                    self._wrap(hooks, key, self._module_wrapper(kind, hook, module, path, key))
+                    if missed_if is not None and module is missed_if[0] and kind in missed_if[1]:
+                        self._missed(kind, hook, path)
+
+    def _note_global_hooks(self) -> None:
+        """Process-wide module hooks (``nn.modules.module.register_module_*_hook``) are not
+        the model's and are not wrapped: say that they fire unrecorded."""
+        found = [name for name in _GLOBAL_DICTS if getattr(torch.nn.modules.module, name, None)]
+        if found:
+            self.diagnostics.append(
+                diagnostic(
+                    "global_hooks_unrecorded",
+                    "info",
+                    "process-wide module hooks are registered (" + ", ".join(found) + "): they fire on "
+                    "every module of this model but are not the model's own hooks, and the trace has no "
+                    "events for them",
+                )
+            )
+
+    def _missed(self, kind: str, hook: Callable, path: str) -> None:
+        """PyTorch collected this hook for the call of ``path`` before it could be wrapped."""
+        self.diagnostics.append(
+            diagnostic(
+                "hook_unrecorded",
+                "warning",
+                f"the {kind} hook {_hook_name(hook)} was registered on module '{path}' during the trace, "
+                "just before or during a call of that module: PyTorch had already collected it for that "
+                "call, where it fires without an event (it is recorded from then on)",
+                module=path,
+            )
+        )
+
+    def _wrap(self, hooks: dict[int, Callable], key: int, wrapper: Callable) -> None:
+        self._seen.add((id(hooks), key))
+        self._slots.append(_Slot(hooks, key, hooks[key], wrapper))
+        hooks[key] = wrapper
+
+    def _new_index(self) -> int:
+        self._count += 1
+        return self._count - 1
+
+    # ---- tensor hooks registered while the trace runs -------------------------------------
+    def register_tensor_hook(self, func: Callable, args: tuple, kwargs: dict) -> RemovableHandle:
+        """``Tensor.register_hook`` / ``register_post_accumulate_grad_hook`` as the discovery
+        mode saw it: register the recording wrapper in the hook's place."""
+        tensor = args[0]
+        hook = args[1] if len(args) > 1 else kwargs["hook"]
+        kind = "tensor" if func is torch.Tensor.register_hook else "post_accumulate_grad"
+        wrapper = self._tensor_wrapper(kind, hook, tensor, None)
+        handle = func(tensor, wrapper)
+        hooks = getattr(tensor, _TENSOR_DICTS[kind])
+        self._seen.add((id(hooks), handle.id))
+        self._slots.append(_Slot(hooks, handle.id, hook, wrapper))
+        return handle
+
+    # ---- the wrappers ---------------------------------------------------------------------
+    def _module_wrapper(self, kind: str, hook: Callable, module: nn.Module, path: str, key: int) -> Callable:
+        index = self._new_index()
+        self.listing.setdefault(path, []).append({"index": index, "type": kind, "action": None})
+        with_kwargs = (kind == "forward_pre" and key in module._forward_pre_hooks_with_kwargs) or (
+            kind == "forward" and key in module._forward_hooks_with_kwargs
+        )
+
+        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+            summaries = self.recorder.summaries
+            if kind == "forward_pre":
+                inputs = args[1]
+                payload = {"inputs": summaries(inputs)}
+                given = flat_tensors(inputs)
+            elif kind == "forward":
+                inputs, output = args[1], args[-1]
+                payload = {"inputs": summaries(inputs), "outputs": summaries(output)}
+                given = flat_tensors(output) + flat_tensors(inputs)
+            elif kind == "full_backward_pre":
+                payload = {"grad_output": summaries(args[1])}
+                given = flat_tensors(args[1])
+            else:
+                payload = {"grad_input": summaries(args[1]), "grad_output": summaries(args[2])}
+                given = flat_tensors(args[1]) + flat_tensors(args[2])
+            if with_kwargs:
+                payload["kwargs"] = {k: self.recorder.summarize(v) for k, v in args[2].items()}
+                given += flat_tensors(args[2])
+            return payload, given
+
+        fire = self._firing(kind, hook, index, seen, lambda: (path, path, None))
+        return functools.wraps(hook)(self._plain(fire))
+
+    def _tensor_wrapper(self, kind: str, hook: Callable, tensor: torch.Tensor, name: str | None) -> Callable:
+        index = self._new_index()
+        ref = weakref.ref(tensor)  # a strong one would make tensor -> hook dict -> it a cycle
+        grad_fn = tensor.grad_fn
+
+        def where() -> tuple[str | None, str | None, str | None]:
+            rec = self.recorder
+            alive = ref()
+            node = rec.node_ids.get(grad_fn) if grad_fn is not None else None
+            if node is None and alive is not None:
+                node = rec.tensor_node(alive)
+            label = name or (rec.by_id[node].get("tensor") if node is not None else None)
+            return label or node, None, node
+
+        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+            if kind == "tensor":
+                return {"grad": self.recorder.summarize(args[0])}, [args[0]]
+            grad = args[0].grad
+            return {"grad": self.recorder.summarize(grad)}, [] if grad is None else [grad]
+
+        fire = self._firing(kind, hook, index, seen, where)
+        watched = self._grad_watcher(fire) if kind == "post_accumulate_grad" else self._plain(fire)
+        return functools.wraps(hook)(watched)
+
+    @staticmethod
+    def _grad_watcher(fire: Callable) -> Callable:
+        """A post-accumulate hook changes things by writing ``.grad``: compare it around."""
+
+        def watched(param: torch.Tensor) -> Any:
+            before = param.grad
+            version = None if before is None else before._version
+            result, event = fire(param)
+            after = param.grad
+            changed = after is not before or (after is not None and after._version != version)
+            if changed and event is not None:
+                event["payload"]["changed"] = True
+            return result
+
+        return watched
+
+    @staticmethod
+    def _plain(fire: Callable) -> Callable:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return fire(*args, **kwargs)[0]
+
+        return call
+
+    def _firing(
+        self,
+        kind: str,
+        hook: Callable,
+        index: int,
+        seen: Callable[[tuple], tuple[dict[str, Any], list[torch.Tensor]]],
+        where: Callable[[], tuple[str | None, str | None, str | None]],
+    ) -> Callable:
+        """The wrapper's body: the event (at the moment the hook fires), the user's hook,
+        then what it returned and whether it changed anything (a replacement returned, or a
+        tensor it was given written in place)."""
+        rec = self.recorder
+        capture = self.capture
+        backward = kind in (
+            "full_backward_pre",
+            "full_backward",
+            "backward",
+            "tensor",
+            "post_accumulate_grad",
+        )
+
+        def fire(*args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
+            """(what the hook returned, its event)."""
+            if not self._active:  # kept by a graph that outlived the trace: just the hook
+                return hook(*args, **kwargs), None
+            with capture.quiet():
+                payload, given = seen(args)
+                target, module, node = where()
+                if backward and node is None:
+                    node = rec.running_node()
+                payload.update(hook_name=_hook_name(hook), returned=None, changed=False)
+                seq = rec.emit(
+                    _EVENT_KIND[kind], target=target, node=node, module=module, hook=index, payload=payload
+                )
+                versions = _versions(given)
+            result = hook(*args, **kwargs)
+            with capture.quiet():
+                event = rec.events[seq]
+                changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
+                event["payload"]["returned"] = (
+                    None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
+                )
+                event["payload"]["changed"] = changed
+            return result, event
+
+        return fire
