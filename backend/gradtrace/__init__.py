@@ -10,7 +10,10 @@ from typing import Any
 
 from gradtrace.trace import Trace
 
-__all__ = ["Trace", "show", "trace", "trace_spec"]
+__all__ = ["Trace", "__version__", "show", "trace", "trace_spec"]
+
+# The one version string: the package metadata reads it (pyproject: dynamic version).
+__version__ = "0.1.0"
 
 
 def trace(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace:
