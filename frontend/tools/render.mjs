@@ -9,7 +9,7 @@
 //        [--theme light] [--no-values] [--in trace.json] [--out file]
 //   node frontend/tools/render.mjs --serve      (requests on stdin, answers on stdout:)
 //     request:  {"args": [same options as above], "length": N}\n  + N bytes of trace JSON
-//     answer:   {"ok": true, "length": N}\n + N bytes   |   {"ok": false, "bad": bool, "error": "…"}\n
+//     answer:   {"ok": true, "length": N, "layout_reused": bool}\n + N bytes   |   {"ok": false, "bad": bool, "error": "…"}\n
 //
 // Input: a trace. Exit 2 on bad input (message on stderr, naming what is wrong), 1 on an
 // internal failure.
@@ -90,20 +90,22 @@ async function layoutOf(trace) {
   const t = await loadTools();
   const key = createHash("sha256").update(JSON.stringify(trace.graph, withoutPayloads)).digest("hex");
   let layout = layouts.get(key);
-  if (layout) layouts.delete(key);
+  const reused = Boolean(layout);
+  if (reused) layouts.delete(key);
   else layout = await t.layoutGraph(trace, { elk: t.elk, collapsed: t.exportCollapsed(trace), showInserted: true });
   layouts.set(key, layout);
   if (layouts.size > LAYOUTS_KEPT) layouts.delete(layouts.keys().next().value);
-  return layout;
+  return { layout, reused };
 }
 
-/** One request: the trace JSON text and the options -> the output text. */
+/** One request: the trace JSON text and the options -> {output text, layout reused}. */
 async function render(raw, opts) {
   const trace = parseTrace(raw);
-  const layout = await layoutOf(trace);
-  if (opts.format === "layout") return JSON.stringify(layout);
+  const { layout, reused } = await layoutOf(trace);
+  if (opts.format === "layout") return { output: JSON.stringify(layout), reused };
   const { buildDiagramSvg, css } = await loadTools();
-  return buildDiagramSvg(trace, layout, { animated: opts.animated, phase: opts.phase, theme: opts.theme, values: !opts["no-values"], css });
+  const output = buildDiagramSvg(trace, layout, { animated: opts.animated, phase: opts.phase, theme: opts.theme, values: !opts["no-values"], css });
+  return { output, reused };
 }
 
 function isBadInput(err) {
@@ -117,8 +119,9 @@ async function serve() {
   let queue = Promise.resolve();
   const answer = async (args, body) => {
     try {
-      const out = Buffer.from(await render(body.toString("utf8"), parseOptions(args)), "utf8");
-      process.stdout.write(JSON.stringify({ ok: true, length: out.length }) + "\n");
+      const { output, reused } = await render(body.toString("utf8"), parseOptions(args));
+      const out = Buffer.from(output, "utf8");
+      process.stdout.write(JSON.stringify({ ok: true, length: out.length, layout_reused: reused }) + "\n");
       process.stdout.write(out);
     } catch (err) {
       process.stdout.write(JSON.stringify({ ok: false, bad: isBadInput(err), error: err.message }) + "\n");
@@ -160,7 +163,7 @@ async function serve() {
 async function main() {
   const opts = parseOptions(process.argv.slice(2));
   if (opts.serve) return serve();
-  const output = await render(readFileSync(opts.in ?? 0, "utf8"), opts);
+  const { output } = await render(readFileSync(opts.in ?? 0, "utf8"), opts);
   if (opts.out) writeFileSync(opts.out, output);
   else process.stdout.write(output);
 }

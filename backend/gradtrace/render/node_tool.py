@@ -100,6 +100,7 @@ class NodeRenderer:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self.layouts_reused = 0  # requests answered with a layout kept from an earlier one
 
     def _start(self) -> subprocess.Popen[bytes]:
         cmd = [node_binary(), str(frontend_dir() / "tools" / "render.mjs"), "--serve"]
@@ -149,6 +150,7 @@ class NodeRenderer:
             if not header.get("bad"):
                 log.warning("render.mjs %s failed: %s", " ".join(args), "\n".join(self._stderr_tail))
             raise RenderError(str(header.get("error")))
+        self.layouts_reused += bool(header.get("layout_reused"))
         return body
 
     @staticmethod
