@@ -24,10 +24,10 @@ import threading
 from pathlib import Path
 from typing import IO
 
+from gradtrace import frontend_files
+
 log = logging.getLogger(__name__)
 
-# backend/gradtrace/render/node_tool.py -> the repository root is four levels up.
-_REPO_FRONTEND = Path(__file__).resolve().parents[3] / "frontend"
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -40,13 +40,12 @@ class RenderUnavailable(RenderError):
 
 
 def frontend_dir() -> Path:
-    """The viewer's files: ``GRADTRACE_FRONTEND_DIR`` (development), else the checkout's frontend/."""
-    configured = os.environ.get("GRADTRACE_FRONTEND_DIR")
-    path = Path(configured) if configured else _REPO_FRONTEND
-    if not (path / "js" / "main.js").is_file():
+    """The viewer's files (packaged, or the checkout's; ``GRADTRACE_FRONTEND_DIR`` overrides)."""
+    path = frontend_files.frontend_dir()
+    if not (path / "embed.html").is_file() or not (path / "tools" / "render.mjs").is_file():
         raise RenderUnavailable(
-            f"gradtrace's viewer files are not at {path}: "
-            "set GRADTRACE_FRONTEND_DIR to the frontend/ directory of a gradtrace checkout"
+            f"gradtrace's viewer files are not in {path}: this installation lacks them "
+            f"(reinstall gradtrace; {frontend_files.ENV_VAR} overrides the place)"
         )
     if not (path / "node_modules" / "elkjs").is_dir():
         raise RenderUnavailable(
