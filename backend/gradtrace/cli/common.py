@@ -36,10 +36,17 @@ def read_json_file(path: str) -> Any:
 
 
 def format_spec_error(source: str, exc: Any) -> str:
-    """``FILE: line L, column C: /json/path: code: message`` for a SpecError or TraceError."""
-    where = [source]
-    if getattr(exc, "line", None) is not None:
-        where.append(f"line {exc.line}" + (f", column {exc.column}" if exc.column is not None else ""))
-    if getattr(exc, "path", None):
-        where.append(exc.path)
-    return f"{': '.join(where)}: {getattr(exc, 'code', 'invalid_spec')}: {getattr(exc, 'message', exc)}"
+    """``FILE: line L, column C: /json/path: code: message`` for a SpecError or TraceError, one
+    line per problem when the error carries several (``exc.errors``)."""
+    lines = []
+    for problem in getattr(exc, "errors", None) or [exc]:
+        where = [source]
+        line = getattr(problem, "line", None)
+        if line is not None:
+            column = getattr(problem, "column", None)
+            where.append(f"line {line}" + (f", column {column}" if column is not None else ""))
+        if getattr(problem, "path", None):
+            where.append(problem.path)
+        code = getattr(problem, "code", "invalid_spec")
+        lines.append(f"{': '.join(where)}: {code}: {getattr(problem, 'message', problem)}")
+    return "\n".join(lines)
