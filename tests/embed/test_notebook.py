@@ -81,3 +81,62 @@ def test_the_notebook_checks_its_numbers_and_draws_an_svg(executed: Any) -> None
     assert grads.outputs[0]["data"]["text/plain"] == "['0.bias', '0.weight', '2.bias', '2.weight']"
     svg = code_cell(executed, "quickstart.svg").outputs[0]["data"]["image/svg+xml"]
     assert "<svg" in svg and "TanhBackward0" in svg
+
+
+def test_keep_values_keeps_a_budget_of_numbers_and_every_statistic() -> None:
+    from svg_checks import example_trace
+
+    from gradtrace.render.source import keep_values
+
+    doc = json.loads(example_trace("mlp-hooks-reconstruction").to_json())
+    before = json.dumps(doc)
+    small = keep_values(doc, budget=10)
+    assert json.dumps(doc) == before  # the input is not changed
+    assert len(tensors(small)) == len(tensors(doc))  # every tensor is still there, with its stats
+    kept = [t for t in with_numbers(small) if _numel(t["shape"]) > 3]
+    assert sum(_numel(t["shape"]) for t in kept) <= 10
+    assert all(t in with_numbers(small) for t in with_numbers(doc) if _numel(t["shape"]) <= 3)
+    reduced = len(with_numbers(doc)) - len(with_numbers(small))
+    assert reduced > 0 and small["limits"]["values_truncated"] == doc["limits"]["values_truncated"] + reduced
+    assert all(t["truncated"] for t in tensors(small) if t not in tensors(doc))
+    assert keep_values(doc, budget=10**9) == doc
+
+
+def tensors(doc: Any) -> list[dict]:
+    """Every tensor value in the trace, in document order."""
+    return [t for t in _walk(doc) if isinstance(t, dict) and "shape" in t and "stats" in t]
+
+
+def with_numbers(doc: Any) -> list[dict]:
+    return [t for t in tensors(doc) if t.get("values") is not None or t.get("data")]
+
+
+def _walk(node: Any) -> Any:
+    yield node
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
+    for child in children:
+        yield from _walk(child)
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@pytest.mark.slow
+def test_any_trace_makes_a_cell_under_1_mb() -> None:
+    # A trace made with the default budget (all numbers) as a cell's last value: _repr_html_.
+    import torch
+
+    import gradtrace
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    trace = gradtrace.trace(encoder, torch.randn(8, 16, 64), lambda out: out.pow(2).mean())
+    assert len(trace.to_json_bytes()) > 2 * MAX_CELL_BYTES
+    cell = trace._repr_html_()
+    assert len(cell) <= MAX_CELL_BYTES, f"{len(cell):,} bytes"
+    assert embedded_trace(player_page({"data": {"text/html": cell}}))["limits"]["values_truncated"] > 0

@@ -1,9 +1,8 @@
 """Showing a trace in a notebook cell at once, wherever the call is in the cell.
 
-The output is ``page.notebook_html``: the player in an isolated iframe, gzipped. Notebook
-traces keep fewer tensor numbers (``NOTEBOOK_VALUE_BUDGET`` float32 elements as base64; every
-tensor keeps its statistics), so a cell stays small: the player's code (elkjs 1.6 MB, the
-viewer 140 KB) is ~0.6 MB of it, whatever the model.
+The output is ``page.notebook_html``: the player in an isolated iframe, gzipped, with at most
+``NOTEBOOK_VALUE_BUDGET`` tensor numbers (every tensor keeps its statistics), so a cell stays
+small: the player's code (elkjs 1.6 MB, the viewer 140 KB) is ~0.6 MB of it, whatever the model.
 """
 
 from __future__ import annotations
@@ -11,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from gradtrace.render.node_tool import RenderUnavailable
+from gradtrace.render.page import NOTEBOOK_VALUE_BUDGET
 
-NOTEBOOK_VALUE_BUDGET = 16_384  # 64 KiB of float32 numbers: a 2-layer transformer cell stays under 1 MB
+__all__ = ["NOTEBOOK_VALUE_BUDGET", "display_trace"]
 
 
 def display_trace(trace: Any) -> None:

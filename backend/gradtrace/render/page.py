@@ -22,9 +22,12 @@ from typing import Any
 from gradtrace.render.bundle import bundle
 from gradtrace.render.diagram import THEMES
 from gradtrace.render.node_tool import RenderError, frontend_dir
-from gradtrace.render.source import trace_json, trace_title
+from gradtrace.render.source import keep_values, trace_json, trace_title
 
 NOTEBOOK_HEIGHT_PX = 620
+# Tensor numbers a notebook cell carries (64 KiB of float32; every tensor keeps its statistics):
+# with the player's code (~0.6 MB) a 2-layer transformer's cell stays under 1 MB.
+NOTEBOOK_VALUE_BUDGET = 16_384
 _ENTRY = re.compile(r'<script\s+type="module"\s+src="/?(js/[\w.-]+\.js)"\s*></script>')
 _STYLESHEET = re.compile(r'<link\s+rel="stylesheet"\s+href="/?(css/[\w.-]+\.css)"\s*/?>')
 _OPEN_LINK = re.compile(r'<a\b[^>]*class="open-link"[^>]*>[\s\S]*?</a>')
@@ -98,9 +101,17 @@ _UNPACK = (
 )
 
 
-def notebook_html(trace: Any, height: int = NOTEBOOK_HEIGHT_PX) -> str:
-    """The player inline in a notebook output cell (offline: nothing is fetched)."""
-    packed = base64.b64encode(gzip.compress(standalone_html(trace).encode("utf-8"), 6)).decode("ascii")
+def notebook_html(
+    trace: Any, height: int = NOTEBOOK_HEIGHT_PX, value_budget: int = NOTEBOOK_VALUE_BUDGET
+) -> str:
+    """The player inline in a notebook output cell (offline: nothing is fetched).
+
+    The cell keeps ``value_budget`` tensor numbers (``source.keep_values``), so any trace,
+    however many numbers it holds, makes a cell of a size a notebook can carry.
+    """
+    small = keep_values(json.loads(trace_json(trace)), value_budget)
+    page = standalone_html(small)
+    packed = base64.b64encode(gzip.compress(page.encode("utf-8"), 6)).decode("ascii")
     inner = (
         '<!doctype html><meta charset="utf-8"><title>gradtrace</title>'
         f'<script type="application/octet-stream" id="gradtrace-page">{packed}</script>{_UNPACK}'
