@@ -71,3 +71,24 @@ def test_a_dead_process_is_replaced(renderer: node_tool.NodeRenderer) -> None:
     old.wait()
     assert layout_of(renderer, trace_dict())["nodes"]
     assert renderer._proc is not old and renderer._proc.poll() is None
+
+
+def test_a_forked_child_starts_its_own_process_and_leaves_the_parents_alone(
+    renderer: node_tool.NodeRenderer,
+) -> None:
+    import os
+
+    layout_of(renderer, trace_dict())
+    parent_proc = renderer._proc
+    pid = os.fork()
+    if pid == 0:  # the child: draw with a process of its own, then stop it at exit
+        try:
+            ok = layout_of(renderer, trace_dict())["nodes"] and renderer._proc is not parent_proc
+            renderer.stop()
+            os._exit(0 if ok else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert parent_proc.poll() is None and renderer._proc is parent_proc
+    assert layout_of(renderer, trace_dict())["nodes"]

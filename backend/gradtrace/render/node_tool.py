@@ -98,6 +98,7 @@ class NodeRenderer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._owner = os.getpid()  # a forked child must not use (or kill) its parent's process
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
         self.layouts_reused = 0  # requests answered with a layout kept from an earlier one
 
@@ -118,7 +119,13 @@ class NodeRenderer:
         for line in stream:
             self._stderr_tail.append(line.decode("utf-8", "replace").rstrip())
 
+    def _forget_if_forked(self) -> None:
+        if self._owner != os.getpid():
+            self._proc, self._owner = None, os.getpid()
+            self._lock = threading.Lock()
+
     def stop(self) -> None:
+        self._forget_if_forked()
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.kill()
@@ -127,6 +134,7 @@ class NodeRenderer:
     def request(self, trace_json: bytes, args: list[str], timeout: float | None = None) -> bytes:
         """Run ``render.mjs ARGS`` on the trace JSON; return its output."""
         limit = timeout if timeout is not None else _timeout()
+        self._forget_if_forked()
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start()
