@@ -140,3 +140,13 @@ def test_any_trace_makes_a_cell_under_1_mb() -> None:
     cell = trace._repr_html_()
     assert len(cell) <= MAX_CELL_BYTES, f"{len(cell):,} bytes"
     assert embedded_trace(player_page({"data": {"text/html": cell}}))["limits"]["values_truncated"] > 0
+
+
+def test_show_outside_a_notebook_says_what_to_do_instead(two_layer: Any) -> None:
+    import gradtrace
+    from gradtrace.render import RenderUnavailable
+
+    with pytest.raises(RenderUnavailable, match=r"trace.save\('trace.html'\)"):
+        gradtrace.show(two_layer)
+    with pytest.raises(TypeError, match="already made"):
+        gradtrace.show(two_layer, inputs=1)
