@@ -26,7 +26,9 @@ module.enableCompileCache?.();
 
 const here = dirname(fileURLToPath(import.meta.url));
 const FRONTEND = join(here, "..");
+// Layouts kept for reuse: at most this many, holding at most this many nodes between them.
 const LAYOUTS_KEPT = 32;
+const LAYOUT_NODES_KEPT = 50_000;
 
 class InputError extends Error {}
 
@@ -94,7 +96,13 @@ async function layoutOf(trace) {
   if (reused) layouts.delete(key);
   else layout = await t.layoutGraph(trace, { elk: t.elk, collapsed: t.exportCollapsed(trace), showInserted: true });
   layouts.set(key, layout);
-  if (layouts.size > LAYOUTS_KEPT) layouts.delete(layouts.keys().next().value);
+  let kept = 0;
+  for (const l of layouts.values()) kept += l.nodes.length;
+  while (layouts.size > 1 && (layouts.size > LAYOUTS_KEPT || kept > LAYOUT_NODES_KEPT)) {
+    const [oldest, old] = layouts.entries().next().value;
+    kept -= old.nodes.length;
+    layouts.delete(oldest);
+  }
   return { layout, reused };
 }
 
