@@ -16,6 +16,8 @@ def test_export_modules_in_node() -> None:
     # The files by name: Node 22+ reads --test arguments as globs, not directories.
     files = [str(f) for f in sorted((HERE / "js").glob("*.test.mjs"))]
     assert files, "no Node tests found"
-    done = subprocess.run([node_binary(), "--test", *files], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [node_binary(), "--test", "--test-reporter=tap", *files], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout
