@@ -57,9 +57,26 @@ def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:
     return Trace(run_spec(model_spec, limits, grads_out=grads, **values), grads=grads)
 
 
-def show(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace:
-    """One-liner for notebooks: the returned Trace renders itself inline (``_repr_html_``)."""
-    return trace(model, inputs, loss_fn, **options)
+def show(model: Any, inputs: Any = None, loss_fn: Any = None, **options: Any) -> None:
+    """Show the player in a notebook, now, wherever the call is in the cell.
+
+    ``show(model, inputs, loss_fn, **options)`` traces like ``trace`` (keeping fewer tensor
+    numbers unless ``value_budget`` is given, so the cell stays small: every tensor keeps its
+    statistics); ``show(a_trace)`` shows a trace you already have. Returns None, so the
+    player is not shown twice; keep the trace with ``t = gradtrace.trace(...)`` and
+    ``gradtrace.show(t)``. Outside IPython it raises ``RenderUnavailable`` (save an HTML file).
+    """
+    from gradtrace.render.notebook import NOTEBOOK_VALUE_BUDGET, display_trace
+
+    if isinstance(model, Trace):
+        if inputs is not None or loss_fn is not None or options:
+            raise TypeError("show(a_trace) takes no inputs, loss_fn or options: the trace is already made")
+        display_trace(model)
+        return
+    if inputs is None:
+        raise TypeError("show(model, inputs, loss_fn=None, **options): inputs are missing")
+    options.setdefault("value_budget", NOTEBOOK_VALUE_BUDGET)
+    display_trace(trace(model, inputs, loss_fn, **options))
 
 
 def compare(a: Any, b: Any, *, rtol: float = 1e-6) -> Any:

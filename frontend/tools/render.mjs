@@ -1,21 +1,34 @@
 #!/usr/bin/env node
-// gradtrace's offline renderer: a trace JSON in, a static/animated SVG, a standalone HTML file,
-// or just the layout out. Layout runs in-process through the viewer's own layout.js + elkjs,
-// so every picture matches the viewer's. The Python side (gradtrace.render) calls this.
+// gradtrace's offline renderer: a trace JSON in, a static/animated SVG or just the layout out.
+// Layout runs in-process through the viewer's own layout.js + elkjs, so every picture matches
+// the viewer's. The Python side (gradtrace.render) runs it once per Python process with
+// --serve and sends it one request after another; laid-out graphs are kept (keyed by the
+// graph, not the values), so a second picture of the same model skips the layout.
 //
-//   node frontend/tools/render.mjs --format svg|html|layout [--animated] [--phase both]
-//        [--theme light] [--no-values] [--mode embed|full] [--no-elk] [--in trace.json] [--out file]
+//   node frontend/tools/render.mjs --format svg|layout [--animated] [--phase both]
+//        [--theme light] [--no-values] [--in trace.json] [--out file]
+//   node frontend/tools/render.mjs --serve      (requests on stdin, answers on stdout:)
+//     request:  {"args": [same options as above], "length": N}\n  + N bytes of trace JSON
+//     answer:   {"ok": true, "length": N, "layout_reused": bool}\n + N bytes   |   {"ok": false, "bad": bool, "error": "…"}\n
 //
-// Input: a trace, or {"trace": …, "layout": …} with a precomputed layout. Exit 2 on bad input
-// (message on stderr, naming what is wrong), 1 on an internal failure.
+// Input: a trace. Exit 2 on bad input (message on stderr, naming what is wrong), 1 on an
+// internal failure.
 
+import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
+import module from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
+// Node >= 22 keeps compiled code on disk: a fresh process loads elkjs in a fraction of the time.
+module.enableCompileCache?.();
+
 const here = dirname(fileURLToPath(import.meta.url));
 const FRONTEND = join(here, "..");
+// Layouts kept for reuse: at most this many, holding at most this many nodes between them.
+const LAYOUTS_KEPT = 32;
+const LAYOUT_NODES_KEPT = 50_000;
 
 class InputError extends Error {}
 
@@ -25,70 +38,147 @@ const OPTIONS = {
   phase: { type: "string", default: "both" },
   theme: { type: "string", default: "light" },
   "no-values": { type: "boolean", default: false },
-  mode: { type: "string", default: "embed" },
-  "no-elk": { type: "boolean", default: false },
   in: { type: "string" },
   out: { type: "string" },
+  serve: { type: "boolean", default: false },
 };
-const CHOICES = { format: ["svg", "html", "layout"], phase: ["forward", "backward", "both"], theme: ["light", "dark"], mode: ["embed", "full"] };
+const CHOICES = { format: ["svg", "layout"], phase: ["forward", "backward", "both"], theme: ["light", "dark"] };
 
-function readInput(path) {
-  const raw = readFileSync(path ?? 0, "utf8");
-  let doc;
+function parseOptions(args) {
+  const { values: opts } = parseArgs({ args, options: OPTIONS, allowPositionals: false });
+  for (const [k, allowed] of Object.entries(CHOICES)) {
+    if (!allowed.includes(opts[k])) throw new InputError(`--${k} must be one of ${allowed.join(", ")} (got ${JSON.stringify(opts[k])})`);
+  }
+  return opts;
+}
+
+function parseTrace(raw) {
+  let trace;
   try {
-    doc = JSON.parse(raw);
+    trace = JSON.parse(raw);
   } catch (err) {
     throw new InputError(`input is not JSON: ${err.message}`);
   }
-  const trace = doc && doc.trace ? doc.trace : doc;
   if (!trace || typeof trace !== "object" || !trace.graph || !Array.isArray(trace.graph.nodes) || !Array.isArray(trace.graph.edges)) {
     throw new InputError("input is not a gradtrace trace: graph.nodes and graph.edges are required");
   }
   if (!Array.isArray(trace.events)) throw new InputError("input is not a gradtrace trace: events is required");
-  return { trace, layout: doc.trace ? doc.layout ?? null : null };
+  return trace;
 }
 
-/** Modules collapsed: a picture as deep as fits (exportCollapsed), the player as the viewer does. */
-async function collapsedFor(trace, still) {
-  const { defaultCollapsed } = await import(join(FRONTEND, "js/layout.js"));
-  const { exportCollapsed } = await import(join(FRONTEND, "js/export/collapse.js"));
-  return still ? exportCollapsed(trace) : defaultCollapsed(trace);
+let tools = null;
+/** The viewer's modules and one ELK instance, loaded once per process. */
+async function loadTools() {
+  if (!tools) {
+    const [{ default: ELK }, layout, collapse, svg] = await Promise.all([
+      import(join(FRONTEND, "node_modules/elkjs/lib/main.js")),
+      import(join(FRONTEND, "js/layout.js")),
+      import(join(FRONTEND, "js/export/collapse.js")),
+      import(join(FRONTEND, "js/export/svg.js")),
+    ]);
+    const css = readFileSync(join(FRONTEND, "css/graph.css"), "utf8");
+    tools = { elk: new ELK(), layoutGraph: layout.layoutGraph, exportCollapsed: collapse.exportCollapsed, buildDiagramSvg: svg.buildDiagramSvg, css };
+  }
+  return tools;
 }
 
-/** The viewer's layout, computed with elkjs in this process. */
-export async function computeLayout(trace, collapsed) {
-  const { default: ELK } = await import(join(FRONTEND, "node_modules/elkjs/lib/main.js"));
-  const { layoutGraph } = await import(join(FRONTEND, "js/layout.js"));
-  return layoutGraph(trace, { elk: new ELK(), collapsed, showInserted: true });
+const layouts = new Map(); // graph hash -> layout, oldest first
+// Tensor payloads on graph nodes (saved tensors, values) never move a box: a new trace of the
+// same model, with other numbers, has the same layout.
+const PAYLOAD_KEYS = new Set(["saved", "value"]);
+const withoutPayloads = (key, value) => (PAYLOAD_KEYS.has(key) ? undefined : value);
+/** The still picture's layout (modules collapsed as deep as fits), computed once per graph. */
+async function layoutOf(trace) {
+  const t = await loadTools();
+  const key = createHash("sha256").update(JSON.stringify(trace.graph, withoutPayloads)).digest("hex");
+  let layout = layouts.get(key);
+  const reused = Boolean(layout);
+  if (reused) layouts.delete(key);
+  else layout = await t.layoutGraph(trace, { elk: t.elk, collapsed: t.exportCollapsed(trace), showInserted: true });
+  layouts.set(key, layout);
+  let kept = 0;
+  for (const l of layouts.values()) kept += l.nodes.length;
+  while (layouts.size > 1 && (layouts.size > LAYOUTS_KEPT || kept > LAYOUT_NODES_KEPT)) {
+    const [oldest, old] = layouts.entries().next().value;
+    kept -= old.nodes.length;
+    layouts.delete(oldest);
+  }
+  return { layout, reused };
+}
+
+/** One request: the trace JSON text and the options -> {output text, layout reused}. */
+async function render(raw, opts) {
+  const trace = parseTrace(raw);
+  const { layout, reused } = await layoutOf(trace);
+  if (opts.format === "layout") return { output: JSON.stringify(layout), reused };
+  const { buildDiagramSvg, css } = await loadTools();
+  const output = buildDiagramSvg(trace, layout, { animated: opts.animated, phase: opts.phase, theme: opts.theme, values: !opts["no-values"], css });
+  return { output, reused };
+}
+
+function isBadInput(err) {
+  return err instanceof InputError || err.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" || err.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE";
+}
+
+/** Answer framed requests from stdin until it closes, one at a time, in order. */
+async function serve() {
+  let buffer;
+  let header = null;
+  let queue = Promise.resolve();
+  const answer = async (args, body) => {
+    try {
+      const { output, reused } = await render(body.toString("utf8"), parseOptions(args));
+      const out = Buffer.from(output, "utf8");
+      process.stdout.write(JSON.stringify({ ok: true, length: out.length, layout_reused: reused }) + "\n");
+      process.stdout.write(out);
+    } catch (err) {
+      process.stdout.write(JSON.stringify({ ok: false, bad: isBadInput(err), error: err.message }) + "\n");
+      if (!isBadInput(err) && err.stack) process.stderr.write(err.stack + "\n");
+    }
+  };
+  // Chunks are kept in a list and joined once a whole request is there (joining on every
+  // 64 KiB chunk would copy a big trace hundreds of times).
+  let chunks = [];
+  let pending = 0;
+  process.stdin.on("data", (chunk) => {
+    chunks.push(chunk);
+    pending += chunk.length;
+    for (;;) {
+      if (!header) {
+        if (chunk.indexOf(10) < 0 && chunks.length > 1) return;
+        buffer = Buffer.concat(chunks);
+        const end = buffer.indexOf(10);
+        if (end < 0) return;
+        header = JSON.parse(buffer.subarray(0, end).toString("utf8"));
+        buffer = buffer.subarray(end + 1);
+        chunks = [buffer];
+        pending = buffer.length;
+      }
+      if (pending < header.length) return;
+      buffer = Buffer.concat(chunks);
+      const body = buffer.subarray(0, header.length);
+      const args = header.args;
+      buffer = buffer.subarray(header.length);
+      chunks = [buffer];
+      pending = buffer.length;
+      header = null;
+      queue = queue.then(() => answer(args, body));
+      chunk = buffer;
+    }
+  });
 }
 
 async function main() {
-  const { values: opts } = parseArgs({ options: OPTIONS, allowPositionals: false });
-  // HTML follows the reader's colour scheme unless a theme is asked for.
-  const themeGiven = process.argv.some((a) => a === "--theme" || a.startsWith("--theme="));
-  for (const [k, allowed] of Object.entries(CHOICES)) {
-    if (!allowed.includes(opts[k])) throw new InputError(`--${k} must be one of ${allowed.join(", ")} (got ${JSON.stringify(opts[k])})`);
-  }
-  const { trace, layout: given } = readInput(opts.in);
-  const collapsed = await collapsedFor(trace, opts.format !== "html");
-  const layout = given ?? (await computeLayout(trace, collapsed));
-  let output;
-  if (opts.format === "layout") output = JSON.stringify(layout);
-  else if (opts.format === "svg") {
-    const { buildDiagramSvg } = await import(join(FRONTEND, "js/export/svg.js"));
-    const css = readFileSync(join(FRONTEND, "css/graph.css"), "utf8");
-    output = buildDiagramSvg(trace, layout, { animated: opts.animated, phase: opts.phase, theme: opts.theme, values: !opts["no-values"], css });
-  } else {
-    const { buildStandaloneHtml } = await import(join(here, "standalone.mjs"));
-    output = await buildStandaloneHtml(trace, layout, { mode: opts.mode, theme: themeGiven ? opts.theme : null, elk: !opts["no-elk"], collapsed: given ? [] : [...collapsed] });
-  }
+  const opts = parseOptions(process.argv.slice(2));
+  if (opts.serve) return serve();
+  const { output } = await render(readFileSync(opts.in ?? 0, "utf8"), opts);
   if (opts.out) writeFileSync(opts.out, output);
   else process.stdout.write(output);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   main().catch((err) => {
-    const bad = err instanceof InputError || err.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" || err.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE";
+    const bad = isBadInput(err);
     process.stderr.write(`render: ${bad ? "" : "internal error: "}${err.message}\n`);
     if (!bad && err.stack) process.stderr.write(err.stack + "\n");
     process.exit(bad ? 2 : 1);

@@ -158,3 +158,36 @@ def test_trace_of_a_refused_forward_is_exit_1(tmp_path: Path) -> None:
     r = run("trace", str(bad))
     assert r.returncode == 1
     assert r.stdout == "" and "/forward/0" in r.stderr
+
+
+def test_version_prints_the_package_version() -> None:
+    import gradtrace
+
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout == f"gradtrace {gradtrace.__version__}\n"
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    # `gradtrace examples | head -0`: the reader is gone before anything is written.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gradtrace", "examples", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_importing_the_cli_does_no_work() -> None:
+    code = (
+        "import sys, gradtrace.cli\n"
+        "heavy = [m for m in ('torch', 'uvicorn', 'fastapi', 'gradtrace.engine', 'gradtrace.examples')"
+        " if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr

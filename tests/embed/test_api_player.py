@@ -34,9 +34,8 @@ def test_player_html_is_an_offline_download_with_the_trace(permalink: dict[str, 
     trace = httpx.get(f"{permalink['base']}/api/v1/specs/{permalink['id']}/trace", timeout=120).json()
     data = embedded_data(r.text)
     assert data["trace"] == trace
-    assert data["layout"] and {n["id"] for n in trace["graph"]["nodes"]} <= {
-        n["id"] for n in data["layout"]["nodes"]
-    }
+    # The player lays the graph out when it opens (elkjs inlined): building the file needs no Node.
+    assert data["layout"] is None and "g.ELK = f()" in r.text
     # Nothing outside the file: no external script or stylesheet, no module import by URL.
     assert not re.search(r"<script[^>]*\bsrc=", r.text)
     assert not re.search(r"<link[^>]*rel=\"?stylesheet", r.text)
@@ -62,9 +61,10 @@ def test_edited_spec_is_named_by_id_and_theme_is_fixed(permalink: dict[str, str]
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "permalink_not_found"
 
 
-def test_render_failure_is_a_503_envelope(server_factory) -> None:
+def test_the_player_needs_no_node(server_factory) -> None:
+    # A server whose Node.js cannot run: SVG diagrams are 503 (test_api_diagram), the player is not.
     server = server_factory(env={"GRADTRACE_NODE": "/nonexistent/node"})
     r = httpx.post(server.url + "/api/v1/specs", json=get_example("two-layer-linear"), timeout=60)
     d = httpx.get(f"{server.url}/api/v1/specs/{r.json()['id']}/player.html", timeout=120)
-    assert d.status_code == 503, d.text
-    assert d.json()["error"]["code"] == "render_unavailable"
+    assert d.status_code == 200, d.text
+    assert embedded_data(d.text)["trace"]["graph"]["nodes"]

@@ -99,5 +99,10 @@ def test_notebook_output_boots_the_player(browser: Any) -> None:
     frame = page.frame_locator("iframe.gradtrace-player")
     frame.locator("body.is-ready").wait_for(timeout=20_000)
     assert frame.locator(".gt-node[data-node-id]").count() == len(trace.doc.graph.nodes)
+    # The inspector is there for whoever clicks a node: the node's own numbers, in the cell.
+    frame.locator('.gt-node[data-node-id="n5"]').click()  # the parameter W1.weight
+    inspector = frame.locator("#inspector")
+    inspector.wait_for(state="visible", timeout=10_000)
+    assert "W1.weight" in inspector.inner_text()
     assert attempted == []
     context.close()

@@ -47,7 +47,7 @@ def test_writes_svg_animated_svg_html_and_png(spec_file: Path) -> None:
     page = (d / "player.html").read_text()
     assert 'id="gradtrace-data"' in page and "<script src=" not in page and 'href="/' not in page
     data = json.loads(page.split('id="gradtrace-data">')[1].split("</script>")[0])
-    assert {n["id"] for n in data["trace"]["graph"]["nodes"]} == ids and data["layout"]["nodes"]
+    assert {n["id"] for n in data["trace"]["graph"]["nodes"]} == ids and data["layout"] is None
     r = run(str(spec_file), "-o", "still.png", cwd=d)
     assert r.returncode == 0, r.stderr
     png = (d / "still.png").read_bytes()
@@ -77,3 +77,31 @@ def test_usage_and_spec_errors(spec_file: Path) -> None:
     r = run(str(bad), "-o", "x.svg", cwd=d)
     assert r.returncode == 1 and "bad.json" in r.stderr
     assert not (d / "x.svg").exists()
+
+
+def test_a_saved_trace_is_drawn_without_torch(spec_file: Path) -> None:
+    d = spec_file.parent
+    trace_path = d / "plain.json"
+    trace_path.write_text(example_trace("two-layer-linear").to_json())
+    code = (
+        "import sys; from gradtrace.cli import main\n"
+        "rc = main(['render', sys.argv[1], '-o', sys.argv[2]])\n"
+        "sys.exit(rc if 'torch' not in sys.modules else 99)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(trace_path), str(d / "plain.svg")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert_self_contained_svg((d / "plain.svg").read_text())
+
+
+def test_a_broken_trace_names_what_is_missing(spec_file: Path) -> None:
+    d = spec_file.parent
+    broken = d / "broken.json"
+    broken.write_text(json.dumps({"schema_version": 1, "graph": {"nodes": []}, "events": []}))
+    r = run(str(broken), "-o", "broken.svg", cwd=d)
+    assert r.returncode == 1 and "graph.edges" in r.stderr, r.stderr
+    assert not (d / "broken.svg").exists()

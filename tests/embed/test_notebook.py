@@ -1,46 +1,152 @@
-"""A real notebook executed by nbclient (ipykernel): traces show inline, interactive, offline."""
+"""The example notebook (docs/notebooks/quickstart.ipynb) executed by nbclient (ipykernel):
+``show`` displays at once wherever it is in a cell, exactly once; the player and the trace
+travel inside the output (offline); the 2-layer transformer's cell stays under 1 MB."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import html
 import json
+import re
+from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-CELLS = [
-    "import torch, gradtrace\n"
-    "torch.manual_seed(0)\n"
-    "model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())\n"
-    "x = torch.randn(4, 3)\n"
-    "gradtrace.show(model, x, lambda out: out.pow(2).sum())",
-    "from gradtrace.examples import get_example\n"
-    "t = gradtrace.trace_spec(get_example('two-layer-linear'))\n"
-    "t",
-]
+NOTEBOOK = Path(__file__).resolve().parents[2] / "docs" / "notebooks" / "quickstart.ipynb"
+MAX_CELL_BYTES = 1_000_000
+
+
+def player_page(output: Any) -> str:
+    """The standalone page packed (gzip, base64) inside a show() output's iframe."""
+    frame = output["data"]["text/html"]
+    assert frame.startswith('<iframe class="gradtrace-player"') and "script src=" not in frame
+    inner = html.unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))
+    packed = re.search(r'id="gradtrace-page">([A-Za-z0-9+/=]+)</script>', inner).group(1)
+    return gzip.decompress(base64.b64decode(packed)).decode("utf-8")
+
+
+def embedded_trace(page: str) -> dict:
+    found = re.search(r'<script type="application/json" id="gradtrace-data">(.*?)</script>', page, re.S)
+    assert found, "no gradtrace-data block"
+    return json.loads(found.group(1))["trace"]
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    workdir = tmp_path_factory.mktemp("notebook")
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    ).execute()
+    return nb
+
+
+def code_cell(nb: Any, fragment: str) -> Any:
+    return next(c for c in nb.cells if c.cell_type == "code" and fragment in c.source)
 
 
 @pytest.mark.slow
-def test_notebook_shows_the_player_inline(tmp_path) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in CELLS])
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    for cell in nb.cells:
-        outputs = [o for o in cell.outputs if o.output_type == "execute_result"]
-        assert outputs, f"no result for {cell.source!r}: {cell.outputs}"
-        html = outputs[0]["data"]["text/html"]
-        # The player itself (bundled viewer JS, no <script src>) inside an isolated iframe.
-        assert html.startswith('<iframe class="gradtrace-player"')
-        assert "srcdoc=" in html and "createRenderer" in html and "script src=" not in html
-        assert "gradtrace-data" in html
-        assert outputs[0]["data"]["text/plain"].startswith("<gradtrace.Trace")
-    # The trace travels inside: the spec example's nodes, by title and op names.
-    import html as html_lib
+def test_show_displays_once_wherever_it_is_in_the_cell(executed: Any) -> None:
+    cell = code_cell(executed, "gradtrace.show(model, x")
+    kinds = [o.output_type for o in cell.outputs]
+    # The player comes first, before the print that follows the call; no execute_result repeats it.
+    assert kinds == ["display_data", "stream"], kinds
+    assert "the player is above this line" in cell.outputs[1]["text"]
+    assert cell.outputs[0]["data"]["text/plain"].startswith("<gradtrace.Trace")
+    page = player_page(cell.outputs[0])
+    assert "createRenderer" in page and "g.ELK = f()" in page  # the player and its layout engine
+    ops = {n["op"] for n in embedded_trace(page)["graph"]["nodes"]}
+    assert {"TanhBackward0", "AddmmBackward0", "AccumulateGrad"} <= ops
 
-    second = html_lib.unescape(nb.cells[1].outputs[0]["data"]["text/html"])
-    data = json.loads(second.split('id="gradtrace-data">')[1].split("</script>")[0])
-    assert data["trace"]["title"] and data["layout"]["nodes"]
-    assert any(n["op"] == "AccumulateGrad" for n in data["trace"]["graph"]["nodes"])
-    first = html_lib.unescape(nb.cells[0].outputs[0]["data"]["text/html"])
-    assert "TanhBackward0" in first
+
+@pytest.mark.slow
+def test_the_transformer_cell_is_under_1_mb(executed: Any) -> None:
+    cell = code_cell(executed, "gradtrace.show(encoder")
+    (output,) = cell.outputs
+    size = len(json.dumps(output))
+    assert size <= MAX_CELL_BYTES, f"{size:,} bytes"
+    trace = embedded_trace(player_page(output))
+    assert len(trace["graph"]["nodes"]) > 150
+    assert any(n["module"] == "layers.1.self_attn" for n in trace["graph"]["nodes"])
+
+
+@pytest.mark.slow
+def test_the_notebook_checks_its_numbers_and_draws_an_svg(executed: Any) -> None:
+    # The gradient cell asserts against torch.autograd.grad: it ran, so the numbers matched.
+    grads = code_cell(executed, "torch.autograd.grad")
+    assert grads.outputs[0]["data"]["text/plain"] == "['0.bias', '0.weight', '2.bias', '2.weight']"
+    svg = code_cell(executed, "quickstart.svg").outputs[0]["data"]["image/svg+xml"]
+    assert "<svg" in svg and "TanhBackward0" in svg
+
+
+def test_keep_values_keeps_a_budget_of_numbers_and_every_statistic() -> None:
+    from svg_checks import example_trace
+
+    from gradtrace.render.source import keep_values
+
+    doc = json.loads(example_trace("mlp-hooks-reconstruction").to_json())
+    before = json.dumps(doc)
+    small = keep_values(doc, budget=10)
+    assert json.dumps(doc) == before  # the input is not changed
+    assert len(tensors(small)) == len(tensors(doc))  # every tensor is still there, with its stats
+    kept = [t for t in with_numbers(small) if _numel(t["shape"]) > 3]
+    assert sum(_numel(t["shape"]) for t in kept) <= 10
+    assert all(t in with_numbers(small) for t in with_numbers(doc) if _numel(t["shape"]) <= 3)
+    reduced = len(with_numbers(doc)) - len(with_numbers(small))
+    assert reduced > 0 and small["limits"]["values_truncated"] == doc["limits"]["values_truncated"] + reduced
+    assert all(t["truncated"] for t in tensors(small) if t not in tensors(doc))
+    assert keep_values(doc, budget=10**9) == doc
+
+
+def tensors(doc: Any) -> list[dict]:
+    """Every tensor value in the trace, in document order."""
+    return [t for t in _walk(doc) if isinstance(t, dict) and "shape" in t and "stats" in t]
+
+
+def with_numbers(doc: Any) -> list[dict]:
+    return [t for t in tensors(doc) if t.get("values") is not None or t.get("data")]
+
+
+def _walk(node: Any) -> Any:
+    yield node
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
+    for child in children:
+        yield from _walk(child)
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@pytest.mark.slow
+def test_any_trace_makes_a_cell_under_1_mb() -> None:
+    # A trace made with the default budget (all numbers) as a cell's last value: _repr_html_.
+    import torch
+
+    import gradtrace
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    trace = gradtrace.trace(encoder, torch.randn(8, 16, 64), lambda out: out.pow(2).mean())
+    assert len(trace.to_json_bytes()) > 2 * MAX_CELL_BYTES
+    cell = trace._repr_html_()
+    assert len(cell) <= MAX_CELL_BYTES, f"{len(cell):,} bytes"
+    assert embedded_trace(player_page({"data": {"text/html": cell}}))["limits"]["values_truncated"] > 0
+
+
+def test_show_outside_a_notebook_says_what_to_do_instead(two_layer: Any) -> None:
+    import gradtrace
+    from gradtrace.render import RenderUnavailable
+
+    with pytest.raises(RenderUnavailable, match=r"trace.save\('trace.html'\)"):
+        gradtrace.show(two_layer)
+    with pytest.raises(TypeError, match="already made"):
+        gradtrace.show(two_layer, inputs=1)

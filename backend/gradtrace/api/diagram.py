@@ -29,7 +29,7 @@ from gradtrace.service.hashing import trace_key
 log = logging.getLogger(__name__)
 
 # Bump when the drawing changes, so cached SVGs and ETags from an older renderer are not reused.
-RENDERER_VERSION = "1"
+RENDERER_VERSION = "2"  # bump when the drawings change: cached SVG/HTML of older renderers are not served
 MAX_CONCURRENT_RENDERS = 2  # Node + ELK is CPU-bound; the machine has few cores
 MAX_WAITING_RENDERS = 8
 CACHE_CONTROL = "public, max-age=86400"

@@ -1,7 +1,9 @@
 """Diagrams of traces: static and animated SVG, standalone HTML, PNG, notebook output.
 
-The drawing is done by the viewer's own JavaScript (``frontend/js/export``, layout by
-elkjs), run by Node in a subprocess, so every picture matches the viewer. Torch-free.
+SVG is drawn by the viewer's own JavaScript (``frontend/js/export``, layout by elkjs) in one
+warm Node process per Python process, so every picture matches the viewer. HTML and notebook
+output are put together in Python (the player lays itself out in the browser): no Node.
+PNG rasterises the SVG in headless Chromium. Torch-free.
 """
 
 from gradtrace.render.diagram import PHASES, THEMES, diagram_svg

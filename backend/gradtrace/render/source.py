@@ -40,3 +40,50 @@ def node_count(trace: Any) -> int:
     if isinstance(doc, dict):
         return len(doc.get("graph", {}).get("nodes", []))
     return len(json.loads(trace_json(trace)).get("graph", {}).get("nodes", []))
+
+
+CHIP_NUMBERS = 3  # tensors this small are written on the picture: their numbers always stay
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def keep_values(doc: dict[str, Any], budget: int) -> dict[str, Any]:
+    """The trace with at most ``budget`` tensor numbers, the rest reduced to statistics.
+
+    A tensor value is a dict with ``shape``, ``stats`` and ``values`` (JSON list) or ``data``
+    (base64); in document order (graph, events, values, grads) each keeps its numbers while the
+    budget lasts, tiny ones (drawn as chips) always. A reduced tensor is ``truncated`` as the
+    engine marks it, and ``limits.values_truncated`` counts it. ``doc`` is not changed.
+    """
+    left = budget
+    reduced = 0
+
+    def walk(node: Any) -> Any:
+        nonlocal left, reduced
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "shape" in node and "stats" in node and (node.get("values") is not None or node.get("data")):
+            n = _numel(node["shape"])
+            if n <= CHIP_NUMBERS:
+                return node
+            if n <= left:
+                left -= n
+                return node
+            reduced += 1
+            return {**node, "values": None, "data": None, "truncated": True}
+        return {key: walk(value) for key, value in node.items()}
+
+    out = walk(doc)
+    if reduced and isinstance(out.get("limits"), dict):
+        out["limits"] = {
+            **out["limits"],
+            "values_truncated": out["limits"].get("values_truncated", 0) + reduced,
+        }
+    return out

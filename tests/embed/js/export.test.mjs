@@ -1,10 +1,7 @@
 // The export modules in Node: schedule (against the viewer's frameAt), keyframes, escaping,
-// the bundler, and the SVG of the hand-checked tiny trace (two backwards: .grad 1 -> 2).
+// and the SVG of the hand-checked tiny trace (two backwards: .grad 1 -> 2).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import ELK from "../../../frontend/node_modules/elkjs/lib/main.js";
 import { layoutGraph } from "../../../frontend/js/layout.js";
 import { buildTimeline, frameAt } from "../../../frontend/js/timeline.js";
@@ -12,7 +9,6 @@ import { buildSchedule, finalFrame, selectSteps } from "../../../frontend/js/exp
 import { createKeyframes, stretchOn } from "../../../frontend/js/export/keyframes.js";
 import { buildDiagramSvg } from "../../../frontend/js/export/svg.js";
 import { esc } from "../../../frontend/js/export/xml.js";
-import { bundle, BundleError } from "../../../frontend/tools/bundle.mjs";
 import { tinyTrace, goldenTraces } from "../../frontend/fixtures.mjs";
 
 const elk = new ELK();
@@ -75,25 +71,4 @@ test("the tiny trace's animated SVG shows .grad accumulating 1 -> 2 and the += b
   assert.match(still, />\.grad 2\.000</);
   assert.ok(!still.includes(">.grad 1.000<"));
   for (const n of trace.graph.nodes) assert.ok(still.includes(`data-id="${n.id}"`), n.id);
-});
-
-test("the bundler inlines the viewer and refuses what it cannot do", () => {
-  const code = bundle(new URL("../../../frontend/js/main.js", import.meta.url).pathname);
-  assert.ok(code.includes("createRenderer") && !/^import /m.test(code) && !/^export /m.test(code));
-  const dir = mkdtempSync(join(tmpdir(), "gt-bundle-"));
-  writeFileSync(join(dir, "a.js"), 'import * as b from "./b.js";\nimport c, { d as e } from "./c.js";\nglobalThis.out = [b.x, c, e];\n');
-  writeFileSync(join(dir, "b.js"), "const y = 1;\nexport { y as x };\n");
-  writeFileSync(join(dir, "c.js"), "export const d = 3;\nexport default 2;\n");
-  new Function(bundle(join(dir, "a.js")))();
-  assert.deepEqual(globalThis.out, [1, 2, 3]);
-  // A literal dynamic import is bundled (the viewer's share.js loads the exporters that way).
-  writeFileSync(join(dir, "dyn.js"), 'import("./b.js").then((m) => { globalThis.dyn = m.x; });\n');
-  new Function(bundle(join(dir, "dyn.js")))();
-  return Promise.resolve().then(() => {
-    assert.equal(globalThis.dyn, 1);
-    writeFileSync(join(dir, "dyn2.js"), "const name = './b.js';\nimport(name);\n");
-    assert.throws(() => bundle(join(dir, "dyn2.js")), (err) => err instanceof BundleError && /literal relative path/.test(err.message));
-    writeFileSync(join(dir, "pkg.js"), 'import x from "elkjs";\n');
-    assert.throws(() => bundle(join(dir, "pkg.js")), /only relative imports/);
-  });
 });

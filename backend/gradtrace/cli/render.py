@@ -1,0 +1,91 @@
+"""``gradtrace render SPEC.json|TRACE.json -o out.svg|out.html|out.png|out.json``: a diagram, offline.
+
+A model spec is traced here with real PyTorch; a saved trace is drawn as it is, without
+importing torch or validating it in Python (the renderer checks what it draws). The format
+follows the output's suffix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from gradtrace.cli.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, err, format_spec_error, read_json_file
+from gradtrace.render.diagram import PHASES, THEMES
+from gradtrace.render.save import SUFFIXES
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "render",
+        help="draw a spec or trace as SVG (static or animated), standalone HTML or PNG",
+        description="Trace a spec (or read a trace JSON) and draw it offline with the viewer's "
+        "layout and styles. The format follows the output's suffix: .svg (add --animated for the "
+        "looping forward/backward animation), .html (the interactive player in one file), .png "
+        "(needs Chromium), .json.",
+    )
+    p.add_argument("spec", metavar="SPEC.json", help="a model spec or a trace JSON ('-' reads stdin)")
+    p.add_argument("-o", "--output", metavar="OUT", required=True, help=f"output file: {', '.join(SUFFIXES)}")
+    p.add_argument("--animated", action="store_true", help="animate the SVG (CSS keyframes, looping)")
+    p.add_argument("--phase", choices=PHASES, default="both", help="passes to draw (default both)")
+    p.add_argument(
+        "--theme", choices=THEMES, default=None, help="colours (default light; HTML follows the reader)"
+    )
+    p.add_argument("--no-values", action="store_true", help="leave out value and gradient chips")
+    p.set_defaults(func=run)
+
+
+def is_trace(doc: Any) -> bool:
+    return isinstance(doc, dict) and "graph" in doc and "events" in doc and "schema_version" in doc
+
+
+def _traced(source: str, doc: Any) -> Any:
+    """The spec traced with PyTorch (imported only now); None after reporting an invalid spec."""
+    from gradtrace import trace_spec
+    from gradtrace.spec import SpecError
+
+    try:
+        return trace_spec(doc)
+    except SpecError as exc:
+        err(format_spec_error(source, exc))
+        return None
+    except Exception as exc:
+        from gradtrace.engine import TraceError
+
+        if not isinstance(exc, TraceError):
+            raise
+        err(format_spec_error(source, exc))
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from gradtrace.render import RenderError, render_bytes
+
+    out = Path(args.output)
+    suffix = out.suffix.lower()
+    if suffix not in SUFFIXES:
+        err(f"cannot tell the format of {args.output!r}: the output must end in {', '.join(SUFFIXES)}")
+        return EXIT_USAGE
+    if suffix == ".png" and args.animated:
+        err("a PNG is a still picture: write the animated diagram to a .svg file")
+        return EXIT_USAGE
+    doc = read_json_file(args.spec)
+    trace = doc if is_trace(doc) else _traced(args.spec, doc)
+    if trace is None:
+        return EXIT_INVALID
+    options = {
+        "animated": args.animated,
+        "phase": args.phase,
+        "theme": args.theme,
+        "values": not args.no_values,
+    }
+    try:
+        data = render_bytes(trace, suffix, **options)
+    except RenderError as exc:
+        err(f"cannot draw {args.output}: {exc}")
+        return EXIT_INVALID
+    out.write_bytes(data)
+    sys.stderr.write(f"wrote {args.output} ({len(data):,} bytes)\n")
+    return EXIT_OK
