@@ -5,6 +5,8 @@
 import { h, svgEl } from "./dom.js";
 import { formatNumber, formatNumberFull, formatShape, tensorNumbers, hasNonFinite, matrixView, decodeNumber } from "./format.js";
 import { prettyName } from "./layout.js";
+import { nodeMemoryView } from "./memory.js";
+import { perSampleSection } from "./persample.js";
 
 const HOOK_KINDS = new Set(["module_forward_pre", "module_forward", "module_backward_pre", "module_backward", "tensor_hook", "post_accumulate_grad", "hook_action"]);
 
@@ -182,7 +184,9 @@ export function renderInspector(root, { trace, timeline, frame, id, onToggleModu
     section("Chain rule", node.kind === "op" ? chainRule(node, post, sources) : null),
     section(".grad", leafGrad),
     section("Saved tensors", saved),
+    section("Saved-tensor memory", nodeMemoryView(trace, id, step)),
     section("Hook payloads", hooks),
     section("Reconstruction check", recon),
+    perSampleSection(trace, node),
   ].filter(Boolean));
 }

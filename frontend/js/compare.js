@@ -1,0 +1,212 @@
+// Compare mode (#…&compare=<example or permalink id>): the graph on screen is trace b, the
+// other spec is a (the baseline); POST /api/v1/compare says what changed. Every edge and node
+// whose gradient changed is marked on the graph with its factor (×2), nodes only this trace has
+// are outlined, and a panel lists every final gradient with its numbers, a vs b. The numbers
+// are the traces' own (the server compares them); nothing is recomputed here.
+
+import { h, svgEl } from "./dom.js";
+import { formatNumber, formatTensorInline } from "./format.js";
+import { traceEdgeId } from "./export/states.js";
+
+/** "×2", "×0.5", "×−1", or "changed" when b is not a scaled copy of a. */
+export function ratioText(ratio) {
+  if (ratio === null || ratio === undefined) return "changed";
+  const text = formatNumber(ratio);
+  return `×${text.includes(".") && !text.includes("e") ? text.replace(/\.?0+$/, "") : text}`;
+}
+
+/** One factor for several diffs of one thing (its passes): the common ratio, or null. */
+function commonRatio(diffs) {
+  const ratios = diffs.map((d) => d.ratio);
+  return ratios.length && ratios.every((r) => r !== null && r !== undefined && r === ratios[0]) ? ratios[0] : null;
+}
+
+/**
+ * What to mark on trace b's graph: `edges` and `nodes` (id -> ratio or null) whose gradient
+ * changed — an edge when the gradient along it did in some pass, a node when the gradient
+ * flowing into its output (an edge leaving it) did, or a leaf whose final .grad did — and
+ * `onlyHere`, the nodes trace a does not have.
+ */
+export function compareMarks(trace, diff) {
+  const edges = new Map();
+  for (const m of diff.edges.matched) {
+    const changed = m.grads.filter((g) => g.status === "changed");
+    if (changed.length) edges.set(m.b, commonRatio(changed));
+  }
+  const byEdge = new Map(trace.graph.edges.map((e) => [e.id, e]));
+  const nodes = new Map();
+  for (const [id, ratio] of edges) {
+    const source = byEdge.get(id)?.source;
+    if (source === undefined) continue;
+    nodes.set(source, nodes.has(source) && nodes.get(source) !== ratio ? null : ratio);
+  }
+  const grads = new Map(diff.grads.filter((d) => d.status === "changed").map((d) => [d.name, d.ratio]));
+  for (const n of trace.graph.nodes) if (n.kind === "tensor" && grads.has(n.tensor)) nodes.set(n.id, grads.get(n.tensor));
+  return { edges, nodes, onlyHere: new Set(diff.nodes.only_b) };
+}
+
+/** The link that opens an example compared with its gallery partner. */
+export function compareHref(exampleId, compareWith) {
+  return `#${new URLSearchParams({ example: exampleId, compare: compareWith })}`;
+}
+
+const SHORT_STATUS = { unchanged: "same", no_gradient: "None", only_a: "only a", only_b: "only b" };
+const STATUS_TEXT = {
+  changed: "changed",
+  unchanged: "unchanged",
+  only_a: "only in the other",
+  only_b: "only in this one",
+  no_gradient: "no gradient in either",
+  not_comparable: "not comparable (stats only)",
+};
+
+/** A point a quarter along an edge's drawn path from its source (the gradient chip sits mid-way). */
+function badgePoint(edgeEl) {
+  const path = edgeEl.querySelector("path");
+  if (!path || !path.getTotalLength) return null;
+  return path.getPointAtLength(path.getTotalLength() / 4);
+}
+
+function badge(text, x, y, anchor) {
+  const label = svgEl("text", { class: "gt-compare-badge-text", x, y, "text-anchor": anchor }, [text]);
+  return svgEl("g", { class: "gt-compare-badge" }, [label]);
+}
+
+/** Marks `marks` on the drawn graph in `svg` (elements culled off-screen are skipped). */
+export function markGraph(svg, marks) {
+  for (const el of svg.querySelectorAll(".gt-compare-badge")) el.remove();
+  for (const el of svg.querySelectorAll(".gt-compare-changed, .gt-compare-only")) el.classList.remove("gt-compare-changed", "gt-compare-only");
+  if (!marks) return;
+  const top = svg.querySelector(".gt-viewport")?.lastElementChild; // the chips' layer: above edges
+  for (const el of svg.querySelectorAll(".gt-edge[data-edge-id]")) {
+    const id = traceEdgeId(el.dataset.edgeId);
+    if (!marks.edges.has(id)) continue;
+    el.classList.add("gt-compare-changed");
+    const p = badgePoint(el);
+    if (!p || !top) continue;
+    const b = badge(ratioText(marks.edges.get(id)), p.x + 6, p.y, "start");
+    b.setAttribute("data-edge-id", id);
+    top.append(b);
+  }
+  for (const el of svg.querySelectorAll(".gt-node[data-node-id]")) {
+    const id = el.dataset.nodeId;
+    if (marks.onlyHere.has(id)) {
+      el.classList.add("gt-compare-only");
+      el.append(badge("only here", 0, -5, "start"));
+    }
+    if (!marks.nodes.has(id)) continue;
+    el.classList.add("gt-compare-changed");
+    el.append(badge(ratioText(marks.nodes.get(id)), -6, 12, "end"));
+  }
+}
+
+function gradRow(diff, traceA, traceB) {
+  const ratio = diff.status === "changed" ? ratioText(diff.ratio) : "";
+  return h("tr", { class: `compare-row is-${diff.status}`, "data-name": diff.name, "data-status": diff.status }, [
+    h("th", { scope: "row", text: diff.name }),
+    h("td", { class: "num", text: diff.status === "only_b" ? "—" : formatTensorInline(traceA.grads?.[diff.name] ?? null, 4) }),
+    h("td", { class: "num", text: diff.status === "only_a" ? "—" : formatTensorInline(traceB.grads?.[diff.name] ?? null, 4) }),
+    h("td", { class: "compare-status", title: `${STATUS_TEXT[diff.status]}${diff.max_abs_diff === null ? "" : `, largest difference ${formatNumber(diff.max_abs_diff)}`}`, text: ratio || SHORT_STATUS[diff.status] || STATUS_TEXT[diff.status] }),
+  ]);
+}
+
+function describeNode(trace, id) {
+  const n = trace.graph.nodes.find((x) => x.id === id);
+  if (!n) return id;
+  return n.kind === "tensor" ? n.label : `${n.op}${n.module ? " in " + n.module : ""}`;
+}
+
+/** The panel's content: what a and b are, the final gradients a vs b, hooks, unmatched nodes. */
+export function comparePanel(diff, traceA, traceB, { titleA, onClose }) {
+  const changed = diff.grads.filter((d) => d.status === "changed").length;
+  const hooks = diff.hooks.filter((x) => x.status !== "same");
+  const onlyA = diff.nodes.only_a.map((id) => describeNode(traceA, id));
+  const onlyB = diff.nodes.only_b.map((id) => describeNode(traceB, id));
+  return [
+    h("header", {}, [
+      h("h2", { text: "Compare" }),
+      h("button", { type: "button", class: "compare-close", "aria-label": "Stop comparing", title: "Stop comparing", text: "×", onclick: onClose }),
+    ]),
+    h("p", { class: "compare-sides" }, ["a: ", h("strong", { text: titleA }), h("br"), "b (drawn): ", h("strong", { text: diff.b.title })]),
+    h("p", { class: "compare-summary", text: `${changed} of ${diff.grads.length} gradients changed · ${diff.summary.changed_edges.length} edges marked on the graph (thick orange, with b's factor over a's)${diff.nodes.only_b.length ? "; nodes only b has are outlined dashed" : ""}` }),
+    h("table", { class: "compare-grads" }, [
+      h("thead", {}, [h("tr", {}, [h("th", { text: ".grad" }), h("th", { text: "a" }), h("th", { text: "b" }), h("th", { text: "b vs a" })])]),
+      h("tbody", {}, diff.grads.map((d) => gradRow(d, traceA, traceB))),
+    ]),
+    hooks.length ? h("p", { class: "muted", text: `hooks: ${hooks.map((x) => `${x.type} on ${x.where} ${STATUS_TEXT[x.status] ?? x.status} ${JSON.stringify(x.action_a)} → ${JSON.stringify(x.action_b)}`).join("; ")}` }) : null,
+    diff.summary.changed_values.length ? h("p", { class: "muted", text: `forward values changed: ${diff.summary.changed_values.join(", ")}` }) : null,
+    onlyB.length ? h("p", { class: "muted", text: `only in b (outlined): ${onlyB.join(", ")}` }) : null,
+    onlyA.length ? h("p", { class: "muted", text: `only in a: ${onlyA.join(", ")}` }) : null,
+  ];
+}
+
+/**
+ * The controller: `load(trace)` compares the drawn trace with `store.compare` (or clears the
+ * mode), `mark()` re-applies the marks after every redraw. The "compare with …" link follows
+ * the current example's gallery partner. body[data-compare] says "loading" | "ready" | "error".
+ */
+export function createCompare({ store, api, panel, link, svg }) {
+  let marks = null;
+  let marksFor = null; // the trace the marks belong to
+  let examples = null;
+  let loaded = 0; // the latest load wins
+  const body = document.body;
+
+  async function gallery() {
+    examples ??= await api.examples();
+    return examples;
+  }
+
+  async function updateLink() {
+    const { example, spec, compare } = store.get();
+    const entry = (await gallery()).find((e) => e.id === example);
+    const partner = entry?.compare_with;
+    const partnerTitle = examples.find((e) => e.id === partner)?.title ?? partner;
+    link.hidden = !partner || Boolean(spec) || compare === partner;
+    if (partner) {
+      link.href = compareHref(example, partner);
+      link.textContent = `compare with “${partnerTitle}”`;
+    }
+  }
+
+  function clear() {
+    marks = null;
+    markGraph(svg, null);
+    panel.hidden = true;
+    panel.replaceChildren();
+    delete body.dataset.compare;
+  }
+
+  async function load(trace) {
+    const token = ++loaded;
+    const target = store.get().compare;
+    updateLink().catch(() => {});
+    if (!target) return clear();
+    body.dataset.compare = "loading";
+    panel.hidden = false;
+    panel.replaceChildren(h("p", { class: "muted", text: `comparing with ${target}…` }));
+    try {
+      const entry = (await gallery()).find((e) => e.id === target);
+      const a = entry ? await api.example(target) : target; // an example's spec, or a permalink id
+      const [diff, traceA] = await Promise.all([api.compare(a, trace.spec), entry ? api.traceOf(a) : api.savedTrace(target)]);
+      if (token !== loaded) return;
+      marks = compareMarks(trace, diff);
+      marksFor = trace;
+      markGraph(svg, marks);
+      panel.replaceChildren(...comparePanel(diff, traceA, trace, { titleA: entry?.title ?? traceA.title, onClose: () => store.set({ compare: "" }) }).filter(Boolean));
+      body.dataset.compare = "ready";
+    } catch (err) {
+      if (token !== loaded) return;
+      marks = null;
+      markGraph(svg, null);
+      panel.replaceChildren(h("p", { class: "error", text: `cannot compare with ${target}: ${err.message}` }));
+      body.dataset.compare = "error";
+    }
+  }
+
+  return {
+    load,
+    /** After a redraw of `trace`: its marks again (none while another trace's are pending). */
+    mark: (trace) => markGraph(svg, trace === marksFor ? marks : null),
+  };
+}
