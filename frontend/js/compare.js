@@ -77,16 +77,12 @@ export function markGraph(svg, marks) {
   for (const el of svg.querySelectorAll(".gt-compare-badge")) el.remove();
   for (const el of svg.querySelectorAll(".gt-compare-changed, .gt-compare-only")) el.classList.remove("gt-compare-changed", "gt-compare-only");
   if (!marks) return;
-  const top = svg.querySelector(".gt-viewport")?.lastElementChild; // the chips' layer: above edges
   for (const el of svg.querySelectorAll(".gt-edge[data-edge-id]")) {
     const id = traceEdgeId(el.dataset.edgeId);
     if (!marks.edges.has(id)) continue;
     el.classList.add("gt-compare-changed");
-    const p = badgePoint(el);
-    if (!p || !top) continue;
-    const b = badge(ratioText(marks.edges.get(id)), p.x + 6, p.y, "start");
-    b.setAttribute("data-edge-id", id);
-    top.append(b);
+    const p = badgePoint(el); // inside the edge: shown and hidden with it, clear of its chip
+    if (p) el.append(badge(ratioText(marks.edges.get(id)), p.x + 6, p.y, "start"));
   }
   for (const el of svg.querySelectorAll(".gt-node[data-node-id]")) {
     const id = el.dataset.nodeId;
@@ -195,6 +191,7 @@ export function createCompare({ store, api, panel, link, svg }) {
       markGraph(svg, marks);
       panel.replaceChildren(...comparePanel(diff, traceA, trace, { titleA: entry?.title ?? traceA.title, onClose: () => store.set({ compare: "" }) }).filter(Boolean));
       body.dataset.compare = "ready";
+      if (store.get().step === 0) store.set({ step: trace.events.length - 1 }); // the finished backward
     } catch (err) {
       if (token !== loaded) return;
       marks = null;

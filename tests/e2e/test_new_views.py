@@ -132,9 +132,7 @@ def check_compare_page(
         ".gt-edge.gt-compare-changed", "els => els.map(e => e.dataset.edgeId.split('~')[0])"
     )
     assert sorted(set(marked)) == sorted(diff["summary"]["changed_edges"])
-    badges = page.eval_on_selector_all(
-        ".gt-compare-badge[data-edge-id]", "els => els.map(e => e.textContent)"
-    )
+    badges = page.eval_on_selector_all(".gt-edge .gt-compare-badge", "els => els.map(e => e.textContent)")
     assert badges and set(badges) == {"×2"}
     leaves = {n["tensor"]: n["id"] for n in trace_b["graph"]["nodes"] if n["kind"] == "tensor"}
     for name, changed in (("x", True), ("f0.weight", True), ("f0.bias", True), ("f1.f.weight", False)):
@@ -158,6 +156,7 @@ def test_compare_mode_x2_hook_against_seed_002(
     link.click()
     check_compare_page(page, trace_a, trace_b, diff)
     assert "compare=full-backward-hook" in page.url
+    wait_step(page, len(trace_b["events"]) - 1)  # compare mode opens on the finished backward
     page.locator("#fit").click()
     page.wait_for_timeout(400)
     page.screenshot(path=str(screenshots / "compare-x2-vs-seed002.png"))
