@@ -106,10 +106,46 @@ function gradRow(diff, traceA, traceB) {
   ]);
 }
 
+/** One edge's gradient in a and in b (its last pass in each), with what changed. */
+function edgeRow(match, traceA, traceB) {
+  const edgeA = traceA.graph.edges.find((e) => e.id === match.a);
+  const edgeB = traceB.graph.edges.find((e) => e.id === match.b);
+  const changed = match.grads.filter((g) => g.status === "changed");
+  const status = changed.length ? "changed" : match.grads.every((g) => g.status === "unchanged") ? "unchanged" : match.grads[0].status;
+  const gradOf = (edge) => formatTensorInline(edge?.grads?.at(-1)?.value ?? null, 4);
+  return h("tr", { class: `compare-row is-${status}`, "data-edge": match.b, "data-status": status }, [
+    h("th", { scope: "row", title: `${describeNode(traceB, edgeB?.target)} → ${describeNode(traceB, edgeB?.source)}`, text: `${shortName(traceB, edgeB?.target)} → ${shortName(traceB, edgeB?.source)}` }),
+    h("td", { class: "num", text: gradOf(edgeA) }),
+    h("td", { class: "num", text: gradOf(edgeB) }),
+    h("td", { class: "compare-status", title: STATUS_TEXT[status] ?? status, text: changed.length ? ratioText(commonRatio(changed)) : SHORT_STATUS[status] || STATUS_TEXT[status] }),
+  ]);
+}
+
+/** A node as an edge row names it: a leaf by its name, an op by its class (and the tensor it made). */
+function shortName(trace, id) {
+  const n = trace.graph.nodes.find((x) => x.id === id);
+  if (!n) return id ?? "?";
+  return n.kind === "tensor" ? n.label : n.tensor && n.op !== "AccumulateGrad" ? `${n.op} (${n.tensor})` : n.op;
+}
+
 function describeNode(trace, id) {
   const n = trace.graph.nodes.find((x) => x.id === id);
   if (!n) return id;
   return n.kind === "tensor" ? n.label : `${n.op}${n.module ? " in " + n.module : ""}`;
+}
+
+/** Every matched edge that carried a gradient in both, a vs b, folded under a summary line. */
+function edgesPanel(diff, traceA, traceB) {
+  const withGrads = diff.edges.matched.filter((m) => m.grads.length);
+  if (!withGrads.length) return null;
+  const changed = withGrads.filter((m) => m.grads.some((g) => g.status === "changed")).length;
+  return h("details", { class: "compare-edges" }, [
+    h("summary", { text: `gradients along the edges: ${changed} of ${withGrads.length} changed (last backward)` }),
+    h("table", { class: "compare-grads" }, [
+      h("thead", {}, [h("tr", {}, [h("th", { text: "edge (gradient flows →)" }), h("th", { text: "a" }), h("th", { text: "b" }), h("th", { text: "b vs a" })])]),
+      h("tbody", {}, withGrads.map((m) => edgeRow(m, traceA, traceB))),
+    ]),
+  ]);
 }
 
 /** The panel's content: what a and b are, the final gradients a vs b, hooks, unmatched nodes. */
@@ -129,6 +165,7 @@ export function comparePanel(diff, traceA, traceB, { titleA, onClose }) {
       h("thead", {}, [h("tr", {}, [h("th", { text: ".grad" }), h("th", { text: "a" }), h("th", { text: "b" }), h("th", { text: "b vs a" })])]),
       h("tbody", {}, diff.grads.map((d) => gradRow(d, traceA, traceB))),
     ]),
+    edgesPanel(diff, traceA, traceB),
     hooks.length ? h("p", { class: "muted", text: `hooks: ${hooks.map((x) => `${x.type} on ${x.where} ${STATUS_TEXT[x.status] ?? x.status} ${JSON.stringify(x.action_a)} → ${JSON.stringify(x.action_b)}`).join("; ")}` }) : null,
     diff.summary.changed_values.length ? h("p", { class: "muted", text: `forward values changed: ${diff.summary.changed_values.join(", ")}` }) : null,
     onlyB.length ? h("p", { class: "muted", text: `only in b (outlined): ${onlyB.join(", ")}` }) : null,

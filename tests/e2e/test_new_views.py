@@ -114,7 +114,7 @@ def check_compare_page(
     page: Any, trace_a: dict[str, Any], trace_b: dict[str, Any], diff: dict[str, Any]
 ) -> None:
     page.wait_for_selector("body[data-compare=ready]", timeout=60000)
-    rows = page.locator(".compare-grads tbody tr")
+    rows = page.locator(".compare-grads tbody tr[data-name]")
     assert rows.count() == len(trace_b["grads"])
     for name in ("x", "f0.weight", "f0.bias"):
         row = page.locator(f'.compare-row[data-name="{name}"]')
@@ -127,6 +127,24 @@ def check_compare_page(
         row = page.locator(f'.compare-row[data-name="{name}"]')
         assert row.get_attribute("data-status") == "unchanged"
         assert row.locator("td").nth(2).inner_text() == "same"
+    # every edge's gradient, a vs b: the changed ones are exactly the API's, with the traces' numbers
+    page.locator(".compare-edges summary").click()
+    edge_rows = page.locator(".compare-grads tbody tr[data-edge]")
+    assert edge_rows.count() == sum(1 for m in diff["edges"]["matched"] if m["grads"])
+    changed_rows = page.eval_on_selector_all(
+        '.compare-grads tr[data-edge][data-status="changed"]', "els => els.map(e => e.dataset.edge)"
+    )
+    assert sorted(changed_rows) == sorted(diff["summary"]["changed_edges"])
+    edges_a = {e["id"]: e for e in trace_a["graph"]["edges"]}
+    edges_b = {e["id"]: e for e in trace_b["graph"]["edges"]}
+    for m in diff["edges"]["matched"]:
+        if m["b"] not in changed_rows:
+            continue
+        cells = page.locator(f'tr[data-edge="{m["b"]}"] td')
+        for k, edge in ((0, edges_a[m["a"]]), (1, edges_b[m["b"]])):
+            (value,) = edge["grads"][-1]["value"]["values"]
+            assert cells.nth(k).inner_text() == "[" + fmt4(value) + "]"
+        assert cells.nth(2).inner_text() == "×2"
     # on the graph: exactly the edges the API reports, each with its factor
     marked = page.eval_on_selector_all(
         ".gt-edge.gt-compare-changed", "els => els.map(e => e.dataset.edgeId.split('~')[0])"
