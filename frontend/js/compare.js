@@ -134,6 +134,16 @@ function describeNode(trace, id) {
   return n.kind === "tensor" ? n.label : `${n.op}${n.module ? " in " + n.module : ""}`;
 }
 
+const actionText = (action) => (action ? JSON.stringify(action) : "no action");
+
+/** A hook that differs: "full_backward on f1: no action → {…}", "backward on f1: only in a". */
+function hookText(hook) {
+  const what = `${hook.type} on ${hook.where}`;
+  if (hook.status === "only_a") return `${what}: only in a`;
+  if (hook.status === "only_b") return `${what}: only in b`;
+  return `${what}: ${actionText(hook.action_a)} → ${actionText(hook.action_b)}`;
+}
+
 /** Every matched edge that carried a gradient in both, a vs b, folded under a summary line. */
 function edgesPanel(diff, traceA, traceB) {
   const withGrads = diff.edges.matched.filter((m) => m.grads.length);
@@ -166,7 +176,7 @@ export function comparePanel(diff, traceA, traceB, { titleA, onClose }) {
       h("tbody", {}, diff.grads.map((d) => gradRow(d, traceA, traceB))),
     ]),
     edgesPanel(diff, traceA, traceB),
-    hooks.length ? h("p", { class: "muted", text: `hooks: ${hooks.map((x) => `${x.type} on ${x.where} ${STATUS_TEXT[x.status] ?? x.status} ${JSON.stringify(x.action_a)} → ${JSON.stringify(x.action_b)}`).join("; ")}` }) : null,
+    hooks.length ? h("p", { class: "muted compare-hooks", text: `hooks: ${hooks.map(hookText).join("; ")}` }) : null,
     diff.summary.changed_values.length ? h("p", { class: "muted", text: `forward values changed: ${diff.summary.changed_values.join(", ")}` }) : null,
     onlyB.length ? h("p", { class: "muted", text: `only in b (outlined): ${onlyB.join(", ")}` }) : null,
     onlyA.length ? h("p", { class: "muted", text: `only in a: ${onlyA.join(", ")}` }) : null,

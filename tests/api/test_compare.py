@@ -41,8 +41,9 @@ def test_seed_002_against_its_x2_variant(live_server: str) -> None:
     diff = r.json()
     check_x2_diff(diff)
     # the numbers are the traces' own: |b - a| of each final gradient, as POST /trace gives them
-    ta = httpx.post(live_server + "/api/v1/trace", json=a, timeout=TIMEOUT).json()
-    tb = httpx.post(live_server + "/api/v1/trace", json=b, timeout=TIMEOUT).json()
+    posted = [httpx.post(live_server + "/api/v1/trace", json=spec, timeout=TIMEOUT) for spec in (a, b)]
+    assert [r.headers["x-cache"] for r in posted] == ["hit", "hit"]  # compare traced them into the same cache
+    ta, tb = (r.json() for r in posted)
     for d in diff["grads"]:
         (va,), (vb,) = ta["grads"][d["name"]]["values"], tb["grads"][d["name"]]["values"]
         assert d["max_abs_diff"] == pytest.approx(abs(vb - va), rel=1e-6)

@@ -200,3 +200,25 @@ def test_compare_with_an_unknown_permalink_says_so(page: Any, live_server: str) 
     open_example(page, live_server, "full-backward-hook-x2", "&compare=zzzzzzzzzzzz")
     page.wait_for_selector("body[data-compare=error]", timeout=60000)
     assert "no permalink with this id" in page.locator("#compare-panel").inner_text()
+
+
+def test_compare_mode_marks_the_nodes_only_one_trace_has(
+    page: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any
+) -> None:
+    # the full hook inserts BackwardHookFunctionBackward nodes; the deprecated hook does not
+    trace_b = example_traces["full-backward-hook"]
+    diff = post_json(
+        live_server + "/api/v1/compare",
+        {"a": get_json(f"{live_server}/api/v1/examples/deprecated-backward-hook"), "b": trace_b["spec"]},
+    )
+    inserted = {n["id"] for n in trace_b["graph"]["nodes"] if n.get("inserted")}
+    assert inserted and set(diff["nodes"]["only_b"]) >= inserted
+    open_example(page, live_server, "full-backward-hook", "&compare=deprecated-backward-hook")
+    page.wait_for_selector("body[data-compare=ready]", timeout=60000)
+    outlined = page.eval_on_selector_all(".gt-node.gt-compare-only", "els => els.map(e => e.dataset.nodeId)")
+    assert sorted(outlined) == sorted(diff["nodes"]["only_b"])
+    assert page.locator(".gt-compare-only .gt-compare-badge").first.text_content() == "only here"
+    assert page.locator(".gt-compare-changed").count() == 0  # the same gradients: nothing else marked
+    assert "only in b (outlined): BackwardHookFunctionBackward" in page.locator("#compare-panel").inner_text()
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(screenshots / "compare-full-vs-deprecated-hook.png"))
