@@ -7,6 +7,7 @@
 import { h, svgEl } from "./dom.js";
 import { formatNumber, formatTensorInline } from "./format.js";
 import { traceEdgeId } from "./export/states.js";
+import { pointAlong } from "./export/xml.js";
 
 /** "×2", "×0.5", "×−1", or "changed" when b is not a scaled copy of a. */
 export function ratioText(ratio) {
@@ -60,32 +61,32 @@ const STATUS_TEXT = {
   not_comparable: "not comparable (stats only)",
 };
 
-/** A point a quarter along an edge's drawn path from its source (the gradient chip sits mid-way). */
-function badgePoint(edgeEl) {
-  const path = edgeEl.querySelector("path");
-  if (!path || !path.getTotalLength) return null;
-  return path.getPointAtLength(path.getTotalLength() / 4);
-}
-
 function badge(text, x, y, anchor) {
   const label = svgEl("text", { class: "gt-compare-badge-text", x, y, "text-anchor": anchor }, [text]);
   return svgEl("g", { class: "gt-compare-badge" }, [label]);
 }
 
-/** Marks `marks` on the drawn graph in `svg` (elements culled off-screen are skipped). */
-export function markGraph(svg, marks) {
-  for (const el of svg.querySelectorAll(".gt-compare-badge")) el.remove();
-  for (const el of svg.querySelectorAll(".gt-compare-changed, .gt-compare-only")) el.classList.remove("gt-compare-changed", "gt-compare-only");
+/**
+ * Marks `marks` on what `renderer` drew (culled elements included): classes on the changed edges
+ * and nodes, a factor a quarter along each edge from its source (inside the edge, so shown and
+ * hidden with it, clear of its gradient chip at the middle), "only here" on nodes a lacks.
+ */
+export function markGraph(renderer, marks) {
+  const { nodes, edges } = renderer.elements();
+  for (const el of [...nodes.values(), ...edges.values()]) {
+    el.classList.remove("gt-compare-changed", "gt-compare-only");
+    for (const b of el.querySelectorAll(".gt-compare-badge")) b.remove();
+  }
   if (!marks) return;
-  for (const el of svg.querySelectorAll(".gt-edge[data-edge-id]")) {
-    const id = traceEdgeId(el.dataset.edgeId);
+  const points = new Map((renderer.layout?.edges ?? []).map((e) => [e.id, e.points]));
+  for (const [layoutId, el] of edges) {
+    const id = traceEdgeId(layoutId);
     if (!marks.edges.has(id)) continue;
     el.classList.add("gt-compare-changed");
-    const p = badgePoint(el); // inside the edge: shown and hidden with it, clear of its chip
-    if (p) el.append(badge(ratioText(marks.edges.get(id)), p.x + 6, p.y, "start"));
+    const p = pointAlong(points.get(layoutId), 0.25);
+    el.append(badge(ratioText(marks.edges.get(id)), p.x + 6, p.y, "start"));
   }
-  for (const el of svg.querySelectorAll(".gt-node[data-node-id]")) {
-    const id = el.dataset.nodeId;
+  for (const [id, el] of nodes) {
     if (marks.onlyHere.has(id)) {
       el.classList.add("gt-compare-only");
       el.append(badge("only here", 0, -5, "start"));
@@ -188,7 +189,7 @@ export function comparePanel(diff, traceA, traceB, { titleA, onClose }) {
  * mode), `mark()` re-applies the marks after every redraw. The "compare with …" link follows
  * the current example's gallery partner. body[data-compare] says "loading" | "ready" | "error".
  */
-export function createCompare({ store, api, panel, link, svg }) {
+export function createCompare({ store, api, panel, link, renderer }) {
   let marks = null;
   let marksFor = null; // the trace the marks belong to
   let examples = null;
@@ -214,7 +215,7 @@ export function createCompare({ store, api, panel, link, svg }) {
 
   function clear() {
     marks = null;
-    markGraph(svg, null);
+    markGraph(renderer, null);
     panel.hidden = true;
     panel.replaceChildren();
     delete body.dataset.compare;
@@ -235,14 +236,14 @@ export function createCompare({ store, api, panel, link, svg }) {
       if (token !== loaded) return;
       marks = compareMarks(trace, diff);
       marksFor = trace;
-      markGraph(svg, marks);
+      markGraph(renderer, marks);
       panel.replaceChildren(...comparePanel(diff, traceA, trace, { titleA: entry?.title ?? traceA.title, onClose: () => store.set({ compare: "" }) }).filter(Boolean));
       body.dataset.compare = "ready";
       if (store.get().step === 0) store.set({ step: trace.events.length - 1 }); // the finished backward
     } catch (err) {
       if (token !== loaded) return;
       marks = null;
-      markGraph(svg, null);
+      markGraph(renderer, null);
       panel.replaceChildren(h("p", { class: "error", text: `cannot compare with ${target}: ${err.message}` }));
       body.dataset.compare = "error";
     }
@@ -251,6 +252,6 @@ export function createCompare({ store, api, panel, link, svg }) {
   return {
     load,
     /** After a redraw of `trace`: its marks again (none while another trace's are pending). */
-    mark: (trace) => markGraph(svg, trace === marksFor ? marks : null),
+    mark: (trace) => markGraph(renderer, trace === marksFor ? marks : null),
   };
 }

@@ -36,7 +36,7 @@ let timeline = null;
 let frame = null;
 let layoutCache = null;
 const memoryStrip = $("memory-strip") ? createMemoryStrip($("memory-strip")) : null;
-const compare = $("compare-panel") ? createCompare({ store, api, panel: $("compare-panel"), link: $("compare-link"), svg: $("graph") }) : null;
+const compare = $("compare-panel") ? createCompare({ store, api, panel: $("compare-panel"), link: $("compare-link"), renderer }) : null;
 
 const player = createPlayer({
   count: 0,
