@@ -222,3 +222,44 @@ def test_compare_mode_marks_the_nodes_only_one_trace_has(
     assert "only in b (outlined): BackwardHookFunctionBackward" in page.locator("#compare-panel").inner_text()
     page.wait_for_timeout(300)
     page.screenshot(path=str(screenshots / "compare-full-vs-deprecated-hook.png"))
+
+
+def deep_spec(layers: int, hook_at: int | None = None) -> dict[str, Any]:
+    """A deep tanh MLP (over 250 drawn nodes, so the viewer culls what is off screen)."""
+    spec: dict[str, Any] = {
+        "spec_version": 1,
+        "title": f"{layers} tanh layers" + (f", ×2 hook on l{hook_at}" if hook_at is not None else ""),
+        "modules": {f"l{i}": {"type": "Linear", "in_features": 3, "out_features": 3} for i in range(layers)},
+        "inputs": {"x": {"shape": [2, 3], "init": "randn", "requires_grad": True}},
+        "forward": [f"h{i + 1} = tanh(l{i}(h{i}))" if i else "h1 = tanh(l0(x))" for i in range(layers)]
+        + [f"loss = h{layers}.sum()"],
+    }
+    if hook_at is not None:
+        action = {"op": "scale", "target": "grad_input", "by": 2}
+        spec["hooks"] = [{"module": f"l{hook_at}", "type": "full_backward", "action": action}]
+    return spec
+
+
+def test_compare_marks_a_big_graph_everywhere_and_exports_them(
+    page: Any, live_server: str, tmp_path: Any, screenshots: Any
+) -> None:
+    base, hooked = deep_spec(40), deep_spec(40, hook_at=20)
+    ids = [post_json(live_server + "/api/v1/specs", s)["id"] for s in (base, hooked)]
+    diff = post_json(live_server + "/api/v1/compare", {"a": ids[0], "b": ids[1]})
+    assert {f"l{i}.weight" for i in range(20)} <= set(diff["summary"]["changed_grads"])
+    assert {f"l{i}.weight" for i in range(20, 40)} <= set(diff["summary"]["unchanged_grads"])
+    page.goto(f"{live_server}/?spec={ids[1]}#compare={ids[0]}")
+    page.wait_for_selector("body[data-compare=ready]", timeout=90000)
+    assert int(page.locator("body").get_attribute("data-nodes")) > 250
+    # the whole drawing (culled parts included), as Export → SVG writes it
+    page.locator("#export-menu summary").click()
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="SVG", exact=True).click()
+    path = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(path)
+    text = path.read_text()
+    marked = set(re.findall(r'class="gt-edge[^"]*gt-compare-changed[^"]*"[^>]*data-edge-id="([^"~]+)', text))
+    assert marked == set(diff["summary"]["changed_edges"])
+    assert text.count(">only here<") == len(diff["nodes"]["only_b"])
+    assert ".gt-compare-changed" in text  # the marks' style travels with the picture
+    page.screenshot(path=str(screenshots / "compare-deep-graph.png"))
