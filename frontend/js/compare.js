@@ -153,7 +153,7 @@ function edgesPanel(diff, traceA, traceB) {
   return h("details", { class: "compare-edges" }, [
     h("summary", { text: `gradients along the edges: ${changed} of ${withGrads.length} changed (last backward)` }),
     h("table", { class: "compare-grads" }, [
-      h("thead", {}, [h("tr", {}, [h("th", { text: "edge (gradient flows →)" }), h("th", { text: "a" }), h("th", { text: "b" }), h("th", { text: "b vs a" })])]),
+      h("thead", {}, [h("tr", {}, [h("th", { text: "edge", title: "consumer → producer: the way the gradient flows" }), h("th", { text: "a" }), h("th", { text: "b" }), h("th", { text: "b vs a" })])]),
       h("tbody", {}, withGrads.map((m) => edgeRow(m, traceA, traceB))),
     ]),
   ]);
