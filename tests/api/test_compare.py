@@ -9,7 +9,7 @@ import re
 import httpx
 import jsonschema
 import pytest
-from specs import seed_002
+from specs import seed_002, tiny
 
 from gradtrace.examples import get_example
 
@@ -103,6 +103,16 @@ def test_a_bad_spec_is_named_under_its_side(live_server: str) -> None:
     assert r.json()["error"]["path"] == "/b/forward/0"
     r = compare(live_server, {"a": seed_002(modules="no"), "b": good})
     assert r.status_code == 422 and r.json()["error"]["path"].startswith("/a")
+
+
+def test_an_error_pytorch_raises_in_the_worker_is_named_under_its_side(live_server: str) -> None:
+    bad = tiny("compare shape mismatch")
+    bad["inputs"]["w"] = {"value": [[1.0, 2.0, 3.0]], "requires_grad": True}
+    bad["forward"] = ["y = x * x", "z = w @ y", "loss = z.sum()"]
+    r = compare(live_server, {"a": tiny("compare fine side"), "b": bad})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["path"] == "/b/forward/1"
+    assert r.json()["error"]["line"] == 2
 
 
 def test_a_step_pytorch_refuses_is_still_compared(live_server: str) -> None:
