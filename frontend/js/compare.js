@@ -185,12 +185,38 @@ export function comparePanel(diff, traceA, traceB, { titleA, onClose }) {
 }
 
 /**
+ * The inspector's section for node `id` of trace b: what it matched in a, and the gradients
+ * at it (a leaf's .grad; the gradient along each edge into its output), a vs b.
+ */
+export function nodeCompareSection(diff, traceA, traceB, id) {
+  const node = traceB.graph.nodes.find((n) => n.id === id);
+  if (!node) return null;
+  const match = diff.nodes.matched.find((m) => m.b === id);
+  const rows = [];
+  const grad = node.kind === "tensor" ? diff.grads.find((d) => d.name === node.tensor) : null;
+  if (grad) rows.push(gradRow(grad, traceA, traceB));
+  const sources = new Map(traceB.graph.edges.map((e) => [e.id, e.source]));
+  for (const m of diff.edges.matched) if (m.grads.length && sources.get(m.b) === id) rows.push(edgeRow(m, traceA, traceB));
+  return h("section", { class: "compare-node", "data-section": "compare" }, [
+    h("h3", { text: "Compare with a" }),
+    h("p", { class: "muted", text: match ? `matched with ${match.a} in a: ${match.key}` : "only in b: trace a has no such node" }),
+    rows.length
+      ? h("table", { class: "compare-grads" }, [
+          h("thead", {}, [h("tr", {}, [h("th", { text: "gradient" }), h("th", { text: "a" }), h("th", { text: "b" }), h("th", { text: "b vs a" })])]),
+          h("tbody", {}, rows),
+        ])
+      : null,
+  ]);
+}
+
+/**
  * The controller: `load(trace)` compares the drawn trace with `store.compare` (or clears the
  * mode), `mark()` re-applies the marks after every redraw. The "compare with …" link follows
  * the current example's gallery partner. body[data-compare] says "loading" | "ready" | "error".
  */
-export function createCompare({ store, api, panel, link, renderer }) {
+export function createCompare({ store, api, panel, link, renderer, inspector }) {
   let marks = null;
+  let shown = null; // {diff, traceA, traceB} while comparing
   let marksFor = null; // the trace the marks belong to
   let examples = null;
   let loaded = 0; // the latest load wins
@@ -213,8 +239,20 @@ export function createCompare({ store, api, panel, link, renderer }) {
     }
   }
 
+  /** Adds the compare section for node `id` to the inspector (after it was rendered). */
+  function inspect(id) {
+    inspector.querySelector(".compare-node")?.remove();
+    const section = shown && id ? nodeCompareSection(shown.diff, shown.traceA, shown.traceB, id) : null;
+    if (!section) return;
+    const head = inspector.querySelector(":scope > header"); // right under the node's name: it is why we compare
+    if (head) head.after(section);
+    else inspector.append(section);
+  }
+
   function clear() {
     marks = null;
+    shown = null;
+    inspect(null);
     markGraph(renderer, null);
     panel.hidden = true;
     panel.replaceChildren();
@@ -236,6 +274,8 @@ export function createCompare({ store, api, panel, link, renderer }) {
       if (token !== loaded) return;
       marks = compareMarks(trace, diff);
       marksFor = trace;
+      shown = { diff, traceA, traceB: trace };
+      inspect(store.get().node);
       markGraph(renderer, marks);
       panel.replaceChildren(...comparePanel(diff, traceA, trace, { titleA: entry?.title ?? traceA.title, onClose: () => store.set({ compare: "" }) }).filter(Boolean));
       body.dataset.compare = "ready";
@@ -243,6 +283,7 @@ export function createCompare({ store, api, panel, link, renderer }) {
     } catch (err) {
       if (token !== loaded) return;
       marks = null;
+      shown = null;
       markGraph(renderer, null);
       panel.replaceChildren(h("p", { class: "error", text: `cannot compare with ${target}: ${err.message}` }));
       body.dataset.compare = "error";
@@ -251,6 +292,7 @@ export function createCompare({ store, api, panel, link, renderer }) {
 
   return {
     load,
+    inspect,
     /** After a redraw of `trace`: its marks again (none while another trace's are pending). */
     mark: (trace) => markGraph(renderer, trace === marksFor ? marks : null),
   };

@@ -36,7 +36,7 @@ let timeline = null;
 let frame = null;
 let layoutCache = null;
 const memoryStrip = $("memory-strip") ? createMemoryStrip($("memory-strip")) : null;
-const compare = $("compare-panel") ? createCompare({ store, api, panel: $("compare-panel"), link: $("compare-link"), renderer }) : null;
+const compare = $("compare-panel") ? createCompare({ store, api, panel: $("compare-panel"), link: $("compare-link"), renderer, inspector: $("inspector") }) : null;
 
 const player = createPlayer({
   count: 0,
@@ -112,6 +112,7 @@ function renderSelection() {
   renderer.select(id);
   body.classList.toggle("has-selection", Boolean(id));
   if (timeline && frame) renderInspector($("inspector"), { trace, timeline, frame, id, onToggleModule: toggleModule });
+  compare?.inspect(id);
 }
 
 // ---- loading traces ------------------------------------------------------------------------

@@ -114,25 +114,26 @@ def check_compare_page(
     page: Any, trace_a: dict[str, Any], trace_b: dict[str, Any], diff: dict[str, Any]
 ) -> None:
     page.wait_for_selector("body[data-compare=ready]", timeout=60000)
-    rows = page.locator(".compare-grads tbody tr[data-name]")
+    rows = page.locator("#compare-panel .compare-grads tbody tr[data-name]")
     assert rows.count() == len(trace_b["grads"])
     for name in ("x", "f0.weight", "f0.bias"):
-        row = page.locator(f'.compare-row[data-name="{name}"]')
+        row = page.locator(f'#compare-panel .compare-row[data-name="{name}"]')
         assert row.get_attribute("data-status") == "changed"
         a_cell, b_cell, status = (row.locator("td").nth(k).inner_text() for k in range(3))
         assert a_cell == "[" + fmt4(trace_a["grads"][name]["values"][0]) + "]"
         assert b_cell == "[" + fmt4(trace_b["grads"][name]["values"][0]) + "]"
         assert status == "×2"
     for name in ("f1.f.weight", "f1.f.bias"):
-        row = page.locator(f'.compare-row[data-name="{name}"]')
+        row = page.locator(f'#compare-panel .compare-row[data-name="{name}"]')
         assert row.get_attribute("data-status") == "unchanged"
         assert row.locator("td").nth(2).inner_text() == "same"
     # every edge's gradient, a vs b: the changed ones are exactly the API's, with the traces' numbers
     page.locator(".compare-edges summary").click()
-    edge_rows = page.locator(".compare-grads tbody tr[data-edge]")
+    edge_rows = page.locator("#compare-panel .compare-grads tbody tr[data-edge]")
     assert edge_rows.count() == sum(1 for m in diff["edges"]["matched"] if m["grads"])
     changed_rows = page.eval_on_selector_all(
-        '.compare-grads tr[data-edge][data-status="changed"]', "els => els.map(e => e.dataset.edge)"
+        '#compare-panel .compare-grads tr[data-edge][data-status="changed"]',
+        "els => els.map(e => e.dataset.edge)",
     )
     assert sorted(changed_rows) == sorted(diff["summary"]["changed_edges"])
     edges_a = {e["id"]: e for e in trace_a["graph"]["edges"]}
@@ -140,7 +141,7 @@ def check_compare_page(
     for m in diff["edges"]["matched"]:
         if m["b"] not in changed_rows:
             continue
-        cells = page.locator(f'tr[data-edge="{m["b"]}"] td')
+        cells = page.locator(f'#compare-panel tr[data-edge="{m["b"]}"] td')
         for k, edge in ((0, edges_a[m["a"]]), (1, edges_b[m["b"]])):
             (value,) = edge["grads"][-1]["value"]["values"]
             assert cells.nth(k).inner_text() == "[" + fmt4(value) + "]"
@@ -175,6 +176,20 @@ def test_compare_mode_x2_hook_against_seed_002(
     check_compare_page(page, trace_a, trace_b, diff)
     assert "compare=full-backward-hook" in page.url
     wait_step(page, len(trace_b["events"]) - 1)  # compare mode opens on the finished backward
+    # a node's own numbers, a vs b, in the inspector
+    weight = next(
+        n for n in trace_b["graph"]["nodes"] if n.get("tensor") == "f0.weight" and n["kind"] == "tensor"
+    )
+    page.locator(f'.gt-node[data-node-id="{weight["id"]}"]').dispatch_event("click")
+    section = page.locator('#inspector [data-section="compare"]')
+    section.wait_for(timeout=5000)
+    assert "matched with" in section.inner_text() and "tensor f0.weight" in section.inner_text()
+    cells = section.locator('tr[data-name="f0.weight"] td')
+    assert [cells.nth(k).inner_text() for k in range(3)] == [
+        "[" + fmt4(trace_a["grads"]["f0.weight"]["values"][0]) + "]",
+        "[" + fmt4(trace_b["grads"]["f0.weight"]["values"][0]) + "]",
+        "×2",
+    ]
     page.locator("#fit").click()
     page.wait_for_timeout(400)
     page.screenshot(path=str(screenshots / "compare-x2-vs-seed002.png"))
