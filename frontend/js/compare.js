@@ -262,7 +262,7 @@ export function createCompare({ store, api, panel, link, renderer, inspector }) 
   async function load(trace) {
     const token = ++loaded;
     const target = store.get().compare;
-    updateLink().catch(() => {});
+    updateLink().catch(() => (link.hidden = true)); // no gallery, no partner to offer (bootFull reports the outage)
     if (!target) return clear();
     body.dataset.compare = "loading";
     panel.hidden = false;
