@@ -62,7 +62,8 @@ const STATUS_TEXT = {
 };
 
 function badge(text, x, y, anchor) {
-  const label = svgEl("text", { class: "gt-compare-badge-text", x, y, "text-anchor": anchor }, [text]);
+  // text-anchor as a style: graph.css centres every text, and CSS beats a presentation attribute
+  const label = svgEl("text", { class: "gt-compare-badge-text", x, y, style: `text-anchor: ${anchor}` }, [text]);
   return svgEl("g", { class: "gt-compare-badge" }, [label]);
 }
 
