@@ -51,6 +51,10 @@ export const api = {
     traceController = new AbortController();
     return request("/api/v1/trace", { ...json(specText), signal: traceController.signal });
   },
+  /** POST a spec object for its trace (no abort: compare mode's second trace). */
+  traceOf: (spec) => request("/api/v1/trace", json(JSON.stringify(spec))),
+  /** The comparison of a (baseline) and b, each a spec object or a permalink id. */
+  compare: (a, b) => request("/api/v1/compare", json(JSON.stringify({ a, b }))),
   share: (specText) => request("/api/v1/specs", json(specText)),
   savedSpec: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}`),
   savedTrace: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}/trace`),

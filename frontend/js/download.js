@@ -1,19 +1,23 @@
 // Downloads of what is on screen: SVG of the current view (graph.css inlined so it renders
 // anywhere), PNG (that SVG rasterised on a canvas), and the trace JSON exactly as received.
 
-/** The text of graph.css as loaded by this page (linked stylesheet or inline <style>). */
+// The sheets an exported picture carries: the graph's, and the compare marks drawn on it.
+const GRAPH_SHEETS = ["graph.css", "views13.css"];
+
+/** The text of graph.css (and views13.css) as loaded by this page (linked or inline <style>). */
 export function graphCssText() {
+  const parts = [];
   for (const sheet of document.styleSheets) {
     const owner = sheet.ownerNode;
-    const isGraph = (sheet.href && sheet.href.endsWith("graph.css")) || (owner && owner.id === "gt-graph-css");
+    const isGraph = (sheet.href && GRAPH_SHEETS.some((name) => sheet.href.endsWith(name))) || (owner && owner.id === "gt-graph-css");
     if (!isGraph) continue;
     try {
-      return [...sheet.cssRules].map((r) => r.cssText).join("\n");
+      parts.push([...sheet.cssRules].map((r) => r.cssText).join("\n"));
     } catch {
-      return "";
+      // a sheet the page may not read: the picture goes without it
     }
   }
-  return "";
+  return parts.join("\n");
 }
 
 /** A standalone SVG string of the whole graph (a renderer snapshot) in its theme. */

@@ -10,6 +10,8 @@ import { prettyName } from "./layout.js";
 import { operandNames, forwardOpName, moduleType } from "./operands.js";
 import { chainRuleSteps, outerProduct, rootName, SMALL } from "./chainrule.js";
 import { mathBlock } from "./math.js";
+import { nodeMemoryView } from "./memory.js";
+import { perSampleSection } from "./persample.js";
 
 const HOOK_KINDS = new Set(["module_forward_pre", "module_forward", "module_backward_pre", "module_backward", "tensor_hook", "post_accumulate_grad", "hook_action"]);
 
@@ -166,7 +168,9 @@ export function renderInspector(root, { trace, timeline, frame, id, onToggleModu
     section("Chain rule", node.kind === "op" ? chainRule(node, post, sources, names, wrt) || whenItRuns(timeline, id, step) : null),
     section(".grad", gradSection(node, frame, timeline, names)),
     section("Saved tensors", saved),
+    section("Saved-tensor memory", nodeMemoryView(trace, id, step)),
     section("Hook payloads", hooks),
     section("Outer-product reconstruction", recon),
+    perSampleSection(trace, node),
   ].filter(Boolean));
 }

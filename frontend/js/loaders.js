@@ -90,7 +90,7 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
   }
 
   /** The view part of a URL: what it says, else a fresh start (step 0, nothing selected). */
-  const freshView = (next) => ({ step: next.step ?? 0, node: next.node ?? "", collapsed: next.collapsed ?? "" });
+  const freshView = (next) => ({ step: next.step ?? 0, node: next.node ?? "", collapsed: next.collapsed ?? "", compare: next.compare ?? "" });
 
   /** Open an example from the select or the URL: a new trace starts at step 0, unselected. */
   function openExample(id, view = {}) {

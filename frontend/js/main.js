@@ -16,6 +16,8 @@ import { bindShareAndExport } from "./share.js";
 import { api } from "./api.js";
 import { createLoaders } from "./loaders.js";
 import { loadElk } from "./elk.js";
+import { createMemoryStrip } from "./memory.js";
+import { createCompare } from "./compare.js";
 
 const $ = (id) => document.getElementById(id);
 const body = document.body;
@@ -33,6 +35,8 @@ let trace = null;
 let timeline = null;
 let frame = null;
 let layoutCache = null;
+const memoryStrip = $("memory-strip") ? createMemoryStrip($("memory-strip")) : null;
+const compare = $("compare-panel") ? createCompare({ store, api, panel: $("compare-panel"), link: $("compare-link"), renderer, inspector: $("inspector") }) : null;
 
 const player = createPlayer({
   count: 0,
@@ -97,6 +101,7 @@ function paint() {
     if (!banner.hidden) banner.textContent = `${ev.payload?.exception || "Error"}: ${ev.message || ""}`;
   }
   events.setCurrent(step);
+  memoryStrip?.show(step);
   body.dataset.step = String(step);
   body.dataset.phase = frame.pass.phase;
   if (frame.node && (player.playing || !camera.userMoved)) camera.follow(renderer.boxOf(frame.node));
@@ -108,6 +113,7 @@ function renderSelection() {
   renderer.select(id);
   body.classList.toggle("has-selection", Boolean(id));
   if (timeline && frame) renderInspector($("inspector"), { trace, timeline, frame, id, onToggleModule: toggleModule });
+  compare?.inspect(id);
 }
 
 // ---- loading traces ------------------------------------------------------------------------
@@ -122,6 +128,7 @@ async function relayout(precomputed) {
   }
   layoutCache = layout;
   renderer.draw(layout, trace);
+  compare?.mark(trace);
   camera.setContent(layout);
   setStatus("");
 }
@@ -132,6 +139,7 @@ async function showTrace(t, precomputedLayout = null) {
   player.pause();
   player.setCount(stepCount(timeline));
   events.draw(trace, timeline);
+  memoryStrip?.load(trace);
   if (!store.get().collapsed && !precomputedLayout) {
     const def = defaultCollapsed(trace);
     if (def.size) store.set({ collapsed: [...def].join(",") });
@@ -148,6 +156,7 @@ async function showTrace(t, precomputedLayout = null) {
   body.classList.remove("is-loading");
   body.classList.add("is-ready");
   body.dataset.nodes = String(trace.graph.nodes.length);
+  compare?.load(trace);
 }
 
 const { runSpec, openExample, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
@@ -204,6 +213,7 @@ store.on("change", (state, changed) => {
   }
   if (changed.has("speed")) player.setSpeed(state.speed);
   if (changed.has("theme")) applyTheme();
+  if (changed.has("compare") && trace) compare?.load(trace);
   if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) relayout().then(paint);
   scheduleHashWrite();
 });

@@ -93,3 +93,32 @@ export function createMemoryStrip(container) {
     },
   };
 }
+
+/** When a seq happened, as a person reads it: "#14 (backward #2 of y)". */
+function whenText(trace, seq) {
+  const pass = (trace.passes ?? []).find((p) => p.first_seq <= seq && seq <= p.last_seq);
+  return pass ? `#${seq} (${pass.label})` : `#${seq}`;
+}
+
+/**
+ * One node's saved tensors at `step`: {bytes, savedAt, freedAt (null: never freed), now:
+ * "not saved yet" | "held" | "freed"}, or null for a node that saved nothing.
+ */
+export function nodeMemoryState(trace, nodeId, step) {
+  const m = nodeMemory(trace, nodeId);
+  if (!m) return null;
+  const freed = m.released_seq !== null && m.released_seq !== undefined;
+  const now = step < m.created_seq ? "not saved yet" : freed && step >= m.released_seq ? "freed" : "held";
+  return { bytes: m.saved_bytes, savedAt: whenText(trace, m.created_seq), freedAt: freed ? whenText(trace, m.released_seq) : null, now };
+}
+
+/** The inspector's lines for one node's saved tensors at `step` (null: it saved nothing). */
+export function nodeMemoryView(trace, nodeId, step) {
+  const s = nodeMemoryState(trace, nodeId, step);
+  if (!s) return null;
+  return h("div", { class: "node-memory", "data-saved-bytes": String(s.bytes), "data-now": s.now }, [
+    h("p", {}, [h("strong", { text: formatBytes(s.bytes) }), ` saved for backward at ${s.savedAt}`]),
+    h("p", { class: "muted", text: s.freedAt ? `freed at ${s.freedAt}` : "never freed: the graph still holds it at the end (retain_graph=True, or no backward ran through it)" }),
+    h("p", { class: `node-memory-now is-${s.now.replaceAll(" ", "-")}`, text: `${s.now} at step ${step}` }),
+  ]);
+}

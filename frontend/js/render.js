@@ -198,5 +198,10 @@ export function createRenderer(svg) {
     return (id && boxes.get(id)) || null;
   }
 
-  return { draw, paint, select, boxOf, cull, snapshot, viewport, get layout() { return layout; } };
+  /** The drawn elements by id, culled ones included (compare mode marks them). */
+  function elements() {
+    return { nodes: nodeEls, edges: edgeEls };
+  }
+
+  return { draw, paint, select, boxOf, cull, snapshot, elements, viewport, get layout() { return layout; } };
 }

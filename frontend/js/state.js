@@ -1,7 +1,7 @@
 // One store for what the user chose, mirrored to the URL hash through one PROPS table, so every
 // view (example, step, selection, toggles) is a link. No DOM beyond reading/writing the hash.
 
-export const DEFAULTS = { example: "", spec: "", step: 0, speed: 2, node: "", collapsed: "", inserted: true, theme: "" };
+export const DEFAULTS = { example: "", spec: "", step: 0, speed: 2, node: "", collapsed: "", inserted: true, theme: "", compare: "" };
 
 const bool = { parse: (s) => s !== "0" && s !== "false", format: (b) => (b ? "1" : "0") };
 export const PROPS = [
@@ -13,6 +13,7 @@ export const PROPS = [
   { name: "collapsed", parse: String, format: String }, // comma-separated module paths
   { name: "inserted", ...bool },
   { name: "theme", parse: String, format: String },
+  { name: "compare", parse: String, format: String }, // an example id or permalink id to compare with
 ];
 
 /** Parse "#example=x&step=3" (or a "?spec=id" query, the service's permalink form). */

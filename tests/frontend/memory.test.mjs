@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { liveBytesAt, formatBytes, memoryPath, memoryOf, nodeMemory } from "../../frontend/js/memory.js";
+import { liveBytesAt, formatBytes, memoryPath, memoryOf, nodeMemory, nodeMemoryState } from "../../frontend/js/memory.js";
 
 const golden = (name) => JSON.parse(readFileSync(new URL(`../engine/golden/${name}.json`, import.meta.url), "utf8"));
 
@@ -35,4 +35,19 @@ test("the plot is a closed step path inside its box", () => {
   const ys = [...d.matchAll(/V([\d.]+)/g)].map((m) => Number(m[1]));
   assert.ok(ys.every((y) => y >= 0 && y <= 28));
   assert.ok(ys.some((y) => y <= 2)); // the peak reaches the top
+});
+
+test("a node's saved bytes over the timeline: saved, held through retain_graph, freed by a later backward", () => {
+  const trace = golden("spec_seed001_retain_graph");
+  const [saved] = memoryOf(trace).nodes;
+  const [forward, first, second] = trace.passes;
+  const at = (step) => nodeMemoryState(trace, saved.node, step);
+  assert.equal(at(saved.created_seq - 1).now, "not saved yet");
+  assert.equal(at(forward.last_seq).now, "held");
+  assert.equal(at(first.last_seq).now, "held"); // backward #1 ran with retain_graph=True
+  assert.equal(at(second.last_seq).now, "freed");
+  assert.equal(at(second.last_seq).savedAt, `#${saved.created_seq} (forward #1)`);
+  assert.equal(at(0).freedAt, `#${saved.released_seq} (${second.label})`);
+  assert.equal(at(0).bytes, saved.saved_bytes);
+  assert.equal(nodeMemoryState(trace, "no-such-node", 0), null);
 });

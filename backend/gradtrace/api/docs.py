@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 SPEC_REF = {"$ref": "#/components/schemas/ModelSpec"}
 TRACE_REF = {"$ref": "#/components/schemas/TraceDoc"}
 ERROR_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
+COMPARE_REF = {"$ref": "#/components/schemas/CompareDoc"}
 
 SPEC_BODY: dict[str, Any] = {
     "requestBody": {"required": True, "content": {"application/json": {"schema": SPEC_REF}}}
@@ -72,12 +73,14 @@ def _hoist(name: str, schema: dict[str, Any], prefix: str, out: dict[str, Any]) 
 
 
 def _component_schemas() -> dict[str, Any]:
+    from gradtrace.comparison_schema import CompareDoc
     from gradtrace.spec import spec_json_schema
     from gradtrace.trace_schema import TraceDoc
 
     out: dict[str, Any] = {"ErrorEnvelope": _ERROR_ENVELOPE_SCHEMA}
     _hoist("ModelSpec", spec_json_schema(), "Spec", out)
     _hoist("TraceDoc", TraceDoc.model_json_schema(), "", out)
+    _hoist("CompareDoc", CompareDoc.model_json_schema(), "Compare", out)
     return out
 
 

@@ -1,4 +1,5 @@
-"""``GET /api/v1/schema/spec`` and ``/schema/trace``: the JSON Schemas of both public formats."""
+"""``GET /api/v1/schema/spec``, ``/schema/trace`` and ``/schema/compare``: the JSON Schemas of the
+public formats."""
 
 from __future__ import annotations
 
@@ -17,13 +18,17 @@ router = APIRouter(tags=["schemas"])
 _CACHE_CONTROL = "public, max-age=3600"
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=3)
 def _schema_bytes(which: str) -> tuple[bytes, str]:
     schema: dict[str, Any]
     if which == "spec":
         from gradtrace.spec import spec_json_schema
 
         schema = spec_json_schema()
+    elif which == "compare":
+        from gradtrace.comparison_schema import CompareDoc
+
+        schema = CompareDoc.model_json_schema()
     else:
         from gradtrace.trace_schema import TraceDoc
 
@@ -51,3 +56,8 @@ async def spec_schema(request: Request) -> Response:
 @router.get("/schema/trace", summary="JSON Schema of the trace (schema_version 2)")
 async def trace_schema(request: Request) -> Response:
     return _respond(request, "trace")
+
+
+@router.get("/schema/compare", summary="JSON Schema of the comparison of two traces (POST /compare)")
+async def compare_schema(request: Request) -> Response:
+    return _respond(request, "compare")
