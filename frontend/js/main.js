@@ -16,6 +16,9 @@ import { bindShareAndExport } from "./share.js";
 import { api } from "./api.js";
 import { createLoaders } from "./loaders.js";
 import { loadElk } from "./elk.js";
+import { buildDiagram } from "./export/svg.js";
+import { FONTS } from "./metrics.js";
+import { graphCssText } from "./download.js";
 
 const $ = (id) => document.getElementById(id);
 const body = document.body;
@@ -26,7 +29,9 @@ body.dataset.mode = mode;
 // Permalinks arrive as /?spec=<id>; the hash (this viewer's own state) wins over the query.
 const store = createStore({ ...(embedded?.theme ? { theme: embedded.theme } : {}), ...readHash(location.search), ...readHash(location.hash) });
 const renderer = createRenderer($("graph"));
-const camera = createCamera($("graph"), renderer.viewport, $("minimap"), { onView: (view) => renderer.cull(view) });
+// Readable: the smallest graph text at least 11 px on screen.
+const readableZoom = 11 / Math.min(...Object.values(FONTS).map((f) => f.size));
+const camera = createCamera($("graph"), renderer.viewport, $("minimap"), { onView: (view) => renderer.cull(view), readableZoom });
 const editor = $("spec") ? createEditor({ textarea: $("spec"), gutter: $("gutter"), errorEl: $("spec-error") }) : null;
 const events = $("events") ? createEventList({ listEl: $("events"), bandsEl: $("bands"), onPick: pickEvent }) : createEventList({ listEl: document.createElement("ol"), bandsEl: $("bands"), onPick: pickEvent });
 let trace = null;
@@ -111,9 +116,17 @@ function renderSelection() {
 
 // ---- loading traces ------------------------------------------------------------------------
 
-async function relayout(precomputed) {
+/** The drawn box of a module: its open box, or its collapsed stand-in. */
+function moduleBox(layout, path) {
+  return layout && (layout.groups.find((g) => g.path === path) || layout.nodes.find((n) => n.id === `m:${path}`));
+}
+
+/** Lay out again; `anchor` (a module path) stays where it was on screen (expand / collapse). */
+async function relayout(precomputed, anchor = null) {
   const { inserted } = store.get();
   setStatus("laying out…");
+  const before = anchor ? moduleBox(layoutCache, anchor) : null;
+  const onScreen = before ? camera.toScreen(before) : null;
   let layout = precomputed;
   if (!layout) {
     const elk = await loadElk();
@@ -121,7 +134,9 @@ async function relayout(precomputed) {
   }
   layoutCache = layout;
   renderer.draw(layout, trace);
-  camera.setContent(layout);
+  const after = anchor ? moduleBox(layout, anchor) : null;
+  camera.setContent({ nodes: layout.nodes, width: renderer.scene.width, height: renderer.scene.height }, { reset: !after });
+  if (after && onScreen) camera.keep(after, onScreen);
   setStatus("");
 }
 
@@ -136,8 +151,8 @@ async function showTrace(t, precomputedLayout = null) {
     if (def.size) store.set({ collapsed: [...def].join(",") });
   }
   await relayout(precomputedLayout);
-  if (mode === "embed" && readHash(location.hash).step === undefined) {
-    // An embedded player opens on the finished forward graph (a picture, not a blank page);
+  if (readHash(location.hash).step === undefined) {
+    // An example opens on its built graph (the end of the forward pass, not a blank step 0);
     // Play continues into the backward, Restart goes back to the first event.
     const fwd = (trace.passes || []).find((p) => p.phase === "forward");
     if (fwd) store.set({ step: fwd.last_seq });
@@ -189,8 +204,10 @@ function toggleModule(path) {
     set.delete(path);
     if (store.get().node === `m:${path}`) store.set({ node: "" });
   } else set.add(path);
+  anchorPath = path;
   store.set({ collapsed: [...set].join(",") || "-" });
 }
+let anchorPath = null;
 
 store.on("change", (state, changed) => {
   if (changed.has("step")) {
@@ -203,7 +220,10 @@ store.on("change", (state, changed) => {
   }
   if (changed.has("speed")) player.setSpeed(state.speed);
   if (changed.has("theme")) applyTheme();
-  if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) relayout().then(paint);
+  if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) {
+    relayout(null, anchorPath).then(paint);
+    anchorPath = null;
+  }
   scheduleHashWrite();
 });
 
@@ -242,7 +262,14 @@ $("theme")?.addEventListener("click", () => store.set({ theme: document.document
 $("fit").addEventListener("click", () => camera.fit());
 $("zoom-in").addEventListener("click", () => camera.zoomIn());
 $("zoom-out").addEventListener("click", () => camera.zoomOut());
-bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", snapshot: () => renderer.snapshot(), setStatus });
+bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", stepSvg, setStatus });
+
+/** "SVG (this step)" and PNG: the scene in the current frame, drawn by the exporters' builder. */
+function stepSvg() {
+  if (!trace || !layoutCache || !frame) return null;
+  const theme = document.documentElement.classList.contains("gt-theme-dark") ? "dark" : "light";
+  return buildDiagram(trace, layoutCache, { frame, theme, css: graphCssText() });
+}
 
 applyTheme();
 player.setSpeed(store.get().speed);
