@@ -18,6 +18,7 @@ import { createLoaders } from "./loaders.js";
 import { loadElk } from "./elk.js";
 import { buildDiagram } from "./export/svg.js";
 import { FONTS } from "./metrics.js";
+import { drawIcons } from "./icons.js";
 import { graphCssText } from "./download.js";
 
 const $ = (id) => document.getElementById(id);
@@ -272,6 +273,7 @@ function stepSvg() {
 }
 
 applyTheme();
+drawIcons();
 player.setSpeed(store.get().speed);
 controls.setSpeed(store.get().speed);
 if ($("show-inserted")) $("show-inserted").checked = store.get().inserted;

@@ -62,7 +62,7 @@ function nodeTitle(n) {
 
 /** One node: box, label, sublabel (shape), the ✓ of a finished backward step. */
 function drawNode(n) {
-  const attrs = n.kind === "module" ? { "data-module": n.module } : { "data-node-id": n.id };
+  const attrs = n.kind === "module" ? { "data-node-id": n.id, "data-module": n.module } : { "data-node-id": n.id };
   const two = Boolean(n.sublabel);
   const cy = n.height / 2;
   return el(
@@ -102,7 +102,7 @@ function drawGroup(g, hooks) {
 /** A chip centred at (x, y); its text, width and title come with each frame's look. */
 function drawChip(key, cls, spot, attrs = {}) {
   const w = spot.width || chipWidth("0.0000");
-  return keyed(key, "chip", { x: spot.x - w / 2, y: spot.y - CHIP_HEIGHT / 2, width: w, height: CHIP_HEIGHT }, el("g", { class: `gt-chip ${cls}`, "data-state": "hidden", transform: at(spot.x, spot.y), ...attrs }, el("rect", { height: CHIP_HEIGHT, y: -CHIP_HEIGHT / 2, rx: 4, width: w, x: -w / 2 }), el("text", { y: 0.5 }, "")));
+  return keyed(key, "chip", { x: spot.x - w / 2, y: spot.y - CHIP_HEIGHT / 2, width: w, height: CHIP_HEIGHT }, el("g", { class: `${cls} gt-chip`, "data-state": "hidden", transform: at(spot.x, spot.y), ...attrs }, el("rect", { height: CHIP_HEIGHT, y: -CHIP_HEIGHT / 2, rx: 4, width: w, x: -w / 2 }), el("text", { y: 0.5 }, "")));
 }
 
 /** Layout node id -> the trace node ids it stands for (a collapsed module stands for many). */
@@ -218,7 +218,7 @@ export function buildScene(layout, trace) {
     if (holders.has(n.id) && leaf) layers.chips.push(drawChip(`l:${n.id}`, "gt-grad gt-grad--leaf", leaf, { "data-leaf": n.id }));
     layers.chips.push(drawChip(`f:${n.id}`, "gt-grad gt-grad--accumulate", { x: n.x + 14, y: n.y - 2, width: chipWidth("+= ×9") }, { "data-fanin": n.id }));
   }
-  const hookChip = keyed("h", "chip", null, el("g", { class: "gt-chip gt-grad gt-grad--hook", "data-hook-chip": "", "data-state": "hidden" }, el("rect", { height: CHIP_HEIGHT, y: -CHIP_HEIGHT / 2, rx: 4 }), el("text", { y: 0.5 }, "")));
+  const hookChip = keyed("h", "chip", null, el("g", { class: "gt-grad gt-grad--hook gt-chip", "data-hook-chip": "", "data-state": "hidden" }, el("rect", { height: CHIP_HEIGHT, y: -CHIP_HEIGHT / 2, rx: 4 }), el("text", { y: 0.5 }, "")));
   layers.chips.push(hookChip);
 
   // The picture's extent: chips hang beside nodes and must not be clipped.

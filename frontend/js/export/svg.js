@@ -74,12 +74,13 @@ function shell({ width, height, theme, body, title }) {
   );
 }
 
-const LAYERS = ["groups", "edges", "nodes", "chips"];
+/** The scene's layers a picture draws: without values, no chips (numbers) at all. */
+const layersFor = (values) => (values ? ["groups", "edges", "nodes", "chips"] : ["groups", "edges", "nodes"]);
 
 /** The scene in one frame: every element with that frame's look; hidden ones left out. */
-function stillLayers(scene, frame) {
+function stillLayers(scene, frame, names) {
   const looks = scene.looks(frame);
-  return LAYERS.map((name) =>
+  return names.map((name) =>
     el(
       "g",
       { class: `gt-${name}` },
@@ -92,13 +93,13 @@ function stillLayers(scene, frame) {
  * The scene over the schedule: each keyed element once per distinct look it takes, shown by a
  * keyframes rule while it has that look. Nodes fade-and-grow in; everything else fades.
  */
-function animatedLayers(scene, schedule, kf) {
+function animatedLayers(scene, schedule, kf, names) {
   const phaseAt = (t) => (schedule.phases.backward && t >= schedule.phases.backward[0] - 0.01 ? "bwd" : "fwd");
   const looksAt = [scene.looks(schedule.initial), ...schedule.frames.map((f) => scene.looks(f.frame))];
   const times = [0, ...schedule.frames.map((f) => f.t)];
   const lastLooks = looksAt[looksAt.length - 1];
   const id = (look) => (!look || look.state === "hidden" ? null : JSON.stringify(look));
-  return LAYERS.map((name) => {
+  return names.map((name) => {
     const out = [];
     for (const node of scene.layers[name]) {
       if (!node.key) {
@@ -133,10 +134,10 @@ function animatedLayers(scene, schedule, kf) {
 
 /**
  * Build the SVG: {text, width, height}. opts: {animated=false, phase="both"|"forward"|"backward", theme="light"|"dark",
- * css=<graph.css text>, frame=<a timeline frame for a still; default the end of the phase>}.
+ * values=true (chips with numbers), css=<graph.css text>, frame=<a timeline frame for a still; default the end of the phase>}.
  */
 export function buildDiagram(trace, layout, opts = {}) {
-  const { animated = false, phase = "both", theme = "light", css = "" } = opts;
+  const { animated = false, phase = "both", theme = "light", values = true, css = "" } = opts;
   const scene = buildScene(layout, trace);
   const head = header(trace, phase, animated, scene.width);
   const width = Math.ceil(Math.max(scene.width, head.width));
@@ -144,11 +145,11 @@ export function buildDiagram(trace, layout, opts = {}) {
   let layers;
   let animCss = "";
   let sceneAttrs = {};
-  if (!animated) layers = stillLayers(scene, opts.frame || finalFrame(trace, phase).frame);
+  if (!animated) layers = stillLayers(scene, opts.frame || finalFrame(trace, phase).frame, layersFor(values));
   else {
     const schedule = buildSchedule(trace, { phase });
     const kf = createKeyframes(schedule.duration);
-    layers = animatedLayers(scene, schedule, kf);
+    layers = animatedLayers(scene, schedule, kf, layersFor(values));
     const fade = kf.stops([[0, "opacity:0"], [0.3, "opacity:1"], [schedule.fadeAt, "opacity:1"], [schedule.duration, "opacity:0"]]);
     sceneAttrs = { class: "gt-a", style: `animation-name:${fade}` };
     animCss =
