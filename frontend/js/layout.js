@@ -4,6 +4,7 @@
 
 import { formatShape, subscript } from "./format.js";
 import { textWidth } from "./metrics.js";
+import { ancestry, collapseKeys, defaultCollapsed, repeatedBlocks } from "./fold.js";
 
 const GROUP_TITLE = 24; // room for the module path on top of its box
 
@@ -32,28 +33,14 @@ function nodeSize(kind, label, sublabel, op) {
   return { width: Math.max(64, w), height: sublabel ? 34 : 26 };
 }
 
-/** Module paths from outermost to innermost: "a.b.c" -> ["a", "a.b", "a.b.c"]. */
-function ancestry(path) {
-  if (!path) return [];
-  const parts = path.split(".");
-  return parts.map((_, i) => parts.slice(0, i + 1).join("."));
-}
+export { defaultCollapsed };
 
-/** A sensible default for big graphs: collapse every top-level module past `threshold` nodes. */
-export function defaultCollapsed(trace, threshold = 400) {
-  const nodes = trace.graph.nodes;
-  if (nodes.length <= threshold) return new Set();
-  const tops = new Set();
-  for (const n of nodes) if (n.module) tops.add(n.module.split(".")[0]);
-  return tops;
-}
-
-/** Map each visible trace node to what is drawn for it: itself or its collapsed module `m:<path>`. */
-function representatives(nodes, collapsed) {
+/** Map each visible trace node to what is drawn for it: itself or its collapsed box `m:<key>`. */
+function representatives(nodes, keyOf) {
   const rep = new Map();
   for (const n of nodes) {
-    const outer = ancestry(n.module).find((p) => collapsed.has(p));
-    rep.set(n.id, outer !== undefined ? `m:${outer}` : n.id);
+    const key = keyOf(n.module);
+    rep.set(n.id, key ? `m:${key}` : n.id);
   }
   return rep;
 }
@@ -125,7 +112,10 @@ function groupTitle(path, type, call, calls) {
 function buildElkGraph(trace, { collapsed, showInserted }) {
   const hiddenIds = new Set(showInserted ? [] : trace.graph.nodes.filter((n) => n.inserted).map((n) => n.id));
   const nodes = trace.graph.nodes.filter((n) => !hiddenIds.has(n.id));
-  const rep = representatives(nodes, collapsed);
+  const folds = repeatedBlocks(trace);
+  const foldById = new Map(folds.map((f) => [f.id, f]));
+  const keyOf = collapseKeys(collapsed, folds);
+  const rep = representatives(nodes, keyOf);
   const modules = new Map((trace.graph.modules || []).map((m) => [m.path, m]));
   const chainOf = boxesOfCalls(trace);
 
@@ -135,11 +125,10 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
   const boxOfNode = new Map(); // node id -> innermost drawn box id
   for (const n of nodes) {
     let parent = null;
+    const key = keyOf(n.module);
+    if (key) collapsedCounts.set(key, (collapsedCounts.get(key) || []).concat(n.id));
     for (const box of chainOf(n)) {
-      if (collapsed.has(box.path)) {
-        collapsedCounts.set(box.path, (collapsedCounts.get(box.path) || 0) + 1);
-        break;
-      }
+      if (key && (box.path === key || foldById.get(key)?.paths.includes(box.path))) break;
       if (!groups.has(box.id)) groups.set(box.id, { ...box, parent });
       parent = box.id;
     }
@@ -160,17 +149,20 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
     const type = modules.get(g.path)?.type || "";
     info.set(elk.id, { id, path: g.path, label: g.path, type, title: groupTitle(g.path, type, g.call, g.calls), depth: depth(id) });
   }
-  for (const path of collapsedCounts.keys()) {
-    const id = `m:${path}`;
-    const sublabel = `${modules.get(path)?.type || "module"} · ${collapsedCounts.get(path)} nodes`;
-    const elk = { id, ...nodeSize("module", path, sublabel) };
+  for (const [key, members] of collapsedCounts) {
+    const id = `m:${key}`;
+    const fold = foldById.get(key);
+    const label = fold ? `${fold.paths[0]} … ${fold.paths[fold.paths.length - 1]}` : key;
+    const what = fold ? `${fold.period > 1 ? `(${fold.types.join(", ")})` : fold.types[0]} ×${fold.count}` : modules.get(key)?.type || "module";
+    const sublabel = `${what} · ${members.length} nodes`;
+    const elk = { id, ...nodeSize("module", label, sublabel) };
     elkNodes.set(id, elk);
-    // The box of the collapsed module's parent (its first call's, when the parent repeats).
-    const member = nodes.find((n) => rep.get(n.id) === id);
-    const parentPath = path.includes(".") ? path.slice(0, path.lastIndexOf(".")) : "";
-    const parentBox = member ? chainOf(member).find((b) => b.path === parentPath) : null;
+    // Inside the box of the collapsed module's parent (its first call's, when the parent repeats).
+    const parentPath = fold ? fold.parent : key.includes(".") ? key.slice(0, key.lastIndexOf(".")) : "";
+    const first = nodes.find((n) => n.id === members[0]);
+    const parentBox = first ? chainOf(first).find((b) => b.path === parentPath) : null;
     container(parentBox && groups.has(parentBox.id) ? parentBox.id : null).children.push(elk);
-    info.set(id, { id, kind: "module", role: null, op: null, label: path, sublabel, inserted: false, module: path });
+    info.set(id, { id, kind: "module", role: null, op: null, label, sublabel, inserted: false, module: key, members, fold: fold ? fold.count : 0 });
   }
   for (const n of nodes) {
     if (rep.get(n.id) !== n.id) continue;

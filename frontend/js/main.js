@@ -117,9 +117,11 @@ function renderSelection() {
 
 // ---- loading traces ------------------------------------------------------------------------
 
-/** The drawn box of a module: its open box, or its collapsed stand-in. */
+/** The drawn box of a module: its open box, or its collapsed stand-in (a fold: its first module's). */
 function moduleBox(layout, path) {
-  return layout && (layout.groups.find((g) => g.path === path) || layout.nodes.find((n) => n.id === `m:${path}`));
+  if (!layout) return null;
+  const find = (p) => layout.groups.find((g) => g.path === p) || layout.nodes.find((n) => n.id === `m:${p}`);
+  return find(path) || (path.includes("~") ? find(path.split("~")[0]) : null);
 }
 
 /** Lay out again; `anchor` (a module path) stays where it was on screen (expand / collapse). */

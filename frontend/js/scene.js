@@ -110,6 +110,7 @@ export function membersOf(trace, layout) {
   const members = new Map();
   for (const n of layout.nodes) {
     if (!n.id.startsWith("m:")) members.set(n.id, [n.id]);
+    else if (n.members) members.set(n.id, n.members);
     else {
       const path = n.id.slice(2);
       members.set(n.id, trace.graph.nodes.filter((t) => t.module === path || (t.module || "").startsWith(`${path}.`)).map((t) => t.id));
