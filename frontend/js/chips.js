@@ -100,26 +100,55 @@ function obstacles(layout) {
   return { taken, lines };
 }
 
+const CELL = 64;
+
+/** Boxes bucketed on a grid: "does this box overlap any?" looks only at nearby ones. */
+function createGrid() {
+  const cells = new Map();
+  const span = (a, len) => [Math.floor((a - MARGIN) / CELL), Math.floor((a + len + MARGIN) / CELL)];
+  function add(box) {
+    const [x0, x1] = span(box.x, box.width);
+    const [y0, y1] = span(box.y, box.height);
+    for (let i = x0; i <= x1; i++)
+      for (let j = y0; j <= y1; j++) {
+        const key = `${i},${j}`;
+        if (!cells.has(key)) cells.set(key, []);
+        cells.get(key).push(box);
+      }
+  }
+  function hits(box) {
+    const [x0, x1] = span(box.x, box.width);
+    const [y0, y1] = span(box.y, box.height);
+    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(`${i},${j}`) || []) if (overlaps(box, t)) return true;
+    return false;
+  }
+  return { add, hits };
+}
+
 /** A placer over the layout. Candidates are {x: left edge, y: vertical centre}, best first. */
 export function createPlacer(layout) {
-  const { taken, lines } = obstacles(layout);
+  const { taken: obstacleBoxes, lines: lineBoxes } = obstacles(layout);
+  const taken = createGrid();
+  const lines = createGrid();
+  obstacleBoxes.forEach(taken.add);
+  lineBoxes.forEach(lines.add);
   function fits(c, width, avoidEdges) {
     const box = { x: c.x, y: c.y - H / 2, width, height: H };
     if (box.x < 0 || box.y < 0) return null;
-    if (avoidEdges && lines.some((t) => overlaps(box, t))) return null;
-    return taken.some((t) => overlaps(box, t)) ? null : box;
+    if (avoidEdges && lines.hits(box)) return null;
+    return taken.hits(box) ? null : box;
   }
   /** The first free spot among the candidates, then further and further right: never overlapping. */
   function place(candidates, width, { avoidEdges = true } = {}) {
     for (const c of candidates) {
       const box = fits(c, width, avoidEdges);
-      if (box) return taken.push(box) && c;
+      if (box) return taken.add(box) || c;
     }
     const from = candidates[0];
     for (let k = 1; k < 400; k++) {
       const c = { x: from.x + k * 12, y: from.y };
       const box = fits(c, width, false);
-      if (box) return taken.push(box) && c;
+      if (box) return taken.add(box) || c;
     }
     return null;
   }

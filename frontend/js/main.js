@@ -30,8 +30,9 @@ body.dataset.mode = mode;
 // Permalinks arrive as /?spec=<id>; the hash (this viewer's own state) wins over the query.
 const store = createStore({ ...(embedded?.theme ? { theme: embedded.theme } : {}), ...readHash(location.search), ...readHash(location.hash) });
 const renderer = createRenderer($("graph"));
-// Readable: the smallest graph text at least 11 px on screen.
-const readableZoom = 11 / Math.min(...Object.values(FONTS).map((f) => f.size));
+// Readable: the smallest graph text at least 11 px on screen. An embed (an iframe a few
+// hundred px tall) always opens on the whole graph: its reader cannot resize the frame.
+const readableZoom = mode === "embed" ? 0 : 11 / Math.min(...Object.values(FONTS).map((f) => f.size));
 const camera = createCamera($("graph"), renderer.viewport, $("minimap"), { onView: (view) => renderer.cull(view), readableZoom });
 const editor = $("spec") ? createEditor({ textarea: $("spec"), gutter: $("gutter"), errorEl: $("spec-error") }) : null;
 const events = $("events") ? createEventList({ listEl: $("events"), bandsEl: $("bands"), onPick: pickEvent }) : createEventList({ listEl: document.createElement("ol"), bandsEl: $("bands"), onPick: pickEvent });
@@ -131,16 +132,21 @@ async function relayout(precomputed, anchor = null) {
   const before = anchor ? moduleBox(layoutCache, anchor) : null;
   const onScreen = before ? camera.toScreen(before) : null;
   let layout = precomputed;
+  performance.mark("gt-layout");
   if (!layout) {
     const elk = await loadElk();
     layout = await layoutGraph(trace, { elk, collapsed: collapsedSet(), showInserted: inserted });
   }
   layoutCache = layout;
+  performance.mark("gt-draw");
   renderer.draw(layout, trace);
   const after = anchor ? moduleBox(layout, anchor) : null;
   camera.setContent({ nodes: layout.nodes, width: renderer.scene.width, height: renderer.scene.height }, { reset: !after });
   if (after && onScreen) camera.keep(after, onScreen);
   setStatus("");
+  // Timings for tests/perf/bench_viewer.py (layout by ELK; drawing the scene).
+  performance.measure("gt-layout", "gt-layout", "gt-draw");
+  performance.measure("gt-draw", "gt-draw");
 }
 
 async function showTrace(t, precomputedLayout = null) {

@@ -18,6 +18,7 @@ export function createRenderer(svg) {
   let layout = null;
   let items = []; // [{key, kind, el, box, layer, shown, look}]
   let byKey = new Map();
+  let selected = null; // the selected node id (applied to its element when it is created)
   const viewport = svgEl("g", { class: "gt-viewport" });
   svg.replaceChildren(viewport);
   svg.classList.add("gt-graph");
@@ -27,23 +28,29 @@ export function createRenderer(svg) {
     scene = buildScene(layout, trace);
     const layerEls = [];
     items = [];
+    // Big graphs create an element only once it comes near the screen (cull), small ones all now.
+    const lazy = layout.nodes.length > CULL_ABOVE;
     for (const [name, list] of Object.entries(scene.layers)) {
       const layer = svgEl("g", { class: `gt-${name}` });
       for (const node of list) {
-        const element = toDom(node);
-        layer.append(element);
-        if (node.key) items.push({ key: node.key, kind: node.kind, el: element, box: node.box, layer, shown: true, look: null });
+        const later = lazy && node.key && node.box;
+        const element = later ? null : toDom(node);
+        if (element) layer.append(element);
+        if (node.key) items.push({ key: node.key, kind: node.kind, node, el: element, box: lazy ? node.box : null, layer, shown: !later, look: null });
       }
       layerEls.push(layer);
     }
     byKey = new Map(items.map((it) => [it.key, it]));
     svg.replaceChildren(toDom(scene.defs), viewport);
     viewport.replaceChildren(...layerEls);
-    if (layout.nodes.length <= CULL_ABOVE) for (const it of items) it.box = null;
   }
 
   /** Apply one element's look to its DOM (the exports apply the same looks with scene.withLook). */
   function apply(it, look) {
+    if (!it.el) {
+      it.look = look; // applied when the element is created
+      return;
+    }
     const last = it.look;
     if (last && last.state === look.state && last.text === look.text && last.at === look.at) return;
     it.look = look;
@@ -84,6 +91,13 @@ export function createRenderer(svg) {
       const on = it.box.x < x1 && it.box.x + it.box.width > x0 && it.box.y < y1 && it.box.y + it.box.height > y0;
       if (on !== it.shown) {
         it.shown = on;
+        if (on && !it.el) {
+          it.el = toDom(it.node);
+          const look = it.look;
+          it.look = null;
+          if (look) apply(it, look);
+          if (selected && it.key === `n:${selected}`) it.el.classList.add("gt-selected");
+        }
         if (on) it.layer.append(it.el);
         else it.el.remove();
       }
@@ -92,8 +106,9 @@ export function createRenderer(svg) {
 
   function select(id) {
     for (const e of svg.querySelectorAll(".gt-selected")) e.classList.remove("gt-selected");
+    selected = id;
     const it = id && byKey.get(`n:${id}`);
-    if (it) it.el.classList.add("gt-selected");
+    if (it && it.el) it.el.classList.add("gt-selected");
   }
 
   /** The drawn box of a node (or of the collapsed module holding it), for the camera. */

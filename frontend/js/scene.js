@@ -195,6 +195,8 @@ export function buildScene(layout, trace) {
     layers.groups.push(group, ...badges);
   }
   const edgeChips = new Map();
+  const fanOut = new Map();
+  for (const e of layout.edges) if (e.kind !== "no_grad") fanOut.set(e.source, (fanOut.get(e.source) || 0) + 1);
   for (const e of layout.edges) {
     if (!e.points || e.points.length < 2) continue;
     const storedHere = stored.has(e.source);
@@ -217,7 +219,10 @@ export function buildScene(layout, trace) {
     if (v) layers.chips.push(drawChip(`v:${n.id}`, "gt-value", v, { "data-value": n.id }));
     const leaf = spots.leaf.get(n.id);
     if (holders.has(n.id) && leaf) layers.chips.push(drawChip(`l:${n.id}`, "gt-grad gt-grad--leaf", leaf, { "data-leaf": n.id }));
-    layers.chips.push(drawChip(`f:${n.id}`, "gt-grad gt-grad--accumulate", { x: n.x + 14, y: n.y - 2, width: chipWidth("+= ×9") }, { "data-fanin": n.id }));
+    // The "+=" badge: only where gradients can meet (a node feeding several) or .grad accumulates.
+    if ((fanOut.get(n.id) || 0) > 1 || holders.has(n.id) || n.op === "AccumulateGrad") {
+      layers.chips.push(drawChip(`f:${n.id}`, "gt-grad gt-grad--accumulate", { x: n.x + 14, y: n.y - 2, width: chipWidth("+= ×9") }, { "data-fanin": n.id }));
+    }
   }
   const hookChip = keyed("h", "chip", null, el("g", { class: "gt-grad gt-grad--hook gt-chip", "data-hook-chip": "", "data-state": "hidden" }, el("rect", { height: CHIP_HEIGHT, y: -CHIP_HEIGHT / 2, rx: 4 }), el("text", { y: 0.5 }, "")));
   layers.chips.push(hookChip);
@@ -258,7 +263,7 @@ export function buildScene(layout, trace) {
       out.set(`l:${n.id}`, g && state !== "hidden" ? { state: "shown", text: leafChipText(g), title: `.grad = ${tensorTitle(g)}` } : { state: "hidden" });
       const count = frame?.fanIn.get(n.id);
       const acc = frame?.accumulated && frame.node === n.id;
-      out.set(`f:${n.id}`, count || acc ? { state: "shown", text: count ? `+= ×${count}` : "+=", title: count ? `${count} gradients summed here` : ".grad accumulated (+=)" } : { state: "hidden" });
+      if (count || acc || fanOut.get(n.id) > 1 || holders.has(n.id) || n.op === "AccumulateGrad") out.set(`f:${n.id}`, count || acc ? { state: "shown", text: count ? `+= ×${count}` : "+=", title: count ? `${count} gradients summed here` : ".grad accumulated (+=)" } : { state: "hidden" });
     }
     for (const e of layout.edges) {
       const es = frame ? frame.edgeStates.get(traceEdgeId(e.id)) || { state: "shown", grad: null } : { state: "hidden", grad: null };
