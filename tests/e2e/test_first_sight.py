@@ -8,7 +8,7 @@ import urllib.request
 from typing import Any
 
 import pytest
-from e2e_helpers import get_json, open_example, post_json, wait_step
+from e2e_helpers import docs_server, get_json, open_example, post_json, wait_step
 
 pytestmark = pytest.mark.browser
 
@@ -134,3 +134,18 @@ def test_the_live_svg_export_is_the_diagram_svg_of_the_same_step(
 
     assert 'data-node-id="n0"' in live
     assert drawing(live) == drawing(served)
+
+
+def test_the_embed_at_560_px_shows_its_whole_graph(page: Any, live_server: str) -> None:
+    spec = get_json(f"{live_server}/api/v1/examples/{TWO_LAYER}")
+    saved = post_json(f"{live_server}/api/v1/specs", spec)
+    embed = saved["embed_url"] if saved["embed_url"].startswith("http") else live_server + saved["embed_url"]
+    html = f'<!doctype html><iframe src="{embed}" width="100%" height="560" style="border:0"></iframe>'
+    with docs_server(html) as docs:
+        page.goto(docs)
+        frame = page.frame_locator("iframe")
+        frame.locator("body.is-ready").wait_for(timeout=60000)
+        geo = frame.locator("body").evaluate(f"(_) => ({GEOMETRY})()")
+    assert len(geo["nodes"]) >= 10  # the forward graph is built: x, W₀, W₁, … L
+    outside = [n for n, b in geo["nodes"].items() if not _inside(b, geo["panel"])]
+    assert not outside, outside
