@@ -85,7 +85,7 @@ function obstacles(layout) {
   const taken = layout.nodes.map((n) => ({ x: n.x, y: n.y, width: n.width, height: n.height }));
   for (const g of layout.groups) {
     if (g.collapsed) continue;
-    taken.push({ x: g.x, y: g.y, width: Math.min(g.width, 16 + textWidth(g.title || g.label, "groupTitle")), height: 22 });
+    taken.push({ x: g.x, y: g.y, width: Math.min(g.width, 16 + textWidth(g.title || g.label, "groupTitle")), height: 28 });
     taken.push({ x: g.x, y: g.y - 10, width: g.width, height: 20 }); // the hook badges' border strip
   }
   const lines = [];

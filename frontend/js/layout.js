@@ -6,7 +6,7 @@ import { formatShape, subscript } from "./format.js";
 import { textWidth } from "./metrics.js";
 import { ancestry, collapseKeys, defaultCollapsed, repeatedBlocks } from "./fold.js";
 
-const GROUP_TITLE = 24; // room for the module path on top of its box
+const GROUP_TITLE = 30; // room for the module path on top of its box
 
 /** Pretty tensor names the way the seeds print them: "W0" -> "W₀", "a_1" -> "a₁". */
 export function prettyName(name) {

@@ -84,7 +84,7 @@ function badgeText(hk) {
 function drawGroup(g, hooks) {
   const key = `g:${g.id}`;
   const box = { x: g.x, y: g.y, width: g.width, height: g.height };
-  const group = keyed(key, "state", box, el("g", { class: "gt-group", "data-module": g.path, "data-state": "hidden", transform: at(g.x, g.y) }, el("rect", { width: g.width, height: g.height, rx: 10 }), el("text", { class: "gt-group-title", x: 10, y: 13 }, g.title)));
+  const group = keyed(key, "state", box, el("g", { class: "gt-group", "data-module": g.path, "data-state": "hidden", transform: at(g.x, g.y) }, el("rect", { width: g.width, height: g.height, rx: 10 }), el("text", { class: "gt-group-title", x: 10, y: 18 }, g.title)));
   const badges = [];
   let left = 8;
   let right = g.width - 8;
