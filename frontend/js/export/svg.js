@@ -125,7 +125,10 @@ function animatedLayers(scene, schedule, kf, names) {
         const grow = name === "nodes" && look.state === "shown";
         const rule = kf.life(changes, { look: grow ? "grow" : "fade", minOn: look.state === "active" ? 0.5 : 0, phase: phaseAt(changes[1].t) });
         const finalOn = id(lastLooks.get(node.key)) === k;
-        out.push({ ...drawn, a: { ...drawn.a, class: `${drawn.a.class} gt-a${grow ? " gt-grow" : ""}`, style: `animation-name:${rule}${finalOn ? "" : ";opacity:0"}` } });
+        const life = { class: `gt-a${grow ? " gt-grow" : ""}`, style: `animation-name:${rule}${finalOn ? "" : ";opacity:0"}` };
+        // The keyframes animate CSS transform (grow) and opacity: on a wrapper, so the element's
+        // own transform attribute (its position) is not overridden.
+        out.push(el("g", life, drawn));
       }
     }
     return toXml(el("g", { class: `gt-${name}` }, out));
