@@ -149,3 +149,39 @@ def test_the_embed_at_560_px_shows_its_whole_graph(page: Any, live_server: str) 
     assert len(geo["nodes"]) >= 10  # the forward graph is built: x, W₀, W₁, … L
     outside = [n for n, b in geo["nodes"].items() if not _inside(b, geo["panel"])]
     assert not outside, outside
+
+
+# Every shown chip and node box (graph coordinates, so the camera does not matter).
+BOXES = """() => {
+  const vp = document.querySelector('#graph .gt-viewport');
+  const inv = vp.getScreenCTM().inverse();
+  const box = (e) => {
+    const r = e.getBoundingClientRect();
+    const a = new DOMPoint(r.left, r.top).matrixTransform(inv);
+    const b = new DOMPoint(r.right, r.bottom).matrixTransform(inv);
+    return [a.x, a.y, b.x, b.y];
+  };
+  const chips = [...document.querySelectorAll('#graph .gt-chip:not([data-state=hidden]):not(.gt-grad--accumulate):not(.gt-grad--hook) rect')];
+  const nodes = [...document.querySelectorAll('#graph .gt-node:not([data-state=hidden]) rect')];
+  return { chips: chips.map(box), nodes: nodes.map(box) };
+}"""
+
+
+@pytest.mark.parametrize("example_id", [TWO_LAYER, RETAIN, "shared-weights-fan-in", "tiny-attention"])
+def test_chips_never_overlap_nodes_or_each_other(
+    page: Any, live_server: str, example_traces: dict[str, Any], example_id: str
+) -> None:
+    trace = example_traces[example_id]
+    bwd = [p for p in trace["passes"] if p["phase"] == "backward"]
+    open_example(page, live_server, example_id, f"&step={bwd[0]['last_seq']}")
+    boxes = page.evaluate(BOXES)
+    assert boxes["chips"], "gradient and value chips are shown"
+
+    def overlap(a: list[float], b: list[float]) -> bool:
+        return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+    chips = boxes["chips"]
+    for i, c in enumerate(chips):
+        assert c[0] >= -0.5 and c[1] >= -0.5, f"chip {c} is clipped at the picture's edge"
+        assert not any(overlap(c, n) for n in boxes["nodes"]), f"chip {c} covers a node"
+        assert not any(overlap(c, d) for d in chips[i + 1 :]), f"chip {c} covers another chip"
