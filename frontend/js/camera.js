@@ -26,7 +26,13 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     }
     return cached;
   };
-  if (typeof ResizeObserver !== "undefined") new ResizeObserver(() => (cached = null)).observe(svg);
+  let framed = false; // a view has been set: a resize re-frames it unless the reader moved it
+  if (typeof ResizeObserver !== "undefined") {
+    new ResizeObserver(() => {
+      cached = null;
+      if (framed && !userMoved) home();
+    }).observe(svg);
+  }
 
   function apply() {
     viewport.setAttribute("transform", `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`);
@@ -181,6 +187,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
       drawMinimap(layout);
       if (reset) home();
       else apply();
+      framed = true;
     },
     fit,
     home,
