@@ -27,7 +27,7 @@ export function nodeLabels(node) {
 
 function nodeSize(kind, label, sublabel, op) {
   const font = kind === "op" ? "opLabel" : "label";
-  const w = Math.ceil(Math.max(textWidth(label, font), textWidth(sublabel, "sublabel"))) + 20;
+  const w = Math.ceil(Math.max(textWidth(label, font), textWidth(sublabel, "sublabel"))) + 30; // room for the ✓ in the corner
   if (kind === "tensor") return { width: Math.max(56, w), height: sublabel ? 36 : 28 };
   if (kind === "module") return { width: Math.max(110, w), height: 40 };
   return { width: Math.max(64, w), height: sublabel ? 34 : 26 };
