@@ -227,7 +227,7 @@ store.on("change", (state, changed) => {
     renderSelection();
     if (timeline) events.markEvents(state.node ? eventsOfNode(timeline, state.node) : []);
   }
-  if (changed.has("speed")) player.setSpeed(state.speed);
+  if (changed.has("speed")) setSpeed(state.speed);
   if (changed.has("theme")) applyTheme();
   if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) {
     relayout(null, anchorPath).then(paint);
@@ -280,9 +280,16 @@ function stepSvg() {
   return buildDiagram(trace, layoutCache, { frame, theme, css: graphCssText() });
 }
 
+/** Fast playback (≥ 15 events/s) skips the travelling pulse: it could not be followed anyway,
+ * and repainting the whole SVG for it every frame costs frames on big graphs. */
+function setSpeed(speed) {
+  player.setSpeed(speed);
+  body.classList.toggle("is-fast", speed >= 15);
+}
+
 applyTheme();
 drawIcons();
-player.setSpeed(store.get().speed);
+setSpeed(store.get().speed);
 controls.setSpeed(store.get().speed);
 if ($("show-inserted")) $("show-inserted").checked = store.get().inserted;
 
