@@ -139,11 +139,12 @@ export function createPlacer(layout) {
     return taken.hits(box) ? null : box;
   }
   /** The first free spot among the candidates, then further and further right: never overlapping. */
-  function place(candidates, width, { avoidEdges = true } = {}) {
+  function place(candidates, width, { avoidEdges = true, scan = true } = {}) {
     for (const c of candidates) {
       const box = fits(c, width, avoidEdges);
       if (box) return taken.add(box) || c;
     }
+    if (!scan) return null;
     const from = candidates[0];
     for (let k = 1; k < 400; k++) {
       const c = { x: from.x + k * 12, y: from.y };
@@ -224,10 +225,10 @@ export function placeChips(layout, trace) {
     .map((x) => ({ ...x, w: widest(x.traceEdge.grads.map((g) => gradChipText(g.value) || "None")) }))
     .sort((a, b) => a.w - b.w);
   for (const { e, traceEdge, w } of withGrads) {
-    const full = placer.place(alongEdge(e.points, w), w, { avoidEdges: false });
+    const full = placer.place(alongEdge(e.points, w), w, { avoidEdges: false, scan: false });
     if (full) out.edge.set(e.id, centre(full, w));
     else {
-      // No room anywhere on the numbers' row: the norm alone, which is much narrower.
+      // No room at the edge for the numbers: the norm alone, much narrower, as near as it fits.
       const cw = widest(traceEdge.grads.map((g) => compactGradText(g.value)));
       const small = placer.place(alongEdge(e.points, cw), cw, { avoidEdges: false });
       if (small) out.edge.set(e.id, { ...centre(small, cw), compact: true });

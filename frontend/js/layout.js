@@ -143,7 +143,9 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
   const sortedGroups = [...groups.keys()].sort((a, b) => depth(a) - depth(b) || a.localeCompare(b));
   for (const id of sortedGroups) {
     const g = groups.get(id);
-    const elk = { id: `g:${id}`, children: [], layoutOptions: { "elk.padding": `[top=${GROUP_TITLE},left=10,bottom=10,right=10]` } };
+    // Spacing is per compound node in ELK: a box's insides get the same room as the root
+    // (a gradient chip needs the gap between two layers).
+    const elk = { id: `g:${id}`, children: [], layoutOptions: { ...SPACING, "elk.padding": `[top=${GROUP_TITLE},left=10,bottom=10,right=10]` } };
     elkNodes.set(elk.id, elk);
     container(g.parent).children.push(elk);
     const type = modules.get(g.path)?.type || "";
@@ -177,16 +179,20 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
   return { root, info, edges };
 }
 
+const SPACING = {
+  "elk.spacing.nodeNode": "24",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "28",
+  "elk.spacing.edgeNode": "12",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "10",
+};
+
 export const LAYOUT_OPTIONS = {
   "elk.algorithm": "layered",
   "elk.direction": "DOWN",
   "elk.hierarchyHandling": "INCLUDE_CHILDREN",
   "elk.edgeRouting": "ORTHOGONAL",
   "elk.layered.thoroughness": "1",
-  "elk.spacing.nodeNode": "24",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "26",
-  "elk.spacing.edgeNode": "12",
-  "elk.layered.spacing.edgeNodeBetweenLayers": "10",
+  ...SPACING,
   "elk.padding": "[top=16,left=16,bottom=16,right=16]",
   "elk.json.shapeCoords": "ROOT",
   "elk.json.edgeCoords": "ROOT",
