@@ -3,7 +3,13 @@
 
 import { svgEl } from "./dom.js";
 
-export function createCamera(svg, viewport, minimapSvg, { onView = () => {} } = {}) {
+const FIT_PAD = 12;
+
+/**
+ * readableZoom: the zoom at which the graph's smallest text is readable (the caller derives it
+ * from the text metrics); the opening view never goes below it for graphs that do not fit.
+ */
+export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, readableZoom = 1 } = {}) {
   let k = 1;
   let tx = 0;
   let ty = 0;
@@ -20,7 +26,13 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {} } = 
     }
     return cached;
   };
-  if (typeof ResizeObserver !== "undefined") new ResizeObserver(() => (cached = null)).observe(svg);
+  let framed = false; // a view has been set: a resize re-frames it unless the reader moved it
+  if (typeof ResizeObserver !== "undefined") {
+    new ResizeObserver(() => {
+      cached = null;
+      if (framed && !userMoved) home();
+    }).observe(svg);
+  }
 
   function apply() {
     viewport.setAttribute("transform", `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`);
@@ -35,15 +47,28 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {} } = 
     onView({ x: -tx / k, y: -ty / k, width: w / k, height: h / k });
   }
 
-  /** Fit the whole graph, but never zoom in past 1.25 nor out past what keeps labels legible. */
+  /** Fit the whole graph in the panel (never zooming in past 1.25). */
   function fit() {
     const { w, h } = size();
-    const scale = Math.min(w / content.width, h / content.height, 1.25);
-    // Tall autograd graphs would shrink to nothing: keep labels readable and show the top instead.
-    k = Math.max(scale, 0.7);
+    k = Math.min((w - 2 * FIT_PAD) / content.width, (h - 2 * FIT_PAD) / content.height, 1.25);
     tx = (w - content.width * k) / 2;
-    ty = content.height * k <= h ? (h - content.height * k) / 2 : 8;
-    if (content.width * k > w) tx = 8;
+    ty = (h - content.height * k) / 2;
+    userMoved = false;
+    apply();
+  }
+
+  /**
+   * The opening view: the whole graph when it fits with its text readable (≥ READABLE_PX on
+   * screen); otherwise readable text, the graph's bottom (the loss, just built) in view, and
+   * the camera following the animation from there.
+   */
+  function home() {
+    const { w, h } = size();
+    const fitK = Math.min((w - 2 * FIT_PAD) / content.width, (h - 2 * FIT_PAD) / content.height, 1.25);
+    if (fitK >= readableZoom) return fit();
+    k = readableZoom;
+    tx = clampAxis((w - content.width * k) / 2, w, content.width * k);
+    ty = clampAxis(h - FIT_PAD - content.height * k, h, content.height * k);
     userMoved = false;
     apply();
   }
@@ -111,20 +136,29 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {} } = 
   svg.addEventListener("pointerup", end);
   svg.addEventListener("pointercancel", end);
 
-  /** The minimap: every node as a dot-sized rect, plus the current view; click to jump. */
+  /**
+   * The minimap: every node in one path (cheap at thousands of nodes), stretched to the
+   * minimap's box so a tall, narrow graph is a usable strip and not a hairline; click to jump.
+   */
   function drawMinimap(layout) {
     if (!minimapSvg) return;
-    minimapSvg.setAttribute("viewBox", `0 0 ${layout.width} ${layout.height}`);
-    const dots = layout.nodes.map((n) => svgEl("rect", { x: n.x, y: n.y, width: n.width, height: n.height, class: `gt-mini-node gt-role-${n.role || n.kind}` }));
+    minimapSvg.setAttribute("viewBox", `0 0 ${content.width} ${content.height}`);
+    minimapSvg.setAttribute("preserveAspectRatio", "none");
+    const byRole = new Map();
+    const minW = content.width / 140;
+    const minH = content.height / 110;
+    for (const n of layout.nodes) {
+      const role = n.role || n.kind;
+      const d = `M${n.x.toFixed(0)} ${n.y.toFixed(0)}h${Math.max(n.width, minW).toFixed(0)}v${Math.max(n.height, minH).toFixed(0)}h${(-Math.max(n.width, minW)).toFixed(0)}z`;
+      byRole.set(role, (byRole.get(role) || "") + d);
+    }
+    const dots = [...byRole].map(([role, d]) => svgEl("path", { d, class: `gt-mini-node gt-role-${role}` }));
     miniView = svgEl("rect", { class: "gt-mini-view" });
     minimapSvg.replaceChildren(...dots, miniView);
     minimapSvg.onclick = (e) => {
       const r = minimapSvg.getBoundingClientRect();
-      const s = Math.min(r.width / layout.width, r.height / layout.height);
-      const ox = (r.width - layout.width * s) / 2;
-      const oy = (r.height - layout.height * s) / 2;
-      const x = (e.clientX - r.left - ox) / s;
-      const y = (e.clientY - r.top - oy) / s;
+      const x = ((e.clientX - r.left) / r.width) * content.width;
+      const y = ((e.clientY - r.top) / r.height) * content.height;
       const { w, h } = size();
       tx = w / 2 - x * k;
       ty = h / 2 - y * k;
@@ -133,13 +167,32 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {} } = 
     };
   }
 
+  /** Keep a graph point where it is on screen across a re-layout (expanding a module). */
+  function keep(point, screen) {
+    tx = screen.x - point.x * k;
+    ty = screen.y - point.y * k;
+    userMoved = true;
+    apply();
+  }
+
+  /** Where a graph point is on screen now. */
+  function toScreen(point) {
+    return { x: point.x * k + tx, y: point.y * k + ty };
+  }
+
   return {
-    setContent(layout) {
+    /** New content ({width, height, nodes}); `reset` false keeps the current zoom (re-layouts). */
+    setContent(layout, { reset = true } = {}) {
       content = { width: Math.max(1, layout.width), height: Math.max(1, layout.height) };
       drawMinimap(layout);
-      fit();
+      if (reset) home();
+      else apply();
+      framed = true;
     },
     fit,
+    home,
+    keep,
+    toScreen,
     follow,
     zoomIn: () => { const { w, h } = size(); zoomAt(1.25, w / 2, h / 2); },
     zoomOut: () => { const { w, h } = size(); zoomAt(0.8, w / 2, h / 2); },

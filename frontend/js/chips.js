@@ -1,13 +1,24 @@
-// Where the viewer's chips sit: forward values beside their node, .grad beside its leaf,
-// gradients along their edge. Uses the exporters' collision-free placer (js/export/place.js)
-// so chips never print across a neighbour's label, and the live view matches the exports.
-// Pure: positions only; render.js draws them and paint() fills in the text per frame.
+// Chips: the texts they show (forward values, gradients, .grad, hook actions) and where they
+// sit. A chip goes to the first candidate spot that overlaps no node, no module title, no hook
+// badge and no chip placed before it, so numbers never print across a neighbour's label; each
+// is placed at its widest text over the whole trace, so a later, longer number never grows into
+// a neighbour. Pure: positions and texts only; scene.js draws them.
 
-import { alongEdge, besideNode, createPlacer } from "./export/place.js";
-import { chipWidth } from "./export/draw.js";
-import { pointAlong } from "./export/xml.js";
-import { gradChipText, valueChipText } from "./export/states.js";
-import { formatNumber, formatTensorChip, hasNonFinite } from "./format.js";
+import { CHIP_HEIGHT, chipWidth, textWidth } from "./metrics.js";
+import { formatNumber, formatTensorChip, hasNonFinite, tensorNumbers } from "./format.js";
+
+const H = CHIP_HEIGHT;
+const MARGIN = 3;
+
+/** Chip text for a gradient: the numbers when there are ≤3, else its norm (the shape is on the node). */
+export function gradChipText(tv) {
+  if (!tv) return null;
+  const flag = hasNonFinite(tv) ? " ⚠" : "";
+  const nums = tensorNumbers(tv);
+  if (nums && nums.length <= 3) return formatTensorChip(tv) + flag;
+  const norm = tv.stats && tv.stats.norm;
+  return (norm === null || norm === undefined ? formatTensorChip(tv) : `‖g‖ ${formatNumber(norm)}`) + flag;
+}
 
 /** The short form of a gradient chip, for tight spots: its norm (the full value is on hover). */
 export function compactGradText(tv) {
@@ -16,17 +27,157 @@ export function compactGradText(tv) {
   return (norm === null || norm === undefined ? "‖g‖ ?" : `‖g‖ ${formatNumber(norm, 3)}`) + (hasNonFinite(tv) ? " ⚠" : "");
 }
 
-/** The text a leaf's .grad chip shows. */
+/** Chip text for a forward value: only small tensors (the shape is already the node's sublabel). */
+export function valueChipText(tv) {
+  const nums = tensorNumbers(tv);
+  return nums && nums.length <= 3 ? formatTensorChip(tv) : null;
+}
+
+/** The text a .grad chip shows (a leaf's, or a retained intermediate's). */
 export function leafChipText(tv) {
   return `.grad ${formatTensorChip(tv)}`;
 }
 
-/** More spots for a short chip in a crowded place: along the edge, on it and to either side. */
-function aroundEdge(points, w) {
+export function tensorTitle(tv) {
+  if (!tv) return "no gradient (None)";
+  const nums = tensorNumbers(tv);
+  const flag = hasNonFinite(tv) ? " ⚠ contains NaN/inf" : "";
+  if (nums && nums.length <= 8) return `[${nums.join(", ")}]${flag}`;
+  return `shape (${tv.shape.join(", ")}) norm ${formatNumber(tv.stats?.norm)}${flag}`;
+}
+
+/** "grad_input ×2: −0.4080 → −0.8159": what a user hook's action changed. */
+export function hookActionText(ev) {
+  const p = ev.payload || {};
+  const a = p.action || {};
+  const how = { scale: `×${a.by}`, add: `+${a.by ?? a.value}`, zero: "→ 0", clamp: `clamp(${a.min ?? ""}, ${a.max ?? ""})` }[a.op] || a.op || "hook";
+  const first = (v) => (Array.isArray(v) ? v[0] : v);
+  return `${a.target ? a.target + " " : ""}${how}: ${formatTensorChip(first(p.before))} → ${formatTensorChip(first(p.after))}`;
+}
+
+/** The point a fraction `f` of the way along a polyline, by length. */
+export function pointAlong(points, f) {
+  if (!points || points.length === 0) return { x: 0, y: 0 };
+  const seg = [];
+  let total = 0;
+  for (let i = 1; i < points.length; i++) {
+    const d = Math.hypot(points[i].x - points[i - 1].x, points[i].y - points[i - 1].y);
+    seg.push(d);
+    total += d;
+  }
+  let left = total * f;
+  for (let i = 1; i < points.length; i++) {
+    if (left <= seg[i - 1] && seg[i - 1] > 0) {
+      const t = left / seg[i - 1];
+      return { x: points[i - 1].x + t * (points[i].x - points[i - 1].x), y: points[i - 1].y + t * (points[i].y - points[i - 1].y) };
+    }
+    left -= seg[i - 1];
+  }
+  return points[points.length - 1];
+}
+
+function overlaps(a, b) {
+  return a.x < b.x + b.width + MARGIN && b.x < a.x + a.width + MARGIN && a.y < b.y + b.height + MARGIN && b.y < a.y + a.height + MARGIN;
+}
+
+/** What chips must keep clear of: nodes, module titles and hook badges, and edge segments. */
+function obstacles(layout) {
+  const taken = layout.nodes.map((n) => ({ x: n.x, y: n.y, width: n.width, height: n.height }));
+  for (const g of layout.groups) {
+    if (g.collapsed) continue;
+    taken.push({ x: g.x, y: g.y, width: Math.min(g.width, 16 + textWidth(g.title || g.label, "groupTitle")), height: 28 });
+    taken.push({ x: g.x, y: g.y - 10, width: g.width, height: 20 }); // the hook badges' border strip
+  }
+  const lines = [];
+  for (const e of layout.edges) {
+    const p = e.points || [];
+    for (let i = 1; i < p.length; i++) {
+      const x = Math.min(p[i - 1].x, p[i].x);
+      const y = Math.min(p[i - 1].y, p[i].y);
+      lines.push({ x: x - 1, y: y - 1, width: Math.abs(p[i].x - p[i - 1].x) + 2, height: Math.abs(p[i].y - p[i - 1].y) + 2 });
+    }
+  }
+  return { taken, lines };
+}
+
+const CELL = 64;
+
+/** Boxes bucketed on a grid: "does this box overlap any?" looks only at nearby ones. */
+function createGrid() {
+  const cells = new Map();
+  const span = (a, len) => [Math.floor((a - MARGIN) / CELL), Math.floor((a + len + MARGIN) / CELL)];
+  function add(box) {
+    const [x0, x1] = span(box.x, box.width);
+    const [y0, y1] = span(box.y, box.height);
+    for (let i = x0; i <= x1; i++)
+      for (let j = y0; j <= y1; j++) {
+        const key = `${i},${j}`;
+        if (!cells.has(key)) cells.set(key, []);
+        cells.get(key).push(box);
+      }
+  }
+  function hits(box) {
+    const [x0, x1] = span(box.x, box.width);
+    const [y0, y1] = span(box.y, box.height);
+    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(`${i},${j}`) || []) if (overlaps(box, t)) return true;
+    return false;
+  }
+  return { add, hits };
+}
+
+/** A placer over the layout. Candidates are {x: left edge, y: vertical centre}, best first. */
+export function createPlacer(layout) {
+  const { taken: obstacleBoxes, lines: lineBoxes } = obstacles(layout);
+  const taken = createGrid();
+  const lines = createGrid();
+  obstacleBoxes.forEach(taken.add);
+  lineBoxes.forEach(lines.add);
+  function fits(c, width, avoidEdges) {
+    const box = { x: c.x, y: c.y - H / 2, width, height: H };
+    if (box.x < 0 || box.y < 0) return null;
+    if (avoidEdges && lines.hits(box)) return null;
+    return taken.hits(box) ? null : box;
+  }
+  /** The first free spot among the candidates, then further and further right: never overlapping. */
+  function place(candidates, width, { avoidEdges = true, scan = true } = {}) {
+    for (const c of candidates) {
+      const box = fits(c, width, avoidEdges);
+      if (box) return taken.add(box) || c;
+    }
+    if (!scan) return null;
+    const from = candidates[0];
+    for (let k = 1; k < 400; k++) {
+      const c = { x: from.x + k * 12, y: from.y };
+      const box = fits(c, width, false);
+      if (box) return taken.add(box) || c;
+    }
+    return null;
+  }
+  return { place };
+}
+
+/** Spots beside a node: right, left, below, above, then astride its top-right corner. */
+export function besideNode(n, width, gap = 6) {
+  const cy = n.y + n.height / 2;
+  const cx = Math.max(0, n.x + n.width / 2 - width / 2);
+  return [
+    { x: n.x + n.width + gap, y: cy },
+    { x: n.x - gap - width, y: cy },
+    { x: cx, y: n.y + n.height + gap + H / 2 },
+    { x: cx, y: n.y - gap - H / 2 },
+  ];
+}
+
+/** Spots along an edge: its middle, a third and two thirds along, then beside those. */
+export function alongEdge(points, width) {
   const out = [];
-  for (const f of [0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9]) {
+  for (const f of [0.5, 0.35, 0.65, 0.2, 0.8]) {
     const p = pointAlong(points, f);
-    out.push({ x: p.x - w / 2, y: p.y }, { x: p.x + 4, y: p.y }, { x: p.x - 4 - w, y: p.y });
+    out.push({ x: p.x - width / 2, y: p.y });
+  }
+  for (const f of [0.5, 0.35, 0.65]) {
+    const p = pointAlong(points, f);
+    out.push({ x: p.x + 6, y: p.y }, { x: p.x - 6 - width, y: p.y });
   }
   return out;
 }
@@ -36,20 +187,18 @@ function widest(texts) {
 }
 
 /**
- * Chip centres {x, y} keyed by id. Each chip is placed at its widest text over the whole trace,
- * so a later, longer number never grows into a neighbour. Missing entries: no room found (the
- * renderer falls back to a fixed spot) or nothing to show.
+ * Chip centres {x, y, width} keyed by layout node / edge id: `value` (forward values), `leaf`
+ * (.grad of leaves and retained tensors) and `edge` (gradients; `compact` when only the norm fit).
  */
 export function placeChips(layout, trace) {
-  // The viewer titles boxes "path · Type": reserve that whole title, not just the path.
-  const titled = layout.groups.map((g) => ({ ...g, label: g.type ? `${g.label} · ${g.type}` : g.label }));
-  const placer = createPlacer({ ...layout, groups: titled });
+  const placer = createPlacer(layout);
   const nodes = new Map(trace.graph.nodes.map((n) => [n.id, n]));
-  const edges = new Map(trace.graph.edges.map((e) => [e.id, e]));
+  const edges = new Map(trace.graph.edges.map((e) => [e.id.split("~")[0], e]));
   const centre = (spot, w) => (spot ? { x: spot.x + w / 2, y: spot.y, width: w } : null);
   const out = { leaf: new Map(), edge: new Map(), value: new Map() };
 
   const writes = new Map();
+  for (const n of trace.graph.nodes) if (n.kind === "tensor" && n.role === "parameter") writes.set(n.id, []);
   for (const ev of trace.events) {
     if (ev.kind !== "grad_write" || !ev.node) continue;
     if (!writes.has(ev.node)) writes.set(ev.node, []);
@@ -58,35 +207,32 @@ export function placeChips(layout, trace) {
   for (const n of layout.nodes) {
     const texts = writes.get(n.id);
     if (!texts) continue;
-    const w = widest(texts);
+    const w = widest(texts.length ? texts : [".grad [0.0000, 0.0000]"]);
     const spot = centre(placer.place(besideNode(n, w), w), w);
     if (spot) out.leaf.set(n.id, spot);
-  }
-  // Narrow chips first: a wide one should not take the only spot a short edge has.
-  const withGrads = layout.edges
-    .map((e) => ({ e, traceEdge: edges.get(e.id.split("~")[0]) }))
-    .filter(({ e, traceEdge }) => traceEdge && traceEdge.grads?.length && (e.points || []).length >= 2)
-    .map((x) => ({ ...x, w: widest(x.traceEdge.grads.map((g) => gradChipText(g.value) || "None")) }))
-    .sort((a, b) => a.w - b.w);
-  for (const { e, traceEdge, w } of withGrads) {
-    const spot = centre(placer.place(alongEdge(e.points, w, pointAlong), w, { avoidEdges: false }), w);
-    if (spot) {
-      out.edge.set(e.id, spot);
-      continue;
-    }
-    // No room for the numbers: try the norm alone, which is much narrower.
-    const cw = widest(traceEdge.grads.map((g) => compactGradText(g.value)));
-    const small = centre(placer.place(aroundEdge(e.points, cw), cw, { avoidEdges: false }), cw);
-    // Still no room: the norm at the edge's middle, where it overlaps least.
-    const mid = pointAlong(e.points, 0.5);
-    out.edge.set(e.id, small ? { ...small, compact: true } : { x: mid.x, y: mid.y, width: cw, compact: true });
   }
   for (const n of layout.nodes) {
     const text = nodes.get(n.id) && valueChipText(nodes.get(n.id).value);
     if (!text) continue;
     const w = chipWidth(text);
     const spot = centre(placer.place(besideNode(n, w), w), w);
-    if (spot) out.value.set(n.id, { ...spot, text });
+    if (spot) out.value.set(n.id, spot);
+  }
+  // Narrow chips first: a wide one should not take the only spot a short edge has.
+  const withGrads = layout.edges
+    .map((e) => ({ e, traceEdge: edges.get(e.id.split("~")[0]) }))
+    .filter(({ e, traceEdge }) => e.kind !== "no_grad" && traceEdge && traceEdge.grads?.length && (e.points || []).length >= 2)
+    .map((x) => ({ ...x, w: widest(x.traceEdge.grads.map((g) => gradChipText(g.value) || "None")) }))
+    .sort((a, b) => a.w - b.w);
+  for (const { e, traceEdge, w } of withGrads) {
+    const full = placer.place(alongEdge(e.points, w), w, { avoidEdges: false, scan: false });
+    if (full) out.edge.set(e.id, centre(full, w));
+    else {
+      // No room at the edge for the numbers: the norm alone, much narrower, as near as it fits.
+      const cw = widest(traceEdge.grads.map((g) => compactGradText(g.value)));
+      const small = placer.place(alongEdge(e.points, cw), cw, { avoidEdges: false });
+      if (small) out.edge.set(e.id, { ...centre(small, cw), compact: true });
+    }
   }
   return out;
 }

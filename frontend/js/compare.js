@@ -6,8 +6,8 @@
 
 import { h, svgEl } from "./dom.js";
 import { formatNumber, formatTensorInline } from "./format.js";
-import { traceEdgeId } from "./export/states.js";
-import { pointAlong } from "./export/xml.js";
+import { traceEdgeId } from "./scene.js";
+import { pointAlong } from "./chips.js";
 
 /** "×2", "×0.5", "×−1", or "changed" when b is not a scaled copy of a. */
 export function ratioText(ratio) {

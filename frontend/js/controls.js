@@ -1,11 +1,13 @@
 // Binds the transport (buttons, slider, speed, keys) to the player and store; draws nothing.
 // Keys: space play/pause, ← → step, Home restart, End, Escape (onEscape: clear the selection).
 
+import { icon } from "./icons.js";
+
 export function bindControls({ el, player, store, getCount, onEscape = () => {} }) {
   const playBtn = el.play;
   const setPlayLabel = (playing) => {
     // The accessible name is the action the button performs now: "Play" or "Pause".
-    playBtn.textContent = playing ? "⏸" : "▶";
+    playBtn.replaceChildren(icon(playing ? "pause" : "play"));
     playBtn.setAttribute("aria-label", playing ? "Pause" : "Play");
     playBtn.title = playing ? "Pause (space)" : "Play (space)";
     document.body.classList.toggle("is-playing", playing);

@@ -1,5 +1,5 @@
-// Downloads of what is on screen: SVG of the current view (graph.css inlined so it renders
-// anywhere), PNG (that SVG rasterised on a canvas), and the trace JSON exactly as received.
+// Downloads: graph.css's text (inlined into exported SVGs so they render anywhere), a PNG
+// rasterised from an SVG on a canvas, and saving a blob under a file name.
 
 // The sheets an exported picture carries: the graph's, and the compare marks drawn on it.
 const GRAPH_SHEETS = ["graph.css", "views13.css"];
@@ -18,28 +18,6 @@ export function graphCssText() {
     }
   }
   return parts.join("\n");
-}
-
-/** A standalone SVG string of the whole graph (a renderer snapshot) in its theme. */
-export function currentSvgText(clone, layout, themeClass) {
-  const vp = clone.querySelector(".gt-viewport");
-  if (vp) vp.removeAttribute("transform"); // the export shows the whole graph, not the camera
-  clone.setAttribute("xmlns", "http://www.w3.org/2000/svg");
-  clone.setAttribute("viewBox", `0 0 ${Math.ceil(layout.width)} ${Math.ceil(layout.height)}`);
-  clone.setAttribute("width", Math.ceil(layout.width));
-  clone.setAttribute("height", Math.ceil(layout.height));
-  clone.setAttribute("class", `gt-graph ${themeClass}`);
-  clone.removeAttribute("style");
-  const style = document.createElementNS("http://www.w3.org/2000/svg", "style");
-  // Exports are still pictures: no travel animation, no transitions.
-  style.textContent = `${graphCssText()}\n.gt-node,.gt-edge path{transition:none!important;animation:none!important}`;
-  clone.insertBefore(style, clone.firstChild);
-  const bg = document.createElementNS("http://www.w3.org/2000/svg", "rect");
-  bg.setAttribute("width", "100%");
-  bg.setAttribute("height", "100%");
-  bg.setAttribute("fill", "var(--gt-bg)");
-  clone.insertBefore(bg, style.nextSibling);
-  return new XMLSerializer().serializeToString(clone);
 }
 
 export function saveBlob(blob, filename) {

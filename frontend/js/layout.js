@@ -3,9 +3,9 @@
 // Node), so the viewer, the static SVG export and the notebooks all draw the same picture.
 
 import { formatShape, subscript } from "./format.js";
+import { textWidth } from "./metrics.js";
+import { ancestry, collapseKeys, defaultCollapsed, repeatedBlocks } from "./fold.js";
 
-const FONT_LABEL = 7.2; // px per character at the 12px label font (measured ~7 for monospace-ish UI)
-const FONT_SUB = 6.4; // px per character at the 11px sublabel font
 const GROUP_TITLE = 30; // room for the module path on top of its box
 
 /** Pretty tensor names the way the seeds print them: "W0" -> "W₀", "a_1" -> "a₁". */
@@ -25,40 +25,22 @@ export function nodeLabels(node) {
   return { label: node.op || node.label, sublabel: [tensor, shape].filter(Boolean).join(" ") };
 }
 
-function textWidth(text, perChar) {
-  return Math.ceil(String(text || "").length * perChar);
-}
-
 function nodeSize(kind, label, sublabel, op) {
-  const w = Math.max(textWidth(label, FONT_LABEL), textWidth(sublabel, FONT_SUB)) + 24;
-  if (kind === "tensor") return { width: Math.max(64, w), height: 44 };
-  if (kind === "module") return { width: Math.max(110, w), height: 48 };
-  if (op === "AccumulateGrad" && !sublabel) return { width: Math.max(96, w), height: 28 };
-  return { width: Math.max(80, w), height: sublabel ? 40 : 30 };
+  const font = kind === "op" ? "opLabel" : "label";
+  const w = Math.ceil(Math.max(textWidth(label, font), textWidth(sublabel, "sublabel"))) + 30; // room for the ✓ in the corner
+  if (kind === "tensor") return { width: Math.max(56, w), height: sublabel ? 36 : 28 };
+  if (kind === "module") return { width: Math.max(110, w), height: 40 };
+  return { width: Math.max(64, w), height: sublabel ? 34 : 26 };
 }
 
-/** Module paths from outermost to innermost: "a.b.c" -> ["a", "a.b", "a.b.c"]. */
-function ancestry(path) {
-  if (!path) return [];
-  const parts = path.split(".");
-  return parts.map((_, i) => parts.slice(0, i + 1).join("."));
-}
+export { defaultCollapsed };
 
-/** A sensible default for big graphs: collapse every top-level module past `threshold` nodes. */
-export function defaultCollapsed(trace, threshold = 400) {
-  const nodes = trace.graph.nodes;
-  if (nodes.length <= threshold) return new Set();
-  const tops = new Set();
-  for (const n of nodes) if (n.module) tops.add(n.module.split(".")[0]);
-  return tops;
-}
-
-/** Map each visible trace node to what is drawn for it: itself or its collapsed module `m:<path>`. */
-function representatives(nodes, collapsed) {
+/** Map each visible trace node to what is drawn for it: itself or its collapsed box `m:<key>`. */
+function representatives(nodes, keyOf) {
   const rep = new Map();
   for (const n of nodes) {
-    const outer = ancestry(n.module).find((p) => collapsed.has(p));
-    rep.set(n.id, outer !== undefined ? `m:${outer}` : n.id);
+    const key = keyOf(n.module);
+    rep.set(n.id, key ? `m:${key}` : n.id);
   }
   return rep;
 }
@@ -98,62 +80,98 @@ function visibleEdges(trace, hiddenIds, rep) {
   return result;
 }
 
+/**
+ * The module box each node sits in, per ancestor path: a module called more than once (shared
+ * weights) gets one box per call, "f#0", "f#1", so data between the calls flows downwards.
+ */
+function boxesOfCalls(trace) {
+  const starts = new Map(); // path -> seqs of its module_forward_pre events
+  for (const ev of trace.events) {
+    if (ev.kind !== "module_forward_pre" || ev.module === null || ev.module === undefined) continue;
+    if (!starts.has(ev.module)) starts.set(ev.module, []);
+    starts.get(ev.module).push(ev.seq);
+  }
+  const calls = (path) => (starts.get(path) || []).length;
+  /** [{id, path, call}] from outermost to innermost for one node. */
+  return (node) =>
+    ancestry(node.module).map((path) => {
+      const seqs = starts.get(path) || [];
+      if (seqs.length < 2) return { id: path, path, call: 0, calls: 1 };
+      const created = node.created_seq ?? 0;
+      const call = Math.max(0, seqs.filter((s) => s <= created).length - 1);
+      return { id: `${path}#${call}`, path, call, calls: calls(path) };
+    });
+}
+
+function groupTitle(path, type, call, calls) {
+  const base = type ? `${path} · ${type}` : path;
+  return calls > 1 ? `${base} (call ${call + 1} of ${calls})` : base;
+}
+
 /** Build the ELK graph (compound nodes for module boxes) and a lookup of what each id is. */
 function buildElkGraph(trace, { collapsed, showInserted }) {
   const hiddenIds = new Set(showInserted ? [] : trace.graph.nodes.filter((n) => n.inserted).map((n) => n.id));
   const nodes = trace.graph.nodes.filter((n) => !hiddenIds.has(n.id));
-  const rep = representatives(nodes, collapsed);
+  const folds = repeatedBlocks(trace);
+  const foldById = new Map(folds.map((f) => [f.id, f]));
+  const keyOf = collapseKeys(collapsed, folds);
+  const rep = representatives(nodes, keyOf);
   const modules = new Map((trace.graph.modules || []).map((m) => [m.path, m]));
+  const chainOf = boxesOfCalls(trace);
 
   // Which module boxes are drawn: every non-root ancestor of a drawn node, down to a collapsed one.
-  const groupPaths = new Set();
+  const groups = new Map(); // box id -> {path, call, calls, parent}
   const collapsedCounts = new Map();
+  const boxOfNode = new Map(); // node id -> innermost drawn box id
   for (const n of nodes) {
-    for (const p of ancestry(n.module)) {
-      if (collapsed.has(p)) {
-        collapsedCounts.set(p, (collapsedCounts.get(p) || 0) + 1);
-        break;
-      }
-      groupPaths.add(p);
+    let parent = null;
+    const key = keyOf(n.module);
+    if (key) collapsedCounts.set(key, (collapsedCounts.get(key) || []).concat(n.id));
+    for (const box of chainOf(n)) {
+      if (key && (box.path === key || foldById.get(key)?.paths.includes(box.path))) break;
+      if (!groups.has(box.id)) groups.set(box.id, { ...box, parent });
+      parent = box.id;
     }
+    boxOfNode.set(n.id, parent);
   }
 
   const elkNodes = new Map(); // id -> elk node
   const info = new Map(); // id -> layout node / group fields
   const root = { id: "root", children: [], edges: [] };
-  const containerOf = (modulePath) => {
-    // The innermost drawn group containing this module path (or the root).
-    const chain = ancestry(modulePath).filter((p) => groupPaths.has(p));
-    return chain.length ? elkNodes.get(`g:${chain[chain.length - 1]}`) : root;
-  };
-  const sortedGroups = [...groupPaths].sort((a, b) => a.split(".").length - b.split(".").length || a.localeCompare(b));
-  for (const path of sortedGroups) {
-    const parent = path.includes(".") ? path.slice(0, path.lastIndexOf(".")) : "";
-    const elk = {
-      id: `g:${path}`,
-      children: [],
-      layoutOptions: { "elk.padding": `[top=${GROUP_TITLE},left=12,bottom=12,right=12]` },
-    };
+  const container = (boxId) => (boxId ? elkNodes.get(`g:${boxId}`) : root);
+  const depth = (id) => (groups.get(id).parent ? depth(groups.get(id).parent) + 1 : 0);
+  const sortedGroups = [...groups.keys()].sort((a, b) => depth(a) - depth(b) || a.localeCompare(b));
+  for (const id of sortedGroups) {
+    const g = groups.get(id);
+    // Spacing is per compound node in ELK: a box's insides get the same room as the root
+    // (a gradient chip needs the gap between two layers).
+    const elk = { id: `g:${id}`, children: [], layoutOptions: { ...SPACING, "elk.padding": `[top=${GROUP_TITLE},left=10,bottom=10,right=10]` } };
     elkNodes.set(elk.id, elk);
-    (parent && groupPaths.has(parent) ? elkNodes.get(`g:${parent}`) : containerOf(parent)).children.push(elk);
-    info.set(elk.id, { path, label: path, type: modules.get(path)?.type || "", depth: path.split(".").length - 1 });
+    container(g.parent).children.push(elk);
+    const type = modules.get(g.path)?.type || "";
+    info.set(elk.id, { id, path: g.path, label: g.path, type, title: groupTitle(g.path, type, g.call, g.calls), depth: depth(id) });
   }
-  for (const path of collapsedCounts.keys()) {
-    const id = `m:${path}`;
-    const label = path;
-    const sublabel = `${modules.get(path)?.type || "module"} · ${collapsedCounts.get(path)} nodes`;
+  for (const [key, members] of collapsedCounts) {
+    const id = `m:${key}`;
+    const fold = foldById.get(key);
+    const label = fold ? `${fold.paths[0]} … ${fold.paths[fold.paths.length - 1]}` : key;
+    const what = fold ? `${fold.period > 1 ? `(${fold.types.join(", ")})` : fold.types[0]} ×${fold.count}` : modules.get(key)?.type || "module";
+    const sublabel = `${what} · ${members.length} nodes`;
     const elk = { id, ...nodeSize("module", label, sublabel) };
     elkNodes.set(id, elk);
-    const parent = path.includes(".") ? path.slice(0, path.lastIndexOf(".")) : "";
-    containerOf(parent).children.push(elk);
-    info.set(id, { id, kind: "module", role: null, op: null, label, sublabel, inserted: false, module: path });
+    // Inside the box of the collapsed module's parent (its first call's, when the parent repeats).
+    const parentPath = fold ? fold.parent : key.includes(".") ? key.slice(0, key.lastIndexOf(".")) : "";
+    const first = nodes.find((n) => n.id === members[0]);
+    const parentBox = first ? chainOf(first).find((b) => b.path === parentPath) : null;
+    container(parentBox && groups.has(parentBox.id) ? parentBox.id : null).children.push(elk);
+    info.set(id, { id, kind: "module", role: null, op: null, label, sublabel, inserted: false, module: key, members, fold: fold ? fold.count : 0 });
   }
   for (const n of nodes) {
     if (rep.get(n.id) !== n.id) continue;
     const { label, sublabel } = nodeLabels(n);
     const elk = { id: n.id, ...nodeSize(n.kind, label, sublabel, n.op) };
     elkNodes.set(n.id, elk);
-    containerOf(n.module).children.push(elk);
+    container(boxOfNode.get(n.id)).children.push(elk);
     info.set(n.id, { id: n.id, kind: n.kind, role: n.role ?? null, op: n.op ?? null, label, sublabel, inserted: Boolean(n.inserted), module: n.module ?? null });
   }
   const edges = visibleEdges(trace, hiddenIds, rep);
@@ -161,16 +179,20 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
   return { root, info, edges };
 }
 
+const SPACING = {
+  "elk.spacing.nodeNode": "24",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "28",
+  "elk.spacing.edgeNode": "12",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "10",
+};
+
 export const LAYOUT_OPTIONS = {
   "elk.algorithm": "layered",
   "elk.direction": "DOWN",
   "elk.hierarchyHandling": "INCLUDE_CHILDREN",
   "elk.edgeRouting": "ORTHOGONAL",
   "elk.layered.thoroughness": "1",
-  "elk.spacing.nodeNode": "28",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "56",
-  "elk.spacing.edgeNode": "16",
-  "elk.layered.spacing.edgeNodeBetweenLayers": "16",
+  ...SPACING,
   "elk.padding": "[top=16,left=16,bottom=16,right=16]",
   "elk.json.shapeCoords": "ROOT",
   "elk.json.edgeCoords": "ROOT",
@@ -181,11 +203,11 @@ function collect(elkNode, depth, info, out) {
     const base = info.get(c.id);
     const box = { x: c.x, y: c.y, width: c.width, height: c.height };
     if (c.id.startsWith("g:")) {
-      out.groups.push({ path: base.path, label: base.label, type: base.type, ...box, depth, collapsed: false });
+      out.groups.push({ id: base.id, path: base.path, label: base.label, type: base.type, title: base.title, ...box, depth, collapsed: false });
       collect(c, depth + 1, info, out);
     } else {
       out.nodes.push({ ...base, ...box });
-      if (base.kind === "module") out.groups.push({ path: base.module, label: base.label, ...box, depth, collapsed: true });
+      if (base.kind === "module") out.groups.push({ id: base.id, path: base.module, label: base.label, title: base.label, ...box, depth, collapsed: true });
     }
   }
 }

@@ -18,6 +18,10 @@ import { createLoaders } from "./loaders.js";
 import { loadElk } from "./elk.js";
 import { createMemoryStrip } from "./memory.js";
 import { createCompare } from "./compare.js";
+import { buildDiagram } from "./export/svg.js";
+import { FONTS } from "./metrics.js";
+import { drawIcons } from "./icons.js";
+import { graphCssText } from "./download.js";
 
 const $ = (id) => document.getElementById(id);
 const body = document.body;
@@ -28,7 +32,10 @@ body.dataset.mode = mode;
 // Permalinks arrive as /?spec=<id>; the hash (this viewer's own state) wins over the query.
 const store = createStore({ ...(embedded?.theme ? { theme: embedded.theme } : {}), ...readHash(location.search), ...readHash(location.hash) });
 const renderer = createRenderer($("graph"));
-const camera = createCamera($("graph"), renderer.viewport, $("minimap"), { onView: (view) => renderer.cull(view) });
+// Readable: the smallest graph text at least 11 px on screen. An embed (an iframe a few
+// hundred px tall) always opens on the whole graph: its reader cannot resize the frame.
+const readableZoom = mode === "embed" ? 0 : 11 / Math.min(...Object.values(FONTS).map((f) => f.size));
+const camera = createCamera($("graph"), renderer.viewport, $("minimap"), { onView: (view) => renderer.cull(view), readableZoom });
 const editor = $("spec") ? createEditor({ textarea: $("spec"), gutter: $("gutter"), errorEl: $("spec-error") }) : null;
 const events = $("events") ? createEventList({ listEl: $("events"), bandsEl: $("bands"), onPick: pickEvent }) : createEventList({ listEl: document.createElement("ol"), bandsEl: $("bands"), onPick: pickEvent });
 let trace = null;
@@ -118,19 +125,36 @@ function renderSelection() {
 
 // ---- loading traces ------------------------------------------------------------------------
 
-async function relayout(precomputed) {
+/** The drawn box of a module: its open box, or its collapsed stand-in (a fold: its first module's). */
+function moduleBox(layout, path) {
+  if (!layout) return null;
+  const find = (p) => layout.groups.find((g) => g.path === p) || layout.nodes.find((n) => n.id === `m:${p}`);
+  return find(path) || (path.includes("~") ? find(path.split("~")[0]) : null);
+}
+
+/** Lay out again; `anchor` (a module path) stays where it was on screen (expand / collapse). */
+async function relayout(precomputed, anchor = null) {
   const { inserted } = store.get();
   setStatus("laying out…");
+  const before = anchor ? moduleBox(layoutCache, anchor) : null;
+  const onScreen = before ? camera.toScreen(before) : null;
   let layout = precomputed;
+  performance.mark("gt-layout");
   if (!layout) {
     const elk = await loadElk();
     layout = await layoutGraph(trace, { elk, collapsed: collapsedSet(), showInserted: inserted });
   }
   layoutCache = layout;
+  performance.mark("gt-draw");
   renderer.draw(layout, trace);
   compare?.mark(trace);
-  camera.setContent(layout);
+  const after = anchor ? moduleBox(layout, anchor) : null;
+  camera.setContent({ nodes: layout.nodes, width: renderer.scene.width, height: renderer.scene.height }, { reset: !after });
+  if (after && onScreen) camera.keep(after, onScreen);
   setStatus("");
+  // Timings for tests/perf/bench_viewer.py (layout by ELK; drawing the scene).
+  performance.measure("gt-layout", "gt-layout", "gt-draw");
+  performance.measure("gt-draw", "gt-draw");
 }
 
 async function showTrace(t, precomputedLayout = null) {
@@ -145,8 +169,8 @@ async function showTrace(t, precomputedLayout = null) {
     if (def.size) store.set({ collapsed: [...def].join(",") });
   }
   await relayout(precomputedLayout);
-  if (mode === "embed" && readHash(location.hash).step === undefined) {
-    // An embedded player opens on the finished forward graph (a picture, not a blank page);
+  if (readHash(location.hash).step === undefined) {
+    // An example opens on its built graph (the end of the forward pass, not a blank step 0);
     // Play continues into the backward, Restart goes back to the first event.
     const fwd = (trace.passes || []).find((p) => p.phase === "forward");
     if (fwd) store.set({ step: fwd.last_seq });
@@ -199,8 +223,10 @@ function toggleModule(path) {
     set.delete(path);
     if (store.get().node === `m:${path}`) store.set({ node: "" });
   } else set.add(path);
+  anchorPath = path;
   store.set({ collapsed: [...set].join(",") || "-" });
 }
+let anchorPath = null;
 
 store.on("change", (state, changed) => {
   if (changed.has("step")) {
@@ -211,10 +237,13 @@ store.on("change", (state, changed) => {
     renderSelection();
     if (timeline) events.markEvents(state.node ? eventsOfNode(timeline, state.node) : []);
   }
-  if (changed.has("speed")) player.setSpeed(state.speed);
+  if (changed.has("speed")) setSpeed(state.speed);
   if (changed.has("theme")) applyTheme();
   if (changed.has("compare") && trace) compare?.load(trace);
-  if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) relayout().then(paint);
+  if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) {
+    relayout(null, anchorPath).then(paint);
+    anchorPath = null;
+  }
   scheduleHashWrite();
 });
 
@@ -246,10 +275,25 @@ $("theme")?.addEventListener("click", () => store.set({ theme: document.document
 $("fit").addEventListener("click", () => camera.fit());
 $("zoom-in").addEventListener("click", () => camera.zoomIn());
 $("zoom-out").addEventListener("click", () => camera.zoomOut());
-bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", snapshot: () => renderer.snapshot(), setStatus });
+bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", stepSvg, setStatus });
+
+/** "SVG (this step)" and PNG: the scene in the current frame, drawn by the exporters' builder. */
+function stepSvg() {
+  if (!trace || !layoutCache || !frame) return null;
+  const theme = document.documentElement.classList.contains("gt-theme-dark") ? "dark" : "light";
+  return buildDiagram(trace, layoutCache, { frame, theme, css: graphCssText() });
+}
+
+/** Fast playback (≥ 15 events/s) skips the travelling pulse: it could not be followed anyway,
+ * and repainting the whole SVG for it every frame costs frames on big graphs. */
+function setSpeed(speed) {
+  player.setSpeed(speed);
+  body.classList.toggle("is-fast", speed >= 15);
+}
 
 applyTheme();
-player.setSpeed(store.get().speed);
+drawIcons();
+setSpeed(store.get().speed);
 controls.setSpeed(store.get().speed);
 if ($("show-inserted")) $("show-inserted").checked = store.get().inserted;
 

@@ -1,11 +1,11 @@
 // Share (permalink, iframe and Markdown snippets) and the Export menu (SVG, animated SVG, PNG,
 // HTML — the server's one-file offline player of the permalink — and JSON).
 
-import { currentSvgText, graphCssText, saveBlob, svgToPngBlob, slug } from "./download.js";
+import { graphCssText, saveBlob, svgToPngBlob, slug } from "./download.js";
 
 const $ = (id) => document.getElementById(id);
 
-export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, snapshot, setStatus = () => {} }) {
+export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, stepSvg, setStatus = () => {} }) {
   const theme = () => (document.documentElement.classList.contains("gt-theme-dark") ? "gt-theme-dark" : "gt-theme-light");
   const name = () => slug(getTrace()?.title);
 
@@ -44,9 +44,9 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
 
   const closeMenu = () => $("export-menu")?.removeAttribute("open");
   $("export-svg")?.addEventListener("click", () => {
-    const layout = getLayout();
-    if (!layout) return;
-    saveBlob(new Blob([currentSvgText(snapshot(), layout, theme())], { type: "image/svg+xml" }), `${name()}-step${store.get().step}.svg`);
+    const still = stepSvg();
+    if (!still) return;
+    saveBlob(new Blob([still.text], { type: "image/svg+xml" }), `${name()}-step${store.get().step}.svg`);
     closeMenu();
   });
   $("export-animated")?.addEventListener("click", async () => {
@@ -59,9 +59,9 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
     closeMenu();
   });
   $("export-png")?.addEventListener("click", async () => {
-    const layout = getLayout();
-    if (!layout) return;
-    const blob = await svgToPngBlob(currentSvgText(snapshot(), layout, theme()), Math.ceil(layout.width), Math.ceil(layout.height));
+    const still = stepSvg();
+    if (!still) return;
+    const blob = await svgToPngBlob(still.text, still.width, still.height);
     saveBlob(blob, `${name()}-step${store.get().step}.png`);
     closeMenu();
   });

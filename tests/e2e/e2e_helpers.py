@@ -71,7 +71,7 @@ def expected_states(trace: dict[str, Any], i: int) -> dict[str, str]:
 
 def drawn_states(page: Any) -> dict[str, str]:
     return page.eval_on_selector_all(
-        "#graph [data-node-id]",
+        "#graph .gt-node:not(.gt-node--module)[data-node-id]",  # trace nodes, not collapsed boxes
         "els => Object.fromEntries(els.map(e => [e.dataset.nodeId, e.dataset.state]))",
     )
 

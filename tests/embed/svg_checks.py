@@ -42,9 +42,9 @@ def assert_self_contained_svg(svg: str) -> ET.Element:
 
 def drawn_node_ids(root: ET.Element) -> set[str]:
     return {
-        el.attrib["data-id"]
+        el.attrib["data-node-id"]
         for el in root.iter(f"{SVG_NS}g")
-        if "gt-node" in el.attrib.get("class", "").split() and "data-id" in el.attrib
+        if "gt-node" in el.attrib.get("class", "").split() and "data-node-id" in el.attrib
     }
 
 

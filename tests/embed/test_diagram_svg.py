@@ -21,9 +21,9 @@ def test_static_svg_is_self_contained_and_draws_every_node(example: str) -> None
     assert drawn_node_ids(root) == ids
     # Every edge too, with its kind as the viewer's class.
     edges = {
-        el.attrib["data-id"]: el.attrib["class"]
+        el.attrib["data-edge-id"]: el.attrib["class"]
         for el in root.iter(f"{SVG_NS}g")
-        if "gt-edge" in el.attrib.get("class", "") and "data-id" in el.attrib
+        if "gt-edge" in el.attrib.get("class", "") and "data-edge-id" in el.attrib
     }
     for e in trace.doc.graph.edges:
         assert f"gt-edge--{e.kind}" in edges[e.id]

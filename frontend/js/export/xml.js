@@ -44,23 +44,8 @@ export function polylinePath(points) {
   return points.map((p, i) => `${i ? "L" : "M"}${num(p.x)} ${num(p.y)}`).join(" ");
 }
 
-/** The point a fraction `f` of the way along a polyline, by length. */
-export function pointAlong(points, f) {
-  if (!points || points.length === 0) return { x: 0, y: 0 };
-  const seg = [];
-  let total = 0;
-  for (let i = 1; i < points.length; i++) {
-    const d = Math.hypot(points[i].x - points[i - 1].x, points[i].y - points[i - 1].y);
-    seg.push(d);
-    total += d;
-  }
-  let half = total * f;
-  for (let i = 1; i < points.length; i++) {
-    if (half <= seg[i - 1] && seg[i - 1] > 0) {
-      const t = half / seg[i - 1];
-      return { x: points[i - 1].x + t * (points[i].x - points[i - 1].x), y: points[i - 1].y + t * (points[i].y - points[i - 1].y) };
-    }
-    half -= seg[i - 1];
-  }
-  return points[points.length - 1];
+/** An element description (scene.js: {t, a, c}) as SVG text. */
+export function toXml(node) {
+  if (typeof node === "string") return esc(node);
+  return tag(node.t, node.a, node.c.map(toXml));
 }

@@ -70,5 +70,5 @@ test("the tiny trace's animated SVG shows .grad accumulating 1 -> 2 and the += b
   const still = buildDiagramSvg(trace, layout, { css: "" });
   assert.match(still, />\.grad 2\.000</);
   assert.ok(!still.includes(">.grad 1.000<"));
-  for (const n of trace.graph.nodes) assert.ok(still.includes(`data-id="${n.id}"`), n.id);
+  for (const n of trace.graph.nodes) assert.ok(still.includes(`data-node-id="${n.id}"`), n.id);
 });
