@@ -14,6 +14,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
   let tx = 0;
   let ty = 0;
   let content = { width: 1, height: 1 };
+  let bottom = null; // the lowest node's box (the loss, just built): what the opening view shows
   let miniView = null;
   let userMoved = false;
 
@@ -67,7 +68,10 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     const fitK = Math.min((w - 2 * FIT_PAD) / content.width, (h - 2 * FIT_PAD) / content.height, 1.25);
     if (fitK >= readableZoom) return fit();
     k = readableZoom;
-    tx = clampAxis((w - content.width * k) / 2, w, content.width * k);
+    // centred on the lowest node, not on the picture: a deep graph may slant, and its middle
+    // column at the bottom can be empty
+    const cx = bottom ? bottom.x + bottom.width / 2 : content.width / 2;
+    tx = clampAxis(w / 2 - cx * k, w, content.width * k);
     ty = clampAxis(h - FIT_PAD - content.height * k, h, content.height * k);
     userMoved = false;
     apply();
@@ -184,6 +188,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     /** New content ({width, height, nodes}); `reset` false keeps the current zoom (re-layouts). */
     setContent(layout, { reset = true } = {}) {
       content = { width: Math.max(1, layout.width), height: Math.max(1, layout.height) };
+      bottom = (layout.nodes || []).reduce((low, n) => (low && low.y + low.height >= n.y + n.height ? low : n), null);
       drawMinimap(layout);
       if (reset) home();
       else apply();

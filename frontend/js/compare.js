@@ -73,13 +73,26 @@ function badge(text, x, y, anchor) {
  * hidden with it, clear of its gradient chip at the middle), "only here" on nodes a lacks.
  */
 export function markGraph(renderer, marks) {
-  const { nodes, edges } = renderer.elements();
+  markElements(renderer.elements(), renderer.layout?.edges ?? [], marks);
+}
+
+/** The same marks on an exported picture of the scene (its elements carry the same ids). */
+export function markSvgText(svgText, layoutEdges, marks) {
+  if (!marks) return svgText;
+  const doc = new DOMParser().parseFromString(svgText, "image/svg+xml");
+  // the node and edge groups (gradient chips carry data-edge-id too)
+  const byId = (selector, attr) => new Map([...doc.querySelectorAll(selector)].map((el) => [el.getAttribute(attr), el]));
+  markElements({ nodes: byId("g.gt-node[data-node-id]", "data-node-id"), edges: byId("g.gt-edge[data-edge-id]", "data-edge-id") }, layoutEdges, marks);
+  return new XMLSerializer().serializeToString(doc);
+}
+
+function markElements({ nodes, edges }, layoutEdges, marks) {
   for (const el of [...nodes.values(), ...edges.values()]) {
     el.classList.remove("gt-compare-changed", "gt-compare-only");
     for (const b of el.querySelectorAll(".gt-compare-badge")) b.remove();
   }
   if (!marks) return;
-  const points = new Map((renderer.layout?.edges ?? []).map((e) => [e.id, e.points]));
+  const points = new Map(layoutEdges.map((e) => [e.id, e.points]));
   for (const [layoutId, el] of edges) {
     const id = traceEdgeId(layoutId);
     if (!marks.edges.has(id)) continue;
@@ -280,7 +293,10 @@ export function createCompare({ store, api, panel, link, renderer, inspector }) 
       markGraph(renderer, marks);
       panel.replaceChildren(...comparePanel(diff, traceA, trace, { titleA: entry?.title ?? traceA.title, onClose: () => store.set({ compare: "" }) }).filter(Boolean));
       body.dataset.compare = "ready";
-      if (store.get().step === 0) store.set({ step: trace.events.length - 1 }); // the finished backward
+      // compare mode opens on the finished backward, unless the user is elsewhere than the
+      // opening view (step 0, or the end of the forward where an example opens)
+      const opening = (trace.passes || []).find((p) => p.phase === "forward")?.last_seq ?? 0;
+      if ([0, opening].includes(store.get().step)) store.set({ step: trace.events.length - 1 });
     } catch (err) {
       if (token !== loaded) return;
       marks = null;
@@ -296,5 +312,7 @@ export function createCompare({ store, api, panel, link, renderer, inspector }) 
     inspect,
     /** After a redraw of `trace`: its marks again (none while another trace's are pending). */
     mark: (trace) => markGraph(renderer, trace === marksFor ? marks : null),
+    /** An exported picture of `trace` with the same marks. */
+    decorate: (svgText, trace) => markSvgText(svgText, renderer.layout?.edges ?? [], trace === marksFor ? marks : null),
   };
 }

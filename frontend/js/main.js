@@ -281,7 +281,8 @@ bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutC
 function stepSvg() {
   if (!trace || !layoutCache || !frame) return null;
   const theme = document.documentElement.classList.contains("gt-theme-dark") ? "dark" : "light";
-  return buildDiagram(trace, layoutCache, { frame, theme, css: graphCssText() });
+  const still = buildDiagram(trace, layoutCache, { frame, theme, css: graphCssText() });
+  return compare ? { ...still, text: compare.decorate(still.text, trace) } : still;
 }
 
 /** Fast playback (≥ 15 events/s) skips the travelling pulse: it could not be followed anyway,
