@@ -66,9 +66,8 @@ def _format_spec_error(source: str, exc: Any) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from gradtrace.api.app import create_app
+    from gradtrace.service.server import serve
     from gradtrace.service.settings import Settings
 
     try:
@@ -76,16 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a malformed GRADTRACE_* variable: say which, no traceback
         raise UsageError(str(exc)) from exc
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    # h11, not httptools: h11 caps request headers (16 KiB); httptools accepted 8 MiB.
-    uvicorn.run(
-        create_app(settings),
-        host=args.host,
-        port=args.port,
-        http="h11",
-        log_level=args.log_level,
-        timeout_keep_alive=5,
-        proxy_headers=False,
-    )
+    serve(create_app(settings), args.host, args.port, args.log_level)
     return EXIT_OK
 
 
