@@ -345,8 +345,13 @@ class WorkerPool:
             # The outer bound covers a send or a read that blocks on a stopped worker.
             async with asyncio.timeout(_ACK_TIMEOUT_S + run_timeout + 5):
                 return await asyncio.shield(job)
+        except _Died:
+            self._retire(worker)  # out of service now, before its thread hands it back
+            raise
         except (_NotStarted, _RunTimedOut, TimeoutError):
-            _kill(worker.pid)  # hung or dead: the thread's pipe call returns, the slot heals
+            # Hung or dead: out of service, and killed so that the thread's pipe call returns.
+            self._retire(worker)
+            _kill(worker.pid)
             raise
 
     # -- the public operations -------------------------------------------------------------
@@ -367,6 +372,10 @@ class WorkerPool:
             try:
                 worker = await self._acquire(deadline)
             except TimeoutError as exc:
+                if self.workers_alive < self.workers:  # still replacing workers that died
+                    raise WorkerUnavailable(
+                        "worker_unavailable", "the workers are being restarted; retry shortly"
+                    ) from exc
                 raise WorkerUnavailable(
                     "overloaded",
                     f"no worker became free within {settings.queue_timeout_s:g} s; retry shortly",
