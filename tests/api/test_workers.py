@@ -14,25 +14,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+from server_process import process_group
 from specs import tiny
 
 
 def trace(base: str, title: str) -> httpx.Response:
     return httpx.post(base + "/api/v1/trace", json=tiny(title), timeout=120)
-
-
-def process_group(pgid: int) -> list[int]:
-    """Live (not zombie) processes of a process group, from /proc."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                out.append(int(entry))
-    return out
 
 
 def wait_busy(base: str, timeout: float = 10.0) -> None:
