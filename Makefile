@@ -9,7 +9,7 @@ SYS_STAMP := $(VENV)/.system-installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup system test-python test-js lint bench readme-diagram clean
+.PHONY: run test setup system test-python test-js lint bench readme-diagram clean reliability
 
 run: setup
 	$(PY) -m gradtrace serve --host $(HOST) --port $(PORT)
@@ -42,6 +42,11 @@ $(SYS_STAMP): scripts/install-system-deps.sh | $(PY_STAMP)
 lint: setup
 	$(VENV)/bin/ruff check backend tests
 	$(VENV)/bin/ruff format --check backend tests
+
+# The reliability proof (issue 10): every scenario of tests/reliability at full length (about
+# 15 minutes); make test runs short versions. Figures in var/reliability/, summed up in RELIABILITY.md.
+reliability: setup system
+	GRADTRACE_RELIABILITY=full $(PY) -m pytest tests/reliability -q -s
 
 bench: setup
 	$(PY) tests/perf/bench_capture.py

@@ -95,7 +95,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
-            if starting is not None:
+            if starting is not None:  # still starting (e.g. the engine cannot load): stop trying
+                starting.cancel()
                 await asyncio.gather(starting, return_exceptions=True)
             await service.close()
             if app.state.ratelimiter is not None:
