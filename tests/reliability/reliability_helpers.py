@@ -202,6 +202,28 @@ def record(scenario: str, figures: dict[str, Any]) -> dict[str, Any]:
     return figures
 
 
+def start_under_load(
+    server_factory: Callable[..., ServerProcess],
+    clients: int,
+    spec_of: Callable[[int], dict[str, Any]],
+    env: dict[str, str] | None = None,
+    path: str = "/api/v1/trace",
+) -> tuple[ServerProcess, Load]:
+    """A server with its workers all up, and ``clients`` clients posting to it."""
+    server = server_factory(env=env or SERVER_ENV)
+    wait_for_workers(server, int((env or SERVER_ENV)["GRADTRACE_WORKERS"]))
+    return server, Load(server.url, clients, spec_of, path).start()
+
+
+def finish(scenario: str, server: ServerProcess, load: Load, **figures: Any) -> dict[str, Any]:
+    """Stop the clients and the server; record what the users saw, with the scenario's figures."""
+    outcomes = load.stop()
+    figures = {"clients": load.clients, **figures, "load": summary(outcomes)}
+    figures["api_rss_mb_after"] = rss_mb(server.proc.pid)
+    figures["processes_left_after_stop"] = len(stop_gracefully(server))
+    return record(scenario, figures)
+
+
 def assert_users_saw_only_their_own_faults(figures: dict[str, Any], faults: int) -> None:
     """The promises: at most one failed request per fault, each a 503 with a reason; none too long."""
     summary_ = figures["load"]

@@ -18,18 +18,16 @@ import httpx
 import pytest
 from reliability_helpers import (
     MAX_HEAL_S,
+    MAX_REQUEST_S,
     SERVER_ENV,
-    Load,
     assert_users_saw_only_their_own_faults,
+    finish,
     heavy_spec,
     light_spec,
-    record,
     rss_mb,
     scaled,
     seconds_until_full_capacity,
-    stop_gracefully,
-    summary,
-    wait_for_workers,
+    start_under_load,
 )
 
 pytestmark = pytest.mark.slow
@@ -37,10 +35,8 @@ pytestmark = pytest.mark.slow
 
 def test_a_worker_killed_every_5_s_under_heavy_load(server_factory) -> None:  # noqa: ANN001
     """The attack run's failure: 4 clients posting few-MB traces, a worker SIGKILLed every 5 s."""
-    server = server_factory(env=SERVER_ENV)
-    wait_for_workers(server, 2)
+    server, load = start_under_load(server_factory, 4, heavy_spec)
     rss_before = rss_mb(server.proc.pid)
-    load = Load(server.url, clients=4, spec_of=heavy_spec).start()
     kills = int(scaled(3, 12))
     heal_s = []
     for _ in range(kills):
@@ -49,19 +45,14 @@ def test_a_worker_killed_every_5_s_under_heavy_load(server_factory) -> None:  # 
         os.kill(victim, signal.SIGKILL)
         heal_s.append(seconds_until_full_capacity(server, {victim}))
     time.sleep(3)  # requests after the last kill
-    outcomes = load.stop()
-    figures = record(
+    figures = finish(
         "worker_killed_every_5s",
-        {
-            "clients": 4,
-            "spec": "heavy (~5 MB trace)",
-            "kills": kills,
-            "load": summary(outcomes),
-            "seconds_to_full_capacity": heal_s,
-            "api_rss_mb_before": rss_before,
-            "api_rss_mb_after": rss_mb(server.proc.pid),
-            "processes_left_after_stop": len(stop_gracefully(server)),
-        },
+        server,
+        load,
+        spec="heavy (~5 MB trace)",
+        kills=kills,
+        seconds_to_full_capacity=heal_s,
+        api_rss_mb_before=rss_before,
     )
     assert figures["load"]["ok"] > 0
     assert max(heal_s) <= MAX_HEAL_S, heal_s
@@ -70,9 +61,7 @@ def test_a_worker_killed_every_5_s_under_heavy_load(server_factory) -> None:  # 
 
 def test_a_worker_stopped_for_30_s(server_factory) -> None:  # noqa: ANN001
     """SIGSTOP: the stopped worker's request (if it had one) ends at the trace timeout; others flow."""
-    server = server_factory(env=SERVER_ENV)
-    wait_for_workers(server, 2)
-    load = Load(server.url, clients=4, spec_of=light_spec).start()
+    server, load = start_under_load(server_factory, 4, light_spec)
     time.sleep(2)
     victim = random.choice(server.worker_pids())
     os.kill(victim, signal.SIGSTOP)
@@ -84,18 +73,14 @@ def test_a_worker_stopped_for_30_s(server_factory) -> None:  # noqa: ANN001
         pass
     heal = seconds_until_full_capacity(server, set())
     time.sleep(2)
-    outcomes = load.stop()
-    figures = record(
+    figures = finish(
         "worker_stopped",
-        {
-            "clients": 4,
-            "spec": "light",
-            "stopped_s": stopped_s,
-            "load": summary(outcomes),
-            "victim_replaced": victim not in server.worker_pids(),
-            "seconds_to_full_capacity_after_sigcont": heal,
-            "processes_left_after_stop": len(stop_gracefully(server)),
-        },
+        server,
+        load,
+        spec="light",
+        stopped_s=stopped_s,
+        victim_replaced=victim not in server.worker_pids(),
+        seconds_to_full_capacity_after_sigcont=heal,
     )
     assert figures["load"]["ok"] > 0
     assert heal <= MAX_HEAL_S
@@ -103,9 +88,7 @@ def test_a_worker_stopped_for_30_s(server_factory) -> None:  # noqa: ANN001
 
 
 def test_all_workers_killed_at_once(server_factory) -> None:  # noqa: ANN001
-    server = server_factory(env=SERVER_ENV)
-    wait_for_workers(server, 2)
-    load = Load(server.url, clients=4, spec_of=light_spec).start()
+    server, load = start_under_load(server_factory, 4, light_spec)
     rounds = int(scaled(2, 5))
     heal_s = []
     for _ in range(rounds):
@@ -115,18 +98,14 @@ def test_all_workers_killed_at_once(server_factory) -> None:  # noqa: ANN001
             os.kill(pid, signal.SIGKILL)
         heal_s.append(seconds_until_full_capacity(server, victims))
     time.sleep(2)
-    outcomes = load.stop()
-    figures = record(
+    figures = finish(
         "all_workers_killed",
-        {
-            "clients": 4,
-            "spec": "light",
-            "rounds": rounds,
-            "workers_killed_per_round": 2,
-            "load": summary(outcomes),
-            "seconds_to_full_capacity": heal_s,
-            "processes_left_after_stop": len(stop_gracefully(server)),
-        },
+        server,
+        load,
+        spec="light",
+        rounds=rounds,
+        workers_killed_per_round=2,
+        seconds_to_full_capacity=heal_s,
     )
     assert figures["load"]["ok"] > 0
     assert max(heal_s) <= MAX_HEAL_S, heal_s
@@ -190,10 +169,11 @@ def _permalink_spec(n: int) -> dict[str, object]:
 
 @pytest.mark.services
 def test_database_restarted_under_permalink_writes(server_factory, postgres_url: str) -> None:  # noqa: ANN001
-    server = server_factory(env={**SERVER_ENV, "DATABASE_URL": postgres_url, "GRADTRACE_WORKERS": "1"})
+    env = {**SERVER_ENV, "DATABASE_URL": postgres_url, "GRADTRACE_WORKERS": "1"}
+    server, load = start_under_load(server_factory, 2, _permalink_spec, env, path="/api/v1/specs")
     data = _postgres_data_dir(int(postgres_url.rsplit(":", 1)[1].split("/")[0]))
-    load = Load(server.url, clients=2, spec_of=_permalink_spec, path="/api/v1/specs").start()
     time.sleep(scaled(3, 10))
+    restarted_at = time.monotonic()
     restart_s = _restart_postgres(data)
     time.sleep(scaled(5, 15))  # writes after the restart: the store reconnects
     outcomes = load.stop()
@@ -203,24 +183,22 @@ def test_database_restarted_under_permalink_writes(server_factory, postgres_url:
             got = client.get(f"/api/v1/specs/{response.json()['id']}")
             if got.status_code != 200 or got.json()["title"] != spec["title"]:
                 lost.append(response.json()["id"])
-    writes_after_restart = [
-        o for o in outcomes if o.status == 201 and o.started > outcomes[0].started + restart_s
-    ]
-    figures = record(
+    stored_after_restart = sum(
+        1 for o in outcomes if o.status == 201 and o.started > restarted_at + restart_s
+    )
+    figures = finish(
         "database_restarted",
-        {
-            "clients": 2,
-            "writes": "POST /api/v1/specs (distinct specs)",
-            "restart_s": restart_s,
-            "load": summary(outcomes),
-            "acknowledged": len(load.accepted),
-            "permalinks_lost": len(lost),
-            "processes_left_after_stop": len(stop_gracefully(server)),
-        },
+        server,
+        load,
+        writes="POST /api/v1/specs (distinct specs)",
+        restart_s=restart_s,
+        acknowledged=len(load.accepted),
+        stored_after_restart=stored_after_restart,
+        permalinks_lost=len(lost),
     )
     assert lost == []
-    assert writes_after_restart, "no permalink was stored after the restart"
+    assert stored_after_restart > 0, "no permalink was stored after the restart"
     # During the restart writes may be refused (503 store_unavailable + Retry-After), never lost.
     assert set(figures["load"]["failed_by_code"]) <= {"store_unavailable"}, figures["load"]
-    assert figures["load"]["longest_s"] <= 30
+    assert figures["load"]["longest_s"] <= MAX_REQUEST_S
     assert figures["processes_left_after_stop"] == 0

@@ -14,16 +14,12 @@ import pytest
 from reliability_helpers import (
     FULL,
     MAX_REQUEST_S,
-    SERVER_ENV,
-    Load,
+    finish,
     heavy_spec,
     light_spec,
-    record,
     rss_mb,
     scaled,
-    stop_gracefully,
-    summary,
-    wait_for_workers,
+    start_under_load,
 )
 
 pytestmark = pytest.mark.slow
@@ -40,8 +36,7 @@ CASES = [(4, "heavy"), (4, "light"), (32, "heavy"), (32, "light")] if FULL else 
 
 @pytest.mark.parametrize(("clients", "weight"), CASES)
 def test_load(server_factory, clients: int, weight: str) -> None:  # noqa: ANN001
-    server = server_factory(env=SERVER_ENV)
-    wait_for_workers(server, 2)
+    server, load = start_under_load(server_factory, clients, SPECS[weight])
     rss_before = rss_mb(server.proc.pid)
     samples: list[float] = []
     done = threading.Event()
@@ -52,25 +47,20 @@ def test_load(server_factory, clients: int, weight: str) -> None:  # noqa: ANN00
 
     sampler = threading.Thread(target=sample_rss, daemon=True)
     sampler.start()
-    load = Load(server.url, clients=clients, spec_of=SPECS[weight]).start()
     duration = scaled(10, 40)
     time.sleep(duration)
-    outcomes = load.stop()
+    load.stop()
     done.set()
     sampler.join()
-    figures = record(
+    figures = finish(
         f"load_{clients}_{weight}",
-        {
-            "clients": clients,
-            "spec": weight,
-            "duration_s": duration,
-            "load": summary(outcomes),
-            "api_rss_mb_before": rss_before,
-            "api_rss_mb_max": max(samples, default=rss_before),
-            "api_rss_mb_after": rss_mb(server.proc.pid),
-            "api_rss_mb_samples": samples,
-            "processes_left_after_stop": len(stop_gracefully(server)),
-        },
+        server,
+        load,
+        spec=weight,
+        duration_s=duration,
+        api_rss_mb_before=rss_before,
+        api_rss_mb_max=max(samples, default=rss_before),
+        api_rss_mb_samples=samples,
     )
     load_ = figures["load"]
     assert load_["ok"] > 0
