@@ -103,6 +103,22 @@ def test_no_process_outlives_a_graceful_stop(server_factory) -> None:  # noqa: A
     assert process_group(server.proc.pid) == []
 
 
+def test_no_process_outlives_an_api_killed_with_sigkill(server_factory) -> None:  # noqa: ANN001
+    """Nothing can clean up after SIGKILL: workers and helpers exit when their pipes to the API close."""
+    server = server_factory(env={"GRADTRACE_WORKERS": "2"})
+    deadline = time.monotonic() + 30
+    while httpx.get(server.url + "/readyz").json().get("workers_alive") != 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert len(process_group(server.proc.pid)) >= 5  # API, forkserver, resource tracker, two workers
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(timeout=10)
+    deadline = time.monotonic() + 20
+    while process_group(server.proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process_group(server.proc.pid) == []
+
+
 def test_hung_worker_is_stopped_at_the_time_limit(server_factory) -> None:  # noqa: ANN001
     server = server_factory(
         env={"GRADTRACE_WORKERS": "1", "GRADTRACE_DEBUG_TRACE_DELAY": "30", "GRADTRACE_TRACE_TIMEOUT": "1"}
