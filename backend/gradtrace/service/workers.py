@@ -415,9 +415,9 @@ class WorkerPool:
         ) from exc
 
     async def ping(self) -> int | None:
-        """The pid of an idle worker that answered, or None when every worker is busy."""
+        """The pid of an idle worker that answered, or None when none could (all busy, or lost)."""
         try:
             worker = await self._acquire(asyncio.get_running_loop().time())
-        except TimeoutError:
+            return await self._run_on(worker, ("ping", ()), _ACK_TIMEOUT_S)
+        except (TimeoutError, _NotStarted, _RunTimedOut, _Died):  # that worker is being replaced
             return None
-        return await self._run_on(worker, ("ping", ()), _ACK_TIMEOUT_S)
