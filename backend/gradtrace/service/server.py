@@ -55,7 +55,7 @@ class ReadDeadlineH11Protocol(H11Protocol):
         self._read_deadline = None
         if self.transport.is_closing():
             return
-        if self.conn.our_state is h11.IDLE:  # nothing of a response sent yet: say why
+        if self.cycle is None or not self.cycle.response_started:  # no response begun: say why
             self.transport.write(_TIMEOUT_RESPONSE)
         self.transport.close()
 
