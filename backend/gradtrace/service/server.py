@@ -6,7 +6,9 @@ connections all still open after a minute), and its default parser (httptools) a
 8 MiB header. So: h11 (headers capped at 16 KiB), a keep-alive idle timeout, and
 ``ReadDeadlineH11Protocol``, which gives each request ``request_read_timeout_s`` from its
 connection (or the end of the previous response) to arrive whole, headers and body, then
-answers 408 and closes. Time spent in the app (tracing) is not counted.
+answers 408 and closes. Time spent in the app (tracing) is not counted. (hypercorn 0.18 was
+measured too: it cut slow headers at 5 s but kept 200 slow bodies open, even with
+``read_timeout``, which each trickled byte restarts. RELIABILITY.md has the figures.)
 
 In the compose deployment nginx in front applies the same kind of limits.
 """
