@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 from server_process import process_group
 from specs import tiny
 
@@ -242,3 +243,24 @@ def test_memory_cache_is_bounded_in_bytes() -> None:
         assert await cache.get("big") is None
 
     asyncio.run(scenario())
+
+
+@pytest.mark.services
+def test_redis_cache_entries_expire_and_are_capped(redis_url: str) -> None:
+    import asyncio
+
+    import redis
+
+    from gradtrace.service.cache import RedisCache
+
+    async def scenario() -> None:
+        cache = RedisCache(redis_url, ttl_s=600, max_entry_bytes=4_000)
+        await cache.set("small", bytes(3_000))
+        await cache.set("big", bytes(5_000))  # over the per-entry cap: not stored
+        assert await cache.get("small") == bytes(3_000)
+        assert await cache.get("big") is None
+        await cache.close()
+
+    asyncio.run(scenario())
+    ttl = redis.Redis.from_url(redis_url).ttl(RedisCache.PREFIX + "small")
+    assert 0 < ttl <= 600
