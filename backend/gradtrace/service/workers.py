@@ -388,6 +388,9 @@ class WorkerPool:
             except _NotStarted as exc:
                 # Collateral: the worker was lost before it started this task. Run it elsewhere.
                 log.warning("worker %s lost a task before starting it (%s): retrying", worker.pid, exc)
+                # One loop turn first: deaths that happened meanwhile (all workers killed at
+                # once) are seen, so the retry does not pick another dead worker.
+                await asyncio.sleep(0)
             except (_RunTimedOut, TimeoutError) as exc:
                 raise WorkerUnavailable(
                     "trace_timeout",
