@@ -83,6 +83,7 @@ class Load:
     clients: int
     spec_of: Callable[[int], dict[str, Any]]
     path: str = "/api/v1/trace"
+    api_rss_mb_before: float = 0.0  # the API process before the clients started
     outcomes: list[Outcome] = field(default_factory=list)
     accepted: list[tuple[dict[str, Any], httpx.Response]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -212,13 +213,15 @@ def start_under_load(
     """A server with its workers all up, and ``clients`` clients posting to it."""
     server = server_factory(env=env or SERVER_ENV)
     wait_for_workers(server, int((env or SERVER_ENV)["GRADTRACE_WORKERS"]))
-    return server, Load(server.url, clients, spec_of, path).start()
+    load = Load(server.url, clients, spec_of, path, api_rss_mb_before=rss_mb(server.proc.pid))
+    return server, load.start()
 
 
 def finish(scenario: str, server: ServerProcess, load: Load, **figures: Any) -> dict[str, Any]:
     """Stop the clients and the server; record what the users saw, with the scenario's figures."""
     outcomes = load.stop()
-    figures = {"clients": load.clients, **figures, "load": summary(outcomes)}
+    figures = {"clients": load.clients, "api_rss_mb_before": load.api_rss_mb_before, **figures}
+    figures["load"] = summary(outcomes)
     figures["api_rss_mb_after"] = rss_mb(server.proc.pid)
     figures["processes_left_after_stop"] = len(stop_gracefully(server))
     return record(scenario, figures)

@@ -24,7 +24,6 @@ from reliability_helpers import (
     finish,
     heavy_spec,
     light_spec,
-    rss_mb,
     scaled,
     seconds_until_full_capacity,
     start_under_load,
@@ -36,7 +35,6 @@ pytestmark = pytest.mark.slow
 def test_a_worker_killed_every_5_s_under_heavy_load(server_factory) -> None:  # noqa: ANN001
     """The attack run's failure: 4 clients posting few-MB traces, a worker SIGKILLed every 5 s."""
     server, load = start_under_load(server_factory, 4, heavy_spec)
-    rss_before = rss_mb(server.proc.pid)
     kills = int(scaled(3, 12))
     heal_s = []
     for _ in range(kills):
@@ -52,7 +50,6 @@ def test_a_worker_killed_every_5_s_under_heavy_load(server_factory) -> None:  # 
         spec="heavy (~5 MB trace)",
         kills=kills,
         seconds_to_full_capacity=heal_s,
-        api_rss_mb_before=rss_before,
     )
     assert figures["load"]["ok"] > 0
     assert max(heal_s) <= MAX_HEAL_S, heal_s

@@ -37,7 +37,6 @@ CASES = [(4, "heavy"), (4, "light"), (32, "heavy"), (32, "light")] if FULL else 
 @pytest.mark.parametrize(("clients", "weight"), CASES)
 def test_load(server_factory, clients: int, weight: str) -> None:  # noqa: ANN001
     server, load = start_under_load(server_factory, clients, SPECS[weight])
-    rss_before = rss_mb(server.proc.pid)
     samples: list[float] = []
     done = threading.Event()
 
@@ -58,8 +57,7 @@ def test_load(server_factory, clients: int, weight: str) -> None:  # noqa: ANN00
         load,
         spec=weight,
         duration_s=duration,
-        api_rss_mb_before=rss_before,
-        api_rss_mb_max=max(samples, default=rss_before),
+        api_rss_mb_max=max(samples, default=load.api_rss_mb_before),
         api_rss_mb_samples=samples,
     )
     load_ = figures["load"]
@@ -67,5 +65,5 @@ def test_load(server_factory, clients: int, weight: str) -> None:  # noqa: ANN00
     assert load_["failed"] == 0, load_  # only shedding (503 overloaded), nothing else
     assert set(load_["statuses"]) <= {"200", "503"}, load_
     assert load_["longest_s"] <= MAX_REQUEST_S, load_
-    assert figures["api_rss_mb_max"] <= rss_before + CACHE_MB + TRANSIENT_MB, figures
+    assert figures["api_rss_mb_max"] <= load.api_rss_mb_before + CACHE_MB + TRANSIENT_MB, figures
     assert figures["processes_left_after_stop"] == 0
