@@ -11,7 +11,7 @@ PORT ?= 8000
 # The PyTorch the project is tested with: pinned here, not in the package (it asks for torch>=2.4).
 TORCH_VERSION := 2.13.0
 
-.PHONY: run test setup system test-python test-js lint bench readme-diagram wheel clean
+.PHONY: run test setup system test-python test-js lint bench readme-diagram wheel clean reliability
 
 run: setup
 	$(PY) -m gradtrace serve --host $(HOST) --port $(PORT)
@@ -44,6 +44,11 @@ $(SYS_STAMP): scripts/install-system-deps.sh | $(PY_STAMP)
 lint: setup
 	$(VENV)/bin/ruff check backend tests
 	$(VENV)/bin/ruff format --check backend tests
+
+# The reliability proof (issue 10): every scenario of tests/reliability at full length (about
+# 15 minutes); make test runs short versions. Figures in var/reliability/, summed up in RELIABILITY.md.
+reliability: setup system
+	GRADTRACE_RELIABILITY=full $(PY) -m pytest tests/reliability -q -s
 
 bench: setup
 	$(PY) tests/perf/bench_capture.py

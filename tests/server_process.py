@@ -35,6 +35,20 @@ def children_of(pid: int) -> list[int]:
     return out
 
 
+def process_group(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
 class ServerProcess:
     """One ``python -m gradtrace serve`` subprocess; ``.url`` is its base URL."""
 

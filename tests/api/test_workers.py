@@ -14,6 +14,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
+from server_process import process_group
 from specs import tiny
 
 
@@ -68,6 +70,43 @@ def test_a_broken_pool_is_rebuilt(server_factory) -> None:  # noqa: ANN001
     for i in range(3):
         assert trace(server.url, f"rebuilt {i}").status_code == 200
     assert httpx.get(server.url + "/readyz").status_code == 200
+
+
+def test_a_stopped_idle_worker_costs_no_request(server_factory) -> None:  # noqa: ANN001
+    """SIGSTOP on the only worker: the trace it never acknowledged runs on its replacement."""
+    server = server_factory(env={"GRADTRACE_WORKERS": "1"})
+    (victim,) = server.worker_pids()
+    os.kill(victim, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        r = trace(server.url, "sent to a stopped worker")
+        assert r.status_code == 200, r.text
+        assert time.monotonic() - started < 15
+        assert victim not in server.worker_pids()
+    finally:
+        try:
+            os.kill(victim, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["graceful", "sigkill"])
+def test_no_process_outlives_the_api(server_factory, sig: int) -> None:  # noqa: ANN001
+    """SIGTERM: the API stops workers, forkserver and resource tracker. SIGKILL: nothing can clean
+    up, so each of them exits by itself when its pipe to the API closes."""
+    server = server_factory(env={"GRADTRACE_WORKERS": "2"})
+    deadline = time.monotonic() + 30
+    while httpx.get(server.url + "/readyz").json().get("workers_alive") != 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert trace(server.url, "before the stop").status_code == 200
+    assert len(process_group(server.proc.pid)) >= 5  # API, forkserver, resource tracker, two workers
+    os.kill(server.proc.pid, sig)
+    server.proc.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while process_group(server.proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process_group(server.proc.pid) == []
 
 
 def test_hung_worker_is_stopped_at_the_time_limit(server_factory) -> None:  # noqa: ANN001
@@ -153,3 +192,64 @@ def test_the_same_trace_fits_the_default_memory_cap(live_server: str) -> None:
     r = httpx.post(live_server + "/api/v1/trace", json=MEMORY_HUNGRY, timeout=120)
     assert r.status_code == 200, r.text
     assert r.json()["values"]["a"]["shape"] == [300, 1000]
+
+
+# --- sizing: workers from the CPU quota, the cache from a byte budget (no server needed) ---
+
+
+def test_workers_follow_the_cgroup_cpu_quota(tmp_path) -> None:  # noqa: ANN001
+    from gradtrace.service.settings import cpu_quota
+
+    affinity = len(os.sched_getaffinity(0))
+    cpu_max = tmp_path / "cpu.max"
+    cpu_max.write_text("max 100000\n")  # no quota: the affinity mask decides
+    assert cpu_quota(cpu_max) == affinity
+    cpu_max.write_text("50000 100000\n")  # half a CPU still gets one worker
+    assert cpu_quota(cpu_max) == 1
+    cpu_max.write_text("150000 100000\n")  # 1.5 CPUs: rounded up, never above the affinity
+    assert cpu_quota(cpu_max) == min(2, affinity)
+    cpu_max.write_text(f"{64 * 100000} 100000\n")  # a quota above the host: the affinity
+    assert cpu_quota(cpu_max) == affinity
+    assert cpu_quota(tmp_path / "missing") == affinity
+
+
+def test_memory_cache_is_bounded_in_bytes() -> None:
+    import asyncio
+
+    from gradtrace.service.cache import MemoryCache
+
+    async def scenario() -> None:
+        cache = MemoryCache(max_bytes=10_000, max_entry_bytes=4_000)
+        for i in range(20):
+            await cache.set(f"k{i}", bytes(3_000))
+            assert cache.size_bytes <= 10_000
+        # Least recently used first out: the three newest stay.
+        assert [await cache.get(f"k{i}") is not None for i in range(16, 20)] == [False, True, True, True]
+        await cache.get("k17")  # touched: now the newest
+        await cache.set("k20", bytes(3_000))
+        assert await cache.get("k17") is not None and await cache.get("k18") is None
+        await cache.set("big", bytes(5_000))  # over the per-entry cap: not kept
+        assert await cache.get("big") is None
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.services
+def test_redis_cache_entries_expire_and_are_capped(redis_url: str) -> None:
+    import asyncio
+
+    import redis
+
+    from gradtrace.service.cache import RedisCache
+
+    async def scenario() -> None:
+        cache = RedisCache(redis_url, ttl_s=600, max_entry_bytes=4_000)
+        await cache.set("small", bytes(3_000))
+        await cache.set("big", bytes(5_000))  # over the per-entry cap: not stored
+        assert await cache.get("small") == bytes(3_000)
+        assert await cache.get("big") is None
+        await cache.close()
+
+    asyncio.run(scenario())
+    ttl = redis.Redis.from_url(redis_url).ttl(RedisCache.PREFIX + "small")
+    assert 0 < ttl <= 600

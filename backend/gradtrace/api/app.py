@@ -1,9 +1,9 @@
 """``create_app(settings)``: the FastAPI application, its routers, and its lifespan.
 
-The lifespan builds the worker pool (torch lives only there), the permalink store, the
-trace cache and the rate limiter. Worker warm-up (the forkserver importing torch, ~2 s)
-runs in the background so the server accepts connections at once; /readyz turns 200 when
-a worker answers.
+The lifespan builds the TraceService (trace cache, single flight and the torch worker pool:
+torch lives only in the workers), the permalink store and the rate limiter. Worker start-up
+(the forkserver importing torch, ~2 s) runs in the background so the server accepts
+connections at once; /readyz turns 200 when a worker answers.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
 from gradtrace.api.middleware import install_middleware
 from gradtrace.api.static import embed_router, mount_frontend
-from gradtrace.service.cache import make_cache
 from gradtrace.service.ratelimit import make_rate_limiter
 from gradtrace.service.settings import Settings
 from gradtrace.service.store import SpecStore
-from gradtrace.service.workers import WorkerPool
+from gradtrace.service.trace_service import TraceService
 
 log = logging.getLogger(__name__)
 
@@ -76,27 +75,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pool = WorkerPool(settings)
-        app.state.pool = pool
+        service = TraceService(settings)
+        app.state.trace_service = service
         app.state.store = SpecStore(settings.database_url, settings.sqlite_path)
-        app.state.cache = make_cache(settings.redis_url, settings.cache_entries, settings.cache_ttl_s)
         app.state.ratelimiter = (
             make_rate_limiter(settings.redis_url, settings.rate_per_minute)
             if settings.rate_per_minute > 0
             else None
         )
-        app.state.inflight = {}
-        warm = asyncio.create_task(asyncio.to_thread(pool.warm_up)) if settings.start_workers else None
+        # Workers start in the background: the server accepts connections at once, and
+        # /readyz turns 200 when a worker answers.
+        starting = asyncio.create_task(service.start()) if settings.start_workers else None
         log.info(
-            "permalinks on %s; cache %s", app.state.store.backend, "redis" if settings.redis_url else "memory"
+            "permalinks on %s; cache %s; %d workers",
+            app.state.store.backend,
+            "redis" if settings.redis_url else f"memory ({settings.cache_bytes} bytes)",
+            settings.workers,
         )
         try:
             yield
         finally:
-            if warm is not None:
-                await warm
-            await asyncio.to_thread(pool.close)
-            await app.state.cache.close()
+            if starting is not None:  # still starting (e.g. the engine cannot load): stop trying
+                starting.cancel()
+                await asyncio.gather(starting, return_exceptions=True)
+            await service.close()
             if app.state.ratelimiter is not None:
                 await app.state.ratelimiter.close()
             app.state.store.close()
@@ -115,7 +117,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.settings = settings
-    app.state.pool = None
     app.state.store = None
     install_error_handlers(app)
     install_middleware(app, settings.cors_origins, settings.max_body_bytes)

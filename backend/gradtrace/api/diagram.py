@@ -22,7 +22,7 @@ from fastapi.responses import Response
 from gradtrace.api.body import check_spec
 from gradtrace.api.docs import ERROR_RESPONSES
 from gradtrace.api.errors import ApiError
-from gradtrace.api.tracing import not_modified, trace_bytes
+from gradtrace.api.tracing import get_trace_service, not_modified, trace_bytes
 from gradtrace.render import RenderError, RenderUnavailable, diagram_svg
 from gradtrace.service.hashing import trace_key
 
@@ -93,10 +93,11 @@ async def cached_render(
     if early is not None:
         return early
     headers = {**(headers or {}), "ETag": etag, "Cache-Control": CACHE_CONTROL}
-    cached = await request.app.state.cache.get(key)
+    service = get_trace_service(request)
+    cached = await service.cache.get(key)
     if cached is not None:
         return Response(cached, media_type=media_type, headers={**headers, "X-Cache": "hit"})
-    data, _ = await trace_bytes(request, spec, normalized)
+    data, _ = await trace_bytes(service, spec, normalized)
     try:
         body = (await render_off_loop(request, render, data)).encode("utf-8")
     except ApiError:
@@ -104,7 +105,7 @@ async def cached_render(
     except Exception as exc:  # never a 500: whatever broke, the client gets a 503 envelope
         log.exception("render crashed")
         raise ApiError(503, "render_failed", "the diagram could not be drawn") from exc
-    await request.app.state.cache.set(key, body)
+    await service.cache.set(key, body)
     return Response(body, media_type=media_type, headers={**headers, "X-Cache": "miss"})
 
 

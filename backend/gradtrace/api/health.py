@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from gradtrace.api.errors import error_response
+from gradtrace.api.tracing import TraceServiceDep
 
 router = APIRouter(tags=["health"])
 
@@ -17,28 +18,28 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+def _unavailable(code: str, message: str) -> JSONResponse:
+    return error_response(503, code, message, headers={"Retry-After": "2"})
+
+
 @router.get("/readyz", summary="Readiness: a torch worker answers and the permalink store is reachable")
-async def readyz(request: Request) -> JSONResponse:
-    state = request.app.state
-    pool = state.pool
-    if pool is None or not pool.ready:
-        return error_response(503, "not_ready", "workers are starting", headers={"Retry-After": "2"})
-    if pool.in_flight >= pool.workers:
-        # Every worker is tracing: a ping would queue behind them. Busy is alive.
-        if not pool.alive():
-            return error_response(
-                503, "workers_down", "the worker pool is broken", headers={"Retry-After": "2"}
-            )
-        return JSONResponse(
-            {"status": "ready", "worker_pid": None, "in_flight": pool.in_flight, "busy": True}
-        )
-    try:
-        pid = await asyncio.to_thread(pool.ping, 5.0)
-    except Exception:
-        return error_response(503, "workers_down", "no worker answered", headers={"Retry-After": "2"})
-    store_ok = await asyncio.to_thread(state.store.ping) if state.store is not None else True
-    if not store_ok:
-        return error_response(
-            503, "store_down", "the permalink store is unreachable", headers={"Retry-After": "2"}
-        )
-    return JSONResponse({"status": "ready", "worker_pid": pid, "in_flight": pool.in_flight, "busy": False})
+async def readyz(request: Request, service: TraceServiceDep) -> JSONResponse:
+    pool = service.pool
+    if not pool.ready:
+        return _unavailable("not_ready", "workers are starting")
+    if pool.workers_alive == 0:
+        return _unavailable("workers_down", "every worker is being replaced")
+    pid = await pool.ping()  # None: every worker is tracing, and busy is alive
+    store = request.app.state.store
+    if store is not None and not await asyncio.to_thread(store.ping):
+        return _unavailable("store_down", "the permalink store is unreachable")
+    return JSONResponse(
+        {
+            "status": "ready",
+            "worker_pid": pid,
+            "busy": pid is None,
+            "in_flight": pool.in_flight,
+            "workers": pool.workers,
+            "workers_alive": pool.workers_alive,
+        }
+    )

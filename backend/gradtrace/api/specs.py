@@ -19,7 +19,7 @@ from gradtrace.api.diagram import register_diagram_route
 from gradtrace.api.docs import ERROR_RESPONSES, SPEC_BODY, TRACE_RESPONSE
 from gradtrace.api.errors import ApiError
 from gradtrace.api.player import register_player_route
-from gradtrace.api.tracing import IMMUTABLE, not_modified, trace_response
+from gradtrace.api.tracing import IMMUTABLE, TraceServiceDep, not_modified, trace_response
 from gradtrace.service.hashing import PERMALINK_ID_LENGTH, permalink_id, spec_hash
 from gradtrace.service.store import StoreUnavailable
 
@@ -118,10 +118,10 @@ async def get_permalink(request: Request, spec_id: str) -> Response:
     responses={200: TRACE_RESPONSE, **ERROR_RESPONSES},
     response_class=Response,
 )
-async def get_permalink_trace(request: Request, spec_id: str) -> Response:
+async def get_permalink_trace(request: Request, spec_id: str, service: TraceServiceDep) -> Response:
     spec = await load_spec(request, spec_id)
     _, normalized = await check_spec(spec)
-    return await trace_response(request, spec, normalized, cache_control=IMMUTABLE)
+    return await trace_response(request, service, spec, normalized, cache_control=IMMUTABLE)
 
 
 # GET /specs/{spec_id}/diagram.svg: the permalink's diagram (gradtrace.api.diagram).

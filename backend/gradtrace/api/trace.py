@@ -7,7 +7,7 @@ from fastapi.responses import Response
 
 from gradtrace.api.body import check_spec, read_json
 from gradtrace.api.docs import ERROR_RESPONSES, SPEC_BODY, TRACE_RESPONSE
-from gradtrace.api.tracing import trace_response
+from gradtrace.api.tracing import TraceServiceDep, trace_response
 
 router = APIRouter(tags=["trace"])
 
@@ -22,7 +22,7 @@ router = APIRouter(tags=["trace"])
     responses={200: TRACE_RESPONSE, **ERROR_RESPONSES},
     response_class=Response,
 )
-async def post_trace(request: Request) -> Response:
+async def post_trace(request: Request, service: TraceServiceDep) -> Response:
     doc = await read_json(request)
     _, normalized = await check_spec(doc)
-    return await trace_response(request, doc, normalized)
+    return await trace_response(request, service, doc, normalized)

@@ -1,27 +1,22 @@
-"""Spec -> trace bytes, shared by ``POST /trace`` and ``GET /specs/{id}/trace``.
+"""Spec -> trace response, shared by ``POST /trace`` and ``GET /specs/{id}/trace``.
 
-Order of defences: the spec was parsed and its declared sizes checked in the API process
-(torch-free); the cache (by content hash) answers identical specs; identical specs in
-flight at the same moment share one worker run (single flight); the worker dry-runs on the
-``meta`` device, then traces under CPU, memory and wall-clock bounds. The worker's JSON
-bytes go back to the client as they are (no re-validation, no re-encoding).
+Routes get the ``TraceService`` (cache, single flight, workers: ``service/trace_service.py``)
+with ``Depends(get_trace_service)``; this module adds what HTTP needs on top of it (ETag,
+304, ``X-Cache``) and turns the service's two failures into envelopes in one place
+(``api_error_of``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Depends, Request
 from fastapi.responses import Response
 
 from gradtrace.api.body import spec_error_to_api
 from gradtrace.api.errors import ApiError
 from gradtrace.service.hashing import trace_key
-from gradtrace.service.workers import WorkerUnavailable
-
-log = logging.getLogger(__name__)
+from gradtrace.service.trace_service import CacheStatus, TraceRejected, TraceService, WorkerUnavailable
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 
@@ -40,60 +35,50 @@ def not_modified(request: Request, etag: str, cache_control: str | None) -> Resp
     return None
 
 
-async def _compute(request: Request, key: str, spec_doc: dict[str, Any]) -> bytes:
-    state = request.app.state
-    try:
-        outcome = await state.pool.run_trace(spec_doc)
-    except WorkerUnavailable as exc:
-        raise ApiError(503, exc.code, exc.message, headers={"Retry-After": str(exc.retry_after)}) from exc
-    if outcome.kind == "ok":
-        await state.cache.set(key, outcome.payload)
-        return outcome.payload
+def get_trace_service(request: Request) -> TraceService:
+    """The app's one TraceService (created by the lifespan in ``api/app.py``)."""
+    service: TraceService = request.app.state.trace_service
+    return service
+
+
+TraceServiceDep = Annotated[TraceService, Depends(get_trace_service)]
+
+
+def api_error_of(exc: WorkerUnavailable | TraceRejected) -> ApiError:
+    """The one place a worker's failure becomes an HTTP error."""
+    if isinstance(exc, WorkerUnavailable):
+        return ApiError(503, exc.code, exc.message, headers={"Retry-After": str(exc.retry_after)})
+    outcome = exc.outcome
     if outcome.kind in ("spec_error", "limit"):
-        raise spec_error_to_api(outcome.payload)
-    raise ApiError(
+        return spec_error_to_api(outcome.payload)
+    return ApiError(
         422, outcome.payload.get("code", "trace_failed"), outcome.payload.get("message", "trace failed")
     )
 
 
 async def trace_bytes(
-    request: Request, spec_doc: dict[str, Any], normalized: dict[str, Any]
-) -> tuple[bytes, str]:
-    """(trace JSON bytes, "hit"|"miss"|"shared") for a checked spec."""
-    state = request.app.state
-    key = trace_key(normalized)
-    cached = await state.cache.get(key)
-    if cached is not None:
-        return cached, "hit"
-    inflight: dict[str, asyncio.Future[bytes]] = state.inflight
-    if key in inflight:
-        return await asyncio.shield(inflight[key]), "shared"
-    future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-    inflight[key] = future
+    service: TraceService, spec_doc: dict[str, Any], normalized: dict[str, Any]
+) -> tuple[bytes, CacheStatus]:
+    """(trace JSON bytes, "hit"|"miss"|"shared") for a checked spec, or the ApiError."""
     try:
-        data = await _compute(request, key, spec_doc)
-        future.set_result(data)
-        return data, "miss"
-    except asyncio.CancelledError:
-        future.cancel()
-        raise
-    except BaseException as exc:
-        future.set_exception(exc)
-        future.exception()  # mark retrieved: no "never retrieved" warning when nobody shared it
-        raise
-    finally:
-        inflight.pop(key, None)
+        return await service.trace(spec_doc, normalized)
+    except (WorkerUnavailable, TraceRejected) as exc:
+        raise api_error_of(exc) from exc
 
 
 async def trace_response(
-    request: Request, spec_doc: dict[str, Any], normalized: dict[str, Any], cache_control: str | None = None
+    request: Request,
+    service: TraceService,
+    spec_doc: dict[str, Any],
+    normalized: dict[str, Any],
+    cache_control: str | None = None,
 ) -> Response:
     key = trace_key(normalized)
     etag = etag_of(key)
     early = not_modified(request, etag, cache_control)
     if early is not None:
         return early
-    data, how = await trace_bytes(request, spec_doc, normalized)
+    data, how = await trace_bytes(service, spec_doc, normalized)
     headers = {"ETag": etag, "X-Cache": how}
     if cache_control:
         headers["Cache-Control"] = cache_control

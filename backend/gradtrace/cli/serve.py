@@ -25,9 +25,14 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    import uvicorn
-
-    from gradtrace.api.app import create_app
+    try:
+        from gradtrace.api.app import create_app
+        from gradtrace.service.server import serve
+    except ModuleNotFoundError as exc:  # the library alone: the service is an extra
+        raise UsageError(
+            f"gradtrace serve needs the server extra ({exc.name} is not installed): "
+            "pip install 'gradtrace[server]'"
+        ) from exc
     from gradtrace.service.settings import Settings
 
     try:
@@ -35,14 +40,5 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a malformed GRADTRACE_* variable: say which, no traceback
         raise UsageError(str(exc)) from exc
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    # h11, not httptools: h11 caps request headers (16 KiB); httptools accepted 8 MiB.
-    uvicorn.run(
-        create_app(settings),
-        host=args.host,
-        port=args.port,
-        http="h11",
-        log_level=args.log_level,
-        timeout_keep_alive=5,
-        proxy_headers=False,
-    )
+    serve(create_app(settings), args.host, args.port, args.log_level)
     return EXIT_OK

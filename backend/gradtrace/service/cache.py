@@ -1,8 +1,10 @@
 """The trace cache: trace JSON bytes by content hash, in-process or shared through Redis.
 
 Traces are immutable for a given key (spec hash + engine fingerprint), so entries never
-need invalidation; the memory cache is an LRU bounded in entries and bytes, Redis entries
-expire after a TTL. A Redis outage degrades to misses (slower), never to errors.
+need invalidation. The memory cache is an LRU bounded in bytes (``GRADTRACE_CACHE_BYTES``,
+64 MB by default): the API process's memory stays bounded however large the traces are.
+Redis entries expire after a TTL, and an entry larger than the per-entry cap is not stored
+in either. A Redis outage degrades to misses (slower), never to errors.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import logging
 from collections import OrderedDict
 from typing import Protocol
 
-log = logging.getLogger(__name__)
+from gradtrace.service.settings import Settings
 
-_MAX_MEMORY_BYTES = 256 * 1024 * 1024
+log = logging.getLogger(__name__)
 
 
 class TraceCache(Protocol):
@@ -23,11 +25,15 @@ class TraceCache(Protocol):
 
 
 class MemoryCache:
-    def __init__(self, max_entries: int, max_bytes: int = _MAX_MEMORY_BYTES) -> None:
+    def __init__(self, max_bytes: int, max_entry_bytes: int) -> None:
         self._items: OrderedDict[str, bytes] = OrderedDict()
-        self._max_entries = max_entries
         self._max_bytes = max_bytes
+        self._max_entry_bytes = min(max_entry_bytes, max_bytes)
         self._bytes = 0
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
 
     async def get(self, key: str) -> bytes | None:
         value = self._items.get(key)
@@ -36,14 +42,14 @@ class MemoryCache:
         return value
 
     async def set(self, key: str, value: bytes) -> None:
-        if len(value) > self._max_bytes:
+        if len(value) > self._max_entry_bytes:
             return
         old = self._items.pop(key, None)
         if old is not None:
             self._bytes -= len(old)
         self._items[key] = value
         self._bytes += len(value)
-        while self._items and (len(self._items) > self._max_entries or self._bytes > self._max_bytes):
+        while self._bytes > self._max_bytes:
             _, dropped = self._items.popitem(last=False)
             self._bytes -= len(dropped)
 
@@ -56,11 +62,12 @@ class RedisCache:
 
     PREFIX = "gradtrace:trace:"
 
-    def __init__(self, url: str, ttl_s: int) -> None:
+    def __init__(self, url: str, ttl_s: int, max_entry_bytes: int) -> None:
         import redis.asyncio as aioredis
 
         self._redis = aioredis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         self._ttl = ttl_s
+        self._max_entry_bytes = max_entry_bytes
 
     async def get(self, key: str) -> bytes | None:
         try:
@@ -70,6 +77,8 @@ class RedisCache:
             return None
 
     async def set(self, key: str, value: bytes) -> None:
+        if len(value) > self._max_entry_bytes:
+            return
         try:
             await self._redis.set(self.PREFIX + key, value, ex=self._ttl)
         except Exception as exc:
@@ -79,5 +88,7 @@ class RedisCache:
         await self._redis.aclose()
 
 
-def make_cache(redis_url: str | None, max_entries: int, ttl_s: int) -> TraceCache:
-    return RedisCache(redis_url, ttl_s) if redis_url else MemoryCache(max_entries)
+def make_cache(settings: Settings) -> TraceCache:
+    if settings.redis_url:
+        return RedisCache(settings.redis_url, settings.cache_ttl_s, settings.cache_entry_max_bytes)
+    return MemoryCache(settings.cache_bytes, settings.cache_entry_max_bytes)

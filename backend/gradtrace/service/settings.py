@@ -6,6 +6,7 @@ cache, one worker per core); the compose deployment changes only environment var
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +38,22 @@ def _number(env: dict[str, str], name: str, default: float, kind: type = int) ->
         raise ValueError(f"environment variable {name} must be {what}, got {raw!r}") from exc
 
 
+def cpu_quota(cgroup_cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """The CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota.
+
+    ``os.cpu_count()`` is the host's count: a 2-CPU container on a 32-core host would start
+    32 torch workers. ``cpu.max`` is ``"<quota> <period>"`` (or ``"max <period>"``: no quota).
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = cgroup_cpu_max.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):  # no cgroup v2 here, or an unreadable file: the affinity stands
+        pass
+    return max(1, cpus)
+
+
 def _int(env: dict[str, str], name: str, default: int) -> int:
     return _number(env, name, default, int)
 
@@ -53,9 +70,11 @@ class Settings:
     # Shared cache and rate limits across replicas; None: in-process.
     redis_url: str | None = None
     frontend_dir: Path = field(default_factory=frontend_files.frontend_dir)
-    # Workers: one per core; each trace bounded in wall-clock, CPU seconds and address space.
-    workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    # Workers: one per CPU of the quota; each trace bounded in wall-clock, CPU seconds and
+    # address space. A request waits at most queue_timeout_s for a free worker (then 503).
+    workers: int = field(default_factory=cpu_quota)
     trace_timeout_s: float = 20.0
+    queue_timeout_s: float = 8.0
     worker_cpu_s: int = 30
     worker_memory_mb: int = 2048
     queue_limit: int = 8  # traces waiting beyond the busy workers before we shed load with 503
@@ -63,7 +82,10 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     # Per-client rate limit on /api/v1: requests per one-minute window (0 disables it).
     rate_per_minute: int = 240
-    cache_entries: int = 256
+    # The in-process trace cache is bounded in bytes (traces run from a few KB to a few MB);
+    # Redis entries expire after cache_ttl_s and are not stored past cache_entry_max_bytes.
+    cache_bytes: int = 64 * 1024 * 1024
+    cache_entry_max_bytes: int = 8 * 1024 * 1024
     cache_ttl_s: int = 7 * 24 * 3600
     cors_origins: tuple[str, ...] = ("*",)
     # Trust X-Forwarded-For from the proxy in front (compose); off when exposed directly.
@@ -92,7 +114,10 @@ class Settings:
             queue_limit=_int(env, "GRADTRACE_QUEUE_LIMIT", base.queue_limit),
             max_body_bytes=_int(env, "GRADTRACE_MAX_BODY_BYTES", base.max_body_bytes),
             rate_per_minute=_int(env, "GRADTRACE_RATE_PER_MINUTE", base.rate_per_minute),
-            cache_entries=_int(env, "GRADTRACE_CACHE_ENTRIES", base.cache_entries),
+            queue_timeout_s=_float(env, "GRADTRACE_QUEUE_TIMEOUT", base.queue_timeout_s),
+            cache_bytes=_int(env, "GRADTRACE_CACHE_BYTES", base.cache_bytes),
+            cache_entry_max_bytes=_int(env, "GRADTRACE_CACHE_ENTRY_MAX_BYTES", base.cache_entry_max_bytes),
+            cache_ttl_s=_int(env, "GRADTRACE_CACHE_TTL", base.cache_ttl_s),
             cors_origins=tuple(o.strip() for o in origins.split(",") if o.strip())
             if origins
             else base.cors_origins,

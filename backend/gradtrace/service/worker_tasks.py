@@ -15,6 +15,8 @@ import resource
 import time
 from typing import Any
 
+from gradtrace.service import worker_warmup
+
 log = logging.getLogger(__name__)
 
 # A worker that ran out of memory exits with this code instead of answering: its heap may
@@ -29,21 +31,16 @@ _debug_delay_s: float = 0.0
 
 
 def init_worker(memory_mb: int, cpu_s: int, debug_delay_s: float = 0.0) -> None:
-    """Pool initializer: one torch thread, a warm engine, then the per-task budgets."""
+    """Worker start: one torch thread, a warm engine, then the per-task budgets."""
     global _task_cpu_s, _task_memory_mb, _debug_delay_s
     try:
         import torch  # noqa: TID251 - worker process only; preloaded by the forkserver
 
         torch.set_num_threads(1)
-        # Normally the forkserver ran the warm-up trace before forking us; if it could not
-        # (the engine failed to import then), warm up here, before any budget is armed, so
-        # the memory cap measures traces and not torch's one-time set-up.
-        from gradtrace.service import worker_warmup
-
-        if not worker_warmup.WARM:
-            worker_warmup.WARM = worker_warmup.warm_up()
     except ImportError:  # pragma: no cover - engine missing: tasks will report it
         log.warning("torch not importable in worker")
+    # Before any budget is armed, so the memory cap measures traces, not torch's set-up.
+    worker_warmup.warm_up(run_trace)
     _task_cpu_s = cpu_s
     _task_memory_mb = memory_mb
     _debug_delay_s = debug_delay_s

@@ -1,21 +1,20 @@
-"""Imported by the workers' forkserver: run one tiny trace before any worker is forked.
+"""A worker's warm-up: one tiny trace before its first real one.
 
 The first trace in a process pays for torch's lazy imports and one-time set-up (~85 MB of
-address space and ~0.3 s here). Done once in the forkserver, every forked worker inherits it
-(copy-on-write), so a worker's first trace is as fast as its later ones, and the per-task
-memory cap measures the trace, not torch's start-up.
-
-Importing this module never raises: a broken engine must not take the forkserver down
-(the tasks will report the error instead).
+address space and ~0.3 s here). Paid when the worker starts, before its budgets are armed, the
+per-task memory cap measures the trace and not torch's start-up, and the first user's trace is
+as fast as the later ones. Nothing runs at import time: the worker calls ``warm_up``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
-_WARM_UP_SPEC = {
+WARM_UP_SPEC = {
     "spec_version": 1,
     "title": "warm-up",
     "modules": {"lin": {"type": "Linear", "in_features": 2, "out_features": 1}},
@@ -24,19 +23,13 @@ _WARM_UP_SPEC = {
 }
 
 
-def warm_up() -> bool:
+def warm_up(run_trace: Callable[[dict[str, Any]], tuple[str, Any]]) -> bool:
+    """Run the warm-up spec through ``run_trace``; never raises (the tasks report a broken engine)."""
     try:
-        import torch  # noqa: TID251 - forkserver only
-
-        # Before any op: no intra-op thread pool exists when the workers fork.
-        torch.set_num_threads(1)
-        from gradtrace.service.worker_tasks import run_trace
-
-        kind, _ = run_trace(_WARM_UP_SPEC)
-        return kind == "ok"
+        kind, _ = run_trace(WARM_UP_SPEC)
     except Exception:
         log.exception("worker warm-up trace failed")
         return False
-
-
-WARM = warm_up()
+    if kind != "ok":
+        log.warning("worker warm-up trace answered %s", kind)
+    return kind == "ok"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -33,6 +34,11 @@ from .ir import (  # noqa: F401 (re-exported: the IR is part of this module's in
     TupleExpr,
 )
 from .vocabulary import FUNCTIONS, METHODS, MODULE_CALL_KWARGS, STRING_KWARGS, Signature
+
+# CPython 3.11's ast.parse is not thread-safe (python/cpython#106905): two specs checked at
+# once in the API's threads failed with "SystemError: AST constructor recursion depth
+# mismatch" (seen under load in tests/reliability). Parsing a line takes microseconds.
+_AST_PARSE = threading.Lock()
 
 MAX_EXPRESSION_NODES = 200  # ast nodes per line: bounds recursion in the interpreter
 
@@ -283,7 +289,8 @@ def parse_program(
     for index, source in enumerate(lines):
         parser = _LineParser(path, label, index, modules)
         try:
-            tree = ast.parse(source, mode="exec")
+            with _AST_PARSE:
+                tree = ast.parse(source, mode="exec")
         except SyntaxError as exc:
             col = exc.offset if exc.offset else None
             msg = (

@@ -1,0 +1,94 @@
+"""The single-machine HTTP server: uvicorn with h11 and a deadline for reading each request.
+
+uvicorn has no header or body read timeout: a client that sends half a request line and then
+one byte every few seconds (slowloris) keeps its connection forever (measured: 200 such
+connections all still open after a minute), and its default parser (httptools) accepted an
+8 MiB header. So: h11 (headers capped at 16 KiB), a keep-alive idle timeout, and
+``ReadDeadlineH11Protocol``, which gives each request ``request_read_timeout_s`` from its
+connection (or the end of the previous response) to arrive whole, headers and body, then
+answers 408 and closes. Time spent in the app (tracing) is not counted. (hypercorn 0.18 was
+measured too: it cut slow headers at 5 s but kept 200 slow bodies open, even with
+``read_timeout``, which each trickled byte restarts. RELIABILITY.md has the figures.)
+
+In the compose deployment nginx in front applies the same kind of limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import h11
+import uvicorn
+from starlette.types import ASGIApp
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+# Requests that have not arrived whole by then are cut off: ample for 256 KiB on a slow link.
+REQUEST_READ_TIMEOUT_S = 10.0
+KEEP_ALIVE_TIMEOUT_S = 5
+_TIMEOUT_BODY = (
+    b'{"error":{"code":"request_timeout","message":"the request was not received in time","path":null}}'
+)
+_TIMEOUT_RESPONSE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"content-length: " + str(len(_TIMEOUT_BODY)).encode() + b"\r\n\r\n" + _TIMEOUT_BODY
+)
+
+
+class ReadDeadlineH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, plus a deadline for receiving each whole request."""
+
+    request_read_timeout_s = REQUEST_READ_TIMEOUT_S
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._read_deadline: asyncio.TimerHandle | None = None
+
+    def _arm_read_deadline(self) -> None:
+        self._disarm_read_deadline()
+        self._read_deadline = self.loop.call_later(self.request_read_timeout_s, self._read_timed_out)
+
+    def _disarm_read_deadline(self) -> None:
+        if self._read_deadline is not None:
+            self._read_deadline.cancel()
+            self._read_deadline = None
+
+    def _read_timed_out(self) -> None:
+        self._read_deadline = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or not self.cycle.response_started:  # no response begun: say why
+            self.transport.write(_TIMEOUT_RESPONSE)
+        self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_read_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR):
+            self._disarm_read_deadline()  # the request is in: the app's time is not counted
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # may already have parsed a pipelined request
+        if not self.transport.is_closing() and self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
+            self._arm_read_deadline()  # the next request on this keep-alive connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_read_deadline()
+        super().connection_lost(exc)
+
+
+def serve(app: ASGIApp, host: str, port: int, log_level: str = "info") -> None:
+    """Run the app (``gradtrace.api.app.create_app(settings)``) until SIGINT/SIGTERM; its
+    lifespan stops every worker process on the way out."""
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        http=ReadDeadlineH11Protocol,
+        log_level=log_level,
+        timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
+        proxy_headers=False,
+    )
