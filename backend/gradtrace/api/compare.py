@@ -20,7 +20,8 @@ from gradtrace.api.body import check_spec, read_json
 from gradtrace.api.docs import COMPARE_REF, ERROR_RESPONSES, SPEC_REF
 from gradtrace.api.errors import ApiError
 from gradtrace.api.specs import load_spec
-from gradtrace.api.tracing import trace_bytes
+from gradtrace.api.tracing import TraceServiceDep, trace_bytes
+from gradtrace.service.trace_service import TraceService
 
 router = APIRouter(tags=["compare"])
 
@@ -71,9 +72,9 @@ async def _side_spec(request: Request, side: str, given: Any) -> tuple[dict[str,
     return doc, normalized
 
 
-async def _traced(request: Request, side: str, doc: dict[str, Any], normalized: dict[str, Any]) -> bytes:
+async def _traced(service: TraceService, side: str, doc: dict[str, Any], normalized: dict[str, Any]) -> bytes:
     try:
-        data, _ = await trace_bytes(request, doc, normalized)
+        data, _ = await trace_bytes(service, doc, normalized)
     except ApiError as exc:
         raise _under(side, exc) from None
     return data
@@ -108,7 +109,7 @@ def _compare_json(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) ->
     },
     response_class=Response,
 )
-async def post_compare(request: Request) -> Response:
+async def post_compare(request: Request, service: TraceServiceDep) -> Response:
     body = await read_json(request)
     if not isinstance(body, dict):
         raise ApiError(422, "invalid_request", 'the body is {"a": spec or id, "b": spec or id}', "")
@@ -121,7 +122,7 @@ async def post_compare(request: Request) -> Response:
     if extra:
         raise ApiError(422, "invalid_request", f"unknown field {extra[0]!r}: only a and b", f"/{extra[0]}")
     specs = {side: await _side_spec(request, side, body[side]) for side in SIDES}
-    traced = await asyncio.gather(*(_traced(request, s, *specs[s]) for s in SIDES), return_exceptions=True)
+    traced = await asyncio.gather(*(_traced(service, s, *specs[s]) for s in SIDES), return_exceptions=True)
     for outcome in traced:  # both runs finish (and fill the cache) before an error is answered
         if isinstance(outcome, BaseException):
             raise outcome
