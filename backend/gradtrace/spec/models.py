@@ -38,6 +38,7 @@ from .values import (
 )
 
 FloatDtype = Literal["float32", "float64"]
+DEFAULT_TITLE = "Untitled spec"
 MAX_HOOKS = 200
 
 
@@ -89,7 +90,9 @@ class ModelSpec(SpecModel):
     """A model spec, format version 1. Use `parse_spec(data)` to get one (it raises SpecError)."""
 
     spec_version: Literal[1] = Field(description="Format version: 1.")
-    title: Annotated[str, Field(min_length=1, max_length=200)] = Field(description="Shown above the diagram.")
+    title: Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        DEFAULT_TITLE, description=f"Shown above the diagram (default: {DEFAULT_TITLE!r})."
+    )
     description: Annotated[str, Field(max_length=4000)] | None = Field(
         None, description="One paragraph: what to watch in this example."
     )
