@@ -57,12 +57,20 @@ def read_spec_file(path: str) -> Any:
 
 
 def _format_spec_error(source: str, exc: Any) -> str:
-    where = [source]
-    if getattr(exc, "line", None) is not None:
-        where.append(f"line {exc.line}" + (f", column {exc.column}" if exc.column is not None else ""))
-    if getattr(exc, "path", None):
-        where.append(exc.path)
-    return f"{': '.join(where)}: {getattr(exc, 'code', 'invalid_spec')}: {getattr(exc, 'message', exc)}"
+    """One line per problem found (a spec's validation reports all of them)."""
+    lines = []
+    for problem in getattr(exc, "errors", None) or [exc]:
+        where = [source]
+        if getattr(problem, "line", None) is not None:
+            where.append(
+                f"line {problem.line}" + (f", column {problem.column}" if problem.column is not None else "")
+            )
+        if getattr(problem, "path", None):
+            where.append(problem.path)
+        lines.append(
+            f"{': '.join(where)}: {getattr(problem, 'code', 'invalid_spec')}: {getattr(problem, 'message', problem)}"
+        )
+    return "\n".join(lines)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -112,3 +112,21 @@ def test_problem_status_follows_its_code():
     assert Problem("rate_limited", "slow down", status=429, headers={"Retry-After": "3"}).headers == {
         "Retry-After": "3"
     }
+
+
+def test_cli_validate_prints_every_error(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    doc = seed_002()
+    doc["hooks"] = [{"module": "nope", "type": "forward"}, {"module": "nada", "type": "forward"}]
+    bad = tmp_path / "two-errors.json"
+    bad.write_text(json.dumps(doc))
+    r = subprocess.run(
+        [sys.executable, "-m", "gradtrace", "validate", str(bad)], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 2, r.stderr
+    assert "/hooks/0/module: undefined_module" in lines[0] and "/hooks/1/module: undefined_module" in lines[1]

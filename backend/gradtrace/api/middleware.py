@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gradtrace.api.errors import envelope
+from gradtrace.api.errors import error_response
 
 # The viewer is self-hosted (no CDN at run time): everything from 'self'; elkjs runs in a Web
 # Worker (worker-src blob: for the case it is started from a blob); images may be data: URLs
@@ -116,7 +115,7 @@ class RequestSizeMiddleware:
     async def _refuse(
         scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str
     ) -> None:
-        response = JSONResponse(envelope(code, message), status_code=status, headers={"Connection": "close"})
+        response = error_response(status, code, message, headers={"Connection": "close"})
         await response(scope, receive, send)
 
 

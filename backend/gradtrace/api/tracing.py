@@ -16,7 +16,6 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 
-from gradtrace.api.body import spec_error_to_api
 from gradtrace.api.errors import ApiError
 from gradtrace.service.hashing import trace_key
 from gradtrace.service.workers import WorkerUnavailable
@@ -49,11 +48,7 @@ async def _compute(request: Request, key: str, spec_doc: dict[str, Any]) -> byte
     if outcome.kind == "ok":
         await state.cache.set(key, outcome.payload)
         return outcome.payload
-    if outcome.kind in ("spec_error", "limit"):
-        raise spec_error_to_api(outcome.payload)
-    raise ApiError(
-        422, outcome.payload.get("code", "trace_failed"), outcome.payload.get("message", "trace failed")
-    )
+    raise outcome.payload  # the worker's Problem, unchanged
 
 
 async def trace_bytes(
