@@ -130,3 +130,26 @@ def test_cli_validate_prints_every_error(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 2, r.stderr
     assert "/hooks/0/module: undefined_module" in lines[0] and "/hooks/1/module: undefined_module" in lines[1]
+
+
+def test_integer_fields_take_whole_floats_but_not_strings_or_booleans(spec002):
+    spec002["seed"] = 1031.0  # JSON Schema counts 1031.0 as an integer; so does the spec
+    spec002["modules"]["f0"]["in_features"] = 1.0
+    spec = parse_spec(spec002)
+    assert spec.seed == 1031 and type(spec.seed) is int
+    for bad in ("3", True, 2.5):
+        doc = seed_002()
+        doc["seed"] = bad
+        assert _errors(doc)[0][:2] == ("invalid_spec", "/seed"), bad
+
+
+def test_published_schema_closes_name_maps():
+    from gradtrace.spec import spec_json_schema
+
+    names = spec_json_schema()["properties"]["modules"]["propertyNames"]
+    assert names["pattern"] == "^[A-Za-z_][A-Za-z0-9_]*$"
+    assert spec_json_schema()["properties"]["modules"]["additionalProperties"] is False
+    refused = names["not"]["anyOf"]
+    assert (
+        {"pattern": "^_"} in refused and "training" in refused[1]["enum"] and "lambda" in refused[1]["enum"]
+    )
