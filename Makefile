@@ -42,6 +42,7 @@ $(SYS_STAMP): scripts/install-system-deps.sh | $(PY_STAMP)
 lint: setup
 	$(VENV)/bin/ruff check backend tests
 	$(VENV)/bin/ruff format --check backend tests
+	$(VENV)/bin/lint-imports
 
 bench: setup
 	$(PY) tests/perf/bench_capture.py
