@@ -4,8 +4,9 @@ Every failure is a ``Problem`` (``gradtrace.problem``) by the time it reaches a 
 here — raised by the spec validator, the engine, a worker (pickled back unchanged) or a
 route — and is written as it is: its status, its headers, its fields (``line``/``column``
 when known, ``errors`` when several were found). Framework exceptions (404s, 405s, FastAPI's
-request validation) become Problems here too, so the envelope has one writer. Messages never contain the raw request body: they name fields and positions, and
-JSON encoding escapes whatever user text (a name, a line) they quote.
+request validation) become Problems here too, so the envelope has one writer. Messages
+never contain the raw request body: they name fields and positions, and JSON encoding
+escapes whatever user text (a name, a line) they quote.
 """
 
 from __future__ import annotations
