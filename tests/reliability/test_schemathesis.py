@@ -135,7 +135,9 @@ def _point_step(step: dict[str, Any]) -> dict[str, Any]:
     if "of" in step:
         step["of"] = "loss"
     if isinstance(step.get("inputs"), list):
-        step["inputs"] = ["t0"][: len(step["inputs"])]
+        step["inputs"] = ["t0"]
+        if "as" in step:
+            step["as"] = ["g0"]  # one result per input, under a name nothing else uses
     step.pop("program", None)  # a step's own program: random text, as the forward was
     return step
 

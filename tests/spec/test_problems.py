@@ -153,3 +153,31 @@ def test_published_schema_closes_name_maps():
     assert (
         {"pattern": "^_"} in refused and "training" in refused[1]["enum"] and "lambda" in refused[1]["enum"]
     )
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"op": "scale", "by": 2},
+        {"op": "scale"},
+        {"op": "scale", "by": 2, "min": 0},
+        {"op": "zero"},
+        {"op": "zero", "by": 1},
+        {"op": "clamp", "max": 1},
+        {"op": "clamp"},
+        {"op": "clamp", "by": 1, "min": 0},
+    ],
+)
+def test_published_schema_and_validator_agree_on_hook_actions(spec002, action):
+    import jsonschema
+
+    from gradtrace.spec import spec_json_schema
+
+    spec002["hooks"][0]["action"] = {"target": "grad_input", **action}
+    by_schema = jsonschema.Draft202012Validator(spec_json_schema()).is_valid(spec002)
+    try:
+        parse_spec(spec002)
+        by_validator = True
+    except SpecError:
+        by_validator = False
+    assert by_schema == by_validator
