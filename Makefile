@@ -44,6 +44,7 @@ $(SYS_STAMP): scripts/install-system-deps.sh | $(PY_STAMP)
 lint: setup
 	$(VENV)/bin/ruff check backend tests
 	$(VENV)/bin/ruff format --check backend tests
+	$(VENV)/bin/lint-imports
 
 # The reliability proof (issue 10): every scenario of tests/reliability at full length (about
 # 15 minutes); make test runs short versions. Figures in var/reliability/, summed up in RELIABILITY.md.

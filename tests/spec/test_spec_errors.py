@@ -843,14 +843,15 @@ def test_not_an_object():
     )
 
 
-def test_details_list_every_error():
+def test_errors_list_every_structural_error():
     doc = seed_002()
     doc["modules"]["f0"]["in_features"] = 0
     doc["seed"] = -1
     with pytest.raises(SpecError) as info:
         parse_spec(doc)
-    paths = [d["path"] for d in info.value.details]
+    paths = [e.path for e in info.value.errors]
     assert paths == ["/seed", "/modules/f0/in_features"]
+    assert info.value.path == "/seed"  # the first error stays the error itself
 
 
 def test_huge_key_is_not_echoed_whole():

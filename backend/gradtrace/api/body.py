@@ -1,31 +1,40 @@
 """Reading a JSON request body safely, and turning a spec into a checked ModelSpec.
 
 We parse the body ourselves instead of letting FastAPI do it: non-finite numbers (NaN,
-Infinity) are rejected while parsing (FastAPI's default answered 500 for a NaN in an int
-field, its 422 echoed the input), deep nesting is an error instead of a RecursionError,
-and no error message ever contains the raw body.
+Infinity, and literals such as 1e999 that overflow to infinity) and integers longer than
+Python will convert are refused while parsing with the JSON Pointer of where they stand
+(FastAPI's default answered 500 for a NaN in an int field, and an integer of more than
+4,300 digits escaped as a ValueError); deep nesting is an error instead of a RecursionError;
+a client that hangs up mid-body is one log line; no error message contains the raw body.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import math
 from typing import Any
 
 from fastapi import Request
+from starlette.requests import ClientDisconnect
 
 from gradtrace.api.errors import ApiError
+from gradtrace.problem import Problem
 
-# SpecError / TraceError codes that mean "too big", answered with 413 instead of 422.
-_TOO_LARGE_CODES = {"limit_exceeded", "too_many_nodes", "too_large", "memory_limit", "too_deep"}
+log = logging.getLogger(__name__)
+
+# Python refuses int(str) past 4,300 digits (sys.get_int_max_str_digits); no spec field needs more.
+MAX_INTEGER_DIGITS = 4300
 
 
-class _NonFinite(ValueError):
-    pass
+class _Unreadable:
+    """Stands in for a number JSON may spell but a spec may not hold; found again by a walk."""
 
+    __slots__ = ("why",)
 
-def _reject_constant(token: str) -> Any:
-    raise _NonFinite(token)
+    def __init__(self, why: str) -> None:
+        self.why = why
 
 
 def _check_content_type(request: Request) -> None:
@@ -37,6 +46,42 @@ def _check_content_type(request: Request) -> None:
         )
 
 
+def _parse_int(text: str) -> int | _Unreadable:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INTEGER_DIGITS:
+        return _Unreadable(f"an integer of {digits:,} digits is too long (at most {MAX_INTEGER_DIGITS:,})")
+    return int(text)
+
+
+def _parse_float(text: str) -> float | _Unreadable:
+    value = float(text)
+    if not math.isfinite(value):
+        return _Unreadable(f"{text[:40]} overflows to infinity; write explicit finite values")
+    return value
+
+
+def _parse_constant(token: str) -> _Unreadable:
+    return _Unreadable(f"{token} is not a JSON number; write explicit finite values")
+
+
+def _find_unreadable(doc: Any) -> tuple[str, _Unreadable] | None:
+    """The JSON Pointer and marker of the first unreadable number, in document order."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, _Unreadable):
+            return where, node
+        if isinstance(node, dict):
+            items = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            continue
+        for key, child in reversed(items):
+            stack.append((child, f"{where}/{str(key).replace('~', '~0').replace('/', '~1')}"))
+    return None
+
+
 def parse_json_bytes(raw: bytes) -> Any:
     if not raw.strip():
         raise ApiError(400, "invalid_json", "the request body is empty; send a JSON document")
@@ -46,55 +91,61 @@ def parse_json_bytes(raw: bytes) -> Any:
         raise ApiError(
             400, "invalid_json", f"the body is not UTF-8 (bad byte at offset {exc.start})"
         ) from exc
+    unreadable: list[bool] = []
+
+    def mark(parse: Any) -> Any:
+        def parse_and_note(text: str) -> Any:
+            value = parse(text)
+            if isinstance(value, _Unreadable):
+                unreadable.append(True)
+            return value
+
+        return parse_and_note
+
     try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except _NonFinite as exc:
-        raise ApiError(
-            400, "non_finite_number", f"{exc.args[0]} is not a JSON number; write explicit finite values"
-        ) from exc
+        doc = json.loads(
+            text,
+            parse_int=mark(_parse_int),
+            parse_float=mark(_parse_float),
+            parse_constant=mark(_parse_constant),
+        )
     except json.JSONDecodeError as exc:
         raise ApiError(
             400, "invalid_json", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from exc
     except RecursionError as exc:
         raise ApiError(413, "too_deep", "the JSON document is nested too deeply") from exc
+    if unreadable:
+        found = _find_unreadable(doc)
+        path, marker = found if found is not None else ("", _Unreadable("a number cannot be read"))
+        code = "number_too_long" if marker.why.startswith("an integer") else "non_finite_number"
+        raise ApiError(400, code, f"{path or '/'}: {marker.why}", path)
+    return doc
 
 
 async def read_json(request: Request) -> Any:
     _check_content_type(request)
-    raw = await request.body()  # max_body_size on the app answers 413 past the cap
+    try:
+        raw = await request.body()  # max_body_size on the app answers 413 past the cap
+    except ClientDisconnect as exc:
+        log.info("client disconnected before sending the whole body")
+        raise ApiError(400, "client_disconnected", "the request body ended early") from exc
     return parse_json_bytes(raw)
 
 
-def spec_error_to_api(exc: Any) -> ApiError:
-    """SpecError/TraceError (or the worker's dict of one) -> the 4xx envelope."""
-    get = exc.get if isinstance(exc, dict) else lambda k, d=None: getattr(exc, k, d)
-    code = get("code") or "invalid_spec"
-    status = 413 if code in _TOO_LARGE_CODES else 422
-    return ApiError(
-        status,
-        code,
-        get("message") or "invalid spec",
-        get("path") or None,
-        extra={"line": get("line"), "column": get("column")},
-    )
-
-
 def _check_spec_sync(doc: Any) -> tuple[Any, dict[str, Any]]:
-    from gradtrace.spec import SpecError, SpecLimits, check_declared, parse_spec
+    from gradtrace.spec import SpecLimits, check_declared, parse_spec
 
     try:
-        spec = parse_spec(doc)
+        spec = parse_spec(doc)  # a bad spec raises SpecError, a Problem: the handler answers it
         check_declared(spec, SpecLimits())
         return spec, spec.normalized()
-    except SpecError as exc:
-        raise spec_error_to_api(exc) from exc
     except RecursionError as exc:
-        raise ApiError(413, "too_deep", "the spec is nested too deeply") from exc
+        raise Problem("too_deep", "the spec is nested too deeply", "") from exc
 
 
 async def check_spec(doc: Any) -> tuple[Any, dict[str, Any]]:
     """Parse and check a spec (torch-free) off the event loop: (ModelSpec, normalised dict)."""
     if not isinstance(doc, dict):
-        raise ApiError(422, "invalid_spec", "a spec is a JSON object", "")
+        raise Problem("invalid_spec", "a spec is a JSON object", "")
     return await asyncio.to_thread(_check_spec_sync, doc)

@@ -32,15 +32,39 @@ def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": ERROR_REF}}}
 
 
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: _error("Not JSON, or a non-finite number (NaN, Infinity)"),
-    413: _error("Body too large, or the spec exceeds a limit (elements, parameters, FLOPs, nodes)"),
-    415: _error("Content-Type is not application/json"),
-    431: _error("Request headers over 16 KiB in total"),
-    422: _error("The spec is invalid, or PyTorch refused to build or run it; `path`/`line` point at it"),
-    429: _error("Too many requests from this client; see Retry-After"),
-    503: _error("Overloaded, or the worker running the trace died or ran out of time; see Retry-After"),
+# What each error status means on this API; routes list the ones they can answer.
+_ERROR_DESCRIPTIONS: dict[int, str] = {
+    400: "Not JSON, a non-finite number (NaN, Infinity, 1e999), an integer over 4,300 digits, "
+    "a body that ended early, or a malformed HTTP request",
+    404: "No such resource (`path` names the id)",
+    413: "Body too large, or the spec exceeds a limit (elements, parameters, FLOPs, nodes, memory)",
+    415: "Content-Type is not application/json",
+    422: "The spec is invalid, or PyTorch refused to build or run it; `path`/`line`/`column` point at "
+    "it and `errors` lists every validation error found",
+    429: "Too many requests from this client; see Retry-After",
+    431: "Request headers over 16 KiB in total",
+    503: "Overloaded, a worker died or ran out of time, a store is unreachable, or an unexpected "
+    "error; see Retry-After",
 }
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for these error statuses, each with the envelope's schema."""
+    return {status: _error(_ERROR_DESCRIPTIONS[status]) for status in statuses}
+
+
+NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
+    304: {"description": "Not modified: `If-None-Match` named the current ETag"}
+}
+# A spec in the body: bad JSON (400), too big (413), not JSON (415), invalid (422), workers (503).
+SPEC_BODY_ERRORS = error_responses(400, 413, 415, 422, 503)
+# What a GET computed from a stored spec (its trace, diagram, player) answers besides 200: its ETag
+# matched, an unknown id, the engine's verdict (limits, a forward error), workers or renderer down.
+ERROR_RESPONSES = {**NOT_MODIFIED, **error_responses(404, 413, 422, 503)}
+
+# Statuses any request can get, whatever the route: added to every operation by install_openapi.
+_EVERY_ROUTE = (400, 413, 431, 503)  # malformed HTTP, declared Content-Length over the cap, headers, bugs
+_API_ROUTE = (429,)  # the per-client rate limit on /api/v1
 
 _ERROR_ENVELOPE_SCHEMA: dict[str, Any] = {
     "title": "ErrorEnvelope",
@@ -54,8 +78,23 @@ _ERROR_ENVELOPE_SCHEMA: dict[str, Any] = {
                 "code": {"type": "string", "description": "machine-readable, e.g. invalid_spec"},
                 "message": {"type": "string"},
                 "path": {"type": ["string", "null"], "description": "JSON Pointer into the request"},
-                "line": {"type": "integer"},
-                "column": {"type": "integer"},
+                "line": {"type": "integer", "description": "1-based line of the program when known"},
+                "column": {"type": "integer", "description": "1-based column in that line when known"},
+                "errors": {
+                    "type": "array",
+                    "description": "Every validation error found, the first one repeated from above",
+                    "items": {
+                        "type": "object",
+                        "required": ["code", "message", "path"],
+                        "properties": {
+                            "code": {"type": "string"},
+                            "message": {"type": "string"},
+                            "path": {"type": ["string", "null"]},
+                            "line": {"type": "integer"},
+                            "column": {"type": "integer"},
+                        },
+                    },
+                },
             },
         }
     },
@@ -94,11 +133,46 @@ def install_openapi(app: FastAPI) -> None:
                 description=app.description,
                 routes=app.routes,
             )
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(_component_schemas())
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components.update(_component_schemas())
+            _document_every_status(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _is_fastapi_validation_error(response: dict[str, Any]) -> bool:
+    content = response.get("content", {}).get("application/json", {})
+    return content.get("schema", {}).get("$ref", "").endswith("/HTTPValidationError")
+
+
+def _document_every_status(schema: dict[str, Any]) -> None:
+    """Make the document say what the server does, beyond what each route declares.
+
+    FastAPI documents a 422 "Validation Error" for every route with a parameter; our routes
+    read their bodies themselves and take only string ids, so that answer never happens and
+    is removed. What the middleware, the rate limiter and the error handlers can answer on any
+    route (400, 413, 431, 503; 429 on the API; 404 for an unknown id) is added.
+    """
+    for path, operations in schema.get("paths", {}).items():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            if _is_fastapi_validation_error(responses.get("422", {})):
+                del responses["422"]
+            extra = list(_EVERY_ROUTE)
+            if path.startswith("/api/"):
+                extra += _API_ROUTE
+            if "{" in path:
+                extra.append(404)
+            for status in extra:
+                responses.setdefault(str(status), _error(_ERROR_DESCRIPTIONS[status]))
+            operation["responses"] = dict(sorted(responses.items()))
+    components = schema.get("components", {}).get("schemas", {})
+    text = json.dumps(schema.get("paths", {}))
+    for name in ("HTTPValidationError", "ValidationError"):
+        if f"/{name}" not in text:
+            components.pop(name, None)
 
 
 SWAGGER_UI_PREFIX = "/vendor/swagger-ui"

@@ -1,8 +1,12 @@
-"""One error envelope for every failure: ``{"error": {"code", "message", "path"}}``.
+"""One error envelope for every failure: ``{"error": {"code", "message", "path", …}}``.
 
-Handlers here turn every exception the app can meet into that envelope with a 4xx/503
-status. Messages never contain the raw request body: they name fields and positions, and
-JSON encoding escapes whatever user text (a name, a line) they quote.
+Every failure is a ``Problem`` (``gradtrace.problem``) by the time it reaches a handler
+here — raised by the spec validator, the engine, a worker (pickled back unchanged) or a
+route — and is written as it is: its status, its headers, its fields (``line``/``column``
+when known, ``errors`` when several were found). Framework exceptions (404s, 405s, FastAPI's
+request validation) become Problems here too, so the envelope has one writer. Messages
+never contain the raw request body: they name fields and positions, and JSON encoding
+escapes whatever user text (a name, a line) they quote.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from gradtrace.problem import Problem
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +37,11 @@ _STATUS_CODES = {
 }
 
 
-class ApiError(Exception):
-    """Raise anywhere in a route: becomes the envelope with this status."""
+class ApiError(Problem):
+    """A Problem raised by a route, status first: ``ApiError(404, "not_found", "…", "/id")``.
+
+    Only the argument order is its own; the handler sees a Problem like any other.
+    """
 
     def __init__(
         self,
@@ -41,21 +50,8 @@ class ApiError(Exception):
         message: str,
         path: str | None = None,
         headers: dict[str, str] | None = None,
-        extra: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.path = path
-        self.headers = headers or {}
-        self.extra = extra or {}
-
-
-def envelope(code: str, message: str, path: str | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": code, "message": message, "path": path}
-    body.update({k: v for k, v in extra.items() if v is not None})
-    return {"error": body}
+        super().__init__(code, message, path, status=status, headers=headers)
 
 
 class SafeJSONResponse(JSONResponse):
@@ -71,15 +67,16 @@ class SafeJSONResponse(JSONResponse):
         )
 
 
+def problem_response(problem: Problem) -> JSONResponse:
+    """The envelope ``{"error": problem.to_dict()}`` with the problem's status and headers."""
+    return SafeJSONResponse({"error": problem.to_dict()}, status_code=problem.status, headers=problem.headers)
+
+
 def error_response(
-    status: int,
-    code: str,
-    message: str,
-    path: str | None = None,
-    headers: dict[str, str] | None = None,
-    **extra: Any,
+    status: int, code: str, message: str, path: str | None = None, headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    return SafeJSONResponse(envelope(code, message, path, **extra), status_code=status, headers=headers)
+    """An envelope answered directly (health probes, middleware), without raising."""
+    return problem_response(Problem(code, message, path, status=status, headers=headers))
 
 
 def _pointer(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -90,9 +87,9 @@ def _pointer(loc: tuple[Any, ...] | list[Any]) -> str:
     return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts) if parts else ""
 
 
-async def _api_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.code, exc.message, exc.path, exc.headers, **exc.extra)
+async def _problem(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, Problem)
+    return problem_response(exc)
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
@@ -105,30 +102,41 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
         413: "request body too large",
         406: "not acceptable",
     }.get(status, "bad request")
-    return error_response(status, code, message, None, getattr(exc, "headers", None))
+    return problem_response(Problem(code, message, status=status, headers=getattr(exc, "headers", None)))
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     # Only the location and a fixed message per error type: FastAPI's default body echoes
     # the offending input, which may be non-encodable (NaN) or hostile.
     assert isinstance(exc, RequestValidationError)
-    errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-    path = _pointer(first.get("loc", ()))
-    message = f"{first.get('msg', 'invalid value')} at {path or 'the request'}"
-    return error_response(422, "invalid_request", message, path or None)
+    problems = [
+        Problem(
+            "invalid_request",
+            f"{e.get('msg', 'invalid value')} at {p or 'the request'}",
+            p or None,
+            status=422,
+        )
+        for e in exc.errors()
+        for p in [_pointer(e.get("loc", ()))]
+    ] or [Problem("invalid_request", "invalid request", status=422)]
+    return problem_response(problems[0].with_errors(problems))
 
 
 async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     # Never a 500 to the client: log the bug, answer 503 so clients retry instead of giving up.
     log.exception("unhandled error", exc_info=exc)
-    return error_response(
-        503, "internal_error", "the server hit an unexpected error; retry later", headers={"Retry-After": "5"}
+    return problem_response(
+        Problem(
+            "internal_error",
+            "the server hit an unexpected error; retry later",
+            status=503,
+            headers={"Retry-After": "5"},
+        )
     )
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(Problem, _problem)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)

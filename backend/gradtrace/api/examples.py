@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from gradtrace.api.docs import error_responses
 from gradtrace.api.errors import ApiError
 
 router = APIRouter(tags=["examples"])
@@ -18,7 +19,11 @@ async def examples_list() -> list[dict[str, Any]]:
     return list_examples()
 
 
-@router.get("/examples/{example_id}", summary="One example's spec, ready to POST to /trace")
+@router.get(
+    "/examples/{example_id}",
+    summary="One example's spec, ready to POST to /trace",
+    responses=error_responses(404),
+)
 async def example_get(example_id: str) -> dict[str, Any]:
     from gradtrace.examples import get_example, list_examples
 

@@ -1,13 +1,15 @@
-"""Security headers, the CSP (``/embed`` may be framed anywhere, the rest nowhere), CORS."""
+"""Security headers, the CSP (``/embed`` may be framed anywhere, the rest nowhere), CORS, OPTIONS."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gradtrace.api.errors import envelope
+from gradtrace.api.errors import error_response
 
 # The viewer is self-hosted (no CDN at run time): everything from 'self'; elkjs runs in a Web
 # Worker (worker-src blob: for the case it is started from a blob); images may be data: URLs
@@ -116,14 +118,66 @@ class RequestSizeMiddleware:
     async def _refuse(
         scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str
     ) -> None:
-        response = JSONResponse(envelope(code, message), status_code=status, headers={"Connection": "close"})
+        response = error_response(status, code, message, headers={"Connection": "close"})
         await response(scope, receive, send)
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+API_FALLBACK_PATH = "/api/{rest:path}"
+
+
+def allowed_methods(routes: list[BaseRoute], scope: Scope) -> list[str]:
+    """The methods some route answers at this path (the /api catch-all and static files aside)."""
+    own = [r for r in routes if not isinstance(r, Mount) and getattr(r, "path", None) != API_FALLBACK_PATH]
+    allowed = [m for m in _METHODS if any(r.matches({**scope, "method": m})[0] == Match.FULL for r in own)]
+    if not allowed and not scope["path"].startswith("/api/"):
+        if any(isinstance(r, Mount) and r.matches(scope)[0] != Match.NONE for r in routes):
+            allowed = ["GET", "HEAD"]  # the viewer's static files
+    return allowed
+
+
+class OptionsMiddleware:
+    """``OPTIONS`` without a CORS preflight: 204 with the path's real ``Allow``, or the 404 envelope.
+
+    A preflight (``Origin`` plus ``Access-Control-Request-Method``) goes on to the CORS middleware.
+    """
+
+    def __init__(self, app: ASGIApp, routes: list[BaseRoute]) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if "origin" in headers and "access-control-request-method" in headers:
+            await self.app(scope, receive, send)
+            return
+        allowed = allowed_methods(self.routes, scope)
+        if not allowed:
+            response: Response = error_response(404, "not_found", "no such resource")
+        else:
+            response = Response(status_code=204, headers={"Allow": ", ".join([*allowed, "OPTIONS"])})
+        await response(scope, receive, send)
+
+
+class EnvelopeCORSMiddleware(CORSMiddleware):
+    """Starlette's CORS, with a refused preflight answered by the error envelope, not plain text."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        message = response.body.decode(errors="replace")  # e.g. "Disallowed CORS method"
+        keep = {k: v for k, v in response.headers.items() if k.lower().startswith("access-control-")}
+        return error_response(response.status_code, "cors_refused", message, headers=keep)
 
 
 def install_middleware(app: FastAPI, cors_origins: tuple[str, ...], max_body_size: int) -> None:
     # CORS for the API: any page may call it (no cookies, no credentials are involved).
     app.add_middleware(
-        CORSMiddleware,
+        EnvelopeCORSMiddleware,
         allow_origins=list(cors_origins),
         allow_methods=["GET", "POST", "OPTIONS"],
         allow_headers=["Content-Type", "If-None-Match"],
@@ -136,6 +190,7 @@ def install_middleware(app: FastAPI, cors_origins: tuple[str, ...], max_body_siz
     build_stack = app.build_middleware_stack
 
     def build_wrapped_stack() -> ASGIApp:
-        return SecurityHeadersMiddleware(RequestSizeMiddleware(build_stack(), max_body_size))
+        stack = OptionsMiddleware(build_stack(), app.router.routes)
+        return SecurityHeadersMiddleware(RequestSizeMiddleware(stack, max_body_size))
 
     app.build_middleware_stack = build_wrapped_stack  # type: ignore[method-assign]

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from gradtrace.api.docs import NOT_MODIFIED
 from gradtrace.api.tracing import not_modified
 
 router = APIRouter(tags=["schemas"])
@@ -48,16 +49,40 @@ def _respond(request: Request, which: str) -> Response:
     )
 
 
-@router.get("/schema/spec", summary="JSON Schema of the model spec (version 1)")
+_SCHEMA_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A JSON Schema (draft 2020-12)",
+        "content": {"application/schema+json": {"schema": {"type": "object"}}},
+    },
+    **NOT_MODIFIED,
+}
+
+
+@router.get(
+    "/schema/spec",
+    summary="JSON Schema of the model spec (version 1)",
+    responses=_SCHEMA_RESPONSES,
+    response_class=Response,
+)
 async def spec_schema(request: Request) -> Response:
     return _respond(request, "spec")
 
 
-@router.get("/schema/trace", summary="JSON Schema of the trace (schema_version 2)")
+@router.get(
+    "/schema/trace",
+    summary="JSON Schema of the trace (schema_version 2)",
+    responses=_SCHEMA_RESPONSES,
+    response_class=Response,
+)
 async def trace_schema(request: Request) -> Response:
     return _respond(request, "trace")
 
 
-@router.get("/schema/compare", summary="JSON Schema of the comparison of two traces (POST /compare)")
+@router.get(
+    "/schema/compare",
+    summary="JSON Schema of the comparison of two traces (POST /compare)",
+    responses=_SCHEMA_RESPONSES,
+    response_class=Response,
+)
 async def compare_schema(request: Request) -> Response:
     return _respond(request, "compare")

@@ -16,7 +16,15 @@ from pydantic import BaseModel
 
 from gradtrace.api.body import check_spec, read_json
 from gradtrace.api.diagram import register_diagram_route
-from gradtrace.api.docs import ERROR_RESPONSES, SPEC_BODY, TRACE_RESPONSE
+from gradtrace.api.docs import (
+    ERROR_RESPONSES,
+    NOT_MODIFIED,
+    SPEC_BODY,
+    SPEC_BODY_ERRORS,
+    SPEC_REF,
+    TRACE_RESPONSE,
+    error_responses,
+)
 from gradtrace.api.errors import ApiError
 from gradtrace.api.player import register_player_route
 from gradtrace.api.tracing import IMMUTABLE, TraceServiceDep, not_modified, trace_response
@@ -84,7 +92,7 @@ async def load_spec(request: Request, spec_id: str) -> dict[str, Any]:
     responses={
         201: {"model": Permalink, "description": "Stored"},
         200: {"model": Permalink, "description": "Already stored (same id)"},
-        **ERROR_RESPONSES,
+        **SPEC_BODY_ERRORS,
     },
 )
 async def create_permalink(request: Request) -> JSONResponse:
@@ -101,7 +109,14 @@ async def create_permalink(request: Request) -> JSONResponse:
 
 
 @router.get(
-    "/specs/{spec_id}", summary="The stored (normalised) spec of a permalink", responses=ERROR_RESPONSES
+    "/specs/{spec_id}",
+    summary="The stored (normalised) spec of a permalink",
+    responses={
+        200: {"description": "The spec", "content": {"application/json": {"schema": SPEC_REF}}},
+        **NOT_MODIFIED,
+        **error_responses(404, 503),
+    },
+    response_class=Response,
 )
 async def get_permalink(request: Request, spec_id: str) -> Response:
     etag = f'"{spec_id}"'  # content-addressed: the id is the spec's hash

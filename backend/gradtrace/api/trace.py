@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from gradtrace.api.body import check_spec, read_json
-from gradtrace.api.docs import ERROR_RESPONSES, SPEC_BODY, TRACE_RESPONSE
+from gradtrace.api.docs import NOT_MODIFIED, SPEC_BODY, SPEC_BODY_ERRORS, TRACE_RESPONSE
 from gradtrace.api.tracing import TraceServiceDep, trace_response
 
 router = APIRouter(tags=["trace"])
@@ -19,7 +19,7 @@ router = APIRouter(tags=["trace"])
     "steps with every hook recorded, and returns the trace. Identical specs are answered from a cache "
     "keyed by the content hash of the normalised spec (`ETag`, `X-Cache: hit|miss`).",
     openapi_extra=SPEC_BODY,
-    responses={200: TRACE_RESPONSE, **ERROR_RESPONSES},
+    responses={200: TRACE_RESPONSE, **NOT_MODIFIED, **SPEC_BODY_ERRORS},
     response_class=Response,
 )
 async def post_trace(request: Request, service: TraceServiceDep) -> Response:

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from fastapi.responses import Response
 
-from gradtrace.api.body import spec_error_to_api
 from gradtrace.api.errors import ApiError
+from gradtrace.problem import Problem
 from gradtrace.service.hashing import trace_key
 from gradtrace.service.trace_service import CacheStatus, TraceRejected, TraceService, WorkerUnavailable
 
@@ -44,16 +44,11 @@ def get_trace_service(request: Request) -> TraceService:
 TraceServiceDep = Annotated[TraceService, Depends(get_trace_service)]
 
 
-def api_error_of(exc: WorkerUnavailable | TraceRejected) -> ApiError:
+def api_error_of(exc: WorkerUnavailable | TraceRejected) -> Problem:
     """The one place a worker's failure becomes an HTTP error."""
     if isinstance(exc, WorkerUnavailable):
         return ApiError(503, exc.code, exc.message, headers={"Retry-After": str(exc.retry_after)})
-    outcome = exc.outcome
-    if outcome.kind in ("spec_error", "limit"):
-        return spec_error_to_api(outcome.payload)
-    return ApiError(
-        422, outcome.payload.get("code", "trace_failed"), outcome.payload.get("message", "trace failed")
-    )
+    return exc.outcome.payload  # the worker's Problem, unchanged
 
 
 async def trace_bytes(

@@ -16,12 +16,15 @@ In the compose deployment nginx in front applies the same kind of limits.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import h11
 import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from gradtrace.problem import Problem
 
 # Requests that have not arrived whole by then are cut off: ample for 256 KiB on a slow link.
 REQUEST_READ_TIMEOUT_S = 10.0
@@ -35,14 +38,45 @@ _TIMEOUT_RESPONSE = (
 )
 
 
+MALFORMED = Problem(
+    "malformed_request",
+    "the HTTP request could not be read (request line, headers or chunked body framing)",
+    status=400,
+)
+
+
 class ReadDeadlineH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, plus a deadline for receiving each whole request."""
+    """uvicorn's h11 protocol, plus a deadline for receiving each whole request, and malformed
+    requests answered with the JSON error envelope.
+
+    h11 refuses what it cannot frame (a broken request line, a bad header, malformed chunked
+    encoding, a header block over its 16 KiB cap) before any ASGI app sees the request; uvicorn
+    would answer ``400 Invalid HTTP request received.`` as text/plain. Clients of this API read
+    ``{"error": {...}}`` for every failure, so this writes that instead (same status, same
+    ``Connection: close``).
+    """
 
     request_read_timeout_s = REQUEST_READ_TIMEOUT_S
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._read_deadline: asyncio.TimerHandle | None = None
+
+    def send_400_response(self, msg: str) -> None:
+        body = json.dumps({"error": MALFORMED.to_dict()}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+            (b"x-content-type-options", b"nosniff"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
 
     def _arm_read_deadline(self) -> None:
         self._disarm_read_deadline()

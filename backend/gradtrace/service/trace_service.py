@@ -32,7 +32,7 @@ class TraceRejected(Exception):
     """The worker refused the spec: ``outcome.kind`` is "spec_error", "limit" or "error"."""
 
     def __init__(self, outcome: TaskOutcome) -> None:
-        super().__init__(outcome.payload.get("message", outcome.kind))
+        super().__init__(str(outcome.payload))
         self.outcome = outcome
 
 

@@ -104,16 +104,6 @@ def ping() -> int:
     return os.getpid()
 
 
-def _spec_error_payload(exc: Any) -> dict[str, Any]:
-    return {
-        "code": getattr(exc, "code", "invalid_spec"),
-        "message": getattr(exc, "message", None) or str(exc),
-        "path": getattr(exc, "path", None),
-        "line": getattr(exc, "line", None),
-        "column": getattr(exc, "column", None),
-    }
-
-
 def _exit_out_of_memory() -> None:
     log.warning("worker out of memory: exiting to be replaced")
     os._exit(EXIT_OUT_OF_MEMORY)
@@ -122,15 +112,17 @@ def _exit_out_of_memory() -> None:
 def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
     """Parse, then trace (run_spec dry-runs on the meta device before allocating).
 
-    Returns ("ok", json_bytes) | ("spec_error", {...}) | ("limit", {...}) | ("error", {...}),
-    or exits with EXIT_OUT_OF_MEMORY.
+    Returns ("ok", json_bytes) or ("spec_error" | "limit" | "error", Problem): the Problem the
+    validator or the engine raised, pickled back as it is. Exits with EXIT_OUT_OF_MEMORY
+    instead of answering when memory ran out.
     """
     _arm_cpu_budget()
     _arm_memory_budget()
     if _debug_delay_s:
         time.sleep(_debug_delay_s)
-    from gradtrace.engine import TraceError, run_spec
-    from gradtrace.spec import SpecError, SpecLimits, parse_spec
+    from gradtrace.engine import run_spec
+    from gradtrace.problem import Problem
+    from gradtrace.spec import SpecLimits, parse_spec
     from gradtrace.trace import Trace
 
     limits = SpecLimits()
@@ -139,16 +131,15 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
         doc = run_spec(spec, limits)  # limits first (declared shapes, meta dry run), then the trace
         _lift_memory_budget()
         return ("ok", Trace(doc).to_json_bytes())  # the engine's dict, not re-validated
-    except SpecError as exc:
-        if getattr(exc, "exception", None) == "MemoryError":  # the engine wraps forward errors
+    except Problem as exc:
+        if exc.exception == "MemoryError":  # the engine wraps forward errors
             _exit_out_of_memory()
-        return ("spec_error", _spec_error_payload(exc))
-    except TraceError as exc:
-        return ("spec_error", _spec_error_payload(exc))
+        return ("limit" if exc.status == 413 else "spec_error", exc)
     except MemoryError:
         _exit_out_of_memory()
     except RecursionError:
-        return ("limit", {"code": "too_deep", "message": "the model is nested too deeply to trace"})
-    except Exception as exc:  # an engine failure the spec checks did not foresee
+        return ("limit", Problem("too_deep", "the model is nested too deeply to trace"))
+    except Exception as exc:  # an engine failure the spec checks did not foresee: a bug of ours
         log.exception("trace failed")
-        return ("error", {"code": "trace_failed", "message": f"{type(exc).__name__}: {exc}"})
+        message = f"the trace failed inside gradtrace ({type(exc).__name__}); the spec may be fine"
+        return ("error", Problem("trace_failed", message))

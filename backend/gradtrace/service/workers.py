@@ -33,6 +33,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from gradtrace.problem import Problem
 from gradtrace.service import worker_tasks
 from gradtrace.service.settings import Settings
 from gradtrace.service.worker_main import worker_main
@@ -406,8 +407,7 @@ class WorkerPool:
         log.warning("worker died during a trace: exit code %s", exc.exitcode)
         if exc.exitcode == worker_tasks.EXIT_OUT_OF_MEMORY:
             return TaskOutcome(
-                "limit",
-                {"code": "memory_limit", "message": "the trace needed more memory than a worker may use"},
+                "limit", Problem("memory_limit", "the trace needed more memory than a worker may use")
             )
         if exc.exitcode == -signal.SIGXCPU:
             raise WorkerUnavailable(

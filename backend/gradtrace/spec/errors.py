@@ -1,18 +1,21 @@
-"""SpecError: the one exception a bad model spec raises, pointing at the offending field/line."""
+"""SpecError: the Problem a bad model spec raises, pointing at the offending field/line."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gradtrace.problem import Problem
 
-class SpecError(Exception):
-    """A spec that cannot be accepted (HTTP 422 material).
+
+class SpecError(Problem):
+    """A spec that cannot be accepted: a Problem raised by the validator or the engine (422, 413 for limits).
 
     ``code`` is machine-readable (``invalid_spec``, ``program_syntax``, ``undefined_name``,
     ``name_conflict``, ``limit_exceeded``, ``forward_error``, …); ``path`` is a JSON Pointer
-    into the spec (``/forward/2``); ``line``/``column`` are 1-based positions inside that
-    program line when known. ``str(e) == e.message``; the message never echoes raw input
-    beyond short names and the program line the user wrote.
+    into the spec (``/forward/2``, ``""`` for the whole document); ``line``/``column`` are
+    1-based positions inside that program line when known; ``exception`` names the torch
+    exception class behind a ``forward_error`` ("RuntimeError"). Only the constructor's
+    argument order is its own (``exception`` sixth); everything else is Problem's.
     """
 
     def __init__(
@@ -24,36 +27,7 @@ class SpecError(Exception):
         column: int | None = None,
         exception: str | None = None,
     ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.path = path
-        self.line = line
-        self.column = column
-        # For forward_error: the class name of the torch exception behind it ("RuntimeError").
-        self.exception = exception
-        self.details: list[dict[str, object]] = []  # parse_spec: every validation error, first 20
-
-    def __reduce__(self):  # picklable across worker processes despite the keyword-rich __init__
-        state = {"details": self.details}
-        return (
-            SpecError,
-            (self.code, self.message, self.path, self.line, self.column, self.exception),
-            state,
-        )
-
-    def __str__(self) -> str:
-        return self.message
-
-    def to_dict(self) -> dict[str, object]:
-        """The error as JSON for an HTTP body."""
-        return {
-            "code": self.code,
-            "message": self.message,
-            "path": self.path,
-            "line": self.line,
-            "column": self.column,
-        }
+        super().__init__(code, message, path, line, column, exception=exception)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from .values import ModulePath, SpecModel, TensorRef
 
@@ -20,8 +20,31 @@ HOOK_TARGETS: dict[str, str] = {
 }
 
 
+def _present(*fields: str) -> dict[str, Any]:
+    return {"anyOf": [{"required": [f]} for f in fields]}
+
+
 class HookAction(SpecModel):
     """What a hook does to the value it sees, declaratively (PyTorch: return a replacement)."""
+
+    # What `_check_fields` enforces, in JSON Schema terms (all but clamp's min <= max).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "properties": {"op": {"enum": ["scale", "add"]}},
+                    "required": ["by"],
+                    "not": _present("min", "max"),
+                },
+                {"properties": {"op": {"const": "zero"}}, "not": _present("by", "min", "max")},
+                {
+                    "properties": {"op": {"const": "clamp"}},
+                    "not": {"required": ["by"]},
+                    **_present("min", "max"),
+                },
+            ]
+        }
+    )
 
     op: Literal["scale", "add", "zero", "clamp"]
     target: Literal["input", "output", "grad_input", "grad_output", "grad"] | None = None

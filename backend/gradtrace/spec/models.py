@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, Strict, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from .hooks import HOOK_TARGETS, HookAction, HookSpec, ModuleHookSpec, TensorHookSpec  # noqa: F401 (re-exported)
 from .modules import (
@@ -29,6 +29,7 @@ from .steps import (  # noqa: F401 (re-exported)
     ZeroGradStep,
 )
 from .values import (
+    Int,
     Name,
     NestedNumbers,
     Size,
@@ -38,16 +39,30 @@ from .values import (
 )
 
 FloatDtype = Literal["float32", "float64"]
+DEFAULT_TITLE = "Untitled spec"
 MAX_HOOKS = 200
 
 
 class InputSpec(SpecModel):
     """A named input tensor: an explicit `value`, or a `shape` with a seeded `init`."""
 
+    # What `_check` enforces, in JSON Schema terms: `value` alone, or `shape` (with init/high).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["value"],
+                    "not": {"anyOf": [{"required": [k]} for k in ("shape", "init", "high")]},
+                },
+                {"required": ["shape"], "not": {"required": ["value"]}},
+            ]
+        }
+    )
+
     value: NestedNumbers | None = None
     shape: Annotated[list[Size], Field(max_length=8)] | None = None
     init: Literal["randn", "rand", "zeros", "ones", "arange", "randint"] | None = None
-    high: Annotated[int, Strict(), Field(ge=1, le=2**31 - 1)] | None = None  # randint: values in [0, high)
+    high: Annotated[Int, Field(ge=1, le=2**31 - 1)] | None = None  # randint: values in [0, high)
     requires_grad: bool = False
     dtype: Literal["float32", "float64", "int64"] | None = None
 
@@ -89,11 +104,13 @@ class ModelSpec(SpecModel):
     """A model spec, format version 1. Use `parse_spec(data)` to get one (it raises SpecError)."""
 
     spec_version: Literal[1] = Field(description="Format version: 1.")
-    title: Annotated[str, Field(min_length=1, max_length=200)] = Field(description="Shown above the diagram.")
+    title: Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        DEFAULT_TITLE, description=f"Shown above the diagram (default: {DEFAULT_TITLE!r})."
+    )
     description: Annotated[str, Field(max_length=4000)] | None = Field(
         None, description="One paragraph: what to watch in this example."
     )
-    seed: Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)] = Field(
+    seed: Annotated[Int, Field(ge=0, le=2**63 - 1)] = Field(
         0, description="Seeds a per-trace torch.Generator: inputs are drawn first, then parameters."
     )
     dtype: FloatDtype = Field("float32", description="Floating-point type of parameters and float inputs.")

@@ -1,7 +1,8 @@
-"""parse_spec: dict -> ModelSpec, every failure as one SpecError pointing at the field."""
+"""parse_spec: dict -> ModelSpec; a bad spec raises SpecError naming the field, with every error found."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -55,25 +56,30 @@ def _message(error: dict[str, Any], path: str) -> str:
     return f"{shown or '/'}: {msg}"
 
 
+# A program line's pointer (/forward/2, /modules/f1/forward/0, /steps/1/program/0): its 1-based line.
+_PROGRAM_LINE = re.compile(r"/(?:forward|program)/(\d+)$")
+
+
+def _spec_error(error: dict[str, Any], data: Any) -> SpecError:
+    path = _json_pointer(tuple(error["loc"]), data, error["type"])
+    line = _PROGRAM_LINE.search(path)
+    return SpecError("invalid_spec", _message(error, path), path, int(line.group(1)) + 1 if line else None)
+
+
 def parse_spec(data: Any) -> ModelSpec:
-    """Validate a spec document (a dict from JSON); raise SpecError naming the offending field."""
+    """Validate a spec document (a dict from JSON); raise SpecError naming the offending field.
+
+    The first error is the one raised; ``errors`` on it lists all of them (the first 20), so an
+    editor or a CLI can show every problem of a spec at once.
+    """
     if not isinstance(data, dict):
         raise SpecError("invalid_spec", "the spec must be a JSON object", "")
     try:
         return ModelSpec.model_validate(data)
     except ValidationError as exc:
-        errors = exc.errors(include_input=False, include_url=False)
-        first = errors[0]
-        path = _json_pointer(tuple(first["loc"]), data, first["type"])
-        error = SpecError("invalid_spec", _message(first, path), path)
-        error.details = [
-            {
-                "path": (p := _json_pointer(tuple(e["loc"]), data, e["type"])),
-                "message": _message(e, p),
-                "type": e["type"],
-            }
-            for e in errors[:20]
-        ]
-        raise error from None
+        errors = [_spec_error(e, data) for e in exc.errors(include_input=False, include_url=False)]
+        raise errors[0].with_errors(errors) from None
+    except SpecError as exc:
+        raise exc if exc.errors else exc.with_errors([exc]) from None
     except RecursionError:
         raise SpecError("invalid_spec", "the spec is nested too deeply", "") from None

@@ -1,19 +1,25 @@
 """Whole-spec checks: one shared name space, compiled programs, steps, hooks, retain_grad.
 
 Called by ModelSpec's root validator; raises SpecError naming the field (JSON Pointer) and,
-for programs, the line and column.
+for programs, the line and column. Independent checks (each module, each step, hook and
+retain_grad entry) all run: the first error is raised with every error found attached
+(``SpecError.errors``). Checks that need the top-level program stop at its first error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .analysis import analyse, check_module_args, check_names, reserved_function_names, unused_warnings
 from .errors import SpecError, SpecWarning
 from .modules import CompositeSpec, walk_modules
-from .program import CalleeInfo, parse_program
+from .program import CalleeInfo, Program, parse_program
+from .reserved import module_attribute_clash
 
 if TYPE_CHECKING:
+    from .hooks import HookSpec
     from .models import ModelSpec
 
 HARD_MAX_MODULE_DEPTH = 16
@@ -30,8 +36,51 @@ def _conflict(name: str, first: str, second: str, path: str) -> SpecError:
     return SpecError("name_conflict", f"name {name!r} is used twice: {first} and {second}", path)
 
 
-def _compile_modules(spec: ModelSpec, functions: dict[str, str]) -> None:
-    """Compile each composite Module's program against its own arguments and children."""
+class _Findings:
+    """Every SpecError of the independent checks, raised together at the end."""
+
+    def __init__(self) -> None:
+        self.errors: list[SpecError] = []
+
+    @contextmanager
+    def check(self) -> Iterator[None]:
+        try:
+            yield
+        except SpecError as exc:
+            self.errors.append(exc)
+
+    def raise_all(self) -> None:
+        if self.errors:
+            raise self.errors[0].with_errors(self.errors)
+
+
+def _check_attribute_name(
+    name: str, what: str, path: str, line: int | None = None, column: int | None = None
+) -> None:
+    """A module or tensor named like an nn.Module attribute (`training`, `_modules`) is refused."""
+    why = module_attribute_clash(name)
+    if why is not None:
+        raise SpecError("reserved_name", f"{what}: {why}", path, line, column)
+
+
+def _check_program_names(program: Program) -> None:
+    """The names a program assigns are tensors: none may shadow an nn.Module attribute."""
+    for stmt in program.statements:
+        for target in stmt.targets:
+            _check_attribute_name(
+                target,
+                f"{program.where(stmt.index)}: tensor {target!r}",
+                f"{program.path}/{stmt.index}",
+                stmt.index + 1,
+                stmt.column,
+            )
+
+
+def _compile_modules(spec: ModelSpec, functions: dict[str, str], findings: _Findings) -> bool:
+    """Compile each composite Module's program against its own arguments and children.
+
+    Returns whether every module compiled (callers skip checks that depend on them).
+    """
     # Children of composites are compiled first (deepest first) so a parent knows their `returns`.
     walked = list(walk_modules(spec.modules))
     for path, ptr, _mod, depth in walked:
@@ -41,61 +90,96 @@ def _compile_modules(spec: ModelSpec, functions: dict[str, str]) -> None:
                 f"module {path} is nested {depth} levels deep (at most {HARD_MAX_MODULE_DEPTH})",
                 ptr,
             )
+        with findings.check():
+            _check_attribute_name(path.rsplit(".", 1)[-1], f"module {path}", ptr)
+    before = len(findings.errors)
     for path, ptr, mod, _depth in reversed(walked):
-        if not isinstance(mod, CompositeSpec):
-            continue
-        reserved = dict(functions)
-        for child in mod.modules:
-            if child in functions:
-                raise _conflict(
-                    child,
-                    f"the module {path}.{child} ({ptr}/modules/{child})",
-                    functions[child],
-                    f"{ptr}/modules/{child}",
-                )
-            reserved[child] = f"the module {path}.{child}"
-        defined: dict[str, str] = {}
-        for i, arg in enumerate(mod.args):
-            other = defined.get(arg) or reserved.get(arg)
-            if other:
-                raise _conflict(arg, f"argument {arg!r} of module {path}", other, f"{ptr}/args/{i}")
-            defined[arg] = f"an argument of module {path}"
-        program = parse_program(
-            mod.forward, f"{ptr}/forward", _callees(mod.modules), owner=path, args=tuple(mod.args)
-        )
-        check_names(program, defined, reserved)
-        check_module_args(program, f"{ptr}/args")
-        mod._program = program
+        if isinstance(mod, CompositeSpec):
+            with findings.check():
+                _compile_module(path, ptr, mod, functions)
+    return len(findings.errors) == before
+
+
+def _compile_module(path: str, ptr: str, mod: CompositeSpec, functions: dict[str, str]) -> None:
+    reserved = dict(functions)
+    for child in mod.modules:
+        if child in functions:
+            raise _conflict(
+                child,
+                f"the module {path}.{child} ({ptr}/modules/{child})",
+                functions[child],
+                f"{ptr}/modules/{child}",
+            )
+        reserved[child] = f"the module {path}.{child}"
+    defined: dict[str, str] = {}
+    for i, arg in enumerate(mod.args):
+        _check_attribute_name(arg, f"argument {arg!r} of module {path}", f"{ptr}/args/{i}")
+        other = defined.get(arg) or reserved.get(arg)
+        if other:
+            raise _conflict(arg, f"argument {arg!r} of module {path}", other, f"{ptr}/args/{i}")
+        defined[arg] = f"an argument of module {path}"
+    program = parse_program(
+        mod.forward, f"{ptr}/forward", _callees(mod.modules), owner=path, args=tuple(mod.args)
+    )
+    _check_program_names(program)
+    check_names(program, defined, reserved)
+    check_module_args(program, f"{ptr}/args")
+    mod._program = program
 
 
 def check_spec(spec: ModelSpec) -> None:
+    findings = _Findings()
     functions = reserved_function_names()
     reserved = dict(functions)
     for name in spec.modules:
-        if name in functions:
-            raise _conflict(name, f"the module {name} (/modules/{name})", functions[name], f"/modules/{name}")
+        with findings.check():
+            if name in functions:
+                raise _conflict(
+                    name, f"the module {name} (/modules/{name})", functions[name], f"/modules/{name}"
+                )
         reserved[name] = f"the module {name} (/modules/{name})"
     inputs: dict[str, str] = {}
     for name, inp in spec.inputs.items():
-        if name in reserved:
-            raise _conflict(name, f"the input {name} (/inputs/{name})", reserved[name], f"/inputs/{name}")
+        with findings.check():
+            _check_attribute_name(name, f"input {name!r}", f"/inputs/{name}")
+            if name in reserved:
+                raise _conflict(name, f"the input {name} (/inputs/{name})", reserved[name], f"/inputs/{name}")
         inputs[name] = f"the input {name} (/inputs/{name})"
         if inp.dtype is None:
             inp.dtype = spec.dtype
-    _compile_modules(spec, functions)
+    if not _compile_modules(spec, functions, findings):
+        findings.raise_all()  # the top-level program calls these modules: checking it now would mislead
 
+    with findings.check():
+        _check_top_level(spec, functions, reserved, inputs, findings)
+    findings.raise_all()
+
+
+def _check_top_level(
+    spec: ModelSpec,
+    functions: dict[str, str],
+    reserved: dict[str, str],
+    inputs: dict[str, str],
+    findings: _Findings,
+) -> None:
     program = parse_program(spec.forward, "/forward", _callees(spec.modules))
     if not program.statements:
         raise SpecError("empty_program", "the forward program has no statements", "/forward")
+    _check_program_names(program)
     defined = check_names(program, inputs, reserved)
     spec._program = program
 
     params = spec.parameter_shapes()
     grad_leaves = {n for n, i in spec.inputs.items() if i.requires_grad} | set(params)
+    # Steps define names later steps, hooks and retain_grad read: after a step's error, checking
+    # those would report names as undefined that are not. Hooks and retain_grad entries are
+    # independent of each other: each is checked.
     defined, keep = _check_steps(spec, defined, reserved, params)
-    keep |= _check_hooks(spec, defined, params, grad_leaves)
-    retain_warnings = _check_retain_grad(spec, defined, params)
+    keep |= _check_hooks(spec, defined, params, grad_leaves, findings)
+    retain_warnings = _check_retain_grad(spec, defined, params, findings)
     keep |= set(spec.retain_grad)
+    if findings.errors:
+        return  # the analysis below assumes a program whose every name resolved
 
     stats = analyse(program, spec.inputs, keep)
     spec._analysis = stats
@@ -144,37 +228,56 @@ def _check_steps(spec: ModelSpec, defined: dict[str, str], reserved: dict[str, s
     return defined, keep
 
 
-def _check_hooks(spec: ModelSpec, defined: dict[str, str], params: dict, grad_leaves: set[str]) -> set[str]:
+def _check_hooks(
+    spec: ModelSpec, defined: dict[str, str], params: dict, grad_leaves: set[str], findings: _Findings
+) -> set[str]:
     paths = spec.module_paths()
     keep = set()
     for i, hook in enumerate(spec.hooks):
-        ptr = f"/hooks/{i}"
-        if hook.type in ("tensor", "post_accumulate_grad"):
-            _tensor_ref(hook.tensor, defined, params, f"{ptr}/tensor", f"hook {i} ({hook.type})")
-            keep.add(hook.tensor)
-            if hook.tensor in spec.inputs and hook.tensor not in grad_leaves:
-                raise SpecError(
-                    "hook_on_no_grad",
-                    f"hook {i} ({hook.type}): input {hook.tensor!r} does not require grad, so no gradient reaches it; set requires_grad",
-                    f"{ptr}/tensor",
-                )
-            if hook.type == "post_accumulate_grad" and hook.tensor not in grad_leaves:
-                raise SpecError(
-                    "hook_not_on_leaf",
-                    f"hook {i} (post_accumulate_grad): {hook.tensor!r} is not a leaf that requires grad (an input with requires_grad or a parameter)",
-                    f"{ptr}/tensor",
-                )
-        elif hook.module not in paths:
-            known = ", ".join(list(paths)[:12]) or "none"
-            raise SpecError(
-                "undefined_module",
-                f"hook {i} ({hook.type}): no module {hook.module!r} (modules: {known})",
-                f"{ptr}/module",
-            )
+        with findings.check():
+            keep |= _check_hook(i, hook, spec, defined, params, grad_leaves, paths)
     return keep
 
 
-def _check_retain_grad(spec: ModelSpec, defined: dict[str, str], params: dict) -> list[SpecWarning]:
+def _check_hook(
+    i: int,
+    hook: HookSpec,
+    spec: ModelSpec,
+    defined: dict[str, str],
+    params: dict,
+    grad_leaves: set[str],
+    paths: dict,
+) -> set[str]:
+    keep = set()
+    ptr = f"/hooks/{i}"
+    if hook.type in ("tensor", "post_accumulate_grad"):
+        _tensor_ref(hook.tensor, defined, params, f"{ptr}/tensor", f"hook {i} ({hook.type})")
+        keep.add(hook.tensor)
+        if hook.tensor in spec.inputs and hook.tensor not in grad_leaves:
+            raise SpecError(
+                "hook_on_no_grad",
+                f"hook {i} ({hook.type}): input {hook.tensor!r} does not require grad, so no gradient reaches it; set requires_grad",
+                f"{ptr}/tensor",
+            )
+        if hook.type == "post_accumulate_grad" and hook.tensor not in grad_leaves:
+            raise SpecError(
+                "hook_not_on_leaf",
+                f"hook {i} (post_accumulate_grad): {hook.tensor!r} is not a leaf that requires grad (an input with requires_grad or a parameter)",
+                f"{ptr}/tensor",
+            )
+    elif hook.module not in paths:
+        known = ", ".join(list(paths)[:12]) or "none"
+        raise SpecError(
+            "undefined_module",
+            f"hook {i} ({hook.type}): no module {hook.module!r} (modules: {known})",
+            f"{ptr}/module",
+        )
+    return keep
+
+
+def _check_retain_grad(
+    spec: ModelSpec, defined: dict[str, str], params: dict, findings: _Findings
+) -> list[SpecWarning]:
     warnings = []
     for i, name in enumerate(spec.retain_grad):
         if name in spec.inputs:
@@ -186,5 +289,6 @@ def _check_retain_grad(spec: ModelSpec, defined: dict[str, str], params: dict) -
                 )
             )
             continue
-        _tensor_ref(name, defined, {}, f"/retain_grad/{i}", "retain_grad")
+        with findings.check():
+            _tensor_ref(name, defined, {}, f"/retain_grad/{i}", "retain_grad")
     return warnings

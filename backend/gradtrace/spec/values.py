@@ -116,10 +116,23 @@ def literal_is_integral(value: Any) -> bool:
 
 
 HARD_MAX_DIM = 2**31 - 1
+
+
 # Integers are strict: `true` or `3.5` where a size belongs is an error, not 1 or 3.
-Int = Annotated[int, Strict()]
-Dim = Annotated[int, Strict(), Field(ge=1, le=HARD_MAX_DIM)]
-Size = Annotated[int, Strict(), Field(ge=0, le=HARD_MAX_DIM)]
+def _whole_float_to_int(value: Any) -> Any:
+    """JSON has one number type and JSON Schema counts 3.0 as an integer: accept it as 3.
+
+    Everything else stays strict: strings ("3"), booleans and fractions are refused.
+    """
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**63:
+        return int(value)
+    return value
+
+
+# An integer field: a JSON integer, or a float with no fractional part; never a string or a bool.
+Int = Annotated[int, BeforeValidator(_whole_float_to_int), Strict()]
+Dim = Annotated[Int, Field(ge=1, le=HARD_MAX_DIM)]
+Size = Annotated[Int, Field(ge=0, le=HARD_MAX_DIM)]
 MAX_PROGRAM_LINES = 1000  # hard cap; SpecLimits.max_program_lines is usually tighter
 MAX_LINE_LENGTH = 500
 ProgramLine = Annotated[str, Field(min_length=1, max_length=MAX_LINE_LENGTH)]
