@@ -21,6 +21,7 @@ from gradtrace.api.docs import COMPARE_REF, ERROR_RESPONSES, SPEC_REF
 from gradtrace.api.errors import ApiError
 from gradtrace.api.specs import load_spec
 from gradtrace.api.tracing import TraceServiceDep, trace_bytes
+from gradtrace.problem import Problem
 from gradtrace.service.trace_service import TraceService
 
 router = APIRouter(tags=["compare"])
@@ -47,9 +48,10 @@ COMPARE_BODY: dict[str, Any] = {
 }
 
 
-def _under(side: str, exc: ApiError) -> ApiError:
-    """The same error, its JSON Pointer moved under the side it came from."""
-    exc.path = f"/{side}{exc.path or ''}"
+def _under(side: str, exc: Problem) -> Problem:
+    """The same problem (and every one it lists), its JSON Pointer moved under its side."""
+    for problem in (exc, *exc.errors):
+        problem.path = f"/{side}{problem.path or ''}"
     return exc
 
 
@@ -67,7 +69,7 @@ async def _side_spec(request: Request, side: str, given: Any) -> tuple[dict[str,
         else:
             raise ApiError(422, "invalid_request", f"{side} is a spec object or a permalink id (a string)")
         _, normalized = await check_spec(doc)
-    except ApiError as exc:
+    except Problem as exc:
         raise _under(side, exc) from None
     return doc, normalized
 
@@ -75,7 +77,7 @@ async def _side_spec(request: Request, side: str, given: Any) -> tuple[dict[str,
 async def _traced(service: TraceService, side: str, doc: dict[str, Any], normalized: dict[str, Any]) -> bytes:
     try:
         data, _ = await trace_bytes(service, doc, normalized)
-    except ApiError as exc:
+    except Problem as exc:
         raise _under(side, exc) from None
     return data
 
