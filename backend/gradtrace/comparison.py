@@ -32,7 +32,7 @@ def as_doc(trace: Trace | TraceDoc | dict[str, Any]) -> TraceDoc:
     if isinstance(trace, Trace):
         return trace.doc
     if isinstance(trace, dict):
-        return TraceDoc.model_validate(trace)
+        return Trace.from_dict(trace).doc
     raise TypeError(f"cannot compare a {type(trace).__name__}: pass a gradtrace.Trace, a TraceDoc or a dict")
 
 

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
+import msgspec
 import torch
 from torch import nn
 
-from gradtrace.engine import canonical, graph_walk
+from gradtrace.engine import graph_walk
 from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
@@ -31,6 +32,7 @@ from gradtrace.engine.summarize import (
     exact_array,
 )
 from gradtrace.spec.errors import SpecError
+from gradtrace.trace_schema import TraceDoc
 
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
 
@@ -275,20 +277,20 @@ class TraceSession:
             )
 
     # ---- assembling the trace -----------------------------------------------------------
-    def finish(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
-        """The finished trace as a plain dict in TraceDoc's exact dumped shape (not validated
-        here: see canonical.py; tests hold it to the schema)."""
+    def finish(self, *, source: str, title: str, spec: dict[str, Any] | None) -> TraceDoc:
+        """The finished trace, typed: the engine's records checked against trace_schema
+        (msgspec: a wrong or missing field raises, naming its path)."""
         # finish_raw closes the hooks; the GC stays off while the document is assembled
         # (it ran 50-300 ms collections over the capture's objects here)
         self._finishing = True
         try:
-            return canonical.trace_doc(self.finish_raw(source=source, title=title, spec=spec))
+            return msgspec.convert(self.finish_raw(source=source, title=title, spec=spec), TraceDoc)
         finally:
             self._finishing = False
             self._restore_gc()
 
     def finish_raw(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
-        """The engine's own records, assembled (what TraceDoc.model_validate accepts)."""
+        """The engine's own records, assembled (what finish() converts into a TraceDoc)."""
         self.close()
         rec = self.recorder
         grads, values = self._final_values()
@@ -313,7 +315,7 @@ class TraceSession:
             for path, (typ, parent, params) in self.module_types.items()
         ]
         doc = {
-            "torch_version": torch.__version__,
+            "torch_version": str(torch.__version__),
             "source": source,
             "title": title,
             "spec": spec,
