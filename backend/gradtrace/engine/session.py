@@ -340,6 +340,9 @@ class TraceSession:
             },
         }
         self.summarize.finalize()
+        for event in rec.events:  # payloads are free-form (Any): plain JSON data, as when read back
+            if event["payload"]:
+                event["payload"] = msgspec.to_builtins(event["payload"])
         return doc
 
     def _final_values(self) -> tuple[dict[str, Any], dict[str, Any]]:
