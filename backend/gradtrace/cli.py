@@ -117,7 +117,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         from gradtrace.engine import TraceError, run_spec  # torch: only now
 
         try:
-            trace = run_spec(spec, limits)  # limits (meta dry run), then a dict in TraceDoc's shape
+            trace = run_spec(spec, limits)  # limits (meta dry run), then the TraceDoc
         except TraceError as exc:
             _err(_format_spec_error(args.spec, exc))
             return EXIT_INVALID
@@ -129,9 +129,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     text = Trace(trace).to_json(indent=2 if args.pretty else None)
     if args.output and args.output != "-":
         Path(args.output).write_text(text + "\n", encoding="utf-8")
-        errors = sum(1 for e in trace["events"] if e["kind"] == "error")
+        errors = sum(1 for e in trace.events if e.kind == "error")
         sys.stderr.write(
-            f"wrote {args.output}: {len(trace['graph']['nodes'])} nodes, {len(trace['events'])} events"
+            f"wrote {args.output}: {len(trace.graph.nodes)} nodes, {len(trace.events)} events"
             + (f", {errors} error event(s)" if errors else "")
             + "\n"
         )
