@@ -44,6 +44,7 @@ $(SYS_STAMP): scripts/install-system-deps.sh | $(PY_STAMP)
 lint: setup
 	$(VENV)/bin/ruff check backend tests
 	$(VENV)/bin/ruff format --check backend tests
+	$(VENV)/bin/mypy  # the whole package: [tool.mypy] in pyproject.toml
 
 bench: setup
 	$(PY) tests/perf/bench_capture.py

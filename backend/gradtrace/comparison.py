@@ -152,7 +152,7 @@ def compare(
     seen_b: set[str] = set()
     only_a_edges = []
     for e in da.graph.edges:
-        other = edges_b.get((to_b.get(e.source), to_b.get(e.target), e.slot, e.kind))
+        other = edges_b.get((to_b.get(e.source, ""), to_b.get(e.target, ""), e.slot, e.kind))
         if other is None:
             only_a_edges.append(e.id)
             continue

@@ -38,10 +38,11 @@ def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
     import numpy as np
 
     if isinstance(value, TensorValue):
-        value = msgspec.to_builtins(value)
-    dtype_name, shape = value["dtype"], value["shape"]
+        dtype_name, shape, numbers, data = value.dtype, value.shape, value.values, value.data
+    else:
+        dtype_name, shape = value["dtype"], value["shape"]
+        numbers, data = value.get("values"), value.get("data")
     wire = _WIRE_DTYPES.get(dtype_name)
-    numbers, data = value.get("values"), value.get("data")
     if numbers is None and data is None:
         raise ValueError(
             f"this {dtype_name} tensor of shape {tuple(shape)} was kept as stats only (truncated): "
@@ -50,9 +51,10 @@ def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
     if wire is None:
         raise ValueError(f"cannot decode numbers of dtype {dtype_name!r}")
     if numbers is not None:
-        numbers = [_NON_FINITE[v] if isinstance(v, str) else v for v in numbers]
-        flat = np.array(numbers, dtype=np.float32 if dtype_name == "bfloat16" else wire)
+        decoded = [_NON_FINITE[v] if isinstance(v, str) else v for v in numbers]
+        flat = np.array(decoded, dtype=np.float32 if dtype_name == "bfloat16" else wire)
     else:
+        assert data is not None
         flat = np.frombuffer(base64.b64decode(data), dtype=wire)
         if dtype_name == "bfloat16":  # a bfloat16 is the top half of the float32 it rounds to
             flat = (flat.astype(np.uint32) << 16).view(np.float32)

@@ -32,13 +32,13 @@ For each graph node:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 # 2: `data` is the tensor's own dtype (was always float32), `values` only for tiny tensors,
 # final values exact and first (Limits.final_value_limit)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 Number = float | int | NonFinite

@@ -114,7 +114,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-    path = _pointer(first.get("loc", ()))
+    path = _pointer(tuple(first.get("loc", ())))
     message = f"{first.get('msg', 'invalid value')} at {path or 'the request'}"
     return error_response(422, "invalid_request", message, path or None)
 

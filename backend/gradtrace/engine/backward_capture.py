@@ -17,9 +17,10 @@ node's pre-hook, when ``.grad`` really changed.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.autograd.function import BackwardCFunction
@@ -32,7 +33,7 @@ def _drop_if_empty(leaf: torch.Tensor) -> None:
     """No post-accumulate hook left (the model may have registered one meanwhile): back to
     the None the leaf had before gradtrace registered its own."""
     if not leaf._post_accumulate_grad_hooks:
-        leaf._post_accumulate_grad_hooks = None
+        leaf._post_accumulate_grad_hooks = None  # type: ignore[assignment]  # (torch's stubs say dict; unset is None)
 
 
 class BackwardCapture:
@@ -103,7 +104,10 @@ class BackwardCapture:
                     handle = leaf.register_post_accumulate_grad_hook(self._grad_write)
                     # first of the leaf's post-accumulate hooks: the write happened just before
                     # them all, whatever the model's own hooks then do to .grad
-                    leaf._post_accumulate_grad_hooks.move_to_end(handle.id, last=False)
+                    hooks = cast(
+                        "OrderedDict[int, Any]", leaf._post_accumulate_grad_hooks
+                    )  # (an OrderedDict)
+                    hooks.move_to_end(handle.id, last=False)
                     stack.callback(handle.remove)
             yield
 

@@ -86,7 +86,7 @@ class SavedMemory:
             changes.setdefault(seq, []).append((node_id, -1))
         holders: dict[StorageKey, int] = {}  # storage -> how many live nodes hold it
         live = peak = 0
-        timeline = []
+        timeline: list[dict[str, int]] = []
         for seq in sorted(changes):
             for node_id, sign in changes[seq]:
                 for key, nbytes in self.storages[node_id].items():

@@ -174,7 +174,9 @@ class ModelHooks:
         for name, tensor in self.tensors.items():
             for kind, dict_name in _TENSOR_DICTS.items():
                 hooks = getattr(tensor, dict_name, None)
-                for key, hook in list((hooks or {}).items()):
+                if not hooks:
+                    continue
+                for key, hook in list(hooks.items()):
                     self._wrap(hooks, key, self._tensor_wrapper(kind, hook, tensor, name))
         self.catch_up()
 
@@ -297,7 +299,7 @@ class ModelHooks:
             summaries = self.recorder.summaries
             if kind == "forward_pre":
                 inputs = args[1]
-                payload = {"inputs": summaries(inputs)}
+                payload: dict[str, Any] = {"inputs": summaries(inputs)}
                 given = flat_tensors(inputs)
             elif kind == "forward":
                 inputs, output = args[1], args[-1]

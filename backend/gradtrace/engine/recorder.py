@@ -379,7 +379,7 @@ class Recorder:
     def _add_edge(
         self, source: str, target: str, kind: str, slot: int | None, output_nr: int
     ) -> dict[str, Any]:
-        edge = {
+        edge: dict[str, Any] = {
             "id": f"e{len(self.edges)}",
             "source": source,
             "target": target,

@@ -175,7 +175,7 @@ class Summarizer:
         # key -> (tensor kept alive, its record, whether the record carries the numbers)
         self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, bool]] = {}
         # tensors to finish in finalize(): (native copy, numeric copy, record, numbers?, stats?)
-        self._pending: list[tuple[np.ndarray | None, np.ndarray, TensorValue, bool, bool]] = []
+        self._pending: list[tuple[np.ndarray, np.ndarray, TensorValue, bool, bool]] = []
         # id(tensor) -> (tensor kept alive, version, its record, numbers?)
         self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue, bool]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
@@ -321,10 +321,10 @@ class Summarizer:
         else:
             # small: snapshot (later in-place writes must not change what was seen), and
             # summarize all of them together in finalize()
-            same = native is numeric or native is None  # (None: complex, no numbers kept)
-            numeric = numeric.copy()
-            native = numeric if same else native.copy()
-            self._pending.append((native, numeric, out, numbers, known is None))
+            copied = numeric.copy()
+            # (native None: complex, no numbers kept)
+            native = copied if native is None or native is numeric else native.copy()
+            self._pending.append((native, copied, out, numbers, known is None))
         return out
 
     def finalize(self) -> None:

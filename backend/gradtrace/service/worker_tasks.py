@@ -13,7 +13,7 @@ import logging
 import os
 import resource
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def _spec_error_payload(exc: Any) -> dict[str, Any]:
     }
 
 
-def _exit_out_of_memory() -> None:
+def _exit_out_of_memory() -> NoReturn:
     log.warning("worker out of memory: exiting to be replaced")
     os._exit(EXIT_OUT_OF_MEMORY)
 
@@ -141,7 +141,7 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
         spec = parse_spec(spec_doc)
         doc = run_spec(spec, limits)  # limits first (declared shapes, meta dry run), then the trace
         _lift_memory_budget()
-        return ("ok", Trace(doc).to_json_bytes())  # the engine's dict, not re-validated
+        return ("ok", Trace(doc).to_json_bytes())  # the engine's TraceDoc, encoded once
     except SpecError as exc:
         if getattr(exc, "exception", None) == "MemoryError":  # the engine wraps forward errors
             _exit_out_of_memory()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from .errors import SpecError, pointer
 from .models import ModelSpec
@@ -31,7 +32,7 @@ def _json_pointer(loc: tuple[Any, ...], data: Any, kind: str = "") -> str:
     return pointer(*parts)
 
 
-def _message(error: dict[str, Any], path: str) -> str:
+def _message(error: ErrorDetails, path: str) -> str:
     kind = error["type"]
     if kind == "union_tag_invalid":
         ctx = error.get("ctx", {})

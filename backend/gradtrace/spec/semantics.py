@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from .analysis import analyse, check_module_args, check_names, reserved_function_names, unused_warnings
 from .errors import SpecError, SpecWarning
+from .hooks import TensorHookSpec
 from .modules import CompositeSpec, walk_modules
 from .program import CalleeInfo, parse_program
 
@@ -149,7 +150,7 @@ def _check_hooks(spec: ModelSpec, defined: dict[str, str], params: dict, grad_le
     keep = set()
     for i, hook in enumerate(spec.hooks):
         ptr = f"/hooks/{i}"
-        if hook.type in ("tensor", "post_accumulate_grad"):
+        if isinstance(hook, TensorHookSpec):  # "tensor" and "post_accumulate_grad"
             _tensor_ref(hook.tensor, defined, params, f"{ptr}/tensor", f"hook {i} ({hook.type})")
             keep.add(hook.tensor)
             if hook.tensor in spec.inputs and hook.tensor not in grad_leaves:
