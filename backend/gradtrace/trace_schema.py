@@ -42,6 +42,8 @@ SCHEMA_VERSION: Final = 2
 
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 Number = float | int | NonFinite
+Phase = Literal["forward", "backward", "step"]
+EdgeKind = Literal["data", "leaf", "no_grad"]
 
 
 class _Record(msgspec.Struct, forbid_unknown_fields=True):
@@ -151,7 +153,7 @@ class GraphEdge(_Record, kw_only=True):
     id: str
     source: str
     target: str
-    kind: Literal["data", "leaf", "no_grad"] = "data"
+    kind: EdgeKind = "data"
     slot: int | None = None
     output_nr: int = 0
     requires_grad: bool = True
@@ -242,7 +244,7 @@ class Event(_Record, kw_only=True):
 
     seq: int
     pass_index: int
-    phase: Literal["forward", "backward", "step"]
+    phase: Phase
     kind: EventKind
     target: str | None = None
     node: str | None = None
@@ -264,7 +266,7 @@ class Pass(_Record, kw_only=True):
     """
 
     index: int
-    phase: Literal["forward", "backward", "step"]
+    phase: Phase
     label: str  # "forward #1", "backward #1 of loss", "grad #1 of loss", "zero_grad", …
     step: int | None = None  # index into spec.steps; null for the initial forward
     parent: int | None = None  # the enclosing pass of a nested engine run; null at top level

@@ -16,6 +16,7 @@ import torch
 
 from gradtrace.engine.per_sample import per_sample_record
 from gradtrace.engine.summarize import Summarizer, finite_or_name
+from gradtrace.trace_schema import GraphEdge
 
 
 class LinearAnalysis:
@@ -179,11 +180,11 @@ def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> dict[str, Any
     )
 
 
-def reachable_from(roots: list[str], edges: list[dict[str, Any]]) -> set[str]:
+def reachable_from(roots: list[str], edges: list[GraphEdge]) -> set[str]:
     """Node ids upstream of ``roots`` (following edges against data flow)."""
     sources: dict[str, list[str]] = {}
     for e in edges:
-        sources.setdefault(e["target"], []).append(e["source"])
+        sources.setdefault(e.target, []).append(e.source)
     seen = set(roots)
     stack = list(roots)
     while stack:

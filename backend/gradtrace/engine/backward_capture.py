@@ -27,6 +27,7 @@ from torch.autograd.function import BackwardCFunction
 
 from gradtrace.engine.graph_walk import is_accumulate_grad
 from gradtrace.engine.recorder import Recorder
+from gradtrace.trace_schema import EdgeGrad
 
 
 def _drop_if_empty(leaf: torch.Tensor) -> None:
@@ -61,7 +62,7 @@ class BackwardCapture:
             "grad_write",
             target=leaf_id,
             node=leaf_id,
-            module=rec.by_id[leaf_id].get("module"),
+            module=rec.by_id[leaf_id].module,
             payload={"before": before, "after": rec.summarize(leaf.grad), "accumulated": before is not None},
         )
 
@@ -88,7 +89,7 @@ class BackwardCapture:
                 "grad_write",
                 target=node_id,
                 node=node_id,
-                module=rec.by_id[node_id].get("module"),
+                module=rec.by_id[node_id].module,
                 payload={"before": before, "after": rec.summarize(grad), "accumulated": before is not None},
             )
 
@@ -115,9 +116,9 @@ class BackwardCapture:
     def _make_hooks(self, node_id: str, node: Any, retained: list) -> tuple[Callable, Callable]:
         rec = self.recorder
         record = rec.by_id[node_id]
-        module = record.get("module")
+        module = record.module
         leaf = node.variable if is_accumulate_grad(node) else None
-        leaf_id = record.get("variable")
+        leaf_id = record.variable
         watched = node_id in self.watch
         make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
         modes: list[Any] = []  # the mode entered in pre, left in post
@@ -168,8 +169,8 @@ class BackwardCapture:
             for slot, value in enumerate(inputs):
                 edge = rec.edge_at.get((node_id, slot))
                 if edge is not None:
-                    edge["grads"].append(
-                        {"pass_index": rec.pass_index, "seq": seq, "value": summarize.repeat(value)}
+                    edge.grads.append(
+                        EdgeGrad(pass_index=rec.pass_index, seq=seq, value=summarize.repeat(value))
                     )
 
         return pre, post

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from gradtrace.trace_schema import Event
+
 StorageKey = tuple[int, int, str]  # (data pointer, bytes, device): one block of memory
 
 
@@ -60,12 +62,12 @@ class SavedMemory:
         self._nodes[node_id] = node
         self._probe[node_id] = saved[0][0].split("[", 1)[0]
 
-    def after_backward(self, events: list[dict[str, Any]], first_seq: int) -> None:
+    def after_backward(self, events: list[Event], first_seq: int) -> None:
         """After a backward pass (its events from ``first_seq``): which nodes the engine freed."""
         ran: dict[str, int] = {}
         for event in events[first_seq:]:
-            if event["kind"] == "node_post" and event["node"] is not None:
-                ran.setdefault(event["node"], event["seq"])
+            if event.kind == "node_post" and event.node is not None:
+                ran.setdefault(event.node, event.seq)
         for node_id, seq in ran.items():
             if node_id in self._nodes and node_id not in self.released_at and self._freed(node_id):
                 self.released_at[node_id] = seq

@@ -43,6 +43,7 @@ from torch.utils.hooks import RemovableHandle
 from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
+from gradtrace.trace_schema import Event, EventKind
 
 # module hook dict -> the hook kind of its entries (the backward dict: see _module_kind)
 _MODULE_DICTS = {
@@ -61,7 +62,7 @@ _GLOBAL_DICTS = (
 _TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
 # the hooks PyTorch collects as a module's call begins (its forward hooks: as forward returns)
 _COLLECTED_AT_START = ("forward_pre", "full_backward_pre", "full_backward", "backward")
-_EVENT_KIND = {
+_EVENT_KIND: dict[str, EventKind] = {
     "forward_pre": "module_forward_pre",
     "forward": "module_forward",
     "full_backward_pre": "module_backward_pre",
@@ -330,7 +331,7 @@ class ModelHooks:
             node = rec.node_ids.get(grad_fn) if grad_fn is not None else None
             if node is None and alive is not None:
                 node = rec.tensor_node(alive)
-            label = name or (rec.by_id[node].get("tensor") if node is not None else None)
+            label = name or (rec.by_id[node].tensor if node is not None else None)
             return label or node, None, node
 
         def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
@@ -354,7 +355,7 @@ class ModelHooks:
             after = param.grad
             changed = after is not before or (after is not None and after._version != version)
             if changed and event is not None:
-                event["payload"]["changed"] = True
+                event.payload["changed"] = True
             return result
 
         return watched
@@ -387,7 +388,7 @@ class ModelHooks:
             "post_accumulate_grad",
         )
 
-        def fire(*args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
+        def fire(*args: Any, **kwargs: Any) -> tuple[Any, Event | None]:
             """(what the hook returned, its event)."""
             if not self._active:  # kept by a graph that outlived the trace: just the hook
                 return hook(*args, **kwargs), None
@@ -405,10 +406,10 @@ class ModelHooks:
             with capture.quiet():
                 event = rec.events[seq]
                 changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
-                event["payload"]["returned"] = (
+                event.payload["returned"] = (
                     None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
                 )
-                event["payload"]["changed"] = changed
+                event.payload["changed"] = changed
             return result, event
 
         return fire

@@ -212,7 +212,7 @@ class TraceSession:
             raise
         finally:
             self._discover_created_in_backward(result)
-            rec.memory.after_backward(rec.events, rec.passes[pass_index]["first_seq"])
+            rec.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
             rec.end_pass()
 
     def _watch_linear_outputs(self) -> None:
@@ -341,8 +341,8 @@ class TraceSession:
         }
         self.summarize.finalize()
         for event in rec.events:  # payloads are free-form (Any): plain JSON data, as when read back
-            if event["payload"]:
-                event["payload"] = msgspec.to_builtins(event["payload"])
+            if event.payload:
+                event.payload = msgspec.to_builtins(event.payload)
         return doc
 
     def _final_values(self) -> tuple[dict[str, Any], dict[str, Any]]:
