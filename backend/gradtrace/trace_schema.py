@@ -44,6 +44,7 @@ NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 Number = float | int | NonFinite
 Phase = Literal["forward", "backward", "step"]
 EdgeKind = Literal["data", "leaf", "no_grad"]
+Severity = Literal["info", "warning", "error"]
 
 
 class _Record(msgspec.Struct, forbid_unknown_fields=True):
@@ -302,7 +303,7 @@ class GradNorm(_Record, kw_only=True):
 
 class Diagnostic(_Record, kw_only=True):
     code: str  # e.g. "hook_on_outputs_only", "inplace_after_hook", "detached_branch", "grad_not_retained"
-    severity: Literal["info", "warning", "error"]
+    severity: Severity
     message: str
     node: str | None = None
     module: str | None = None

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from gradtrace.trace_schema import Event
+from gradtrace.trace_schema import Event, MemoryAnalysis, MemoryPoint, NodeMemory
 
 StorageKey = tuple[int, int, str]  # (data pointer, bytes, device): one block of memory
 
@@ -79,7 +79,7 @@ class SavedMemory:
             return True
         return False
 
-    def build(self) -> dict[str, Any]:
+    def build(self) -> MemoryAnalysis:
         """``analyses.memory``: per-node saved bytes and the live bytes at every change."""
         changes: dict[int, list[tuple[str, int]]] = {}  # seq -> [(node, +1 | -1)]
         for node_id, seq in self.created_at.items():
@@ -88,7 +88,7 @@ class SavedMemory:
             changes.setdefault(seq, []).append((node_id, -1))
         holders: dict[StorageKey, int] = {}  # storage -> how many live nodes hold it
         live = peak = 0
-        timeline: list[dict[str, int]] = []
+        timeline: list[MemoryPoint] = []
         for seq in sorted(changes):
             for node_id, sign in changes[seq]:
                 for key, nbytes in self.storages[node_id].items():
@@ -99,15 +99,15 @@ class SavedMemory:
                         live -= nbytes
                     holders[key] = count
             peak = max(peak, live)
-            if not timeline or timeline[-1]["live_bytes"] != live:
-                timeline.append({"seq": seq, "live_bytes": live})
+            if not timeline or timeline[-1].live_bytes != live:
+                timeline.append(MemoryPoint(seq=seq, live_bytes=live))
         nodes = [
-            {
-                "node": node_id,
-                "saved_bytes": sum(held.values()),
-                "created_seq": self.created_at[node_id],
-                "released_seq": self.released_at.get(node_id),
-            }
+            NodeMemory(
+                node=node_id,
+                saved_bytes=sum(held.values()),
+                created_seq=self.created_at[node_id],
+                released_seq=self.released_at.get(node_id),
+            )
             for node_id, held in self.storages.items()
         ]
-        return {"nodes": nodes, "timeline": timeline, "peak_bytes": peak, "final_bytes": live}
+        return MemoryAnalysis(nodes=nodes, timeline=timeline, peak_bytes=peak, final_bytes=live)

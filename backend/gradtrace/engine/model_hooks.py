@@ -43,7 +43,7 @@ from torch.utils.hooks import RemovableHandle
 from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
-from gradtrace.trace_schema import Event, EventKind
+from gradtrace.trace_schema import Diagnostic, Event, EventKind
 
 # module hook dict -> the hook kind of its entries (the backward dict: see _module_kind)
 _MODULE_DICTS = {
@@ -127,7 +127,7 @@ class ModelHooks:
         module_paths: dict[int, str],
         tensors: dict[str, torch.Tensor],
         listing: dict[str, list[dict[str, Any]]],
-        diagnostics: list[dict[str, Any]],
+        diagnostics: list[Diagnostic],
     ) -> None:
         self.recorder = recorder
         self.capture = capture

@@ -28,6 +28,7 @@ from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
+from gradtrace.trace_schema import Diagnostic
 
 ENGINE_CALLS: dict[Any, str] = {
     torch.autograd.backward: "backward",
@@ -45,7 +46,7 @@ class NestedRuns:
         retained: dict[str, torch.Tensor],
         leaves: Callable[[], list[torch.Tensor]],
         on_error: Callable[[BaseException, int | None], None],
-        diagnostics: list[dict[str, Any]],
+        diagnostics: list[Diagnostic],
     ) -> None:
         self.recorder = recorder
         self.forward_capture = forward_capture

@@ -32,7 +32,7 @@ from gradtrace.engine.summarize import (
     exact_array,
 )
 from gradtrace.spec.errors import SpecError
-from gradtrace.trace_schema import TraceDoc
+from gradtrace.trace_schema import Diagnostic, GradNorm, TraceDoc
 
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
 
@@ -85,8 +85,8 @@ class TraceSession:
         self.linear = LinearAnalysis(self.forward_capture.linear_calls, linear_weights)
         self.env: dict[str, Any] = {}  # named tensors of the program (values)
         self.retained: dict[str, torch.Tensor] = {}
-        self.diagnostics: list[dict[str, Any]] = []
-        self.grad_norms: list[dict[str, Any]] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.grad_norms: list[GradNorm] = []
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[dict[str, Any]]] = {}
         self._stack = ExitStack()
@@ -300,7 +300,7 @@ class TraceSession:
             if t.grad is not None:
                 module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
                 self.grad_norms.append(grad_norm(name, module, None, t.grad))
-        found = any(d["code"] == "hook_on_outputs_only" for d in self.diagnostics)
+        found = any(d.code == "hook_on_outputs_only" for d in self.diagnostics)
         self.diagnostics += diagnose(
             rec, self.env, self.retained, self.backward_roots, [str(w.message) for w in self._warnings], found
         )

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
 
 from gradtrace.engine.tensor_stats import segment_stats, stats_of
-from gradtrace.trace_schema import TensorStats, TensorValue
+from gradtrace.trace_schema import NonFinite, TensorStats, TensorValue
 
 TINY_TENSOR = 16  # elements: up to this, a JSON list `values` a person (a curl reader) sees
 BATCH_STATS = 1024  # elements: up to this, stats of all such tensors are computed together
@@ -47,7 +47,7 @@ DEFAULT_FINAL_VALUE_LIMIT = 64_000_000
 LIST_COST = 4
 
 
-def finite_or_name(x: float) -> float | str:
+def finite_or_name(x: float) -> float | NonFinite:
     """A float as JSON allows it: non-finite numbers become "NaN"/"Infinity"/"-Infinity"."""
     if math.isfinite(x):
         return x
@@ -191,6 +191,10 @@ class Summarizer:
         # (is_cpu: 7x cheaper than device.type)
         return (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t._version, t.is_cpu or t.device.type)
 
+    @overload
+    def __call__(self, t: torch.Tensor) -> TensorValue: ...
+    @overload
+    def __call__(self, t: Any) -> TensorValue | None: ...
     def __call__(self, t: Any) -> TensorValue | None:
         """A per-event snapshot of ``t`` (its numbers while ``value_budget`` lasts)."""
         if not isinstance(t, torch.Tensor):
@@ -248,6 +252,10 @@ class Summarizer:
             return quick[2]
         return None
 
+    @overload
+    def like_new(self, value: TensorValue) -> TensorValue: ...
+    @overload
+    def like_new(self, value: None) -> None: ...
     def like_new(self, value: TensorValue | None) -> TensorValue | None:
         """A summary standing for a copy of its tensor (same numbers), accounted as a fresh
         snapshot of that copy would be: charged, or counted in ``values_truncated``."""
