@@ -43,7 +43,7 @@ from torch.utils.hooks import RemovableHandle
 from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
-from gradtrace.trace_schema import Diagnostic, Event, EventKind
+from gradtrace.trace_schema import Diagnostic, Event, EventKind, ModuleHook
 
 # module hook dict -> the hook kind of its entries (the backward dict: see _module_kind)
 _MODULE_DICTS = {
@@ -126,7 +126,7 @@ class ModelHooks:
         root: nn.Module,
         module_paths: dict[int, str],
         tensors: dict[str, torch.Tensor],
-        listing: dict[str, list[dict[str, Any]]],
+        listing: dict[str, list[ModuleHook]],
         diagnostics: list[Diagnostic],
     ) -> None:
         self.recorder = recorder
@@ -291,7 +291,7 @@ class ModelHooks:
     # ---- the wrappers ---------------------------------------------------------------------
     def _module_wrapper(self, kind: str, hook: Callable, module: nn.Module, path: str, key: int) -> Callable:
         index = self._new_index()
-        self.listing.setdefault(path, []).append({"index": index, "type": kind, "action": None})
+        self.listing.setdefault(path, []).append(ModuleHook(index=index, type=kind))
         with_kwargs = (kind == "forward_pre" and key in module._forward_pre_hooks_with_kwargs) or (
             kind == "forward" and key in module._forward_hooks_with_kwargs
         )

@@ -18,7 +18,7 @@ from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.spec import SpecError
-from gradtrace.trace_schema import TraceDoc
+from gradtrace.trace_schema import ModuleHook, TraceDoc
 
 
 def _forward_error(exc: Exception) -> Exception:
@@ -113,7 +113,7 @@ class SpecTrace:
                     path = hook["module"]
                     self.user_hooks.register_module_hook(index, root.get_submodule(path), path)
                     self.session.module_hooks.setdefault(path, []).append(
-                        {"index": index, "type": hook["type"], "action": hook.get("action")}
+                        ModuleHook(index=index, type=hook["type"], action=hook.get("action"))
                     )
                 elif hook["tensor"] in self.built.inputs or hook["tensor"] in self.session.params:
                     name = hook["tensor"]

@@ -220,6 +220,10 @@ class Summarizer:
         self._by_object[id(t)] = (t, version, value, numbers)
         return value
 
+    @overload
+    def final(self, t: torch.Tensor) -> TensorValue: ...
+    @overload
+    def final(self, t: Any) -> TensorValue | None: ...
     def final(self, t: Any) -> TensorValue | None:
         """A final value (a leaf's ``.grad``, a named tensor's forward value): its exact
         numbers, charged to ``final_value_limit`` instead of the snapshot budget."""
