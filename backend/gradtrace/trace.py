@@ -92,6 +92,11 @@ class Trace:
     def __init__(self, doc: TraceDoc, grads: dict[str, Any] | None = None) -> None:
         # the final gradients as numpy arrays, straight from the model (gradtrace.trace):
         # exact whatever the serialised trace could keep; None for a loaded trace
+        if not isinstance(doc, TraceDoc):
+            raise TypeError(
+                f"Trace() takes a TraceDoc, not a {type(doc).__name__}: "
+                "read JSON data with Trace.from_dict, a file with Trace.load"
+            )
         self._grads = grads
         self.doc = doc
 

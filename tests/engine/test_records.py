@@ -141,6 +141,20 @@ def test_a_broken_trace_names_the_field(edit: Any, path: str) -> None:
     assert path in str(caught.value)
 
 
+def test_json_data_goes_through_from_dict_not_the_constructor() -> None:
+    data = gradtrace.trace(nn.Linear(2, 1), torch.ones(1, 2)).to_dict()
+    with pytest.raises(TypeError, match="Trace.from_dict"):
+        gradtrace.Trace(data)
+    assert gradtrace.Trace.from_dict(data).to_dict() == data
+
+
+def test_a_trace_of_another_schema_version_is_refused_by_name() -> None:
+    data = gradtrace.trace(nn.Linear(2, 1), torch.ones(1, 2)).to_dict()
+    data["schema_version"] = 1
+    with pytest.raises(ValueError, match="schema_version 1"):
+        gradtrace.Trace.from_dict(data)
+
+
 def test_the_published_schema_is_made_from_the_records() -> None:
     schema = trace_json_schema()
     assert list(schema["properties"]) == list(TraceDoc.__struct_fields__)
