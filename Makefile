@@ -45,14 +45,19 @@ lint: setup
 	$(VENV)/bin/ruff check backend tests
 	$(VENV)/bin/ruff format --check backend tests
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy  # the whole package: [tool.mypy] in pyproject.toml
 
 # The reliability proof (issue 10): every scenario of tests/reliability at full length (about
 # 15 minutes); make test runs short versions. Figures in var/reliability/, summed up in RELIABILITY.md.
 reliability: setup system
 	GRADTRACE_RELIABILITY=full $(PY) -m pytest tests/reliability -q -s
 
+# One interleaved run against the anchors (bare PyTorch, torchviz + Graphviz, TorchLens):
+# the tables of BENCHMARKS.md. The anchors are installed here, not in the package's extras.
 bench: setup
-	$(PY) tests/perf/bench_capture.py
+	$(PY) -m pip install --quiet torchviz torchlens
+	command -v dot >/dev/null || { s=$$([ $$(id -u) -eq 0 ] || echo sudo); $$s apt-get update -qq && $$s apt-get install -y -qq graphviz; }
+	$(PY) tests/perf/bench.py --write BENCHMARKS.md
 
 # The README's animated diagram: the two-layer example's backward pass, drawn by gradtrace itself.
 readme-diagram: setup

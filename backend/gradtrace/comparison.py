@@ -32,7 +32,7 @@ def as_doc(trace: Trace | TraceDoc | dict[str, Any]) -> TraceDoc:
     if isinstance(trace, Trace):
         return trace.doc
     if isinstance(trace, dict):
-        return TraceDoc.model_validate(trace)
+        return Trace.from_dict(trace).doc
     raise TypeError(f"cannot compare a {type(trace).__name__}: pass a gradtrace.Trace, a TraceDoc or a dict")
 
 
@@ -152,7 +152,7 @@ def compare(
     seen_b: set[str] = set()
     only_a_edges = []
     for e in da.graph.edges:
-        other = edges_b.get((to_b.get(e.source), to_b.get(e.target), e.slot, e.kind))
+        other = edges_b.get((to_b.get(e.source, ""), to_b.get(e.target, ""), e.slot, e.kind))
         if other is None:
             only_a_edges.append(e.id)
             continue

@@ -14,11 +14,11 @@ identical specs give identical traces, so an unchanged gradient compares equal t
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-COMPARE_SCHEMA_VERSION = 1
+COMPARE_SCHEMA_VERSION: Final = 1
 
 Status = Literal["changed", "unchanged", "only_a", "only_b", "no_gradient", "not_comparable"]
 

@@ -32,23 +32,29 @@ For each graph node:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
 # 2: `data` is the tensor's own dtype (was always float32), `values` only for tiny tensors,
 # final values exact and first (Limits.final_value_limit)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 Number = float | int | NonFinite
+Phase = Literal["forward", "backward", "step"]
+EdgeKind = Literal["data", "leaf", "no_grad"]
+Severity = Literal["info", "warning", "error"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Record(msgspec.Struct, forbid_unknown_fields=True):
+    """A record of the trace: fields in this order on the wire, every field written
+    (defaults too), unknown fields rejected when reading. Each record says ``kw_only=True``
+    (msgspec does not inherit it): built by keyword, its fields keep the documented order
+    whatever has a default."""
 
 
-class TensorStats(_Model):
+class TensorStats(_Record, kw_only=True):
     """Summary statistics over the finite elements (null when there are none)."""
 
     numel: int
@@ -61,7 +67,7 @@ class TensorStats(_Model):
     inf: int = 0
 
 
-class TensorValue(_Model):
+class TensorValue(_Record, kw_only=True):
     """One tensor's value as it crosses into JSON.
 
     Exactly one of three levels of detail: ``values`` (a flat, row-major JSON list, for
@@ -82,17 +88,16 @@ class TensorValue(_Model):
     truncated: bool = False
 
 
-class SavedTensor(_Model):
+class SavedTensor(_Record, kw_only=True):
     """A tensor (or scalar) an autograd node saved for its backward, read before backward."""
 
     name: str  # the attribute, e.g. "_saved_self", "_saved_mat2"
     value: TensorValue | None = None
-    # saved non-tensor values as PyTorch saved them: bools (bool first, or the union makes True
-    # a 1.0), ints, floats, sizes
-    scalar: bool | Number | str | list[Any] | None = None
+    # saved non-tensor values as PyTorch saved them: bools, ints, floats, strings, sizes
+    scalar: bool | int | float | str | list[Any] | None = None
 
 
-class GraphNode(_Model):
+class GraphNode(_Record, kw_only=True):
     """A node of the autograd graph, or a leaf tensor.
 
     ``kind == "op"``: an autograd node. ``op`` is PyTorch's exact class name
@@ -119,7 +124,7 @@ class GraphNode(_Model):
     creation_order: int | None = None  # _sequence_nr(); null for AccumulateGrad (2**64-1) and leaves
     created_seq: int | None = None  # seq of the node_created event
     pass_index: int = 0  # the pass in which it was created
-    saved: list[SavedTensor] = Field(default_factory=list)
+    saved: list[SavedTensor] = msgspec.field(default_factory=list)
     inserted: bool = False  # put there by instrumentation (e.g. BackwardHookFunctionBackward)
     variable: str | None = None  # AccumulateGrad -> its leaf tensor node
     grad_fn: str | None = None  # leaf tensor node -> its AccumulateGrad node
@@ -128,7 +133,7 @@ class GraphNode(_Model):
     value: TensorValue | None = None
 
 
-class EdgeGrad(_Model):
+class EdgeGrad(_Record, kw_only=True):
     """The gradient that travelled along an edge (target -> source) during one pass."""
 
     pass_index: int
@@ -136,7 +141,7 @@ class EdgeGrad(_Model):
     value: TensorValue | None  # null: the engine passed an undefined gradient
 
 
-class GraphEdge(_Model):
+class GraphEdge(_Record, kw_only=True):
     """A data-flow edge: ``source`` produced what ``target`` consumed.
 
     ``kind``: ``"data"`` between op nodes (``slot`` is the index in target's
@@ -149,14 +154,14 @@ class GraphEdge(_Model):
     id: str
     source: str
     target: str
-    kind: Literal["data", "leaf", "no_grad"] = "data"
+    kind: EdgeKind = "data"
     slot: int | None = None
     output_nr: int = 0
     requires_grad: bool = True
-    grads: list[EdgeGrad] = Field(default_factory=list)
+    grads: list[EdgeGrad] = msgspec.field(default_factory=list)
 
 
-class ModuleHook(_Model):
+class ModuleHook(_Record, kw_only=True):
     """A hook the spec (or the user) put on a module or tensor."""
 
     index: int  # position in spec.hooks
@@ -164,18 +169,18 @@ class ModuleHook(_Model):
     action: dict[str, Any] | None = None
 
 
-class ModuleInfo(_Model):
+class ModuleInfo(_Record, kw_only=True):
     path: str  # "" is the root
     type: str  # class name: "Linear", "Sequential", "Module", …
     parent: str | None
-    hooks: list[ModuleHook] = Field(default_factory=list)
-    parameters: list[str] = Field(default_factory=list)  # full names, e.g. "f1.f.weight"
+    hooks: list[ModuleHook] = msgspec.field(default_factory=list)
+    parameters: list[str] = msgspec.field(default_factory=list)  # full names, e.g. "f1.f.weight"
 
 
-class Graph(_Model):
+class Graph(_Record, kw_only=True):
     nodes: list[GraphNode]
     edges: list[GraphEdge]
-    modules: list[ModuleInfo] = Field(default_factory=list)
+    modules: list[ModuleInfo] = msgspec.field(default_factory=list)
 
 
 EventKind = Literal[
@@ -198,7 +203,7 @@ EventKind = Literal[
 ]
 
 
-class Event(_Model):
+class Event(_Record, kw_only=True):
     """One thing that happened, in the order it happened.
 
     ``target`` names what the event is about (a node id for node events, a module path for
@@ -240,17 +245,17 @@ class Event(_Model):
 
     seq: int
     pass_index: int
-    phase: Literal["forward", "backward", "step"]
+    phase: Phase
     kind: EventKind
     target: str | None = None
     node: str | None = None
     module: str | None = None
     hook: int | None = None  # the user hook that fired: its index (see above)
     message: str | None = None
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class Pass(_Model):
+class Pass(_Record, kw_only=True):
     """A band of the timeline: one forward, one backward (or autograd.grad), or one step.
 
     A *nested* pass is an engine run that happened inside another pass: the backward a
@@ -262,7 +267,7 @@ class Pass(_Model):
     """
 
     index: int
-    phase: Literal["forward", "backward", "step"]
+    phase: Phase
     label: str  # "forward #1", "backward #1 of loss", "grad #1 of loss", "zero_grad", …
     step: int | None = None  # index into spec.steps; null for the initial forward
     parent: int | None = None  # the enclosing pass of a nested engine run; null at top level
@@ -270,7 +275,7 @@ class Pass(_Model):
     last_seq: int
 
 
-class LinearReconstruction(_Model):
+class LinearReconstruction(_Record, kw_only=True):
     """W.grad of a Linear layer rebuilt from the captured (a, δ) factors, per backward pass."""
 
     module: str
@@ -285,27 +290,27 @@ class LinearReconstruction(_Model):
     # positions and max_error <= 1e-6 * max(1, |grad|max over the finite part)
     max_error: float
     matches: bool
-    a: list[TensorValue] = Field(default_factory=list)  # per-call input activations
-    delta: list[TensorValue] = Field(default_factory=list)  # per-call output gradients
+    a: list[TensorValue] = msgspec.field(default_factory=list)  # per-call input activations
+    delta: list[TensorValue] = msgspec.field(default_factory=list)  # per-call output gradients
 
 
-class GradNorm(_Model):
+class GradNorm(_Record, kw_only=True):
     name: str  # parameter or tensor name
     module: str | None
     pass_index: int | None  # null: the final .grad
     norm: float | NonFinite
 
 
-class Diagnostic(_Model):
+class Diagnostic(_Record, kw_only=True):
     code: str  # e.g. "hook_on_outputs_only", "inplace_after_hook", "detached_branch", "grad_not_retained"
-    severity: Literal["info", "warning", "error"]
+    severity: Severity
     message: str
     node: str | None = None
     module: str | None = None
     tensor: str | None = None
 
 
-class CallContributions(_Model):
+class CallContributions(_Record, kw_only=True):
     """One call of a Linear layer: how much each position (sample, token) gave to W.grad."""
 
     a_shape: list[int]
@@ -315,7 +320,7 @@ class CallContributions(_Model):
     sample_norms: TensorValue | None = None  # ‖Σ_t δ_bt ⊗ a_bt‖ per sample b (the first dim)
 
 
-class PerSampleContributions(_Model):
+class PerSampleContributions(_Record, kw_only=True):
     """A Linear weight's gradient split by sample and token, per backward pass (seed 000's
     "full per-sample, per-token picture"), with the check that the shares add up to W.grad
     and what storing the factors costs next to the gradient."""
@@ -330,7 +335,7 @@ class PerSampleContributions(_Model):
     gradient_numbers: int  # d_out × d_in: what W.grad holds
 
 
-class NodeMemory(_Model):
+class NodeMemory(_Record, kw_only=True):
     """The storage one autograd node saved for its backward (seed 001's "memory")."""
 
     node: str
@@ -339,12 +344,12 @@ class NodeMemory(_Model):
     released_seq: int | None = None  # the node_post at which the engine freed it; null: still held
 
 
-class MemoryPoint(_Model):
+class MemoryPoint(_Record, kw_only=True):
     seq: int
     live_bytes: int  # saved bytes alive after event ``seq`` (until the next point)
 
 
-class MemoryAnalysis(_Model):
+class MemoryAnalysis(_Record, kw_only=True):
     """Saved-tensor memory of the autograd graph: per node, and live over the timeline.
 
     A storage shared by several saved tensors (or nodes) counts once in ``live_bytes``. The
@@ -354,21 +359,21 @@ class MemoryAnalysis(_Model):
     end of the trace.
     """
 
-    nodes: list[NodeMemory] = Field(default_factory=list)
-    timeline: list[MemoryPoint] = Field(default_factory=list)
+    nodes: list[NodeMemory] = msgspec.field(default_factory=list)
+    timeline: list[MemoryPoint] = msgspec.field(default_factory=list)
     peak_bytes: int = 0
     final_bytes: int = 0
 
 
-class Analyses(_Model):
-    linear: list[LinearReconstruction] = Field(default_factory=list)
-    grad_norms: list[GradNorm] = Field(default_factory=list)
-    diagnostics: list[Diagnostic] = Field(default_factory=list)
-    memory: MemoryAnalysis = Field(default_factory=MemoryAnalysis)
-    per_sample: list[PerSampleContributions] = Field(default_factory=list)
+class Analyses(_Record, kw_only=True):
+    linear: list[LinearReconstruction] = msgspec.field(default_factory=list)
+    grad_norms: list[GradNorm] = msgspec.field(default_factory=list)
+    diagnostics: list[Diagnostic] = msgspec.field(default_factory=list)
+    memory: MemoryAnalysis = msgspec.field(default_factory=MemoryAnalysis)
+    per_sample: list[PerSampleContributions] = msgspec.field(default_factory=list)
 
 
-class Limits(_Model):
+class Limits(_Record, kw_only=True):
     """What the trace left out to stay small, so a reader knows it is not the whole story."""
 
     max_nodes: int
@@ -378,7 +383,7 @@ class Limits(_Model):
     finals_truncated: int = 0  # final grads / named values reduced to stats only (a diagnostic says so)
 
 
-class TraceDoc(_Model):
+class TraceDoc(_Record, kw_only=True):
     """The whole trace document (what ``POST /api/v1/trace`` returns)."""
 
     schema_version: Literal[2] = SCHEMA_VERSION
@@ -393,3 +398,11 @@ class TraceDoc(_Model):
     grads: dict[str, TensorValue | None]
     analyses: Analyses
     limits: Limits
+
+
+def trace_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the trace, made from the records above: TraceDoc at the root, the
+    other records in ``$defs``."""
+    schema = msgspec.json.schema(TraceDoc)
+    definitions = schema["$defs"]
+    return {**definitions.pop("TraceDoc"), "$defs": definitions}

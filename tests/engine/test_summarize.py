@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+import msgspec
 import numpy as np
 import pytest
 import torch
@@ -13,12 +14,13 @@ from gradtrace.trace import tensor_array
 from gradtrace.trace_schema import TensorValue
 
 
-def _summaries(*tensors: torch.Tensor, budget: int = 10**9) -> list[dict]:
+def _summaries(*tensors: torch.Tensor, budget: int = 10**9) -> list[TensorValue]:
     s = Summarizer(budget)
     out = [s(t) for t in tensors]
     s.finalize()
     for value in out:
-        TensorValue.model_validate(value)
+        assert isinstance(value, TensorValue)
+        msgspec.convert(msgspec.to_builtins(value), TensorValue)  # and valid as JSON data
     return out
 
 
@@ -33,27 +35,27 @@ def test_levels_and_exact_numbers(numel: int) -> None:
     t = torch.randn(numel, generator=torch.Generator().manual_seed(numel), requires_grad=True)
     [v] = _summaries(t)
     if numel <= TINY_TENSOR:
-        assert v["values"] == t.detach().double().tolist()  # float32 exactly, as float64
-        assert "data" not in v
+        assert v.values == t.detach().double().tolist()  # float32 exactly, as float64
+        assert v.data is None
     else:
-        raw = np.frombuffer(base64.b64decode(v["data"]), "<f4")
+        raw = np.frombuffer(base64.b64decode(v.data), "<f4")
         assert np.array_equal(raw, t.detach().numpy())
-        assert "values" not in v
+        assert v.values is None
     for key, want in _expected_stats(t).items():
-        assert v["stats"][key] == pytest.approx(want, rel=1e-6, abs=1e-9), key
-    assert v["stats"]["numel"] == numel and v["shape"] == [numel] and v["dtype"] == "float32"
+        assert getattr(v.stats, key) == pytest.approx(want, rel=1e-6, abs=1e-9), key
+    assert v.stats.numel == numel and v.shape == [numel] and v.dtype == "float32"
 
 
 def test_non_finite_numbers_are_named_and_counted() -> None:
     t = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 3.0])
     [v] = _summaries(t)
-    assert v["values"] == [1.0, "NaN", "Infinity", "-Infinity", 3.0]
-    assert v["stats"]["nan"] == 1 and v["stats"]["inf"] == 2
-    assert v["stats"]["min"] == 1.0 and v["stats"]["max"] == 3.0 and v["stats"]["mean"] == 2.0
+    assert v.values == [1.0, "NaN", "Infinity", "-Infinity", 3.0]
+    assert v.stats.nan == 1 and v.stats.inf == 2
+    assert v.stats.min == 1.0 and v.stats.max == 3.0 and v.stats.mean == 2.0
     [big] = _summaries(torch.cat([torch.full((2000,), float("nan")), torch.ones(10)]))
-    assert big["stats"]["nan"] == 2000 and big["stats"]["mean"] == 1.0
+    assert big.stats.nan == 2000 and big.stats.mean == 1.0
     [allnan] = _summaries(torch.full((3,), float("nan")))
-    assert allnan["stats"]["min"] is None and allnan["stats"]["nan"] == 3
+    assert allnan.stats.min is None and allnan.stats.nan == 3
 
 
 def test_other_dtypes_and_empty() -> None:
@@ -63,10 +65,10 @@ def test_other_dtypes_and_empty() -> None:
         torch.tensor([0.5, 1.5], dtype=torch.float16),
         torch.zeros(0, 3),
     )
-    assert ints["values"] == [0, 1, 2, 3] and ints["dtype"] == "int64" and ints["stats"]["mean"] == 1.5
-    assert flags["values"] == [1, 0] and flags["dtype"] == "bool"
-    assert half["values"] == [0.5, 1.5] and half["dtype"] == "float16"
-    assert empty["shape"] == [0, 3] and empty["values"] == [] and empty["stats"]["min"] is None
+    assert ints.values == [0, 1, 2, 3] and ints.dtype == "int64" and ints.stats.mean == 1.5
+    assert flags.values == [1, 0] and flags.dtype == "bool"
+    assert half.values == [0.5, 1.5] and half.dtype == "float16"
+    assert empty.shape == [0, 3] and empty.values == [] and empty.stats.min is None
 
 
 def test_budget_counts_every_appearance_then_stats_only() -> None:
@@ -76,9 +78,9 @@ def test_budget_counts_every_appearance_then_stats_only() -> None:
     again = s(big)  # a second appearance no longer fits: stats only
     small = s(torch.ones(10))  # a list costs 4 per number: 40 fits in what is left
     s.finalize()
-    assert first["data"] is not None and again["truncated"] and "data" not in again
-    assert again["stats"] is first["stats"] and again["stats"]["mean"] == 1.0
-    assert small["values"] == [1.0] * 10
+    assert first.data is not None and again.truncated and again.data is None
+    assert again.stats is first.stats and again.stats.mean == 1.0
+    assert small.values == [1.0] * 10
     assert s.values_truncated == 1 and s.budget_left == 6000 - 5000 - 40
 
 
@@ -89,7 +91,7 @@ def test_snapshot_is_taken_at_capture_time() -> None:
     t.add_(5.0)  # an in-place write after capture (bumps the version)
     after = s(t)
     s.finalize()
-    assert before["values"] == [0.0, 0.0, 0.0] and after["values"] == [5.0, 5.0, 5.0]
+    assert before.values == [0.0, 0.0, 0.0] and after.values == [5.0, 5.0, 5.0]
 
 
 def test_same_memory_through_another_tensor_object_is_summarized_once() -> None:
@@ -121,10 +123,10 @@ def test_numbers_travel_in_their_own_dtype_bit_for_bit(dtype: torch.dtype, numel
         t[0, 0] = float("nan")
         t[-1, 0] = -float("inf")
     [v] = _summaries(t.t())  # transposed: the numbers still travel row-major
-    assert v["dtype"] == str(dtype).removeprefix("torch.") and v["shape"] == [1, numel]
-    assert ("values" in v) == (numel <= TINY_TENSOR) and ("data" in v) == (numel > TINY_TENSOR)
-    if "data" in v:  # the tensor's own bytes: 8 per float64 number, 2 per bfloat16, 1 per bool
-        assert len(base64.b64decode(v["data"])) == numel * t.element_size()
+    assert v.dtype == str(dtype).removeprefix("torch.") and v.shape == [1, numel]
+    assert (v.values is not None) == (numel <= TINY_TENSOR) and (v.data is not None) == (numel > TINY_TENSOR)
+    if v.data is not None:  # the tensor's own bytes: 8 per float64 number, 2 per bfloat16, 1 per bool
+        assert len(base64.b64decode(v.data)) == numel * t.element_size()
     decoded = tensor_array(v)
     want = t.t().float() if dtype == torch.bfloat16 else t.t()
     assert decoded.dtype == want.numpy().dtype and decoded.shape == (1, numel)
@@ -144,9 +146,9 @@ def test_final_values_are_exact_whatever_the_snapshot_budget() -> None:
     final = s.final(t)
     too_many = s.final(torch.randn(3000))  # 3000 + 3000 > 5000: stats only, counted
     s.finalize()
-    assert snapshot["truncated"] and "data" not in snapshot and s.values_truncated == 1
-    assert np.array_equal(tensor_array(final), t.numpy()) and not final.get("truncated")
-    assert too_many["truncated"] and too_many["stats"]["numel"] == 3000 and s.finals_truncated == 1
+    assert snapshot.truncated and snapshot.data is None and s.values_truncated == 1
+    assert np.array_equal(tensor_array(final), t.numpy()) and not final.truncated
+    assert too_many.truncated and too_many.stats.numel == 3000 and s.finals_truncated == 1
     with pytest.raises(ValueError, match="stats only"):
         tensor_array(too_many)
 
@@ -159,20 +161,20 @@ def test_float64_stats_of_extreme_magnitudes_stay_finite_and_right(magnitude: fl
     base = torch.linspace(-1, 1, numel, dtype=torch.float64) + 0.5
     t = base * magnitude
     [v] = _summaries(t)
-    stats = v["stats"]
+    stats = v.stats
     exact = {  # the same numbers at an ordinary scale, times the magnitude
         "mean": float(base.mean()) * magnitude,
         "std": float(base.std(unbiased=False)) * magnitude,
         "norm": float(torch.linalg.vector_norm(base)) * magnitude,
     }
     for key, want in exact.items():
-        assert stats[key] == pytest.approx(want, rel=1e-9), key
-    assert stats["min"] == float(t.min()) and stats["max"] == float(t.max())
+        assert getattr(stats, key) == pytest.approx(want, rel=1e-9), key
+    assert stats.min == float(t.min()) and stats.max == float(t.max())
 
 
 def test_a_complex_final_value_is_stats_only_and_not_counted_as_too_big() -> None:
     s = Summarizer()
     value = s.final(torch.tensor([3 + 4j, 0j]))
     s.finalize()
-    assert value["truncated"] and value["stats"]["max"] == 5.0  # the magnitude's stats
+    assert value.truncated and value.stats.max == 5.0  # the magnitude's stats
     assert s.finals_truncated == 0

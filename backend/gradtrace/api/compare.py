@@ -84,10 +84,9 @@ async def _traced(service: TraceService, side: str, doc: dict[str, Any], normali
 
 def _compare_json(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> bytes:
     from gradtrace.comparison import compare
-    from gradtrace.trace_schema import TraceDoc
+    from gradtrace.trace import Trace
 
-    # pydantic parses the workers' bytes directly: ~2x faster than json.loads, then validate
-    diff = compare(TraceDoc.model_validate_json(trace_a), TraceDoc.model_validate_json(trace_b))
+    diff = compare(Trace.from_json(trace_a), Trace.from_json(trace_b))
     for side, spec_id in permalinks.items():
         getattr(diff, side).permalink = spec_id
     return diff.model_dump_json().encode()
@@ -130,5 +129,5 @@ async def post_compare(request: Request, service: TraceServiceDep) -> Response:
             raise outcome
     traces = [t for t in traced if isinstance(t, bytes)]
     permalinks = {side: body[side] for side in SIDES if isinstance(body[side], str)}
-    data = await asyncio.to_thread(_compare_json, *traces, permalinks)
+    data = await asyncio.to_thread(_compare_json, traces[0], traces[1], permalinks)
     return Response(content=data, media_type="application/json")

@@ -133,7 +133,7 @@ def register_diagram_route(
     ) -> Response:
         spec = await load_spec(request, spec_id)
         _, normalized = await check_spec(spec)
-        options = {"animated": animated, "phase": phase, "theme": theme, "values": values}
+        options: dict[str, Any] = {"animated": animated, "phase": phase, "theme": theme, "values": values}
         key = f"svg:{RENDERER_VERSION}:{trace_key(normalized)}:{int(animated)}{phase}{theme}{int(values)}"
         return await cached_render(
             request,

@@ -114,11 +114,11 @@ def _hoist(name: str, schema: dict[str, Any], prefix: str, out: dict[str, Any]) 
 def _component_schemas() -> dict[str, Any]:
     from gradtrace.comparison_schema import CompareDoc
     from gradtrace.spec import spec_json_schema
-    from gradtrace.trace_schema import TraceDoc
+    from gradtrace.trace_schema import trace_json_schema
 
     out: dict[str, Any] = {"ErrorEnvelope": _ERROR_ENVELOPE_SCHEMA}
     _hoist("ModelSpec", spec_json_schema(), "Spec", out)
-    _hoist("TraceDoc", TraceDoc.model_json_schema(), "", out)
+    _hoist("TraceDoc", trace_json_schema(), "", out)
     _hoist("CompareDoc", CompareDoc.model_json_schema(), "Compare", out)
     return out
 

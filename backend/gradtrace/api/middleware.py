@@ -169,7 +169,7 @@ class EnvelopeCORSMiddleware(CORSMiddleware):
         response = super().preflight_response(request_headers)
         if response.status_code < 400:
             return response
-        message = response.body.decode(errors="replace")  # e.g. "Disallowed CORS method"
+        message = bytes(response.body).decode(errors="replace")  # e.g. "Disallowed CORS method"
         keep = {k: v for k, v in response.headers.items() if k.lower().startswith("access-control-")}
         return error_response(response.status_code, "cors_refused", message, headers=keep)
 

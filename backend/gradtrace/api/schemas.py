@@ -31,9 +31,9 @@ def _schema_bytes(which: str) -> tuple[bytes, str]:
 
         schema = CompareDoc.model_json_schema()
     else:
-        from gradtrace.trace_schema import TraceDoc
+        from gradtrace.trace_schema import trace_json_schema
 
-        schema = TraceDoc.model_json_schema()
+        schema = trace_json_schema()
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     data = json.dumps(schema, indent=1, sort_keys=True).encode()
     return data, '"' + hashlib.sha256(data).hexdigest()[:32] + '"'

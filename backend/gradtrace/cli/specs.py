@@ -74,9 +74,9 @@ def run_trace(args: argparse.Namespace) -> int:
     text = Trace(trace).to_json(indent=2 if args.pretty else None)
     if args.output and args.output != "-":
         Path(args.output).write_text(text + "\n", encoding="utf-8")
-        errors = sum(1 for e in trace["events"] if e["kind"] == "error")
+        errors = sum(1 for e in trace.events if e.kind == "error")
         sys.stderr.write(
-            f"wrote {args.output}: {len(trace['graph']['nodes'])} nodes, {len(trace['events'])} events"
+            f"wrote {args.output}: {len(trace.graph.nodes)} nodes, {len(trace.events)} events"
             + (f", {errors} error event(s)" if errors else "")
             + "\n"
         )

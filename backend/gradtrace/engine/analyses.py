@@ -16,6 +16,14 @@ import torch
 
 from gradtrace.engine.per_sample import per_sample_record
 from gradtrace.engine.summarize import Summarizer, finite_or_name
+from gradtrace.trace_schema import (
+    Diagnostic,
+    GradNorm,
+    GraphEdge,
+    LinearReconstruction,
+    PerSampleContributions,
+    Severity,
+)
 
 
 class LinearAnalysis:
@@ -41,24 +49,28 @@ class LinearAnalysis:
             name: (w.grad, w.grad._version) for name, w in self.weights.items() if w.grad is not None
         }
 
-    def build(self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer) -> list[dict]:
-        out: list[dict[str, Any]] = []
+    def build(
+        self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
+    ) -> list[LinearReconstruction]:
+        out: list[LinearReconstruction] = []
         for pass_index, weight, calls in self.grouped(deltas):
             rec = self._reconstruct(weight, pass_index, calls, summarize)
             if rec is not None:
                 out.append(rec)
         return out
 
-    def per_sample(self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer) -> list[dict]:
+    def per_sample(
+        self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
+    ) -> list[PerSampleContributions]:
         """Each sample's and each token's share of every Linear's W.grad (see per_sample.py)."""
-        out: list[dict[str, Any]] = []
+        out: list[PerSampleContributions] = []
         for pass_index, weight, calls in self.grouped(deltas):
             grad = self.pass_grad(weight, pass_index)
             if grad is None:
                 continue
             record, total = per_sample_record(weight, pass_index, calls, grad, summarize)
             if total is not None:
-                record["sum_max_error"], record["matches"] = compare_nan_aware(total, grad)
+                record.sum_max_error, record.matches = compare_nan_aware(total, grad)
             out.append(record)
         return out
 
@@ -87,7 +99,9 @@ class LinearAnalysis:
         before = self._before[pass_index].get(weight)
         return after if before is None else after - before
 
-    def _reconstruct(self, weight: str, pass_index: int, calls: list, summarize: Summarizer):
+    def _reconstruct(
+        self, weight: str, pass_index: int, calls: list, summarize: Summarizer
+    ) -> LinearReconstruction | None:
         grad = self.pass_grad(weight, pass_index)
         if grad is None:
             return None
@@ -113,19 +127,19 @@ class LinearAnalysis:
         )
         # .grad unchanged since the clone copied it: its summary (made at the grad_write) serves
         grad_summary = summarize(grad) if known is None else summarize.like_new(known)
-        return {
-            "module": first[0]["module"],
-            "weight": weight,
-            "pass_index": pass_index,
-            "a_shape": list(first[1].shape),
-            "delta_shape": list(first[2].shape),
-            "reconstructed": recon_summary,
-            "grad": grad_summary,
-            "max_error": error,
-            "matches": matches,
-            "a": [summarize(c[1]) for c in calls],
-            "delta": [summarize(c[2]) if c[3] is None else summarize.like_new(c[3]) for c in calls],
-        }
+        return LinearReconstruction(
+            module=first[0]["module"],
+            weight=weight,
+            pass_index=pass_index,
+            a_shape=list(first[1].shape),
+            delta_shape=list(first[2].shape),
+            reconstructed=recon_summary,
+            grad=grad_summary,
+            max_error=error,
+            matches=matches,
+            a=[summarize(c[1]) for c in calls],
+            delta=[summarize(c[2]) if c[3] is None else summarize.like_new(c[3]) for c in calls],
+        )
 
 
 def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float, bool]:
@@ -152,23 +166,24 @@ def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float,
     return error, agree_non_finite and error <= 1e-6 * scale
 
 
-def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> dict[str, Any]:
+def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> GradNorm:
     norm = float(torch.linalg.vector_norm(grad.detach().to(torch.float64)))
-    return {"name": name, "module": module, "pass_index": pass_index, "norm": finite_or_name(norm)}
+    return GradNorm(name=name, module=module, pass_index=pass_index, norm=finite_or_name(norm))
 
 
-def diagnostic(code: str, severity: str, message: str, **where: str | None) -> dict[str, Any]:
-    return {
-        "code": code,
-        "severity": severity,
-        "message": message,
-        "node": where.get("node"),
-        "module": where.get("module"),
-        "tensor": where.get("tensor"),
-    }
+def diagnostic(
+    code: str,
+    severity: Severity,
+    message: str,
+    *,
+    node: str | None = None,
+    module: str | None = None,
+    tensor: str | None = None,
+) -> Diagnostic:
+    return Diagnostic(code=code, severity=severity, message=message, node=node, module=module, tensor=tensor)
 
 
-def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> dict[str, Any]:
+def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> Diagnostic:
     """A non-scalar tensor was to be backpropagated: backward ran on its sum (the library
     without loss_fn, a spec's default backward)."""
     return diagnostic(
@@ -179,11 +194,11 @@ def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> dict[str, Any
     )
 
 
-def reachable_from(roots: list[str], edges: list[dict[str, Any]]) -> set[str]:
+def reachable_from(roots: list[str], edges: list[GraphEdge]) -> set[str]:
     """Node ids upstream of ``roots`` (following edges against data flow)."""
     sources: dict[str, list[str]] = {}
     for e in edges:
-        sources.setdefault(e["target"], []).append(e["source"])
+        sources.setdefault(e.target, []).append(e.source)
     seen = set(roots)
     stack = list(roots)
     while stack:
@@ -201,10 +216,10 @@ def diagnose(
     backward_roots: list[str],
     warnings: list[str],
     already_found: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[Diagnostic]:
     """Diagnostics from the finished trace: detached branches, intermediates whose .grad is
     not kept, and PyTorch's own warnings (e.g. a full backward hook firing on outputs only)."""
-    out: list[dict[str, Any]] = []
+    out: list[Diagnostic] = []
     if backward_roots:
         connected = reachable_from(backward_roots, rec.edges)
         roots = set(backward_roots)

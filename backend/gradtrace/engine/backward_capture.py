@@ -17,22 +17,24 @@ node's pre-hook, when ``.grad`` really changed.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.autograd.function import BackwardCFunction
 
 from gradtrace.engine.graph_walk import is_accumulate_grad
 from gradtrace.engine.recorder import Recorder
+from gradtrace.trace_schema import EdgeGrad
 
 
 def _drop_if_empty(leaf: torch.Tensor) -> None:
     """No post-accumulate hook left (the model may have registered one meanwhile): back to
     the None the leaf had before gradtrace registered its own."""
     if not leaf._post_accumulate_grad_hooks:
-        leaf._post_accumulate_grad_hooks = None
+        leaf._post_accumulate_grad_hooks = None  # type: ignore[assignment]  # (torch's stubs say dict; unset is None)
 
 
 class BackwardCapture:
@@ -60,7 +62,7 @@ class BackwardCapture:
             "grad_write",
             target=leaf_id,
             node=leaf_id,
-            module=rec.by_id[leaf_id].get("module"),
+            module=rec.by_id[leaf_id].module,
             payload={"before": before, "after": rec.summarize(leaf.grad), "accumulated": before is not None},
         )
 
@@ -87,7 +89,7 @@ class BackwardCapture:
                 "grad_write",
                 target=node_id,
                 node=node_id,
-                module=rec.by_id[node_id].get("module"),
+                module=rec.by_id[node_id].module,
                 payload={"before": before, "after": rec.summarize(grad), "accumulated": before is not None},
             )
 
@@ -103,7 +105,10 @@ class BackwardCapture:
                     handle = leaf.register_post_accumulate_grad_hook(self._grad_write)
                     # first of the leaf's post-accumulate hooks: the write happened just before
                     # them all, whatever the model's own hooks then do to .grad
-                    leaf._post_accumulate_grad_hooks.move_to_end(handle.id, last=False)
+                    hooks = cast(
+                        "OrderedDict[int, Any]", leaf._post_accumulate_grad_hooks
+                    )  # (an OrderedDict)
+                    hooks.move_to_end(handle.id, last=False)
                     stack.callback(handle.remove)
             yield
 
@@ -111,9 +116,9 @@ class BackwardCapture:
     def _make_hooks(self, node_id: str, node: Any, retained: list) -> tuple[Callable, Callable]:
         rec = self.recorder
         record = rec.by_id[node_id]
-        module = record.get("module")
+        module = record.module
         leaf = node.variable if is_accumulate_grad(node) else None
-        leaf_id = record.get("variable")
+        leaf_id = record.variable
         watched = node_id in self.watch
         make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
         modes: list[Any] = []  # the mode entered in pre, left in post
@@ -164,8 +169,8 @@ class BackwardCapture:
             for slot, value in enumerate(inputs):
                 edge = rec.edge_at.get((node_id, slot))
                 if edge is not None:
-                    edge["grads"].append(
-                        {"pass_index": rec.pass_index, "seq": seq, "value": summarize.repeat(value)}
+                    edge.grads.append(
+                        EdgeGrad(pass_index=rec.pass_index, seq=seq, value=summarize.repeat(value))
                     )
 
         return pre, post

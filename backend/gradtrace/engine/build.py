@@ -90,8 +90,8 @@ LEAF_BUILDERS: dict[str, Callable[[Any, Factory], nn.Module]] = {
 }
 
 
-def _tuple(value: int | list[int]) -> int | tuple[int, ...]:
-    return tuple(value) if isinstance(value, list) else value
+def _tuple(value: int | list[int]) -> int | tuple[int, int]:
+    return (value[0], value[1]) if isinstance(value, list) else value  # the spec allows 2 numbers
 
 
 # ---- initialisers: mirror each layer's reset_parameters(), drawing from `g` ----------------
@@ -116,7 +116,7 @@ def _init_batchnorm(m: nn.BatchNorm1d, g: torch.Generator) -> None:
     m.reset_parameters()  # ones/zeros and running stats: no random draws
 
 
-LEAF_INITIALISERS: dict[str, Callable[[Any, torch.Generator], None]] = {
+LEAF_INITIALISERS: dict[str, Callable[[Any, torch.Generator], object]] = {
     "Linear": lambda m, g: _init_linear_like(m.weight, m.bias, g),
     "Conv1d": lambda m, g: _init_linear_like(m.weight, m.bias, g),
     "Conv2d": lambda m, g: _init_linear_like(m.weight, m.bias, g),
@@ -152,6 +152,7 @@ def build_input(spec: InputSpec, dtype: torch.dtype, g: torch.Generator, device:
     elif spec.init == "rand":
         tensor = torch.rand(shape, generator=g, dtype=dtype)
     elif spec.init == "randint":
+        assert spec.high is not None  # the spec requires it with randint
         tensor = torch.randint(0, spec.high, shape, generator=g, dtype=dtype)
     elif spec.init == "zeros":
         tensor = torch.zeros(shape, dtype=dtype)

@@ -133,7 +133,7 @@ def dry_run(spec: ModelSpec, limits: SpecLimits) -> DryRunReport:
                 raise SpecError(
                     "limit_exceeded",
                     f"{exc.message.split(': ', 1)[0]}: {exc.__cause__}",
-                    exc.path,
+                    exc.path or "",
                     exc.line,
                     exc.column,
                 ) from None

@@ -174,7 +174,10 @@ class ForwardCapture:
             and all(a is b for a, b in zip(seen_tensors, tensors, strict=True))
         )
         # a forward-pre hook may have replaced the inputs: then summarize what forward got
-        inputs = [rec.summarize.repeat(v) for v in seen] if same else [rec.summarize(t) for t in tensors]
+        if same and seen is not None:
+            inputs = [rec.summarize.repeat(v) for v in seen]
+        else:
+            inputs = [rec.summarize(t) for t in tensors]
         rec.emit(
             "module_forward",
             target=path,

@@ -81,7 +81,7 @@ def creation_sorted(nodes: list[Any]) -> list[Any]:
     """
     members = set(nodes)
     ops = [n for n in nodes if raw_sequence_nr(n) is not None]
-    ops.sort(key=raw_sequence_nr)
+    ops.sort(key=lambda n: raw_sequence_nr(n) or 0)  # (all ints here: the None ones are left out)
     placed: dict[Any, None] = {}
     for op in ops:
         for _slot, fn, _nr in next_nodes(op):

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from gradtrace.trace_schema import Event, MemoryAnalysis, MemoryPoint, NodeMemory
+
 StorageKey = tuple[int, int, str]  # (data pointer, bytes, device): one block of memory
 
 
@@ -60,12 +62,12 @@ class SavedMemory:
         self._nodes[node_id] = node
         self._probe[node_id] = saved[0][0].split("[", 1)[0]
 
-    def after_backward(self, events: list[dict[str, Any]], first_seq: int) -> None:
+    def after_backward(self, events: list[Event], first_seq: int) -> None:
         """After a backward pass (its events from ``first_seq``): which nodes the engine freed."""
         ran: dict[str, int] = {}
         for event in events[first_seq:]:
-            if event["kind"] == "node_post" and event["node"] is not None:
-                ran.setdefault(event["node"], event["seq"])
+            if event.kind == "node_post" and event.node is not None:
+                ran.setdefault(event.node, event.seq)
         for node_id, seq in ran.items():
             if node_id in self._nodes and node_id not in self.released_at and self._freed(node_id):
                 self.released_at[node_id] = seq
@@ -77,7 +79,7 @@ class SavedMemory:
             return True
         return False
 
-    def build(self) -> dict[str, Any]:
+    def build(self) -> MemoryAnalysis:
         """``analyses.memory``: per-node saved bytes and the live bytes at every change."""
         changes: dict[int, list[tuple[str, int]]] = {}  # seq -> [(node, +1 | -1)]
         for node_id, seq in self.created_at.items():
@@ -86,7 +88,7 @@ class SavedMemory:
             changes.setdefault(seq, []).append((node_id, -1))
         holders: dict[StorageKey, int] = {}  # storage -> how many live nodes hold it
         live = peak = 0
-        timeline = []
+        timeline: list[MemoryPoint] = []
         for seq in sorted(changes):
             for node_id, sign in changes[seq]:
                 for key, nbytes in self.storages[node_id].items():
@@ -97,15 +99,15 @@ class SavedMemory:
                         live -= nbytes
                     holders[key] = count
             peak = max(peak, live)
-            if not timeline or timeline[-1]["live_bytes"] != live:
-                timeline.append({"seq": seq, "live_bytes": live})
+            if not timeline or timeline[-1].live_bytes != live:
+                timeline.append(MemoryPoint(seq=seq, live_bytes=live))
         nodes = [
-            {
-                "node": node_id,
-                "saved_bytes": sum(held.values()),
-                "created_seq": self.created_at[node_id],
-                "released_seq": self.released_at.get(node_id),
-            }
+            NodeMemory(
+                node=node_id,
+                saved_bytes=sum(held.values()),
+                created_seq=self.created_at[node_id],
+                released_seq=self.released_at.get(node_id),
+            )
             for node_id, held in self.storages.items()
         ]
-        return {"nodes": nodes, "timeline": timeline, "peak_bytes": peak, "final_bytes": live}
+        return MemoryAnalysis(nodes=nodes, timeline=timeline, peak_bytes=peak, final_bytes=live)

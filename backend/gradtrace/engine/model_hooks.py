@@ -43,6 +43,7 @@ from torch.utils.hooks import RemovableHandle
 from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
+from gradtrace.trace_schema import Diagnostic, Event, EventKind, ModuleHook
 
 # module hook dict -> the hook kind of its entries (the backward dict: see _module_kind)
 _MODULE_DICTS = {
@@ -61,7 +62,7 @@ _GLOBAL_DICTS = (
 _TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
 # the hooks PyTorch collects as a module's call begins (its forward hooks: as forward returns)
 _COLLECTED_AT_START = ("forward_pre", "full_backward_pre", "full_backward", "backward")
-_EVENT_KIND = {
+_EVENT_KIND: dict[str, EventKind] = {
     "forward_pre": "module_forward_pre",
     "forward": "module_forward",
     "full_backward_pre": "module_backward_pre",
@@ -125,8 +126,8 @@ class ModelHooks:
         root: nn.Module,
         module_paths: dict[int, str],
         tensors: dict[str, torch.Tensor],
-        listing: dict[str, list[dict[str, Any]]],
-        diagnostics: list[dict[str, Any]],
+        listing: dict[str, list[ModuleHook]],
+        diagnostics: list[Diagnostic],
     ) -> None:
         self.recorder = recorder
         self.capture = capture
@@ -174,7 +175,9 @@ class ModelHooks:
         for name, tensor in self.tensors.items():
             for kind, dict_name in _TENSOR_DICTS.items():
                 hooks = getattr(tensor, dict_name, None)
-                for key, hook in list((hooks or {}).items()):
+                if not hooks:
+                    continue
+                for key, hook in list(hooks.items()):
                     self._wrap(hooks, key, self._tensor_wrapper(kind, hook, tensor, name))
         self.catch_up()
 
@@ -288,7 +291,7 @@ class ModelHooks:
     # ---- the wrappers ---------------------------------------------------------------------
     def _module_wrapper(self, kind: str, hook: Callable, module: nn.Module, path: str, key: int) -> Callable:
         index = self._new_index()
-        self.listing.setdefault(path, []).append({"index": index, "type": kind, "action": None})
+        self.listing.setdefault(path, []).append(ModuleHook(index=index, type=kind))
         with_kwargs = (kind == "forward_pre" and key in module._forward_pre_hooks_with_kwargs) or (
             kind == "forward" and key in module._forward_hooks_with_kwargs
         )
@@ -297,7 +300,7 @@ class ModelHooks:
             summaries = self.recorder.summaries
             if kind == "forward_pre":
                 inputs = args[1]
-                payload = {"inputs": summaries(inputs)}
+                payload: dict[str, Any] = {"inputs": summaries(inputs)}
                 given = flat_tensors(inputs)
             elif kind == "forward":
                 inputs, output = args[1], args[-1]
@@ -328,7 +331,7 @@ class ModelHooks:
             node = rec.node_ids.get(grad_fn) if grad_fn is not None else None
             if node is None and alive is not None:
                 node = rec.tensor_node(alive)
-            label = name or (rec.by_id[node].get("tensor") if node is not None else None)
+            label = name or (rec.by_id[node].tensor if node is not None else None)
             return label or node, None, node
 
         def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
@@ -352,7 +355,7 @@ class ModelHooks:
             after = param.grad
             changed = after is not before or (after is not None and after._version != version)
             if changed and event is not None:
-                event["payload"]["changed"] = True
+                event.payload["changed"] = True
             return result
 
         return watched
@@ -385,7 +388,7 @@ class ModelHooks:
             "post_accumulate_grad",
         )
 
-        def fire(*args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any] | None]:
+        def fire(*args: Any, **kwargs: Any) -> tuple[Any, Event | None]:
             """(what the hook returned, its event)."""
             if not self._active:  # kept by a graph that outlived the trace: just the hook
                 return hook(*args, **kwargs), None
@@ -403,10 +406,10 @@ class ModelHooks:
             with capture.quiet():
                 event = rec.events[seq]
                 changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
-                event["payload"]["returned"] = (
+                event.payload["returned"] = (
                     None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
                 )
-                event["payload"]["changed"] = changed
+                event.payload["changed"] = changed
             return result, event
 
         return fire

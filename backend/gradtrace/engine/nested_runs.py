@@ -28,6 +28,7 @@ from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
+from gradtrace.trace_schema import Diagnostic
 
 ENGINE_CALLS: dict[Any, str] = {
     torch.autograd.backward: "backward",
@@ -45,7 +46,7 @@ class NestedRuns:
         retained: dict[str, torch.Tensor],
         leaves: Callable[[], list[torch.Tensor]],
         on_error: Callable[[BaseException, int | None], None],
-        diagnostics: list[dict[str, Any]],
+        diagnostics: list[Diagnostic],
     ) -> None:
         self.recorder = recorder
         self.forward_capture = forward_capture
@@ -64,10 +65,10 @@ class NestedRuns:
         rec = self.recorder
         running = rec.running_node()
         if running is not None:
-            op = rec.by_id[running].get("op")
+            op = rec.by_id[running].op
             why = " (checkpoint recomputation)" if op == "CheckpointFunctionBackward" else ""
             return f"nested {what} inside {op} {running}{why}"
-        return f"nested {what} inside {rec.passes[rec.pass_index]['label']}"
+        return f"nested {what} inside {rec.passes[rec.pass_index].label}"
 
     def _note_double_backward(self, label: str) -> None:
         self.diagnostics.append(
@@ -87,7 +88,7 @@ class NestedRuns:
         capture = self.forward_capture
         call = inspect.signature(func).bind(*args, **kwargs).arguments
         roots = flat_tensors(call.get("self", call.get("tensors", call.get("outputs"))))
-        step = rec.passes[rec.pass_index]["step"] if rec.in_pass else None
+        step = rec.passes[rec.pass_index].step if rec.in_pass else None
         label = self._label(ENGINE_CALLS[func])
         if call.get("create_graph"):
             self._note_double_backward(label)

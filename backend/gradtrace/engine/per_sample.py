@@ -15,11 +15,10 @@ gradient d_out × d_in (for d_in = d_out = 4096: 8,192 against 1.7 × 10⁷).
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from gradtrace.engine.summarize import Summarizer
+from gradtrace.trace_schema import CallContributions, PerSampleContributions
 
 # Σ_b C_b is checked by building every C_b while B × d_out × d_in stays below this.
 CHECK_ELEMENTS = 1 << 22
@@ -35,7 +34,7 @@ def _positions(t: torch.Tensor, width: int) -> torch.Tensor:
 
 def per_sample_record(
     weight: str, pass_index: int, calls: list[tuple], grad: torch.Tensor, summarize: Summarizer
-) -> tuple[dict[str, Any], torch.Tensor | None]:
+) -> tuple[PerSampleContributions, torch.Tensor | None]:
     """One ``analyses.per_sample`` record (every call of the layer in this pass), and the sum
     of the per-sample shares for the caller to check against W.grad (None when too large to
     build: then ``sum_max_error`` and ``matches`` stay null)."""
@@ -56,22 +55,22 @@ def per_sample_record(
         else:
             checked = False
         records.append(
-            {
-                "a_shape": list(a.shape),
-                "delta_shape": list(delta.shape),
-                "sample_dims": dims,
-                "position_norms": summarize(position_norms),
-                "sample_norms": summarize(sample_norms) if len(dims) >= 1 else None,
-            }
+            CallContributions(
+                a_shape=list(a.shape),
+                delta_shape=list(delta.shape),
+                sample_dims=dims,
+                position_norms=summarize(position_norms),
+                sample_norms=summarize(sample_norms) if len(dims) >= 1 else None,
+            )
         )
-    record = {
-        "module": calls[0][0]["module"],
-        "weight": weight,
-        "pass_index": pass_index,
-        "calls": records,
-        "sum_max_error": None,
-        "matches": None,
-        "factor_numbers": positions * (d_in + d_out),
-        "gradient_numbers": d_out * d_in,
-    }
+    record = PerSampleContributions(
+        module=calls[0][0]["module"],
+        weight=weight,
+        pass_index=pass_index,
+        calls=records,
+        sum_max_error=None,
+        matches=None,
+        factor_numbers=positions * (d_in + d_out),
+        gradient_numbers=d_out * d_in,
+    )
     return record, total if checked else None

@@ -3,7 +3,7 @@
 One Recorder per trace. Ids come from per-trace counters (``n0…`` in discovery order,
 ``e0…``), never from ``id()``; the Recorder holds a reference to every autograd node and leaf
 it named until the trace is serialised, so Python cannot reuse an address meanwhile.
-Everything is kept as plain dicts in the shape of trace_schema and validated once at the end.
+The records are trace_schema's own (GraphNode, GraphEdge, Event, Pass): what the trace holds.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from gradtrace.engine.graph_walk import (
 )
 from gradtrace.engine.memory import SavedMemory
 from gradtrace.engine.summarize import Summarizer
+from gradtrace.trace_schema import EdgeKind, Event, EventKind, GraphEdge, GraphNode, Pass, Phase, SavedTensor
 
 _SAVED_ATTRS: dict[type, list[str]] = {}
 
@@ -65,31 +66,31 @@ class Recorder:
         self.summarize = summarize
         self.sequence_base = sequence_base
         self.max_nodes = max_nodes
-        self.nodes: list[dict[str, Any]] = []
-        self.edges: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
-        self.passes: list[dict[str, Any]] = []
+        self.nodes: list[GraphNode] = []
+        self.edges: list[GraphEdge] = []
+        self.events: list[Event] = []
+        self.passes: list[Pass] = []
         self.node_ids: dict[Any, str] = {}  # autograd node -> id (holds the node alive)
         self.node_objects: dict[str, Any] = {}  # id -> autograd node
-        self.by_id: dict[str, dict[str, Any]] = {}
+        self.by_id: dict[str, GraphNode] = {}
         self._leaf_ids: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, node id)
         self.leaf_names: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, name)
         # unnamed leaves the program computed without autograd: id(tensor) -> (tensor, its source text)
         self.leaf_labels: dict[int, tuple[torch.Tensor, str]] = {}
-        self.edge_at: dict[tuple[str, int], dict[str, Any]] = {}  # (target, slot) -> data edge
+        self.edge_at: dict[tuple[str, int], GraphEdge] = {}  # (target, slot) -> data edge
         self.no_grad_edges: set[tuple[str, str]] = set()
         # the transitions below are the only writers of these three
         self._module_stack: list[str] = []  # forward: the modules running, innermost last
         self._active_nodes: list[str] = []  # backward: the nodes whose pre fired, post not yet
         self._failed_node: str | None = None  # the node running when a backward raised
         self.pass_index = -1
-        self.phase = "forward"
+        self.phase: Phase = "forward"
         self.in_pass = False
         self.memory = SavedMemory()
-        self._open: list[tuple[int, str, bool]] = []  # the passes a nested pass interrupted
+        self._open: list[tuple[int, Phase, bool]] = []  # the passes a nested pass interrupted
 
     # ---- passes and events -------------------------------------------------------------
-    def begin_pass(self, phase: str, label: str, step: int | None) -> None:
+    def begin_pass(self, phase: Phase, label: str, step: int | None) -> None:
         """Open a pass; a pass opened while another is open is nested in it (an engine run
         inside a forward or inside a backward: ``parent`` names the enclosing pass)."""
         parent = self.pass_index if self.in_pass else None
@@ -100,15 +101,15 @@ class Recorder:
         self.phase = phase
         self.in_pass = True
         self.passes.append(
-            {
-                "index": self.pass_index,
-                "phase": phase,
-                "label": label,
-                "step": step,
-                "parent": parent,
-                "first_seq": len(self.events),
-                "last_seq": -1,
-            }
+            Pass(
+                index=self.pass_index,
+                phase=phase,
+                label=label,
+                step=step,
+                parent=parent,
+                first_seq=len(self.events),
+                last_seq=-1,
+            )
         )
         self.emit("pass_start", message=label)
 
@@ -119,8 +120,8 @@ class Recorder:
     def end_pass(self) -> None:
         """Close the innermost open pass; the enclosing one (if any) is current again."""
         current = self.passes[self.pass_index]
-        self.emit("pass_end", message=current["label"])
-        current["last_seq"] = len(self.events) - 1
+        self.emit("pass_end", message=current.label)
+        current.last_seq = len(self.events) - 1
         enclosing = self._open.pop()
         if enclosing[2]:
             self.pass_index, self.phase, self.in_pass = enclosing
@@ -129,7 +130,7 @@ class Recorder:
 
     def emit(
         self,
-        kind: str,
+        kind: EventKind,
         *,
         target: str | None = None,
         node: str | None = None,
@@ -140,18 +141,18 @@ class Recorder:
     ) -> int:
         seq = len(self.events)
         self.events.append(
-            {
-                "seq": seq,
-                "pass_index": self.pass_index,
-                "phase": self.phase,
-                "kind": kind,
-                "target": target,
-                "node": node,
-                "module": module,
-                "hook": hook,
-                "message": message,
-                "payload": payload or {},
-            }
+            Event(
+                seq=seq,
+                pass_index=self.pass_index,
+                phase=self.phase,
+                kind=kind,
+                target=target,
+                node=node,
+                module=module,
+                hook=hook,
+                message=message,
+                payload=payload or {},
+            )
         )
         return seq
 
@@ -218,24 +219,16 @@ class Recorder:
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
 
-    def _add_node(self, obj: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    def _add_node(self, obj: Any, **fields: Any) -> GraphNode:
         node_id = self._new_id()
-        record = {
-            "id": node_id,
-            "saved": [],
-            "inserted": False,
-            "requires_grad": False,
-            "retains_grad": False,
-            "pass_index": self.pass_index,
-            **fields,
-        }
+        record = GraphNode(id=node_id, pass_index=self.pass_index, **fields)
         self.nodes.append(record)
         self.by_id[node_id] = record
         if obj is not None:
             self.node_ids[obj] = node_id
             self.node_objects[node_id] = obj
-        seq = self.emit("node_created", target=node_id, node=node_id, module=record.get("module"))
-        record["created_seq"] = seq
+        seq = self.emit("node_created", target=node_id, node=node_id, module=record.module)
+        record.created_seq = seq
         return record
 
     def leaf(self, tensor: torch.Tensor) -> str:
@@ -250,20 +243,18 @@ class Recorder:
         label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
         record = self._add_node(
             None,
-            {
-                "kind": "tensor",
-                "label": name or label,
-                "tensor": name,
-                "role": "parameter" if tensor.requires_grad else "input",
-                "shape": list(tensor.shape),
-                "dtype": str(tensor.dtype).removeprefix("torch."),
-                "module": module,
-                "requires_grad": tensor.requires_grad,
-                "value": self.summarize(tensor),
-            },
+            kind="tensor",
+            label=name or label,
+            tensor=name,
+            role="parameter" if tensor.requires_grad else "input",
+            shape=list(tensor.shape),
+            dtype=str(tensor.dtype).removeprefix("torch."),
+            module=module,
+            requires_grad=tensor.requires_grad,
+            value=self.summarize(tensor),
         )
-        self._leaf_ids[id(tensor)] = (tensor, record["id"])
-        return record["id"]
+        self._leaf_ids[id(tensor)] = (tensor, record.id)
+        return record.id
 
     def discover(self, new_nodes: list[Any], produced: dict[Any, torch.Tensor]) -> None:
         """Give ids to autograd nodes not seen before, emit their node_created events.
@@ -288,20 +279,18 @@ class Recorder:
         leaf = self.by_id[leaf_id]
         record = self._add_node(
             obj,
-            {
-                "kind": "op",
-                "label": "AccumulateGrad",
-                "op": "AccumulateGrad",
-                "role": None,
-                "module": leaf.get("module"),
-                "creation_order": None,
-                "variable": leaf_id,
-                "requires_grad": True,
-                "tensor": leaf.get("tensor"),
-            },
+            kind="op",
+            label="AccumulateGrad",
+            op="AccumulateGrad",
+            role=None,
+            module=leaf.module,
+            creation_order=None,
+            variable=leaf_id,
+            requires_grad=True,
+            tensor=leaf.tensor,
         )
-        leaf["grad_fn"] = record["id"]
-        self._add_edge(leaf_id, record["id"], "leaf", None, 0)
+        leaf.grad_fn = record.id
+        self._add_edge(leaf_id, record.id, "leaf", None, 0)
 
     def _add_op(self, obj: Any, tensor: torch.Tensor | None) -> None:
         raw = raw_sequence_nr(obj)
@@ -324,13 +313,14 @@ class Recorder:
                 dtype=str(tensor.dtype).removeprefix("torch."),
                 value=self.summarize(tensor),
             )
-        record = self._add_node(obj, fields)
-        self.memory.hold(record["id"], obj, record["created_seq"], saved_tensors)
+        record = self._add_node(obj, **fields)
+        assert record.created_seq is not None  # (set by _add_node)
+        self.memory.hold(record.id, obj, record.created_seq, saved_tensors)
         for slot, source, output_nr in next_nodes(obj):
             source_id = self.node_ids.get(source)
             if source_id is None:  # a source outside the walk (cannot happen for real graphs)
                 continue
-            self._add_edge(source_id, record["id"], "data", slot, output_nr)
+            self._add_edge(source_id, record.id, "data", slot, output_nr)
 
     def _module_of(self, obj: Any, name: str) -> str | None:
         """The module an op belongs to: the module running when it was created.
@@ -344,7 +334,7 @@ class Recorder:
             return current
         for _slot, source, _nr in next_nodes(obj):
             source_id = self.node_ids.get(source)
-            inner = self.by_id[source_id].get("module") if source_id else None
+            inner = self.by_id[source_id].module if source_id else None
             if (
                 inner is not None
                 and inner != current
@@ -353,42 +343,41 @@ class Recorder:
                 return inner
         return current
 
-    def _saved(self, obj: Any, tensors: list[tuple[str, torch.Tensor]]) -> list[dict[str, Any]]:
+    def _saved(self, obj: Any, tensors: list[tuple[str, torch.Tensor]]) -> list[SavedTensor]:
         """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
         appended to ``tensors`` as (name, tensor), for the memory they hold."""
-        out: list[dict[str, Any]] = []
+        out: list[SavedTensor] = []
         for attr in saved_attr_names(obj):
             if _unpacking_runs_a_hook(obj, attr):
-                out.append({"name": attr, "scalar": _HOOK_PACKED})
+                out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
                 continue
             try:
                 value = getattr(obj, attr)
             except RuntimeError:  # already freed or modified in place: nothing to show
                 continue
             if isinstance(value, torch.Tensor):
-                out.append({"name": attr, "value": self.summarize(value)})
+                out.append(SavedTensor(name=attr, value=self.summarize(value)))
                 tensors.append((attr, value))
             elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
                 for k, t in enumerate(value):
-                    out.append({"name": f"{attr}[{k}]", "value": self.summarize(t)})
+                    out.append(SavedTensor(name=f"{attr}[{k}]", value=self.summarize(t)))
                     tensors.append((f"{attr}[{k}]", t))
             else:
-                out.append({"name": attr, "scalar": _plain(value)})
+                out.append(SavedTensor(name=attr, scalar=_plain(value)))
         return out
 
     def _add_edge(
-        self, source: str, target: str, kind: str, slot: int | None, output_nr: int
-    ) -> dict[str, Any]:
-        edge = {
-            "id": f"e{len(self.edges)}",
-            "source": source,
-            "target": target,
-            "kind": kind,
-            "slot": slot,
-            "output_nr": output_nr,
-            "requires_grad": kind != "no_grad",
-            "grads": [],
-        }
+        self, source: str, target: str, kind: EdgeKind, slot: int | None, output_nr: int
+    ) -> GraphEdge:
+        edge = GraphEdge(
+            id=f"e{len(self.edges)}",
+            source=source,
+            target=target,
+            kind=kind,
+            slot=slot,
+            output_nr=output_nr,
+            requires_grad=kind != "no_grad",
+        )
         self.edges.append(edge)
         if kind == "data" and slot is not None:
             self.edge_at[(target, slot)] = edge
@@ -408,7 +397,7 @@ class Recorder:
         """``tensor.retain_grad()`` was called: its producing node says so."""
         node_id = self.node_ids.get(tensor.grad_fn) if tensor.grad_fn is not None else None
         if node_id is not None:
-            self.by_id[node_id]["retains_grad"] = True
+            self.by_id[node_id].retains_grad = True
 
     def label_leaf(self, tensor: torch.Tensor, label: str) -> None:
         """Label the leaf node ``tensor`` will get when an op consumes it (not a name)."""
@@ -424,13 +413,11 @@ class Recorder:
         if node_id is None:
             return
         record = self.by_id[node_id]
-        if record.get("tensor") is None:
-            record["tensor"] = name
-            if record["kind"] == "tensor":
-                record["label"] = name
-        if record.get("value") is None and record["kind"] == "op":
-            record.update(
-                shape=list(tensor.shape),
-                value=self.summarize(tensor),
-                dtype=str(tensor.dtype).removeprefix("torch."),
-            )
+        if record.tensor is None:
+            record.tensor = name
+            if record.kind == "tensor":
+                record.label = name
+        if record.value is None and record.kind == "op":
+            record.shape = list(tensor.shape)
+            record.value = self.summarize(tensor)
+            record.dtype = str(tensor.dtype).removeprefix("torch.")

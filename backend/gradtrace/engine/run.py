@@ -11,6 +11,7 @@ from torch import nn
 from gradtrace.engine.analyses import reduced_to_sum
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
+from gradtrace.trace_schema import TraceDoc
 
 
 def _input_names(inputs: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
@@ -38,7 +39,7 @@ def trace_module(
     retain_grad: Any = None,
     title: str | None = None,
     grads_out: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> TraceDoc:
     """Trace one forward and one backward of ``model(*inputs)`` (the library's entry point).
 
     ``inputs``: a tensor or a tuple of tensors, named ``x`` (or ``x0, x1, …``) in the trace.

@@ -18,6 +18,7 @@ from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.spec import SpecError
+from gradtrace.trace_schema import ModuleHook, TraceDoc
 
 
 def _forward_error(exc: Exception) -> Exception:
@@ -112,7 +113,7 @@ class SpecTrace:
                     path = hook["module"]
                     self.user_hooks.register_module_hook(index, root.get_submodule(path), path)
                     self.session.module_hooks.setdefault(path, []).append(
-                        {"index": index, "type": hook["type"], "action": hook.get("action")}
+                        ModuleHook(index=index, type=hook["type"], action=hook.get("action"))
                     )
                 elif hook["tensor"] in self.built.inputs or hook["tensor"] in self.session.params:
                     name = hook["tensor"]
@@ -141,7 +142,7 @@ class SpecTrace:
             on_constant=self.session.label_constant,
         )
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> TraceDoc:
         session = self.session
         from gradtrace.engine.build import seeded_global_rng
 
@@ -208,7 +209,7 @@ def run_spec(
     dry_run_first: bool = True,
     final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
     grads_out: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> TraceDoc:
     """Trace a validated ModelSpec within ``limits`` (SpecLimits): the one entry point of the
     library, the CLI and the service's workers.
 

@@ -12,12 +12,13 @@ import gc
 import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, Literal
 
+import msgspec
 import torch
 from torch import nn
 
-from gradtrace.engine import canonical, graph_walk
+from gradtrace.engine import graph_walk
 from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
@@ -31,6 +32,17 @@ from gradtrace.engine.summarize import (
     exact_array,
 )
 from gradtrace.spec.errors import SpecError
+from gradtrace.trace_schema import (
+    Analyses,
+    Diagnostic,
+    GradNorm,
+    Graph,
+    Limits,
+    ModuleHook,
+    ModuleInfo,
+    TensorValue,
+    TraceDoc,
+)
 
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
 
@@ -83,10 +95,10 @@ class TraceSession:
         self.linear = LinearAnalysis(self.forward_capture.linear_calls, linear_weights)
         self.env: dict[str, Any] = {}  # named tensors of the program (values)
         self.retained: dict[str, torch.Tensor] = {}
-        self.diagnostics: list[dict[str, Any]] = []
-        self.grad_norms: list[dict[str, Any]] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.grad_norms: list[GradNorm] = []
         self.backward_roots: list[str] = []
-        self.module_hooks: dict[str, list[dict[str, Any]]] = {}
+        self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
         self._gc_paused = gc.isenabled()
         self._finishing = False
@@ -210,7 +222,7 @@ class TraceSession:
             raise
         finally:
             self._discover_created_in_backward(result)
-            rec.memory.after_backward(rec.events, rec.passes[pass_index]["first_seq"])
+            rec.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
             rec.end_pass()
 
     def _watch_linear_outputs(self) -> None:
@@ -275,20 +287,22 @@ class TraceSession:
             )
 
     # ---- assembling the trace -----------------------------------------------------------
-    def finish(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
-        """The finished trace as a plain dict in TraceDoc's exact dumped shape (not validated
-        here: see canonical.py; tests hold it to the schema)."""
-        # finish_raw closes the hooks; the GC stays off while the document is assembled
+    def finish(
+        self, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
+    ) -> TraceDoc:
+        """The finished trace: the engine's records (trace_schema's own) assembled."""
+        # _assemble closes the hooks; the GC stays off while the document is assembled
         # (it ran 50-300 ms collections over the capture's objects here)
         self._finishing = True
         try:
-            return canonical.trace_doc(self.finish_raw(source=source, title=title, spec=spec))
+            return self._assemble(source=source, title=title, spec=spec)
         finally:
             self._finishing = False
             self._restore_gc()
 
-    def finish_raw(self, *, source: str, title: str, spec: dict[str, Any] | None) -> dict[str, Any]:
-        """The engine's own records, assembled (what TraceDoc.model_validate accepts)."""
+    def _assemble(
+        self, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
+    ) -> TraceDoc:
         self.close()
         rec = self.recorder
         grads, values = self._final_values()
@@ -298,49 +312,49 @@ class TraceSession:
             if t.grad is not None:
                 module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
                 self.grad_norms.append(grad_norm(name, module, None, t.grad))
-        found = any(d["code"] == "hook_on_outputs_only" for d in self.diagnostics)
+        found = any(d.code == "hook_on_outputs_only" for d in self.diagnostics)
         self.diagnostics += diagnose(
             rec, self.env, self.retained, self.backward_roots, [str(w.message) for w in self._warnings], found
         )
         modules = [
-            {
-                "path": path,
-                "type": typ,
-                "parent": parent,
-                "parameters": params,
-                "hooks": self.module_hooks.get(path, []),
-            }
+            ModuleInfo(
+                path=path, type=typ, parent=parent, parameters=params, hooks=self.module_hooks.get(path, [])
+            )
             for path, (typ, parent, params) in self.module_types.items()
         ]
-        doc = {
-            "torch_version": torch.__version__,
-            "source": source,
-            "title": title,
-            "spec": spec,
-            "graph": {"nodes": rec.nodes, "edges": rec.edges, "modules": modules},
-            "events": rec.events,
-            "passes": rec.passes,
-            "values": values,
-            "grads": grads,
-            "analyses": {
-                "linear": self.linear.build(self.backward_capture.deltas, self.summarize),
-                "grad_norms": self.grad_norms,
-                "diagnostics": self.diagnostics,
-                "memory": rec.memory.build(),
-                "per_sample": self.linear.per_sample(self.backward_capture.deltas, self.summarize),
-            },
-            "limits": {
-                "max_nodes": rec.max_nodes,
-                "value_budget": self.summarize.value_budget,
-                "final_value_limit": self.summarize.final_value_limit,
-                "values_truncated": self.summarize.values_truncated,
-                "finals_truncated": self.summarize.finals_truncated,
-            },
-        }
+        # (in this order: the analyses summarize tensors, then the limits count what was cut)
+        doc = TraceDoc(
+            torch_version=str(torch.__version__),
+            source=source,
+            title=title,
+            spec=spec,
+            graph=Graph(nodes=rec.nodes, edges=rec.edges, modules=modules),
+            events=rec.events,
+            passes=rec.passes,
+            values=values,
+            grads=grads,
+            analyses=Analyses(
+                linear=self.linear.build(self.backward_capture.deltas, self.summarize),
+                grad_norms=self.grad_norms,
+                diagnostics=self.diagnostics,
+                memory=rec.memory.build(),
+                per_sample=self.linear.per_sample(self.backward_capture.deltas, self.summarize),
+            ),
+            limits=Limits(
+                max_nodes=rec.max_nodes,
+                value_budget=self.summarize.value_budget,
+                final_value_limit=self.summarize.final_value_limit,
+                values_truncated=self.summarize.values_truncated,
+                finals_truncated=self.summarize.finals_truncated,
+            ),
+        )
         self.summarize.finalize()
+        for event in rec.events:  # payloads are free-form (Any): plain JSON data, as when read back
+            if event.payload:
+                event.payload = msgspec.to_builtins(event.payload)
         return doc
 
-    def _final_values(self) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _final_values(self) -> tuple[dict[str, TensorValue | None], dict[str, TensorValue]]:
         """The serialised ``grads`` and ``values``, exact and first (Summarizer.final), and
         the in-memory ones; one diagnostic when the model is too big for them."""
         final_grads: dict[str, torch.Tensor | None] = {

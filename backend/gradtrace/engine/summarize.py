@@ -18,20 +18,21 @@ Every tensor that ends up in a trace passes through :class:`Summarizer`. The val
   its 16-bit pattern, bool one byte per element). The wire format decides the speed (DESIGN:
   ``.tolist()`` + json of big tensors is 60-500x slower than raw base64).
 
-Output is a plain dict (never validated on the hot path, see canonical.py): building
-pydantic objects per tensor would cost more than the capture itself.
+Output is the trace's own record, :class:`~gradtrace.trace_schema.TensorValue` (a msgspec
+Struct: about as cheap to build as a dict).
 """
 
 from __future__ import annotations
 
 import base64
 import math
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
 
 from gradtrace.engine.tensor_stats import segment_stats, stats_of
+from gradtrace.trace_schema import NonFinite, TensorStats, TensorValue
 
 TINY_TENSOR = 16  # elements: up to this, a JSON list `values` a person (a curl reader) sees
 BATCH_STATS = 1024  # elements: up to this, stats of all such tensors are computed together
@@ -46,7 +47,7 @@ DEFAULT_FINAL_VALUE_LIMIT = 64_000_000
 LIST_COST = 4
 
 
-def finite_or_name(x: float) -> float | str:
+def finite_or_name(x: float) -> float | NonFinite:
     """A float as JSON allows it: non-finite numbers become "NaN"/"Infinity"/"-Infinity"."""
     if math.isfinite(x):
         return x
@@ -128,6 +129,12 @@ def json_list(numeric: np.ndarray) -> list[Any]:
     return [finite_or_name(v) for v in numbers]
 
 
+def _fill(stats: TensorStats, numbers: dict[str, Any]) -> None:
+    """Write computed stats into a TensorStats handed out before they were known."""
+    for name, number in numbers.items():
+        setattr(stats, name, number)
+
+
 def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
@@ -143,16 +150,16 @@ def exact_array(t: torch.Tensor) -> np.ndarray:
 
 
 class Summarizer:
-    """Turns tensors into TensorValue dicts: final values exactly, snapshots on a budget.
+    """Turns tensors into TensorValues: final values exactly, snapshots on a budget.
 
     The same memory at the same version (``_version`` bumps on in-place writes) is
-    summarized once and the dict reused: a module's output is also the next module's input
+    summarized once and the record reused: a module's output is also the next module's input
     and some node's value. Every appearance of numbers (``values`` or ``data``) in a snapshot
     is charged to ``value_budget`` (the JSON repeats them), so the budget bounds the size of
     the snapshots on the wire; past it, snapshots are stats only (``truncated``).
 
     Capture only snapshots the numbers (a copy: later in-place writes must not change what
-    was seen) and returns the dict; :meth:`finalize` fills every pending dict at the end, with
+    was seen) and returns the record; :meth:`finalize` fills every pending one at the end, with
     the stats of all small tensors computed together.
     """
 
@@ -165,15 +172,15 @@ class Summarizer:
         self.final_value_limit = final_value_limit
         self.final_left = final_value_limit
         self.finals_truncated = 0  # final values reduced to stats only (model too big)
-        # key -> (tensor kept alive, its dict, whether the dict carries the numbers)
-        self._cache: dict[tuple, tuple[torch.Tensor, dict[str, Any], bool]] = {}
-        # tensors to finish in finalize(): (native copy, numeric copy, dict, numbers?, stats?)
-        self._pending: list[tuple[np.ndarray | None, np.ndarray, dict[str, Any], bool, bool]] = []
-        # id(tensor) -> (tensor kept alive, version, its dict, numbers?)
-        self._by_object: dict[int, tuple[torch.Tensor, int, dict[str, Any], bool]] = {}
+        # key -> (tensor kept alive, its record, whether the record carries the numbers)
+        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, bool]] = {}
+        # tensors to finish in finalize(): (native copy, numeric copy, record, numbers?, stats?)
+        self._pending: list[tuple[np.ndarray, np.ndarray, TensorValue, bool, bool]] = []
+        # id(tensor) -> (tensor kept alive, version, its record, numbers?)
+        self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue, bool]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
-        # (first element's address, numel, dtype, version, device) -> the shared stats dict
-        self._stats_by_memory: dict[tuple, dict[str, Any]] = {}
+        # (first element's address, numel, dtype, version, device) -> the shared stats
+        self._stats_by_memory: dict[tuple, TensorStats] = {}
 
     @staticmethod
     def _key(t: torch.Tensor) -> tuple:
@@ -184,7 +191,11 @@ class Summarizer:
         # (is_cpu: 7x cheaper than device.type)
         return (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t._version, t.is_cpu or t.device.type)
 
-    def __call__(self, t: Any) -> dict[str, Any] | None:
+    @overload
+    def __call__(self, t: torch.Tensor) -> TensorValue: ...
+    @overload
+    def __call__(self, t: Any) -> TensorValue | None: ...
+    def __call__(self, t: Any) -> TensorValue | None:
         """A per-event snapshot of ``t`` (its numbers while ``value_budget`` lasts)."""
         if not isinstance(t, torch.Tensor):
             return None
@@ -209,7 +220,11 @@ class Summarizer:
         self._by_object[id(t)] = (t, version, value, numbers)
         return value
 
-    def final(self, t: Any) -> dict[str, Any] | None:
+    @overload
+    def final(self, t: torch.Tensor) -> TensorValue: ...
+    @overload
+    def final(self, t: Any) -> TensorValue | None: ...
+    def final(self, t: Any) -> TensorValue | None:
         """A final value (a leaf's ``.grad``, a named tensor's forward value): its exact
         numbers, charged to ``final_value_limit`` instead of the snapshot budget."""
         if not isinstance(t, torch.Tensor):
@@ -228,25 +243,29 @@ class Summarizer:
             self.finals_truncated += 1  # past the limit: the model is too big (a diagnostic)
         return self._snapshot(t, numbers)
 
-    def repeat(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def repeat(self, value: TensorValue | None) -> TensorValue | None:
         """The same summary appearing once more in the trace (charged to the budget again)."""
         if value is None:
             return None
-        return self._reuse(value, not value.get("truncated", False))
+        return self._reuse(value, not value.truncated)
 
-    def known(self, t: torch.Tensor) -> dict[str, Any] | None:
+    def known(self, t: torch.Tensor) -> TensorValue | None:
         """The summary already made of this very tensor at its current version (no charge)."""
         quick = self._by_object.get(id(t))
         if quick is not None and quick[0] is t and quick[1] == t._version:
             return quick[2]
         return None
 
-    def like_new(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    @overload
+    def like_new(self, value: TensorValue) -> TensorValue: ...
+    @overload
+    def like_new(self, value: None) -> None: ...
+    def like_new(self, value: TensorValue | None) -> TensorValue | None:
         """A summary standing for a copy of its tensor (same numbers), accounted as a fresh
         snapshot of that copy would be: charged, or counted in ``values_truncated``."""
         if value is None:
             return None
-        if value.get("truncated", False):
+        if value.truncated:
             self.values_truncated += 1
             return value
         return self._reuse(value, True)
@@ -255,16 +274,16 @@ class Summarizer:
     def _cost(numel: int) -> int:
         return numel * LIST_COST if numel <= TINY_TENSOR else numel
 
-    def _reuse(self, value: dict[str, Any], numbers: bool) -> dict[str, Any]:
+    def _reuse(self, value: TensorValue, numbers: bool) -> TensorValue:
         if not numbers:
             return value
-        cost = self._cost(value["stats"]["numel"])
+        cost = self._cost(value.stats.numel)
         if cost <= self.budget_left:
             self.budget_left -= cost
             return value
         self.values_truncated += 1
-        # the stats dict is shared: finalize() fills it for both
-        return {"shape": value["shape"], "dtype": value["dtype"], "stats": value["stats"], "truncated": True}
+        # the stats are shared: finalize() fills them for both
+        return TensorValue(shape=value.shape, dtype=value.dtype, stats=value.stats, truncated=True)
 
     @staticmethod
     def _dense_order(t: torch.Tensor) -> list[int] | None:
@@ -280,16 +299,15 @@ class Summarizer:
         order = sorted(range(t.dim()), key=lambda d: -strides[d])
         return order if t.permute(order).is_contiguous() else None
 
-    def _snapshot(self, t: torch.Tensor, numbers: bool) -> dict[str, Any]:
-        """The dict of ``t`` now: stats always, its numbers if ``numbers``."""
+    def _snapshot(self, t: torch.Tensor, numbers: bool) -> TensorValue:
+        """The record of ``t`` now: stats always, its numbers if ``numbers``."""
         # detached first: a permute of a tensor that requires grad would make an autograd
         # node (and shift every later node's creation order). No torch.no_grad() here:
         # entering it cost ~200 µs per call.
         t = t.detach()
         numel = t.numel()
-        out: dict[str, Any] = {"shape": list(t.shape), "dtype": dtype_name(t), "stats": {"numel": numel}}
-        if not numbers:
-            out["truncated"] = True
+        stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
+        out = TensorValue(shape=list(t.shape), dtype=dtype_name(t), stats=stats, truncated=not numbers)
         order = self._dense_order(t) if t.layout == torch.strided and numel else None
         memory = (
             (t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)
@@ -298,41 +316,41 @@ class Summarizer:
         )
         known = self._stats_by_memory.get(memory) if memory is not None else None
         if known is not None:
-            out["stats"] = known  # filled now, or by finalize() with its first owner
+            out.stats = known  # filled now, or by finalize() with its first owner
             if not numbers:
                 return out
         elif memory is not None:
-            self._stats_by_memory[memory] = out["stats"]
+            self._stats_by_memory[memory] = stats
         # row-major numbers are needed for values/data; stats alone read any dense order
         native, numeric = native_and_numeric(t.permute(order) if order and not numbers else t)
         if numel > BATCH_STATS:
             # large: summarized now, one tensor at a time (batching them built huge
             # temporaries); no copy needed since nothing is deferred
             if known is None:
-                out["stats"].update(stats_of(numeric))
+                _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out["data"] = little_endian_base64(native)
+                out.data = little_endian_base64(native)
         else:
             # small: snapshot (later in-place writes must not change what was seen), and
             # summarize all of them together in finalize()
-            same = native is numeric or native is None  # (None: complex, no numbers kept)
-            numeric = numeric.copy()
-            native = numeric if same else native.copy()
-            self._pending.append((native, numeric, out, numbers, known is None))
+            copied = numeric.copy()
+            # (native None: complex, no numbers kept)
+            native = copied if native is None or native is numeric else native.copy()
+            self._pending.append((native, copied, out, numbers, known is None))
         return out
 
     def finalize(self) -> None:
-        """Fill the stats and numbers of every dict handed out so far (idempotent)."""
+        """Fill the stats and numbers of every record handed out so far (idempotent)."""
         pending, self._pending = self._pending, []
         if not pending:
             return
         owners = [(numeric, out) for _native, numeric, out, _numbers, owner in pending if owner]
         for (_arr, out), stats in zip(owners, segment_stats([arr for arr, _ in owners]), strict=True):
-            out["stats"].update(stats)
+            _fill(out.stats, stats)
         for native, numeric, out, numbers, _owner in pending:
             if not numbers:
                 continue
             if numeric.size <= TINY_TENSOR:
-                out["values"] = json_list(numeric)
+                out.values = json_list(numeric)
             else:
-                out["data"] = little_endian_base64(native)
+                out.data = little_endian_base64(native)

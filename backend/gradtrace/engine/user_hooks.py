@@ -69,7 +69,7 @@ class UserHooks:
         rec = self.recorder
         if kind == "forward_pre":
 
-            def hook(_m: nn.Module, args: tuple) -> tuple | None:
+            def forward_pre(_m: nn.Module, args: tuple) -> tuple | None:
                 rec.emit(
                     "module_forward_pre",
                     target=path,
@@ -79,10 +79,10 @@ class UserHooks:
                 )
                 return self._act(index, path, path, args)
 
-            handle = module.register_forward_pre_hook(hook)
+            handle = module.register_forward_pre_hook(forward_pre)
         elif kind == "forward":
 
-            def hook(_m: nn.Module, args: tuple, output: Any) -> Any:
+            def forward(_m: nn.Module, args: tuple, output: Any) -> Any:
                 rec.emit(
                     "module_forward",
                     target=path,
@@ -99,10 +99,10 @@ class UserHooks:
                     return None
                 return after[0] if single else type(output)(after)
 
-            handle = module.register_forward_hook(hook)
+            handle = module.register_forward_hook(forward)
         elif kind == "full_backward_pre":
 
-            def hook(_m: nn.Module, grad_output: tuple) -> tuple | None:
+            def backward_pre(_m: nn.Module, grad_output: tuple) -> tuple | None:
                 rec.emit(
                     "module_backward_pre",
                     target=path,
@@ -113,10 +113,10 @@ class UserHooks:
                 )
                 return self._act(index, path, path, grad_output)
 
-            handle = module.register_full_backward_pre_hook(hook)
+            handle = module.register_full_backward_pre_hook(backward_pre)
         else:  # full_backward, or the deprecated non-full "backward"
 
-            def hook(_m: nn.Module, grad_input: tuple, grad_output: tuple) -> tuple | None:
+            def backward(_m: nn.Module, grad_input: tuple, grad_output: tuple) -> tuple | None:
                 rec.emit(
                     "module_backward",
                     target=path,
@@ -135,7 +135,7 @@ class UserHooks:
                 if kind == "full_backward"
                 else module.register_backward_hook
             )
-            handle = register(hook)
+            handle = register(backward)
         self.stack.callback(handle.remove)
         if kind in ("full_backward", "full_backward_pre"):
             self._watch_inputs(module, path)
@@ -157,7 +157,7 @@ class UserHooks:
         rec = self.recorder
         if kind == "tensor":
 
-            def hook(grad: torch.Tensor) -> torch.Tensor | None:
+            def grad_hook(grad: torch.Tensor) -> torch.Tensor | None:
                 rec.emit(
                     "tensor_hook",
                     target=name,
@@ -168,10 +168,10 @@ class UserHooks:
                 after = self._act(index, name, None, (grad,))
                 return None if after is None else after[0]
 
-            handle = tensor.register_hook(hook)
+            handle = tensor.register_hook(grad_hook)
         else:  # post_accumulate_grad: returns nothing; an action writes .grad in place
 
-            def hook(param: torch.Tensor) -> None:
+            def after_accumulate(param: torch.Tensor) -> None:
                 rec.emit(
                     "post_accumulate_grad",
                     target=name,
@@ -185,5 +185,5 @@ class UserHooks:
                         with torch.no_grad():
                             param.grad.copy_(after[0])
 
-            handle = tensor.register_post_accumulate_grad_hook(hook)
+            handle = tensor.register_post_accumulate_grad_hook(after_accumulate)
         self.stack.callback(handle.remove)

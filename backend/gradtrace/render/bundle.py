@@ -138,6 +138,10 @@ def bundle(entry: Path) -> str:
     visit(entry, None)
     parts = []
     for file, source in order:
-        body = _transform(name(file), source, lambda spec, f=file: ids[(f.parent / spec).resolve()])
+
+        def resolve(spec: str, f: Path = file) -> str:
+            return ids[(f.parent / spec).resolve()]
+
+        body = _transform(name(file), source, resolve)
         parts.append(f"// ---- {name(file)}\nconst {ids[file]} = (() => {{\n{body}\n}})();")
     return '"use strict";\n' + "\n".join(parts) + "\n"

@@ -140,7 +140,12 @@ class NodeRenderer:
                 self._proc = self._start()
             proc = self._proc
             expired = threading.Event()
-            timer = threading.Timer(limit, lambda: (expired.set(), proc.kill()))
+
+            def stop() -> None:
+                expired.set()
+                proc.kill()
+
+            timer = threading.Timer(limit, stop)
             timer.start()
             try:
                 header, body = self._exchange(proc, trace_json, args)

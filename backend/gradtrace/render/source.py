@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 
 def trace_json(trace: Any) -> bytes:
     if isinstance(trace, bytes):
@@ -17,8 +19,8 @@ def trace_json(trace: Any) -> bytes:
         return trace.encode("utf-8")
     if hasattr(trace, "to_json"):  # gradtrace.Trace
         return trace.to_json().encode("utf-8")
-    if hasattr(trace, "model_dump_json"):  # TraceDoc
-        return trace.model_dump_json().encode("utf-8")
+    if isinstance(trace, msgspec.Struct):  # TraceDoc
+        return msgspec.json.encode(trace)
     if isinstance(trace, dict):
         return json.dumps(trace, allow_nan=False).encode("utf-8")
     raise TypeError(f"cannot render a {type(trace).__name__}: pass a gradtrace.Trace, a TraceDoc or a dict")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import Protocol
+from typing import Protocol, cast
 
 from gradtrace.service.settings import Settings
 
@@ -71,7 +71,7 @@ class RedisCache:
 
     async def get(self, key: str) -> bytes | None:
         try:
-            return await self._redis.get(self.PREFIX + key)
+            return cast("bytes | None", await self._redis.get(self.PREFIX + key))  # no decode_responses
         except Exception as exc:  # redis down: a miss, not an error
             log.warning("redis cache get failed: %s", exc)
             return None

@@ -46,7 +46,7 @@ class SpecStore:
         if self._url:
             import psycopg
 
-            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=5)
+            conn: Any = psycopg.connect(self._url, autocommit=True, connect_timeout=5)
         else:
             self._sqlite_path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
 from gradtrace.service import worker_tasks
 
 # Task names the API may send: plain names cross the pipe, never pickled functions.
-TASKS = {"run_trace": worker_tasks.run_trace, "ping": worker_tasks.ping}
+TASKS: dict[str, Callable[..., Any]] = {"run_trace": worker_tasks.run_trace, "ping": worker_tasks.ping}
 
 
 def worker_main(conn: Connection, init_args: tuple[Any, ...], max_tasks: int) -> None:

@@ -13,7 +13,7 @@ import logging
 import os
 import resource
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from gradtrace.service import worker_warmup
 
@@ -104,7 +104,7 @@ def ping() -> int:
     return os.getpid()
 
 
-def _exit_out_of_memory() -> None:
+def _exit_out_of_memory() -> NoReturn:
     log.warning("worker out of memory: exiting to be replaced")
     os._exit(EXIT_OUT_OF_MEMORY)
 
@@ -130,7 +130,7 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
         spec = parse_spec(spec_doc)
         doc = run_spec(spec, limits)  # limits first (declared shapes, meta dry run), then the trace
         _lift_memory_budget()
-        return ("ok", Trace(doc).to_json_bytes())  # the engine's dict, not re-validated
+        return ("ok", Trace(doc).to_json_bytes())  # the engine's TraceDoc, encoded once
     except Problem as exc:
         if exc.exception == "MemoryError":  # the engine wraps forward errors
             _exit_out_of_memory()

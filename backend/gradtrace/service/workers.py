@@ -156,11 +156,12 @@ def stop_multiprocessing_helpers() -> None:
     """
     from multiprocessing import forkserver, resource_tracker
 
-    server = forkserver._forkserver
+    # their private state: the stdlib offers no public way to stop either
+    server: Any = forkserver._forkserver
     if server._forkserver_pid is not None:
         _kill(server._forkserver_pid)
         server._stop()
-    tracker = resource_tracker._resource_tracker
+    tracker: Any = resource_tracker._resource_tracker
     if tracker._pid is not None:
         _kill(tracker._pid)  # it ignores SIGTERM and SIGINT by design
         tracker._stop()

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from .values import ModulePath, SpecModel, TensorRef
 
 # Which value each hook type's action may change (one per type).
-HOOK_TARGETS: dict[str, str] = {
+HookTarget = Literal["input", "output", "grad_input", "grad_output", "grad"]
+HOOK_TARGETS: dict[str, HookTarget] = {
     "forward_pre": "input",
     "forward": "output",
     "full_backward_pre": "grad_output",
@@ -47,7 +48,7 @@ class HookAction(SpecModel):
     )
 
     op: Literal["scale", "add", "zero", "clamp"]
-    target: Literal["input", "output", "grad_input", "grad_output", "grad"] | None = None
+    target: HookTarget | None = None
     by: float | None = None
     min: float | None = None
     max: float | None = None
@@ -74,18 +75,20 @@ class HookAction(SpecModel):
 
 class _HookBase(SpecModel):
     action: HookAction | None = None
+    if TYPE_CHECKING:
+        type: str  # each hook kind's own Literal (a field of the subclass)
 
     @model_validator(mode="after")
     def _check_target(self) -> _HookBase:
         if self.action is None:
             return self
-        expected = HOOK_TARGETS[self.type]  # type: ignore[attr-defined]
+        expected = HOOK_TARGETS[self.type]
         if self.action.target is None:
             self.action.target = expected  # the only valid target: fill it in
         elif self.action.target != expected:
             raise ValueError(
                 f"a {self.type} hook's action can change {expected!r}, not {self.action.target!r}"
-            )  # type: ignore[attr-defined]
+            )
         return self
 
 

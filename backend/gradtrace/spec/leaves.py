@@ -6,7 +6,7 @@ Each knows the shapes of the parameters torch will give it (in named_parameters(
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,6 +15,9 @@ from .values import Dim, Int, NestedNumbers, Shape, Size, SpecModel, literal_sha
 
 class LeafSpec(SpecModel):
     """A real torch.nn layer. `init` maps parameter names to explicit values."""
+
+    if TYPE_CHECKING:
+        type: str  # each layer's own Literal (a field of the subclass: its order stays)
 
     init: Annotated[dict[str, NestedNumbers], Field(max_length=16)] | None = None
     call_arity: ClassVar[int] = 1  # positional tensors the module's forward takes
@@ -30,7 +33,7 @@ class LeafSpec(SpecModel):
         for name, value in (self.init or {}).items():
             if name not in shapes:
                 known = ", ".join(shapes) or "none"
-                raise ValueError(f"init: {self.type} has no parameter {name[:64]!r} (parameters: {known})")  # type: ignore[attr-defined]
+                raise ValueError(f"init: {self.type} has no parameter {name[:64]!r} (parameters: {known})")
             got = literal_shape(value)
             if got != shapes[name]:
                 raise ValueError(f"init: {name} has shape {list(got)}, expected {list(shapes[name])}")
@@ -48,7 +51,7 @@ class LinearSpec(LeafSpec):
     bias: bool = True
 
     def parameter_shapes(self) -> dict[str, Shape]:
-        shapes = {"weight": (self.out_features, self.in_features)}
+        shapes: dict[str, Shape] = {"weight": (self.out_features, self.in_features)}
         if self.bias:
             shapes["bias"] = (self.out_features,)
         return shapes

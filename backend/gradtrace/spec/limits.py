@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .errors import SpecError
 from .modules import CompositeSpec, walk_modules
@@ -49,7 +50,7 @@ class SpecLimits:
             max_literal_elements=1_000_000,
         )
 
-    def with_(self, **changes: int | float) -> SpecLimits:
+    def with_(self, **changes: Any) -> SpecLimits:
         return replace(self, **changes)
 
 

@@ -61,7 +61,7 @@ class CompositeSpec(SpecModel):
     _program: Any = PrivateAttr(default=None)  # the compiled Program, set by the spec validator
 
     @property
-    def call_arity(self) -> int:  # type: ignore[override]
+    def call_arity(self) -> int:
         return len(self.args)
 
     @property

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from .errors import SpecError, pointer
 from .models import ModelSpec
@@ -32,7 +33,7 @@ def _json_pointer(loc: tuple[Any, ...], data: Any, kind: str = "") -> str:
     return pointer(*parts)
 
 
-def _message(error: dict[str, Any], path: str) -> str:
+def _message(error: ErrorDetails, path: str) -> str:
     kind = error["type"]
     if kind == "union_tag_invalid":
         ctx = error.get("ctx", {})
@@ -60,7 +61,7 @@ def _message(error: dict[str, Any], path: str) -> str:
 _PROGRAM_LINE = re.compile(r"/(?:forward|program)/(\d+)$")
 
 
-def _spec_error(error: dict[str, Any], data: Any) -> SpecError:
+def _spec_error(error: ErrorDetails, data: Any) -> SpecError:
     path = _json_pointer(tuple(error["loc"]), data, error["type"])
     line = _PROGRAM_LINE.search(path)
     return SpecError("invalid_spec", _message(error, path), path, int(line.group(1)) + 1 if line else None)

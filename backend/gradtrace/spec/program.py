@@ -205,7 +205,7 @@ class _LineParser:
                 raise self.fail(
                     first, f"{name}() takes a non-empty list of tensors, e.g. {name}([a, b], dim=0)"
                 )
-            args: tuple[Expr, ...] = (TensorList(tuple(self.expr(e) for e in first.elts)),)
+            args = (TensorList(tuple(self.expr(e) for e in first.elts)),)
         else:
             args = tuple(self.arg(a) for a in node.args)
         kwargs = tuple(self.kwarg(name, k, sig.kwargs) for k in node.keywords)
@@ -229,11 +229,14 @@ class _LineParser:
             if isinstance(part, ast.Slice):
                 bounds: list[int | None] = []
                 for bound in (part.lower, part.upper, part.step):
-                    value = None if bound is None else self.const_number(bound)
-                    if bound is not None and not isinstance(value, int):
+                    if bound is None:
+                        bounds.append(None)
+                        continue
+                    value = self.const_number(bound)
+                    if not isinstance(value, int):
                         raise self.fail(part, "slice bounds must be int constants")
-                    bounds.append(value)  # type: ignore[arg-type]
-                items.append(Slice(*bounds))  # type: ignore[arg-type]
+                    bounds.append(value)
+                items.append(Slice(*bounds))
             elif isinstance(part, ast.Constant) and part.value is None:
                 items.append(None)
             elif isinstance(part, ast.Constant) and part.value is Ellipsis:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .analysis import analyse, check_module_args, check_names, reserved_function_names, unused_warnings
 from .errors import SpecError, SpecWarning
+from .hooks import TensorHookSpec
 from .modules import CompositeSpec, walk_modules
 from .program import CalleeInfo, Program, parse_program
 from .reserved import module_attribute_clash
@@ -250,7 +251,7 @@ def _check_hook(
 ) -> set[str]:
     keep = set()
     ptr = f"/hooks/{i}"
-    if hook.type in ("tensor", "post_accumulate_grad"):
+    if isinstance(hook, TensorHookSpec):  # "tensor" and "post_accumulate_grad"
         _tensor_ref(hook.tensor, defined, params, f"{ptr}/tensor", f"hook {i} ({hook.type})")
         keep.add(hook.tensor)
         if hook.tensor in spec.inputs and hook.tensor not in grad_leaves:

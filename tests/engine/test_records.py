@@ -1,0 +1,162 @@
+"""The trace records are defined once (trace_schema, msgspec Structs): the engine builds a
+TraceDoc, and what it writes is that document. For every example spec and a range of library
+traces: the JSON reads back into an equal TraceDoc, ``to_dict`` is exactly the JSON's data,
+every record's keys come in its field order, and the published JSON Schema accepts it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import msgspec
+import pytest
+import torch
+from torch import nn
+
+import gradtrace
+from gradtrace import trace_schema as ts
+from gradtrace.trace_schema import TraceDoc, trace_json_schema
+
+EXAMPLES = sorted((Path(gradtrace.__file__).parent / "examples").glob("*.json"))
+VALIDATOR = jsonschema.Draft202012Validator(trace_json_schema())
+
+
+def check_round_trip(trace: gradtrace.Trace) -> None:
+    assert isinstance(trace.doc, TraceDoc)
+    data = trace.to_json_bytes()
+    assert msgspec.json.decode(data, type=TraceDoc) == trace.doc
+    assert trace.to_dict() == json.loads(data)
+    assert json.loads(trace.to_json_bytes(indent=2)) == json.loads(data)
+    assert gradtrace.Trace.from_dict(trace.to_dict()).doc == trace.doc
+    VALIDATOR.validate(json.loads(data))
+    doc = trace.to_dict()
+    assert list(doc) == list(TraceDoc.__struct_fields__)
+    assert list(doc["graph"]["nodes"][0]) == list(ts.GraphNode.__struct_fields__)
+    assert list(doc["events"][0]) == list(ts.Event.__struct_fields__)
+    for edge in doc["graph"]["edges"]:
+        assert list(edge) == list(ts.GraphEdge.__struct_fields__)
+    for value in doc["grads"].values():
+        if value is not None:
+            assert list(value) == list(ts.TensorValue.__struct_fields__)
+            assert list(value["stats"]) == list(ts.TensorStats.__struct_fields__)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_trace_reads_back_as_the_same_records(path: Path) -> None:
+    check_round_trip(gradtrace.trace_spec(json.loads(path.read_text())))
+
+
+def _conv_net() -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(2, 3, 3, padding=1),
+        nn.BatchNorm2d(3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(12, 2),
+    )
+
+
+@pytest.mark.parametrize(
+    "case", ["mlp_retained", "truncated", "non_finite", "conv", "int_and_bool", "encoder"]
+)
+def test_library_trace_reads_back_as_the_same_records(case: str) -> None:
+    torch.manual_seed(0)
+    if case == "mlp_retained":
+        trace = gradtrace.trace(
+            nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)),
+            torch.randn(3, 4, requires_grad=True),
+            retain_grad=True,
+        )
+    elif case == "truncated":
+        trace = gradtrace.trace(
+            nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64)),
+            torch.randn(40, 64),
+            value_budget=5000,
+        )
+        assert trace.doc.limits.values_truncated > 0
+    elif case == "non_finite":
+        x = torch.tensor([[1.0, float("nan")], [float("inf"), 2.0]], requires_grad=True)
+        trace = gradtrace.trace(nn.Linear(2, 2), x)
+        assert "NaN" in trace.to_json() and "Infinity" in trace.to_json()
+    elif case == "conv":
+        trace = gradtrace.trace(_conv_net(), torch.randn(2, 2, 4, 4), lambda y: y.pow(2).mean())
+    elif case == "int_and_bool":
+        emb = nn.Embedding(5, 3)
+        trace = gradtrace.trace(emb, torch.tensor([[0, 4, 4]]), lambda y: (y * y).sum())
+    else:
+        layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+        trace = gradtrace.trace(layer, torch.randn(2, 3, 8), lambda y: y.square().mean())
+    check_round_trip(trace)
+
+
+def test_edits_to_the_doc_are_what_gets_saved() -> None:
+    trace = gradtrace.trace(nn.Linear(2, 1), torch.ones(1, 2))
+    untouched = trace.to_json()
+    trace.doc.title = "edited"
+    assert json.loads(trace.to_json())["title"] == "edited"
+    assert trace.to_dict()["title"] == "edited"
+    assert json.loads(untouched)["title"] != "edited"
+
+
+def test_to_dict_is_a_copy() -> None:
+    trace = gradtrace.trace(nn.Linear(2, 1), torch.ones(1, 2))
+    data = trace.to_dict()
+    data["graph"]["nodes"][0]["label"] = "changed"
+    data["events"][0]["payload"]["extra"] = 1
+    assert trace.doc.graph.nodes[0].label != "changed"
+    assert "extra" not in trace.doc.events[0].payload
+
+
+def test_saved_scalars_keep_their_python_type() -> None:
+    """ConvolutionBackward0 saves `transposed=False` and `groups=1`: a bool stays a bool, an int an int."""
+    conv = nn.Conv1d(2, 2, 3)
+    trace = gradtrace.trace(conv, torch.randn(1, 2, 5))
+    for doc in (trace.to_dict(), json.loads(trace.to_json())):
+        saved = {s["name"]: s["scalar"] for n in doc["graph"]["nodes"] for s in n["saved"]}
+        assert saved["_saved_transposed"] is False
+        assert saved["_saved_groups"] == 1 and type(saved["_saved_groups"]) is int
+        assert saved["_saved_stride"] == [1]
+
+
+def _broken(edit: Any) -> dict[str, Any]:
+    data = gradtrace.trace(nn.Linear(2, 1), torch.ones(1, 2)).to_dict()
+    edit(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda d: d["graph"]["nodes"][1].update(kind="leaf"), "$.graph.nodes[1].kind"),
+        (lambda d: d["graph"]["edges"][0].update(colour="red"), "colour"),
+        (lambda d: d["limits"].pop("max_nodes"), "max_nodes"),
+    ],
+)
+def test_a_broken_trace_names_the_field(edit: Any, path: str) -> None:
+    with pytest.raises(ValueError, match="not a valid trace") as caught:
+        gradtrace.Trace.from_dict(_broken(edit))
+    assert path in str(caught.value)
+
+
+def test_json_data_goes_through_from_dict_not_the_constructor() -> None:
+    data = gradtrace.trace(nn.Linear(2, 1), torch.ones(1, 2)).to_dict()
+    with pytest.raises(TypeError, match="Trace.from_dict"):
+        gradtrace.Trace(data)
+    assert gradtrace.Trace.from_dict(data).to_dict() == data
+
+
+def test_a_trace_of_another_schema_version_is_refused_by_name() -> None:
+    data = gradtrace.trace(nn.Linear(2, 1), torch.ones(1, 2)).to_dict()
+    data["schema_version"] = 1
+    with pytest.raises(ValueError, match="schema_version 1"):
+        gradtrace.Trace.from_dict(data)
+
+
+def test_the_published_schema_is_made_from_the_records() -> None:
+    schema = trace_json_schema()
+    assert list(schema["properties"]) == list(TraceDoc.__struct_fields__)
+    assert schema["additionalProperties"] is False
+    assert list(schema["$defs"]["GraphNode"]["properties"]) == list(ts.GraphNode.__struct_fields__)
