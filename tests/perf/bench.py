@@ -342,15 +342,29 @@ def service_table(rows: list[dict[str, object]]) -> str:
 
 # ---- the viewer ----------------------------------------------------------------------------
 def bench_viewer(quick: bool) -> str | None:
-    """The viewer's own benchmark (headless Chromium), if present: its Markdown table."""
+    """The viewer's own benchmark (tests/perf/bench_viewer.py, headless Chromium at 1440×900) at
+    about 100, 500, 2,000 and 5,000 drawn nodes (Linear+Tanh blocks of ~7 nodes), and a ~500-node
+    backward played at 60 events/s: its lines as a Markdown table."""
     script = REPO / "tests" / "perf" / "bench_viewer.py"
     if not script.exists():
         return None
-    args = [sys.executable, str(script), "--markdown"] + (["--quick"] if quick else [])
-    done = subprocess.run(args, capture_output=True, text=True, check=False, cwd=REPO)
-    if done.returncode != 0:
-        return f"(the viewer benchmark failed: {done.stderr.strip().splitlines()[-1:]})\n"
-    return done.stdout
+    rows = []
+    play = None
+    for k, blocks in enumerate((14, 71) if quick else (14, 71, 285, 714)):
+        args = [sys.executable, str(script), "--draw-blocks", str(blocks), "--play-blocks", "70"]
+        args += ["--seconds", "3" if k == 0 else "0.5"]
+        done = subprocess.run(args, capture_output=True, text=True, check=False, cwd=REPO)
+        lines = [line for line in done.stdout.splitlines() if line.startswith(("draw:", "play:"))]
+        if done.returncode != 0 or not lines:
+            rows.append(f"| {blocks} blocks | failed: {(done.stderr.strip().splitlines() or ['?'])[-1]} |")
+            continue
+        rows.append(f"| {lines[0].removeprefix('draw: ')} |")
+        if k == 0 and len(lines) > 1:
+            play = lines[1].removeprefix("play: ")
+    out = "| drawing, every module expanded |\n|---|\n" + "\n".join(rows) + "\n"
+    if play:
+        out += f"\nPlaying: {play}.\n"
+    return out
 
 
 # ---- the report ----------------------------------------------------------------------------
