@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 
 import httpx
 import pytest
@@ -229,4 +231,28 @@ def test_oversized_header_is_refused_and_the_server_lives_on(live_server: str) -
         "message": "request headers too large (limit 16384 bytes)",
         "path": None,
     }
+    assert httpx.get(live_server + "/healthz").status_code == 200
+
+
+def test_oversized_header_arriving_in_pieces_gets_the_same_431(live_server: str) -> None:
+    # Sent slowly, the block is incomplete when h11 hits its 16 KiB cap: the server's protocol
+    # answers, with the app's envelope and status.
+    host, port = live_server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: ")
+        try:
+            for _ in range(20):
+                sock.sendall(b"a" * 4096)
+                time.sleep(0.01)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered and closed before the rest was sent: as it should
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431"), head
+    assert json.loads(body)["error"]["code"] == "headers_too_large"
     assert httpx.get(live_server + "/healthz").status_code == 200

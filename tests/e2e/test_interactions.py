@@ -271,7 +271,9 @@ def test_inserted_toggle_and_module_collapse(
     drawn = drawn_states(page)
     assert set(drawn) == {n["id"] for n in trace["graph"]["nodes"]} - inserted
     assert drawn == {k: v for k, v in expected_states(trace, last).items() if k in drawn}
-    # Double-click the f1 module box: it collapses into one node m:f1, and back.
+    # Double-click the f1 module box: it collapses into one node m:f1, and back. (Fit first:
+    # the opening view of a graph taller than the panel shows its bottom, the loss.)
+    page.locator("#fit").click()
     page.locator('#graph .gt-group[data-module="f1"] > .gt-group-title').dblclick()
     page.wait_for_selector('#graph .gt-node--module[data-module="f1"]')
     assert not any(

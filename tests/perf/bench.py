@@ -137,6 +137,13 @@ def bench_capture(bm: BenchModel, repeats: int, notes: list[str], workdir: Path)
     else:
         notes.append(f"{bm.key}: torchviz columns n/a — {viz_reason}")
 
+    if viz_reason is None:
+        try:
+            viz_svg()  # warm-up; torchviz walks the graph recursively
+        except RecursionError:
+            viz_reason = "torchviz's recursive walk exceeds Python's recursion limit on a graph this deep"
+            notes.append(f"{bm.key}: torchviz columns n/a — {viz_reason}")
+
     trace = capture()  # warm-up, and the graph's size
     doc = trace.to_dict()
     nodes = len(doc["graph"]["nodes"])

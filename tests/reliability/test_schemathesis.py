@@ -153,6 +153,8 @@ OPERATIONS = [
     ("GET", "/api/v1/examples/{example_id}"),
     ("GET", "/api/v1/schema/spec"),
     ("GET", "/api/v1/schema/trace"),
+    ("GET", "/api/v1/schema/compare"),
+    ("POST", "/api/v1/compare"),
     ("GET", "/api/v1/specs/{spec_id}"),
     ("GET", "/api/v1/specs/{spec_id}/trace"),
     ("GET", "/api/v1/specs/{spec_id}/diagram.svg"),

@@ -83,8 +83,6 @@ def load_trace(source: Path) -> Any:
 
 @functools.lru_cache(maxsize=16)
 def _load_trace(source: Path, _mtime_ns: int, _size: int) -> Any:
-    from pydantic import ValidationError
-
     from gradtrace import Trace, trace_spec
     from gradtrace.spec import SpecError
 
@@ -97,8 +95,8 @@ def _load_trace(source: Path, _mtime_ns: int, _size: int) -> Any:
     if _is_trace(doc):
         try:
             return Trace.from_dict(doc)
-        except ValidationError as exc:
-            raise ValueError(f"{source}: not a valid gradtrace trace: {exc.errors()[0]['msg']}") from exc
+        except ValueError as exc:  # Trace names the version or the field that is wrong
+            raise ValueError(f"{source}: not a valid gradtrace trace ({exc})") from exc
     from gradtrace.engine import TraceError  # tracing imports torch anyway
 
     try:

@@ -45,6 +45,13 @@ MALFORMED = Problem(
 )
 
 
+# h11's cap on an incomplete request head (uvicorn's default: 16 KiB), the app's on a whole one.
+MAX_HEADER_BYTES = 16 * 1024
+HEADERS_TOO_LARGE = Problem(
+    "headers_too_large", f"request headers too large (limit {MAX_HEADER_BYTES} bytes)", status=431
+)
+
+
 class ReadDeadlineH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, plus a deadline for receiving each whole request, and malformed
     requests answered with the JSON error envelope.
@@ -63,7 +70,12 @@ class ReadDeadlineH11Protocol(H11Protocol):
         self._read_deadline: asyncio.TimerHandle | None = None
 
     def send_400_response(self, msg: str) -> None:
-        body = json.dumps({"error": MALFORMED.to_dict()}).encode()
+        # A header block that h11 refused for its size (it arrived in pieces, so h11 saw it
+        # incomplete) gets the 431 the app gives one that arrives whole: same answer either way.
+        pending, _closed = self.conn.trailing_data
+        too_large = len(pending) > MAX_HEADER_BYTES
+        problem = HEADERS_TOO_LARGE if too_large else MALFORMED
+        body = json.dumps({"error": problem.to_dict()}).encode()
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
@@ -71,7 +83,11 @@ class ReadDeadlineH11Protocol(H11Protocol):
             (b"x-content-type-options", b"nosniff"),
         ]
         for event in (
-            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Response(
+                status_code=problem.status,
+                headers=headers,
+                reason=b"Request Header Fields Too Large" if too_large else b"Bad Request",
+            ),
             h11.Data(data=body),
             h11.EndOfMessage(),
         ):
@@ -122,6 +138,7 @@ def serve(app: ASGIApp, host: str, port: int, log_level: str = "info") -> None:
         host=host,
         port=port,
         http=ReadDeadlineH11Protocol,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         log_level=log_level,
         timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
         proxy_headers=False,
