@@ -11,7 +11,6 @@ import json
 import re
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,16 +19,6 @@ from hostile_corpus import ANY, HTTP_CASES, RAW_CASES, Case, RawCase
 from server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("hostile"), env={"GRADTRACE_RATE_PER_MINUTE": "0"})
-    try:
-        proc.wait_ready()
-        yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,16 +43,6 @@ SPEC_OPERATIONS = ("POST /api/v1/trace", "POST /api/v1/specs")
 WORKER_CODES = {"forward_error", "build_error", "too_many_nodes", "memory_limit", "trace_timeout"}
 
 outcomes: Counter[str] = Counter()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("schemathesis"), env={"GRADTRACE_RATE_PER_MINUTE": "0"})
-    try:
-        proc.wait_ready()
-        yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture(scope="module")
