@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from typing import Any
 
@@ -19,22 +20,35 @@ router = APIRouter(tags=["schemas"])
 _CACHE_CONTROL = "public, max-age=3600"
 
 
-@lru_cache(maxsize=3)
+def _spec_schema() -> dict[str, Any]:
+    from gradtrace.spec import spec_json_schema
+
+    return spec_json_schema()
+
+
+def _trace_schema() -> dict[str, Any]:
+    from gradtrace.trace_schema import trace_json_schema
+
+    return trace_json_schema()
+
+
+def _compare_schema() -> dict[str, Any]:
+    from gradtrace.comparison_schema import CompareDoc
+
+    return CompareDoc.model_json_schema()
+
+
+# GET /schema/<name>: (the route's summary, the schema's builder)
+SCHEMAS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
+    "spec": ("JSON Schema of the model spec (version 1)", _spec_schema),
+    "trace": ("JSON Schema of the trace (schema_version 2)", _trace_schema),
+    "compare": ("JSON Schema of the comparison of two traces (POST /compare)", _compare_schema),
+}
+
+
+@lru_cache(maxsize=len(SCHEMAS))
 def _schema_bytes(which: str) -> tuple[bytes, str]:
-    schema: dict[str, Any]
-    if which == "spec":
-        from gradtrace.spec import spec_json_schema
-
-        schema = spec_json_schema()
-    elif which == "compare":
-        from gradtrace.comparison_schema import CompareDoc
-
-        schema = CompareDoc.model_json_schema()
-    else:
-        from gradtrace.trace_schema import trace_json_schema
-
-        schema = trace_json_schema()
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **SCHEMAS[which][1]()}
     data = json.dumps(schema, indent=1, sort_keys=True).encode()
     return data, '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
 
@@ -58,31 +72,20 @@ _SCHEMA_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get(
-    "/schema/spec",
-    summary="JSON Schema of the model spec (version 1)",
-    responses=_SCHEMA_RESPONSES,
-    response_class=Response,
-)
-async def spec_schema(request: Request) -> Response:
-    return _respond(request, "spec")
+def _schema_route(which: str) -> Callable[[Request], Awaitable[Response]]:
+    async def get_schema(request: Request) -> Response:
+        return _respond(request, which)
+
+    return get_schema
 
 
-@router.get(
-    "/schema/trace",
-    summary="JSON Schema of the trace (schema_version 2)",
-    responses=_SCHEMA_RESPONSES,
-    response_class=Response,
-)
-async def trace_schema(request: Request) -> Response:
-    return _respond(request, "trace")
-
-
-@router.get(
-    "/schema/compare",
-    summary="JSON Schema of the comparison of two traces (POST /compare)",
-    responses=_SCHEMA_RESPONSES,
-    response_class=Response,
-)
-async def compare_schema(request: Request) -> Response:
-    return _respond(request, "compare")
+for _which, (_summary, _build) in SCHEMAS.items():
+    router.add_api_route(
+        f"/schema/{_which}",
+        _schema_route(_which),
+        methods=["GET"],
+        summary=_summary,
+        name=f"{_which}_schema",
+        responses=_SCHEMA_RESPONSES,
+        response_class=Response,
+    )
