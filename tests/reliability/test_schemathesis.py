@@ -26,6 +26,7 @@ from server_process import ServerProcess
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, Phase, assume, given, settings  # noqa: E402
 from schemathesis.config import SchemathesisConfig  # noqa: E402
+from schemathesis.core.errors import InvalidSchema  # noqa: E402
 from schemathesis.generation import GenerationMode  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -173,6 +174,7 @@ def test_api_conforms_and_never_fails(api_schema: Any, method: str, path: str, m
     if mode == "negative":
         examples = min(examples, MAX_NEGATIVE_EXAMPLES)
     seen: set[str] = set()
+    sent: list[str] = []
 
     @given(case=strategy)
     @settings(
@@ -184,6 +186,7 @@ def test_api_conforms_and_never_fails(api_schema: Any, method: str, path: str, m
         suppress_health_check=list(HealthCheck),
     )
     def run(case: Any) -> None:
+        sent.append(label)
         if mode == "positive" and label in SPEC_OPERATIONS and isinstance(case.body, dict):
             case.body = graft_program(case.body)
             key = json.dumps(case.body, sort_keys=True)
@@ -195,7 +198,13 @@ def test_api_conforms_and_never_fails(api_schema: Any, method: str, path: str, m
             outcomes[f"{mode}:{_outcome(response)}"] += 1
         case.validate_response(response)
 
-    run()
+    try:
+        run()
+    except InvalidSchema as exc:
+        # schemathesis' own negative-mode generator can give up on this schema after some cases
+        # (see MAX_NEGATIVE_EXAMPLES); what it did send must have passed the checks above
+        if mode != "negative" or "Cannot generate" not in str(exc) or not sent:
+            raise
 
 
 def _outcome(response: Any) -> str:
