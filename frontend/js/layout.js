@@ -6,7 +6,9 @@ import { formatShape, subscript } from "./format.js";
 import { textWidth } from "./metrics.js";
 import { ancestry, collapseKeys, defaultCollapsed, repeatedBlocks } from "./fold.js";
 
-const GROUP_TITLE = 30; // room for the module path on top of its box
+// Room for the module path on top of its box (a 12 px title at y = 18), and the box's other sides.
+const GROUP_TITLE = 26;
+const GROUP_PADDING = `[top=${GROUP_TITLE},left=10,bottom=6,right=10]`;
 
 /** Pretty tensor names the way the seeds print them: "W0" -> "W₀", "a_1" -> "a₁". */
 export function prettyName(name) {
@@ -28,9 +30,9 @@ export function nodeLabels(node) {
 function nodeSize(kind, label, sublabel, op) {
   const font = kind === "op" ? "opLabel" : "label";
   const w = Math.ceil(Math.max(textWidth(label, font), textWidth(sublabel, "sublabel"))) + 30; // room for the ✓ in the corner
-  if (kind === "tensor") return { width: Math.max(56, w), height: sublabel ? 36 : 28 };
-  if (kind === "module") return { width: Math.max(110, w), height: 40 };
-  return { width: Math.max(64, w), height: sublabel ? 34 : 26 };
+  if (kind === "tensor") return { width: Math.max(56, w), height: sublabel ? 32 : 26 };
+  if (kind === "module") return { width: Math.max(110, w), height: 36 };
+  return { width: Math.max(64, w), height: sublabel ? 30 : 24 };
 }
 
 export { defaultCollapsed };
@@ -145,7 +147,7 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
     const g = groups.get(id);
     // Spacing is per compound node in ELK: a box's insides get the same room as the root
     // (a gradient chip needs the gap between two layers).
-    const elk = { id: `g:${id}`, children: [], layoutOptions: { ...SPACING, "elk.padding": `[top=${GROUP_TITLE},left=10,bottom=10,right=10]` } };
+    const elk = { id: `g:${id}`, children: [], layoutOptions: { ...SPACING, "elk.padding": GROUP_PADDING } };
     elkNodes.set(elk.id, elk);
     container(g.parent).children.push(elk);
     const type = modules.get(g.path)?.type || "";
@@ -179,9 +181,11 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
   return { root, info, edges };
 }
 
+// The vertical budget of a first sight: a layer gap is exactly a gradient chip (CHIP_HEIGHT 18)
+// and its 3 px margins, so an edge's chip sits between two layers without touching either.
 const SPACING = {
   "elk.spacing.nodeNode": "24",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "28",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "24",
   "elk.spacing.edgeNode": "12",
   "elk.layered.spacing.edgeNodeBetweenLayers": "10",
 };
