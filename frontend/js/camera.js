@@ -3,7 +3,9 @@
 
 import { svgEl } from "./dom.js";
 
-const FIT_PAD = 12;
+// The scene carries its own margin (the layout's 16 px padding), so a fit may use the whole panel:
+// on a 1440×900 screen those pixels decide whether a 12-layer graph fits with readable text.
+const FIT_PAD = 2;
 
 /**
  * readableZoom: the zoom at which the graph's smallest text is readable (the caller derives it
@@ -45,7 +47,10 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
       miniView.setAttribute("height", h / k);
     }
     const { w, h } = size();
-    onView({ x: -tx / k, y: -ty / k, width: w / k, height: h / k });
+    const view = { x: -tx / k, y: -ty / k, width: w / k, height: h / k };
+    // The minimap is for finding your way; with the whole graph on screen it would only cover part of it.
+    minimapSvg?.classList.toggle("is-whole", view.x <= 0.5 && view.y <= 0.5 && view.x + view.width >= content.width - 0.5 && view.y + view.height >= content.height - 0.5);
+    onView(view);
   }
 
   /** Fit the whole graph in the panel (never zooming in past 1.25). */

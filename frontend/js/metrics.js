@@ -32,7 +32,7 @@ export const FONTS = {
   sublabel: { face: "mono", size: 11.5 }, // shapes, (1, 3)
   chip: { face: "mono", size: 11.5 }, // gradient and value chips
   groupTitle: { face: "sansBold", size: 12 }, // module box titles
-  badge: { face: "sans", size: 11 }, // hook badges
+  badge: { face: "sans", size: 11.5 }, // hook badges
 };
 
 /** Width in px of `text` in one of FONTS (or {face, size}). */
