@@ -11,7 +11,9 @@ const FIT_PAD = 2;
  * readableZoom: the zoom at which the graph's smallest text is readable (the caller derives it
  * from the text metrics); the opening view never goes below it for graphs that do not fit.
  */
-export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, readableZoom = 1 } = {}) {
+export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, readableZoom: minZoom = 1 } = {}) {
+  // The transform is written with 4 decimals: round up, or 11/11.5 would print as 10.9998 px.
+  const readableZoom = Math.ceil(minZoom * 1e4) / 1e4;
   let k = 1;
   let tx = 0;
   let ty = 0;
