@@ -3,9 +3,11 @@
 
 import { svgEl } from "./dom.js";
 
-// The scene carries its own margin (the layout's 16 px padding), so a fit may use the whole panel:
-// on a 1440×900 screen those pixels decide whether a 12-layer graph fits with readable text.
+// A fit frames what is drawn (nodes, module boxes and their badges, edges, chips) with this
+// margin, not the scene's empty padding: on a 1440×900 screen those pixels decide whether a
+// 12-layer graph fits with readable text.
 const FIT_PAD = 2;
+const EXTENT_MARGIN = 4; // graph px around the drawn boxes: strokes of a running or selected node
 
 /**
  * readableZoom: the zoom at which the graph's smallest text is readable (the caller derives it
@@ -18,6 +20,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
   let tx = 0;
   let ty = 0;
   let content = { width: 1, height: 1 };
+  let extent = { x: 0, y: 0, width: 1, height: 1 }; // the drawn part of the content
   let bottom = null; // the lowest node's box (the loss, just built): what the opening view shows
   let miniView = null;
   let userMoved = false;
@@ -51,16 +54,23 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     const { w, h } = size();
     const view = { x: -tx / k, y: -ty / k, width: w / k, height: h / k };
     // The minimap is for finding your way; with the whole graph on screen it would only cover part of it.
-    minimapSvg?.classList.toggle("is-whole", view.x <= 0.5 && view.y <= 0.5 && view.x + view.width >= content.width - 0.5 && view.y + view.height >= content.height - 0.5);
+    const whole = view.x <= extent.x + 0.5 && view.y <= extent.y + 0.5 && view.x + view.width >= extent.x + extent.width - 0.5 && view.y + view.height >= extent.y + extent.height - 0.5;
+    minimapSvg?.classList.toggle("is-whole", whole);
     onView(view);
   }
 
-  /** Fit the whole graph in the panel (never zooming in past 1.25). */
+  /** The zoom that fits the whole drawing in the panel (never zooming in past 1.25). */
+  function fitZoom() {
+    const { w, h } = size();
+    return Math.min((w - 2 * FIT_PAD) / extent.width, (h - 2 * FIT_PAD) / extent.height, 1.25);
+  }
+
+  /** Fit the whole graph in the panel, centred. */
   function fit() {
     const { w, h } = size();
-    k = Math.min((w - 2 * FIT_PAD) / content.width, (h - 2 * FIT_PAD) / content.height, 1.25);
-    tx = (w - content.width * k) / 2;
-    ty = (h - content.height * k) / 2;
+    k = fitZoom();
+    tx = (w - extent.width * k) / 2 - extent.x * k;
+    ty = (h - extent.height * k) / 2 - extent.y * k;
     userMoved = false;
     apply();
   }
@@ -71,9 +81,8 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
    * the camera following the animation from there.
    */
   function home() {
+    if (fitZoom() >= readableZoom) return fit();
     const { w, h } = size();
-    const fitK = Math.min((w - 2 * FIT_PAD) / content.width, (h - 2 * FIT_PAD) / content.height, 1.25);
-    if (fitK >= readableZoom) return fit();
     k = readableZoom;
     // centred on the lowest node, not on the picture: a deep graph may slant, and its middle
     // column at the bottom can be empty
@@ -191,10 +200,32 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     return { x: point.x * k + tx, y: point.y * k + ty };
   }
 
+  /** The union of the drawn boxes, with a margin, inside the content (a loop: thousands of boxes). */
+  function extentOf(boxes) {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const b of boxes || []) {
+      if (!b || !Number.isFinite(b.x) || !Number.isFinite(b.y)) continue;
+      x0 = Math.min(x0, b.x);
+      y0 = Math.min(y0, b.y);
+      x1 = Math.max(x1, b.x + b.width);
+      y1 = Math.max(y1, b.y + b.height);
+    }
+    if (x0 === Infinity) return { x: 0, y: 0, width: content.width, height: content.height };
+    x0 = Math.max(0, x0 - EXTENT_MARGIN);
+    y0 = Math.max(0, y0 - EXTENT_MARGIN);
+    x1 = Math.min(content.width, x1 + EXTENT_MARGIN);
+    y1 = Math.min(content.height, y1 + EXTENT_MARGIN);
+    return { x: x0, y: y0, width: Math.max(1, x1 - x0), height: Math.max(1, y1 - y0) };
+  }
+
   return {
-    /** New content ({width, height, nodes}); `reset` false keeps the current zoom (re-layouts). */
+    /**
+     * New content ({width, height, nodes, boxes}: `boxes` every drawn element's box, for the fit;
+     * without them the whole width × height is fitted); `reset` false keeps the zoom (re-layouts).
+     */
     setContent(layout, { reset = true } = {}) {
       content = { width: Math.max(1, layout.width), height: Math.max(1, layout.height) };
+      extent = extentOf(layout.boxes);
       bottom = (layout.nodes || []).reduce((low, n) => (low && low.y + low.height >= n.y + n.height ? low : n), null);
       drawMinimap(layout);
       if (reset) home();

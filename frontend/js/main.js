@@ -149,7 +149,8 @@ async function relayout(precomputed, anchor = null) {
   renderer.draw(layout, trace);
   compare?.mark(trace);
   const after = anchor ? moduleBox(layout, anchor) : null;
-  camera.setContent({ nodes: layout.nodes, width: renderer.scene.width, height: renderer.scene.height }, { reset: !after });
+  const boxes = Object.values(renderer.scene.layers).flatMap((layer) => layer.map((d) => d.box)); // what a fit frames
+  camera.setContent({ nodes: layout.nodes, width: renderer.scene.width, height: renderer.scene.height, boxes }, { reset: !after });
   if (after && onScreen) camera.keep(after, onScreen);
   setStatus("");
   // Timings for tests/perf/bench_viewer.py (layout by ELK; drawing the scene).
