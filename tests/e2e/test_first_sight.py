@@ -93,8 +93,14 @@ def test_every_example_opens_on_its_built_graph_readable(
             assert loss in on_screen, f"{ex['id']}: the loss is not in the opening view"
         else:
             assert whole, f"{ex['id']}: {len(geo['nodes']) - len(on_screen)} nodes outside the opening view"
+        # The minimap helps only where part of the graph is off screen; elsewhere it would cover it.
+        assert page.locator("#minimap").is_visible() == (not whole), ex["id"]
         # The ▶ is there to press, and it is an icon, not a font glyph.
         assert page.locator("#play svg").count() == 1
+    # The legend stays on the page, beside the graph rather than over it.
+    legend = page.locator(".legend").bounding_box()
+    graph = page.locator("#graph").bounding_box()
+    assert legend and legend["height"] > 0 and legend["x"] >= graph["x"] + graph["width"]
     (screenshots / "first-sight-1440x900.txt").write_text("\n".join(table) + "\n", encoding="utf-8")
 
 
