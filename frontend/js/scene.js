@@ -4,7 +4,7 @@
 // same tree, with a frame's looks applied, into SVG text (export/svg.js). Pure: no DOM, no clock.
 
 import { CHIP_HEIGHT, chipWidth, textWidth } from "./metrics.js";
-import { compactGradText, gradChipText, hookActionText, leafChipText, placeChips, tensorTitle, valueChipText } from "./chips.js";
+import { edgeChipText, hookActionText, leafChipText, placeChips, tensorTitle, valueChipText } from "./chips.js";
 
 const RANK = { hidden: 0, shown: 1, done: 2, active: 3 };
 const BADGE_H = 16;
@@ -208,7 +208,7 @@ export function buildScene(layout, trace) {
     layers.edges.push(keyed(`e:${e.id}`, "state", boxOfPoints(e.points), el("g", { class: `gt-edge gt-edge--${e.kind}${flow}`, "data-edge-id": e.id, "data-source": e.source, "data-target": e.target, "data-state": "hidden" }, parts)));
     const spot = spots.edge.get(e.id);
     if (e.kind !== "no_grad" && spot) {
-      layers.chips.push(drawChip(`c:${e.id}`, "gt-grad gt-grad--edge", spot, { "data-edge-id": e.id }));
+      layers.chips.push(drawChip(`c:${e.id}`, "gt-grad gt-grad--edge", spot, { "data-edge-id": e.id, "data-beside": spot.beside ? "" : null }));
       edgeChips.set(e.id, spot);
     }
   }
@@ -271,7 +271,7 @@ export function buildScene(layout, trace) {
       const spot = edgeChips.get(e.id);
       if (!spot) continue;
       const visible = (es.state === "active" || es.state === "done") && es.grad !== null && tracesEdges.has(traceEdgeId(e.id));
-      out.set(`c:${e.id}`, visible ? { state: es.state, text: spot.compact ? compactGradText(es.grad) : gradChipText(es.grad), title: `gradient ${tensorTitle(es.grad)}` } : { state: "hidden" });
+      out.set(`c:${e.id}`, visible ? { state: es.state, text: edgeChipText(spot, es.grad), title: `gradient ${tensorTitle(es.grad)}` } : { state: "hidden" });
     }
     out.set("h", hookLook(frame));
     return out;
