@@ -31,12 +31,6 @@ export function compactGradText(tv) {
   return (norm === null || norm === undefined ? "‖g‖ ?" : `‖g‖ ${formatNumber(norm, 3)}`) + (hasNonFinite(tv) ? " ⚠" : "");
 }
 
-/** The text of a gradient chip in the form its spot has room for (placeChips: numbers, norm, mark). */
-export function edgeChipText(spot, tv) {
-  if (spot.form === "mark") return GRAD_MARK;
-  return spot.form === "norm" ? compactGradText(tv) : gradChipText(tv);
-}
-
 /** Chip text for a forward value: only small tensors (the shape is already the node's sublabel). */
 export function valueChipText(tv) {
   const nums = tensorNumbers(tv);
@@ -223,6 +217,12 @@ export function* besideEdge(points, width, gap = BESIDE_GAP) {
     yield { x: p.x + gap, y: p.y };
     yield { x: p.x - gap - width, y: p.y };
   }
+}
+
+/** The text of a gradient chip in the form its spot has room for (placeChips: numbers, norm, mark). */
+export function edgeChipText(spot, tv) {
+  if (spot.form === "mark") return GRAD_MARK;
+  return spot.form === "norm" ? compactGradText(tv) : gradChipText(tv);
 }
 
 function widest(texts) {
