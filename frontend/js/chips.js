@@ -225,6 +225,27 @@ export function edgeChipText(spot, tv) {
   return spot.form === "norm" ? compactGradText(tv) : gradChipText(tv);
 }
 
+// Chip looks are formatted numbers, asked for on every frame while playing: each is made once
+// per tensor (a trace's tensors never change) and form.
+const looksOf = new WeakMap();
+function once(tv, key, make) {
+  if (!tv || typeof tv !== "object") return make();
+  let made = looksOf.get(tv);
+  if (!made) looksOf.set(tv, (made = new Map()));
+  if (!made.has(key)) made.set(key, make());
+  return made.get(key);
+}
+
+/** {text, title} of an edge's gradient chip at its spot. */
+export function edgeChipLook(spot, tv) {
+  return once(tv, spot.form, () => ({ text: edgeChipText(spot, tv), title: `gradient ${tensorTitle(tv)}` }));
+}
+
+/** {text, title} of a .grad chip. */
+export function leafChipLook(tv) {
+  return once(tv, "leaf", () => ({ text: leafChipText(tv), title: `.grad = ${tensorTitle(tv)}` }));
+}
+
 function widest(texts) {
   return texts.reduce((w, t) => Math.max(w, chipWidth(t)), chipWidth("0.0000"));
 }

@@ -4,7 +4,7 @@
 // same tree, with a frame's looks applied, into SVG text (export/svg.js). Pure: no DOM, no clock.
 
 import { CHIP_HEIGHT, chipWidth, textWidth } from "./metrics.js";
-import { edgeChipText, hookActionText, leafChipText, placeChips, tensorTitle, valueChipText } from "./chips.js";
+import { edgeChipLook, hookActionText, leafChipLook, placeChips, valueChipText } from "./chips.js";
 
 const RANK = { hidden: 0, shown: 1, done: 2, active: 3 };
 const BADGE_H = 16;
@@ -260,7 +260,7 @@ export function buildScene(layout, trace) {
       const text = valueText.get(n.id);
       if (text) out.set(`v:${n.id}`, { state: state === "hidden" ? "hidden" : "shown", text, title: "forward value" });
       const g = frame?.leafGrads.get(n.id);
-      out.set(`l:${n.id}`, g && state !== "hidden" ? { state: "shown", text: leafChipText(g), title: `.grad = ${tensorTitle(g)}` } : { state: "hidden" });
+      out.set(`l:${n.id}`, g && state !== "hidden" ? { state: "shown", ...leafChipLook(g) } : { state: "hidden" });
       const count = frame?.fanIn.get(n.id);
       const acc = frame?.accumulated && frame.node === n.id;
       if (count || acc || fanOut.get(n.id) > 1 || holders.has(n.id) || n.op === "AccumulateGrad") out.set(`f:${n.id}`, count || acc ? { state: "shown", text: count ? `+= ×${count}` : "+=", title: count ? `${count} gradients summed here` : ".grad accumulated (+=)" } : { state: "hidden" });
@@ -271,7 +271,7 @@ export function buildScene(layout, trace) {
       const spot = edgeChips.get(e.id);
       if (!spot) continue;
       const visible = (es.state === "active" || es.state === "done") && es.grad !== null && tracesEdges.has(traceEdgeId(e.id));
-      out.set(`c:${e.id}`, visible ? { state: es.state, text: edgeChipText(spot, es.grad), title: `gradient ${tensorTitle(es.grad)}` } : { state: "hidden" });
+      out.set(`c:${e.id}`, visible ? { state: es.state, ...edgeChipLook(spot, es.grad) } : { state: "hidden" });
     }
     out.set("h", hookLook(frame));
     return out;
