@@ -107,7 +107,7 @@ function paint() {
     banner.hidden = !(ev && ev.kind === "error");
     if (!banner.hidden) banner.textContent = `${ev.payload?.exception || "Error"}: ${ev.message || ""}`;
   }
-  events.setCurrent(step);
+  events.setCurrent(step, { throttle: player.playing && body.classList.contains("is-fast") });
   memoryStrip?.show(step);
   body.dataset.step = String(step);
   body.dataset.phase = frame.pass.phase;
