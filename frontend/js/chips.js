@@ -161,10 +161,13 @@ export function createPlacer(layout) {
       if (box) return taken.add(box) || c;
     }
     if (!scan || !from) return null;
-    for (let k = 1; k < 400; k++) {
-      const c = { x: from.x + k * 12, y: from.y };
-      const box = fits(c, width, false);
-      if (box) return taken.add(box) || c;
+    // Further and further right: first clear of edge lines too (where the caller asked), then not.
+    for (const clear of avoidEdges ? [true, false] : [false]) {
+      for (let k = 1; k < 400; k++) {
+        const c = { x: from.x + k * 12, y: from.y };
+        const box = fits(c, width, clear);
+        if (box) return taken.add(box) || c;
+      }
     }
     return null;
   }
