@@ -1,12 +1,14 @@
 // The only module that calls fetch. Relative URLs (one origin), stale requests aborted, and the
-// API's error envelope {"error": {"code", "message", "path"}} turned into an ApiError.
+// API's error envelope {"error": {"code", "message", "path", "errors"}} turned into an ApiError.
 
 export class ApiError extends Error {
-  constructor(status, code, message, path) {
+  /** `errors`: every problem the API listed ({path, line, column, message}; the first is this one). */
+  constructor(status, code, message, path, errors = []) {
     super(message);
     this.status = status;
     this.code = code;
     this.path = path || null;
+    this.errors = errors;
   }
 }
 
@@ -23,7 +25,7 @@ async function send(url, options = {}) {
   const body = parseJson(await resp.text());
   const e = (body && body.error) || {};
   const detail = body && Array.isArray(body.detail) ? body.detail.map((d) => d.msg).join("; ") : null;
-  throw new ApiError(resp.status, e.code || "http_error", e.message || detail || `HTTP ${resp.status}`, e.path);
+  throw new ApiError(resp.status, e.code || "http_error", e.message || detail || `HTTP ${resp.status}`, e.path, Array.isArray(e.errors) ? e.errors : []);
 }
 
 function parseJson(text) {

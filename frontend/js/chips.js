@@ -9,6 +9,10 @@ import { formatNumber, formatTensorChip, hasNonFinite, tensorNumbers } from "./f
 
 const H = CHIP_HEIGHT;
 const MARGIN = 3;
+/** The smallest gradient chip: "a gradient passed here", its value on hover and in the inspector. */
+const GRAD_MARK = "∇";
+/** Px between an edge's line and the side of a chip placed beside it. */
+export const BESIDE_GAP = 3;
 
 /** Chip text for a gradient: the numbers when there are ≤3, else its norm (the shape is on the node). */
 export function gradChipText(tv) {
@@ -116,13 +120,23 @@ function createGrid() {
         cells.get(key).push(box);
       }
   }
+  function remove(box) {
+    const [x0, x1] = span(box.x, box.width);
+    const [y0, y1] = span(box.y, box.height);
+    for (let i = x0; i <= x1; i++)
+      for (let j = y0; j <= y1; j++) {
+        const list = cells.get(`${i},${j}`);
+        const k = list ? list.findIndex((t) => t.x === box.x && t.y === box.y && t.width === box.width && t.height === box.height) : -1;
+        if (k >= 0) list.splice(k, 1);
+      }
+  }
   function hits(box) {
     const [x0, x1] = span(box.x, box.width);
     const [y0, y1] = span(box.y, box.height);
     for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(`${i},${j}`) || []) if (overlaps(box, t)) return true;
     return false;
   }
-  return { add, hits };
+  return { add, remove, hits };
 }
 
 /** A placer over the layout. Candidates are {x: left edge, y: vertical centre}, best first. */
@@ -140,20 +154,28 @@ export function createPlacer(layout) {
   }
   /** The first free spot among the candidates, then further and further right: never overlapping. */
   function place(candidates, width, { avoidEdges = true, scan = true } = {}) {
+    let from = null;
     for (const c of candidates) {
+      from ??= c;
       const box = fits(c, width, avoidEdges);
       if (box) return taken.add(box) || c;
     }
-    if (!scan) return null;
-    const from = candidates[0];
-    for (let k = 1; k < 400; k++) {
-      const c = { x: from.x + k * 12, y: from.y };
-      const box = fits(c, width, false);
-      if (box) return taken.add(box) || c;
+    if (!scan || !from) return null;
+    // Further and further right: first clear of edge lines too (where the caller asked), then not.
+    for (const clear of avoidEdges ? [true, false] : [false]) {
+      for (let k = 1; k < 400; k++) {
+        const c = { x: from.x + k * 12, y: from.y };
+        const box = fits(c, width, clear);
+        if (box) return taken.add(box) || c;
+      }
     }
     return null;
   }
-  return { place };
+  /** Give back a spot `place` returned for a chip `width` wide (the chip moves or grows). */
+  function release(spot, width) {
+    taken.remove({ x: spot.x, y: spot.y - H / 2, width, height: H });
+  }
+  return { place, release };
 }
 
 /** Spots beside a node: right, left, below, above, then astride its top-right corner. */
@@ -168,18 +190,63 @@ export function besideNode(n, width, gap = 6) {
   ];
 }
 
-/** Spots along an edge: its middle, a third and two thirds along, then beside those. */
-export function alongEdge(points, width) {
-  const out = [];
-  for (const f of [0.5, 0.35, 0.65, 0.2, 0.8]) {
+function pathLength(points) {
+  let length = 0;
+  for (let i = 1; i < points.length; i++) length += Math.hypot(points[i].x - points[i - 1].x, points[i].y - points[i - 1].y);
+  return length;
+}
+
+/** Fractions of an edge's length to try a chip at: the middle, thirds, then every px or so outwards
+ * (between two ranks a chip often fits in a window of a few px only). Lazy: most chips fit at once. */
+function* fractionsAlong(points) {
+  yield* [0.5, 0.35, 0.65, 0.2, 0.8];
+  const length = pathLength(points);
+  const step = Math.max(1, length / 240) / Math.max(length, 1);
+  for (let k = 1; k * step < 0.5; k++) yield* [0.5 - k * step, 0.5 + k * step];
+}
+
+/** Spots centred on an edge's path (a chip sits on its edge): the middle first, then outwards. */
+export function* onEdge(points, width) {
+  for (const f of fractionsAlong(points)) {
     const p = pointAlong(points, f);
-    out.push({ x: p.x - width / 2, y: p.y });
+    yield { x: p.x - width / 2, y: p.y };
   }
-  for (const f of [0.5, 0.35, 0.65]) {
+}
+
+/** Spots right beside an edge's path (its line touching the chip's side), for an edge with no room on it. */
+export function* besideEdge(points, width, gap = BESIDE_GAP) {
+  for (const f of fractionsAlong(points)) {
     const p = pointAlong(points, f);
-    out.push({ x: p.x + 6, y: p.y }, { x: p.x - 6 - width, y: p.y });
+    yield { x: p.x + gap, y: p.y };
+    yield { x: p.x - gap - width, y: p.y };
   }
-  return out;
+}
+
+/** The text of a gradient chip in the form its spot has room for (placeChips: numbers, norm, mark). */
+export function edgeChipText(spot, tv) {
+  if (spot.form === "mark") return GRAD_MARK;
+  return spot.form === "norm" ? compactGradText(tv) : gradChipText(tv);
+}
+
+// Chip looks are formatted numbers, asked for on every frame while playing: each is made once
+// per tensor (a trace's tensors never change) and form.
+const looksOf = new WeakMap();
+function once(tv, key, make) {
+  if (!tv || typeof tv !== "object") return make();
+  let made = looksOf.get(tv);
+  if (!made) looksOf.set(tv, (made = new Map()));
+  if (!made.has(key)) made.set(key, make());
+  return made.get(key);
+}
+
+/** {text, title} of an edge's gradient chip at its spot. */
+export function edgeChipLook(spot, tv) {
+  return once(tv, spot.form, () => ({ text: edgeChipText(spot, tv), title: `gradient ${tensorTitle(tv)}` }));
+}
+
+/** {text, title} of a .grad chip. */
+export function leafChipLook(tv) {
+  return once(tv, "leaf", () => ({ text: leafChipText(tv), title: `.grad = ${tensorTitle(tv)}` }));
 }
 
 function widest(texts) {
@@ -188,7 +255,9 @@ function widest(texts) {
 
 /**
  * Chip centres {x, y, width} keyed by layout node / edge id: `value` (forward values), `leaf`
- * (.grad of leaves and retained tensors) and `edge` (gradients; `compact` when only the norm fit).
+ * (.grad of leaves and retained tensors) and `edge` (gradients, with the `form` that fit there —
+ * "numbers", "norm" or "mark", see edgeChipText — and `beside` when the chip sits right beside
+ * its edge's line instead of on it).
  */
 export function placeChips(layout, trace) {
   const placer = createPlacer(layout);
@@ -197,6 +266,52 @@ export function placeChips(layout, trace) {
   const centre = (spot, w) => (spot ? { x: spot.x + w / 2, y: spot.y, width: w } : null);
   const out = { leaf: new Map(), edge: new Map(), value: new Map() };
 
+  // Gradient chips first, as they must sit on their edge; narrow chips (then short edges) first:
+  // a wide chip should not take the only spot a short edge has.
+  const withGrads = layout.edges
+    .map((e) => ({ e, traceEdge: edges.get(e.id.split("~")[0]) }))
+    .filter(({ e, traceEdge }) => e.kind !== "no_grad" && traceEdge && traceEdge.grads?.length && (e.points || []).length >= 2)
+    .map((x) => ({ ...x, w: widest(x.traceEdge.grads.map((g) => gradChipText(g.value) || "None")), length: pathLength(x.e.points) }))
+    .sort((a, b) => a.w - b.w || a.length - b.length);
+  // A chip sits on its edge. First every edge reserves room on it for the smallest chip, the
+  // mark ∇ (its value on hover and in the inspector); then each, in turn, trades the mark for its
+  // numbers, else its norm, on its path around the others' reservations — or right beside the
+  // path (numbers a learner reads beat a mark on the line). Only an edge with no room even for
+  // the mark gets a chip as near as it fits.
+  const mw = chipWidth(GRAD_MARK);
+  const marks = new Map();
+  for (const { e } of withGrads) {
+    const at = placer.place(onEdge(e.points, mw), mw, { avoidEdges: false, scan: false });
+    if (at) marks.set(e.id, at);
+  }
+  for (const { e, traceEdge, w } of withGrads) {
+    const mark = marks.get(e.id);
+    if (mark) placer.release(mark, mw);
+    let nw = 0; // the norm's width, measured only when the numbers do not fit on the line
+    const normWidth = () => (nw ||= widest(traceEdge.grads.map((g) => compactGradText(g.value))));
+    const tries = [
+      () => [onEdge(e.points, w), w, "numbers", false],
+      () => [onEdge(e.points, normWidth()), normWidth(), "norm", false],
+      () => [besideEdge(e.points, w), w, "numbers", true],
+      () => [besideEdge(e.points, normWidth()), normWidth(), "norm", true],
+      () => [mark ? [mark] : [], mw, "mark", false],
+    ];
+    let spot = null;
+    for (const tier of tries) {
+      const [candidates, width, form, beside] = tier();
+      const at = placer.place(candidates, width, { avoidEdges: false, scan: false });
+      if (at) {
+        spot = { ...centre(at, width), form, ...(beside ? { beside } : {}) };
+        break;
+      }
+    }
+    if (!spot) {
+      const at = placer.place(onEdge(e.points, mw), mw, { avoidEdges: false });
+      spot = at && { ...centre(at, mw), form: "mark", beside: true };
+    }
+    if (spot) out.edge.set(e.id, spot);
+  }
+  // Then the chips beside nodes (.grad, forward values): four sides to choose from, and a scan.
   const writes = new Map();
   for (const n of trace.graph.nodes) if (n.kind === "tensor" && n.role === "parameter") writes.set(n.id, []);
   for (const ev of trace.events) {
@@ -217,22 +332,6 @@ export function placeChips(layout, trace) {
     const w = chipWidth(text);
     const spot = centre(placer.place(besideNode(n, w), w), w);
     if (spot) out.value.set(n.id, spot);
-  }
-  // Narrow chips first: a wide one should not take the only spot a short edge has.
-  const withGrads = layout.edges
-    .map((e) => ({ e, traceEdge: edges.get(e.id.split("~")[0]) }))
-    .filter(({ e, traceEdge }) => e.kind !== "no_grad" && traceEdge && traceEdge.grads?.length && (e.points || []).length >= 2)
-    .map((x) => ({ ...x, w: widest(x.traceEdge.grads.map((g) => gradChipText(g.value) || "None")) }))
-    .sort((a, b) => a.w - b.w);
-  for (const { e, traceEdge, w } of withGrads) {
-    const full = placer.place(alongEdge(e.points, w), w, { avoidEdges: false, scan: false });
-    if (full) out.edge.set(e.id, centre(full, w));
-    else {
-      // No room at the edge for the numbers: the norm alone, much narrower, as near as it fits.
-      const cw = widest(traceEdge.grads.map((g) => compactGradText(g.value)));
-      const small = placer.place(alongEdge(e.points, cw), cw, { avoidEdges: false });
-      if (small) out.edge.set(e.id, { ...centre(small, cw), compact: true });
-    }
   }
   return out;
 }

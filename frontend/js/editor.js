@@ -1,9 +1,11 @@
-// The spec editor: a plain textarea (labelled "Spec") with line numbers, and errors put at the
-// exact line the API's JSON Pointer (or a JSON syntax error) names, found with momoa's source
-// locations (jsonpos.js). No network besides loading momoa: loaders.js runs specs.
+// The spec editor: a plain textarea (labelled "Spec") with line numbers, and every error the API
+// lists (or a JSON syntax error) underlined at the exact line its JSON Pointer names — found with
+// momoa's source locations (jsonpos.js) — and listed under the editor: each entry a button that
+// puts the caret on its line. No network besides loading momoa: loaders.js runs specs.
 
 import { h } from "./dom.js";
 import { locatePointer, syntaxErrorAt } from "./jsonpos.js";
+import { createUnderlines } from "./underline.js";
 import { loadMomoa } from "./vendor.js";
 
 /** Without momoa (it failed to load): the line V8's JSON.parse message states, else line 1. */
@@ -12,14 +14,25 @@ function lineFromMessage(message) {
   return m ? Number(m[1]) : 1;
 }
 
+/** The offset where 1-based `line` starts in `text`. */
+function lineStart(text, line) {
+  let at = 0;
+  for (let k = 1; k < line && at !== -1; k++) at = text.indexOf("\n", at) + 1 || -1;
+  return at === -1 ? text.length : at;
+}
+
+/** "Line 12 (/modules/f0/type): " — where a problem sits, as its list entry starts. */
+const placeOf = (p) => `${p.line ? `Line ${p.line}` : "Spec"}${p.path ? ` (${p.path})` : ""}: `;
+
 export function createEditor({ textarea, gutter, errorEl }) {
-  let errorLine = null;
+  let errorLines = new Set();
   const momoa = loadMomoa().catch(() => null);
+  const underlines = createUnderlines(textarea);
 
   function renderGutter() {
     const lines = textarea.value.split("\n").length;
     const frag = document.createDocumentFragment();
-    for (let k = 1; k <= lines; k++) frag.append(h("span", { class: k === errorLine ? "gutter-line has-error" : "gutter-line", text: String(k) }));
+    for (let k = 1; k <= lines; k++) frag.append(h("span", { class: errorLines.has(k) ? "gutter-line has-error" : "gutter-line", text: String(k) }));
     gutter.replaceChildren(frag);
     gutter.scrollTop = textarea.scrollTop;
   }
@@ -30,29 +43,49 @@ export function createEditor({ textarea, gutter, errorEl }) {
   textarea.addEventListener("scroll", () => (gutter.scrollTop = textarea.scrollTop));
 
   function clearError() {
-    errorLine = null;
+    errorLines = new Set();
     errorEl.hidden = true;
     errorEl.replaceChildren();
+    underlines.clear();
     textarea.removeAttribute("aria-invalid");
     delete errorEl.dataset.line;
     delete errorEl.dataset.path;
   }
 
-  /** Show a message at a line; select the offending text so the caret lands there. */
-  function showAt(line, message, path, range) {
-    errorLine = line;
+  /** Select a problem's text (or the start of its line) and scroll its line into view. */
+  function reveal(p) {
+    const start = p.start ?? lineStart(textarea.value, p.line);
+    textarea.setSelectionRange(start, p.end ?? start);
+    const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 18;
+    textarea.scrollTop = Math.max(0, (p.line - 3) * lineHeight);
+  }
+
+  /** The list's buttons: the caret goes to the problem, in the editor, ready to fix it. */
+  function jumpTo(p) {
+    textarea.focus();
+    reveal(p);
+  }
+
+  /**
+   * Show problems, each {line, message, path?, start?, end?} (line null: no place in the text):
+   * the gutter and an underline mark their lines, a list under the editor names them all.
+   */
+  function show(problems) {
+    const placed = problems.filter((p) => p.line);
+    errorLines = new Set(placed.map((p) => p.line));
+    const first = problems[0];
     errorEl.hidden = false;
-    errorEl.dataset.line = String(line);
-    if (path !== null && path !== undefined) errorEl.dataset.path = path;
-    errorEl.replaceChildren(h("strong", { text: `Line ${line}${path ? ` (${path})` : ""}: ` }), message);
+    if (first.line) errorEl.dataset.line = String(first.line);
+    if (first.path) errorEl.dataset.path = first.path;
+    const items = problems.map((p) =>
+      h("li", {}, [p.line ? h("button", { type: "button", class: "spec-error-place", "data-line": p.line, onclick: () => jumpTo(p), text: placeOf(p) }) : h("strong", { text: placeOf(p) }), p.message]),
+    );
+    const heading = problems.length > 1 ? h("p", { class: "spec-error-count", text: `${problems.length} problems in the spec:` }) : null;
+    errorEl.replaceChildren(...[heading, h("ol", { class: "spec-errors" }, items)].filter(Boolean));
     textarea.setAttribute("aria-invalid", "true");
     renderGutter();
-    if (range) {
-      textarea.setSelectionRange(range.start, range.end);
-      // Bring the line into view inside the textarea.
-      const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 18;
-      textarea.scrollTop = Math.max(0, (line - 3) * lineHeight);
-    }
+    underlines.show(placed.map((p) => ({ start: p.start ?? lineStart(textarea.value, p.line), end: p.end ?? lineStart(textarea.value, p.line + 1) })));
+    if (placed.length) reveal(placed[0]);
   }
 
   return {
@@ -73,17 +106,21 @@ export function createEditor({ textarea, gutter, errorEl }) {
       } catch (err) {
         const m = await momoa;
         const loc = m ? syntaxErrorAt(m, text) : null;
-        const line = loc ? loc.line : lineFromMessage(err.message);
-        const range = loc ? { start: loc.offset, end: loc.offset + 1 } : null;
-        showAt(line, loc?.trailingComma ? "invalid JSON: a trailing comma (JSON allows none after the last item)" : `invalid JSON: ${err.message}`, null, range);
+        const message = loc?.trailingComma ? "invalid JSON: a trailing comma (JSON allows none after the last item)" : `invalid JSON: ${err.message}`;
+        show([loc ? { line: loc.line, message, start: loc.offset, end: loc.offset + 1 } : { line: lineFromMessage(err.message), message }]);
         return null;
       }
     },
-    /** An ApiError with a JSON Pointer path: put it at that field's line (or the key it quotes). */
+    /** An ApiError: every problem it lists, each at the line of its JSON Pointer (or the key it quotes). */
     async showApiError(err) {
-      const m = err.path !== null && err.path !== undefined ? await momoa : null;
-      const loc = m ? locatePointer(m, textarea.value, err.path, err.message) : null;
-      showAt(loc ? loc.line : 1, err.message, loc ? loc.pointer : err.path, loc);
+      const listed = err.errors?.length ? err.errors : [{ path: err.path, message: err.message }];
+      const m = listed.some((p) => p.path !== null && p.path !== undefined) ? await momoa : null;
+      show(
+        listed.map((p) => {
+          const loc = m && p.path !== null && p.path !== undefined ? locatePointer(m, textarea.value, p.path, p.message) : null;
+          return loc ? { line: loc.line, path: loc.pointer, message: p.message, start: loc.start, end: loc.end } : { line: p.path ? 1 : null, path: p.path, message: p.message };
+        }),
+      );
     },
     clearError,
   };

@@ -7,6 +7,9 @@ import { formatTensorChip } from "./format.js";
 import { passBands } from "./timeline.js";
 import { prettyName } from "./layout.js";
 
+/** While playing fast, the list follows the current event at most this often (ms). */
+const THROTTLE_MS = 150;
+
 function summary(ev, names) {
   const p = ev.payload || {};
   const who = ev.node ? names.get(ev.node) || ev.node : ev.module !== null && ev.module !== undefined ? ev.module || "(root)" : ev.target || "";
@@ -105,7 +108,28 @@ export function createEventList({ listEl, bandsEl, onPick }) {
   }
 
   let scrollPending = false;
-  function setCurrent(i) {
+  let settle = null; // a deferred setCurrent while playing fast
+  let pendingStep = -1;
+  /**
+   * Mark event i as the current one. `throttle` (fast playback): at most every THROTTLE_MS, the
+   * latest step — a list nobody can read at 60 events/s need not repaint on every frame (its
+   * paint was most of the page's per-frame paint). Otherwise at once, dropping any deferred one.
+   */
+  function setCurrent(i, { throttle = false } = {}) {
+    if (throttle) {
+      pendingStep = i;
+      settle ??= setTimeout(() => {
+        settle = null;
+        showCurrent(pendingStep);
+      }, THROTTLE_MS);
+      return;
+    }
+    clearTimeout(settle);
+    settle = null;
+    showCurrent(i);
+  }
+
+  function showCurrent(i) {
     if (rows[current]) {
       rows[current].classList.remove("is-current");
       rows[current].setAttribute("aria-selected", "false");

@@ -5,8 +5,13 @@
 // The URL always names what is on screen: an example by id, anything else by permalink. Running
 // an edited spec stores it (POST /specs, content-addressed: the same text gives the same id), so
 // the hash becomes #spec=<id>, a reload reopens the edit, and the Example select says "Edited".
+//
+// Each navigation carries its own request: the view it asked for (a step, a selection) travels
+// with it to showTrace, and a navigation overtaken by a newer one (the hash changed again before
+// its trace arrived) stops without touching the editor, the select or the graph.
 
 import { api, ApiError } from "./api.js";
+import { readHash } from "./state.js";
 
 export function createLoaders({ editor, store, showTrace, setStatus }) {
   const $ = (id) => document.getElementById(id);
@@ -14,6 +19,14 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
   // The text as it was loaded (an example's spec or a permalink's): running it unchanged keeps
   // the URL; running anything else makes a new permalink.
   let loadedText = null;
+  // The newest navigation's number: an older one that is still loading is stale.
+  let newest = 0;
+
+  /** Start a navigation asking for `view.step` (missing: the trace's opening step). */
+  function navigation(view = {}) {
+    const mine = ++newest;
+    return { step: view.step, live: () => mine === newest };
+  }
 
   /** The Example select shows the truth: the example, or one "Edited spec" entry. */
   function showSource({ example = "", permalink = "", note = "" }) {
@@ -38,22 +51,30 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
   }
 
   /** Store an edited spec as a permalink and make the URL name it. */
-  async function rememberEdit(text) {
+  async function rememberEdit(text, nav) {
     try {
       const saved = await api.share(text);
+      if (!nav.live()) return;
       loadedText = text;
       store.set({ spec: saved.id, example: "" });
       showSource({ permalink: saved.id });
     } catch (err) {
+      if (!nav.live()) return;
       store.set({ spec: "", example: "" });
       showSource({ note: "not saved" });
       setStatus(`the edited spec could not be stored, so a reload will lose it: ${err.message}`, true);
     }
   }
 
-  async function runSpec() {
+  /** Run the editor's text (the Run button: a new navigation that opens at the opening step). */
+  function runSpec() {
+    return runText(navigation());
+  }
+
+  async function runText(nav) {
     if (!editor) return;
     const text = await editor.checkSyntax();
+    if (!nav.live()) return;
     if (text === null) {
       setStatus("the spec is not valid JSON", true);
       return;
@@ -62,48 +83,53 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
     setStatus("tracing…");
     try {
       const t = await api.trace(text);
+      if (!nav.live()) return;
       editor.clearError();
       setStatus("");
-      if (text !== loadedText) await rememberEdit(text);
-      await showTrace(t);
+      if (text !== loadedText) await rememberEdit(text, nav);
+      if (nav.live()) await showTrace(t, nav);
     } catch (err) {
-      if (err.name === "AbortError") return;
+      if (err.name === "AbortError" || !nav.live()) return;
       if (err instanceof ApiError) editor.showApiError(err);
       setStatus(err.message, true);
     } finally {
-      body.classList.remove("is-running");
+      if (nav.live()) body.classList.remove("is-running");
     }
   }
 
-  async function loadExample(id) {
+  async function loadExample(id, nav) {
     const spec = await api.example(id);
+    if (!nav.live()) return;
     editor.value = loadedText = JSON.stringify(spec, null, 2);
     showSource({ example: id });
-    await runSpec();
+    await runText(nav);
   }
 
-  async function loadPermalink(id) {
+  async function loadPermalink(id, nav) {
     const [saved, t] = await Promise.all([api.savedSpec(id), api.savedTrace(id)]);
+    if (!nav.live()) return;
     if (editor) editor.value = loadedText = JSON.stringify(saved.spec ?? saved, null, 2);
     showSource({ permalink: id });
-    await showTrace(t);
+    await showTrace(t, nav);
   }
 
-  /** The view part of a URL: what it says, else a fresh start (step 0, nothing selected). */
+  /** The view part of a URL: what it says, else a fresh start (nothing selected, nothing collapsed). */
   const freshView = (next) => ({ step: next.step ?? 0, node: next.node ?? "", collapsed: next.collapsed ?? "", compare: next.compare ?? "" });
 
-  /** Open an example from the select or the URL: a new trace starts at step 0, unselected. */
+  /** Open an example from the select or the URL: at the step the URL names, else its opening step. */
   function openExample(id, view = {}) {
+    const nav = navigation(view);
     store.set({ example: id, spec: "", ...freshView(view) });
-    return loadExample(id);
+    return loadExample(id, nav);
   }
 
   /** Follow a hash the user typed or navigated to: another source reloads, else only the view. */
   function followHash(next) {
     const cur = store.get();
     if (next.spec && next.spec !== cur.spec) {
+      const nav = navigation(next);
       store.set({ spec: next.spec, example: "", ...freshView(next) });
-      return loadPermalink(next.spec);
+      return loadPermalink(next.spec, nav);
     }
     // (a permalink in the hash wins over an example named beside it, as at boot)
     if (next.example && !next.spec && (next.example !== cur.example || cur.spec) && editor) return openExample(next.example, next);
@@ -117,22 +143,24 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
     select.replaceChildren(...examples.map((e) => Object.assign(document.createElement("option"), { value: e.id, textContent: e.title || e.id, title: e.description || "" })));
     for (const [k, e] of examples.entries()) select.options[k].dataset.description = e.description || "";
     const { spec, example } = store.get();
+    const nav = navigation(readHash(location.hash));
     if (spec) {
       store.set({ example: "" });
-      await loadPermalink(spec);
+      await loadPermalink(spec, nav);
       return;
     }
     const id = examples.some((e) => e.id === example) ? example : examples[0]?.id;
     if (!id) return;
     if (store.get().example !== id) store.set({ example: id });
-    await loadExample(id);
+    await loadExample(id, nav);
   }
 
   async function bootEmbed() {
     const m = /\/embed\/([^/?#]+)/.exec(location.pathname);
     const id = m ? decodeURIComponent(m[1]) : store.get().spec;
     if ($("open-link")) $("open-link").href = `/?spec=${encodeURIComponent(id)}`;
-    await showTrace(await api.savedTrace(id));
+    const nav = navigation(readHash(location.hash));
+    await showTrace(await api.savedTrace(id), nav);
   }
 
   return { runSpec, openExample, followHash, bootFull, bootEmbed };

@@ -107,7 +107,7 @@ function paint() {
     banner.hidden = !(ev && ev.kind === "error");
     if (!banner.hidden) banner.textContent = `${ev.payload?.exception || "Error"}: ${ev.message || ""}`;
   }
-  events.setCurrent(step);
+  events.setCurrent(step, { throttle: player.playing && body.classList.contains("is-fast") });
   memoryStrip?.show(step);
   body.dataset.step = String(step);
   body.dataset.phase = frame.pass.phase;
@@ -141,8 +141,10 @@ async function relayout(precomputed, anchor = null) {
   let layout = precomputed;
   performance.mark("gt-layout");
   if (!layout) {
+    const laying = trace;
     const elk = await loadElk();
-    layout = await layoutGraph(trace, { elk, collapsed: collapsedSet(), showInserted: inserted });
+    layout = await layoutGraph(laying, { elk, collapsed: collapsedSet(), showInserted: inserted });
+    if (laying !== trace) return; // another trace arrived meanwhile: its own layout draws it
   }
   layoutCache = layout;
   performance.mark("gt-draw");
@@ -158,7 +160,13 @@ async function relayout(precomputed, anchor = null) {
   performance.measure("gt-draw", "gt-draw");
 }
 
-async function showTrace(t, precomputedLayout = null) {
+/**
+ * Show a trace that a navigation asked for: at its `step`, or — none asked — on its built graph
+ * (the end of the forward pass, not a blank step 0; Play continues into the backward, Restart
+ * goes back to the first event). A navigation overtaken while this one was laid out (`live()`
+ * false) leaves the view to the newer one.
+ */
+async function showTrace(t, { layout: precomputedLayout = null, step, live = () => true } = {}) {
   trace = t;
   timeline = buildTimeline(trace);
   player.pause();
@@ -170,12 +178,9 @@ async function showTrace(t, precomputedLayout = null) {
     if (def.size) store.set({ collapsed: [...def].join(",") });
   }
   await relayout(precomputedLayout);
-  if (readHash(location.hash).step === undefined) {
-    // An example opens on its built graph (the end of the forward pass, not a blank step 0);
-    // Play continues into the backward, Restart goes back to the first event.
-    const fwd = (trace.passes || []).find((p) => p.phase === "forward");
-    if (fwd) store.set({ step: fwd.last_seq });
-  }
+  if (!live()) return;
+  const fwd = (trace.passes || []).find((p) => p.phase === "forward");
+  store.set({ step: step ?? (fwd ? fwd.last_seq : 0) });
   player.seek(Math.min(store.get().step, stepCount(timeline) - 1));
   paint();
   body.classList.remove("is-loading");
@@ -299,7 +304,7 @@ setSpeed(store.get().speed);
 controls.setSpeed(store.get().speed);
 if ($("show-inserted")) $("show-inserted").checked = store.get().inserted;
 
-const boot = embedded ? showTrace(embedded.trace, embedded.layout || null) : mode === "embed" ? bootEmbed() : bootFull();
+const boot = embedded ? showTrace(embedded.trace, { layout: embedded.layout || null, step: readHash(location.hash).step }) : mode === "embed" ? bootEmbed() : bootFull();
 boot.catch((err) => {
   body.classList.remove("is-loading");
   setStatus(err.message || String(err), true);

@@ -4,7 +4,7 @@
 // same tree, with a frame's looks applied, into SVG text (export/svg.js). Pure: no DOM, no clock.
 
 import { CHIP_HEIGHT, chipWidth, textWidth } from "./metrics.js";
-import { compactGradText, gradChipText, hookActionText, leafChipText, placeChips, tensorTitle, valueChipText } from "./chips.js";
+import { edgeChipLook, hookActionText, leafChipLook, placeChips, valueChipText } from "./chips.js";
 
 const RANK = { hidden: 0, shown: 1, done: 2, active: 3 };
 const BADGE_H = 16;
@@ -208,7 +208,7 @@ export function buildScene(layout, trace) {
     layers.edges.push(keyed(`e:${e.id}`, "state", boxOfPoints(e.points), el("g", { class: `gt-edge gt-edge--${e.kind}${flow}`, "data-edge-id": e.id, "data-source": e.source, "data-target": e.target, "data-state": "hidden" }, parts)));
     const spot = spots.edge.get(e.id);
     if (e.kind !== "no_grad" && spot) {
-      layers.chips.push(drawChip(`c:${e.id}`, "gt-grad gt-grad--edge", spot, { "data-edge-id": e.id }));
+      layers.chips.push(drawChip(`c:${e.id}`, "gt-grad gt-grad--edge", spot, { "data-edge-id": e.id, "data-beside": spot.beside ? "" : null }));
       edgeChips.set(e.id, spot);
     }
   }
@@ -237,6 +237,15 @@ export function buildScene(layout, trace) {
   }
   const valueText = new Map(trace.graph.nodes.map((n) => [n.id, valueChipText(n.value)]));
   const tracesEdges = new Map(trace.graph.edges.map((e) => [e.id, e]));
+  // What looks() visits on every frame while playing, with its keys and fixed facts made once.
+  const nodeLooks = layout.nodes.map((n) => ({
+    n,
+    ids: members.get(n.id) || [n.id],
+    keys: { n: `n:${n.id}`, v: `v:${n.id}`, l: `l:${n.id}`, f: `f:${n.id}` },
+    value: valueText.get(n.id),
+    badge: fanOut.get(n.id) > 1 || holders.has(n.id) || n.op === "AccumulateGrad",
+  }));
+  const edgeLooks = layout.edges.map((e) => ({ keys: { e: `e:${e.id}`, c: `c:${e.id}` }, traceId: traceEdgeId(e.id), spot: edgeChips.get(e.id), traced: tracesEdges.has(traceEdgeId(e.id)) }));
 
   /** key -> {state, text?, title?, at?} for one frame. */
   function looks(frame) {
@@ -253,25 +262,23 @@ export function buildScene(layout, trace) {
         out.set(`b:${g.id}:${hk.index}`, { state: state === "hidden" ? "hidden" : fired ? "fired" : "shown" });
       }
     }
-    for (const n of layout.nodes) {
-      const state = nodeState(frame, members.get(n.id) || [n.id]);
-      out.set(`n:${n.id}`, { state });
+    for (const { n, ids, keys, value, badge } of nodeLooks) {
+      const state = nodeState(frame, ids);
+      out.set(keys.n, { state });
       if (n.kind === "module") continue;
-      const text = valueText.get(n.id);
-      if (text) out.set(`v:${n.id}`, { state: state === "hidden" ? "hidden" : "shown", text, title: "forward value" });
+      if (value) out.set(keys.v, { state: state === "hidden" ? "hidden" : "shown", text: value, title: "forward value" });
       const g = frame?.leafGrads.get(n.id);
-      out.set(`l:${n.id}`, g && state !== "hidden" ? { state: "shown", text: leafChipText(g), title: `.grad = ${tensorTitle(g)}` } : { state: "hidden" });
+      out.set(keys.l, g && state !== "hidden" ? { state: "shown", ...leafChipLook(g) } : { state: "hidden" });
       const count = frame?.fanIn.get(n.id);
       const acc = frame?.accumulated && frame.node === n.id;
-      if (count || acc || fanOut.get(n.id) > 1 || holders.has(n.id) || n.op === "AccumulateGrad") out.set(`f:${n.id}`, count || acc ? { state: "shown", text: count ? `+= ×${count}` : "+=", title: count ? `${count} gradients summed here` : ".grad accumulated (+=)" } : { state: "hidden" });
+      if (count || acc || badge) out.set(keys.f, count || acc ? { state: "shown", text: count ? `+= ×${count}` : "+=", title: count ? `${count} gradients summed here` : ".grad accumulated (+=)" } : { state: "hidden" });
     }
-    for (const e of layout.edges) {
-      const es = frame ? frame.edgeStates.get(traceEdgeId(e.id)) || { state: "shown", grad: null } : { state: "hidden", grad: null };
-      out.set(`e:${e.id}`, { state: es.state });
-      const spot = edgeChips.get(e.id);
+    for (const { keys, traceId, spot, traced } of edgeLooks) {
+      const es = frame ? frame.edgeStates.get(traceId) || { state: "shown", grad: null } : { state: "hidden", grad: null };
+      out.set(keys.e, { state: es.state });
       if (!spot) continue;
-      const visible = (es.state === "active" || es.state === "done") && es.grad !== null && tracesEdges.has(traceEdgeId(e.id));
-      out.set(`c:${e.id}`, visible ? { state: es.state, text: spot.compact ? compactGradText(es.grad) : gradChipText(es.grad), title: `gradient ${tensorTitle(es.grad)}` } : { state: "hidden" });
+      const visible = (es.state === "active" || es.state === "done") && es.grad !== null && traced;
+      out.set(keys.c, visible ? { state: es.state, ...edgeChipLook(spot, es.grad) } : { state: "hidden" });
     }
     out.set("h", hookLook(frame));
     return out;

@@ -299,3 +299,25 @@ def test_keyboard_space_plays_and_home_restarts(
     wait_step(page, len(trace["events"]) - 1)
     page.keyboard.press("Home")
     wait_step(page, 0)
+
+
+def test_event_list_follows_fast_playback_and_lands_on_the_step(
+    page: Any, live_server: str, example_traces: dict[str, Any]
+) -> None:
+    # At ≥ 15 events/s the list follows the current event a few times a second, not every frame;
+    # once playback stops (paused, or at the end) it shows exactly the current step.
+    trace = example_traces["tiny-attention"]
+    open_example(page, live_server, "tiny-attention", "&speed=60&step=0")
+    page.get_by_role("button", name="Play").click()
+    page.wait_for_timeout(600)
+    page.get_by_role("button", name="Pause").click()
+    step = page.locator("body").get_attribute("data-step")
+    assert 0 < int(step) < len(trace["events"]) - 1
+    page.wait_for_selector(f'#events li.is-current[data-seq="{step}"]', timeout=2000)
+    assert page.locator("#events li.is-current").count() == 1
+    page.get_by_role("button", name="Play").click()
+    wait_step(page, len(trace["events"]) - 1)
+    page.wait_for_selector(f'#events li.is-current[data-seq="{len(trace["events"]) - 1}"]', timeout=2000)
+    # Stepping by hand marks at once.
+    page.get_by_role("button", name="Step back").click()
+    assert page.locator("#events li.is-current").get_attribute("data-seq") == str(len(trace["events"]) - 2)

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import ELK from "../../frontend/node_modules/elkjs/lib/main.js";
 import { layoutGraph } from "../../frontend/js/layout.js";
-import { placeChips, compactGradText, leafChipText } from "../../frontend/js/chips.js";
+import { placeChips, compactGradText, leafChipText, pointAlong, BESIDE_GAP } from "../../frontend/js/chips.js";
 import { tinyTrace, goldenTraces } from "./fixtures.mjs";
 
 const elk = new ELK();
@@ -20,7 +20,7 @@ test("placed chips overlap no node and no other chip", async () => {
   for (const [name, trace] of [["tiny", tinyTrace()], ...goldenTraces()]) {
     const layout = await layoutGraph(trace, { elk });
     const spots = placeChips(layout, trace);
-    const placed = [...spots.leaf.values(), ...spots.value.values(), ...[...spots.edge.values()].filter((s) => !s.compact)].map(box);
+    const placed = [...spots.leaf.values(), ...spots.value.values(), ...spots.edge.values()].map(box);
     assert.ok(placed.length > 0, name);
     for (const [i, a] of placed.entries()) {
       for (const n of layout.nodes) assert.ok(!overlap(a, n), `${name}: chip ${i} over node ${n.id}`);
@@ -30,4 +30,46 @@ test("placed chips overlap no node and no other chip", async () => {
     const withGrads = layout.edges.filter((e) => trace.graph.edges.find((t) => t.id === e.id.split("~")[0])?.grads?.length);
     assert.equal(withGrads.filter((e) => !spots.edge.has(e.id)).length, 0, name);
   }
+});
+
+/** Distance from a point to a polyline. */
+function distanceToPath(points, c) {
+  let best = Infinity;
+  for (let i = 1; i < points.length; i++) {
+    const [a, b] = [points[i - 1], points[i]];
+    const len2 = (b.x - a.x) ** 2 + (b.y - a.y) ** 2;
+    const t = len2 ? Math.max(0, Math.min(1, ((c.x - a.x) * (b.x - a.x) + (c.y - a.y) * (b.y - a.y)) / len2)) : 0;
+    best = Math.min(best, Math.hypot(a.x + t * (b.x - a.x) - c.x, a.y + t * (b.y - a.y) - c.y));
+  }
+  return best;
+}
+
+/** Distance from a polyline to a box {x, y, width, height} (0 when the line crosses it). */
+function pathToBox(points, b) {
+  let best = Infinity;
+  for (let f = 0; f <= 1; f += 0.001) {
+    const p = pointAlong(points, f);
+    const dx = Math.max(b.x - p.x, 0, p.x - (b.x + b.width));
+    const dy = Math.max(b.y - p.y, 0, p.y - (b.y + b.height));
+    best = Math.min(best, Math.hypot(dx, dy));
+  }
+  return best;
+}
+
+test("every gradient chip sits on its own edge, or right beside its line", async () => {
+  for (const [name, trace] of [["tiny", tinyTrace()], ...goldenTraces()]) {
+    const layout = await layoutGraph(trace, { elk });
+    const spots = placeChips(layout, trace);
+    for (const e of layout.edges) {
+      const spot = spots.edge.get(e.id);
+      if (!spot) continue;
+      if (spot.beside) assert.ok(pathToBox(e.points, box(spot)) <= BESIDE_GAP + 0.5, `${name}: chip of ${e.id} is not beside its edge`);
+      else assert.ok(distanceToPath(e.points, spot) <= 1, `${name}: chip of ${e.id} (${spot.form}) is ${distanceToPath(e.points, spot).toFixed(1)} px off its edge`);
+    }
+  }
+});
+
+test("pointAlong walks a polyline by length", () => {
+  const pts = [{ x: 0, y: 0 }, { x: 0, y: 10 }, { x: 30, y: 10 }];
+  assert.deepEqual(pointAlong(pts, 0.5), { x: 10, y: 10 });
 });

@@ -1,0 +1,112 @@
+"""The spec editor shows every validation error the API lists, in real Chromium.
+
+A spec in the README's format (seed 002's) with three mistakes: each is underlined at its JSON
+line, marked in the gutter and listed under the editor with the API's own message; each list
+entry is a button (reached with Tab) that puts the caret on its line.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+from typing import Any
+
+import pytest
+from e2e_helpers import open_example, post_json
+
+pytestmark = pytest.mark.browser
+
+# The README's spec (seed 002, the ×2 full backward hook), with three mistakes in it.
+SPEC_WITH_THREE_ERRORS: dict[str, Any] = {
+    "spec_version": 1,
+    "title": "Full backward hook on a composite module",
+    "modules": {
+        "f0": {
+            "type": "Lineaar",
+            "in_features": 1,
+            "out_features": 1,
+            "init": {"weight": [[0.3]], "bias": [0.1]},
+        },
+        "f1": {
+            "type": "Module",
+            "args": ["x"],
+            "modules": {
+                "f": {
+                    "type": "Linear",
+                    "in_features": 1,
+                    "out_features": 1,
+                    "init": {"weight": [[0.4]], "bias": [0.2]},
+                }
+            },
+            "forward": ["s = f(x)", "return s ** 2"],
+        },
+    },
+    "inputs": {"x": {"value": "0.3", "requires_grad": True}},
+    "forward": ["x1 = f0(x)", "y = f1(x1)", "loss = (y - 1) ** 2"],
+    "hooks": [
+        {"module": "f1", "type": "full_backwards", "action": {"op": "scale", "target": "grad_input", "by": 2}}
+    ],
+    "steps": [{"do": "backward", "of": "loss"}],
+}
+
+
+def api_errors(base: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    with pytest.raises(urllib.error.HTTPError) as info:
+        post_json(base + "/api/v1/trace", spec)
+    assert info.value.code == 422
+    return json.loads(info.value.read())["error"]["errors"]
+
+
+def test_every_api_error_is_underlined_listed_and_reachable(
+    page: Any, live_server: str, screenshots: Any
+) -> None:
+    text = json.dumps(SPEC_WITH_THREE_ERRORS, indent=2)
+    lines = text.splitlines()
+    errors = api_errors(live_server, SPEC_WITH_THREE_ERRORS)
+    assert [e["path"] for e in errors] == ["/modules/f0", "/inputs/x/value", "/hooks/0"]
+    # Where each mistake is in the text: the line of the offending member.
+    expected_lines = [
+        lines.index('      "type": "Lineaar",') + 1,
+        lines.index('      "value": "0.3",') + 1,
+        lines.index('      "type": "full_backwards",') + 1,
+    ]
+
+    open_example(page, live_server, "two-layer-linear")
+    editor = page.get_by_role("textbox", name="Spec")
+    editor.fill(text)
+    page.get_by_role("button", name="Run").click()
+    listed = page.locator("#spec-error .spec-errors li")
+    listed.nth(2).wait_for()
+    assert listed.count() == 3
+    for k, err in enumerate(errors):
+        entry = listed.nth(k).inner_text()
+        assert err["message"] in entry and entry.startswith(f"Line {expected_lines[k]} ")
+    gutter = page.locator(".gutter-line.has-error").all_inner_texts()
+    assert sorted(int(g) for g in gutter) == sorted(expected_lines)
+    # Each underline sits on its line of the textarea (18 px lines, 6 px padding).
+    marks = page.locator(".editor-marks .editor-mark")
+    assert marks.count() == 3
+    top = editor.evaluate("t => t.getBoundingClientRect().top + 6 - t.scrollTop")
+    mark_lines = marks.evaluate_all("ms => ms.map(m => m.getBoundingClientRect().top)")
+    assert [round((y - top) / 18) + 1 for y in mark_lines] == expected_lines
+    assert marks.all_inner_texts() == ['"type": "Lineaar"', '"value": "0.3"', '"type": "full_backwards"']
+    page.screenshot(path=str(screenshots / "editor-three-errors.png"))
+
+    # Keyboard: Tab to each entry's button, Enter puts the caret on that line.
+    buttons = page.locator("#spec-error .spec-error-place")
+    for k, line in enumerate(expected_lines):
+        buttons.nth(k).focus()
+        page.keyboard.press("Enter")
+        assert page.evaluate("() => document.activeElement.id") == "spec"
+        caret_line = editor.evaluate("t => t.value.slice(0, t.selectionStart).split('\\n').length")
+        assert caret_line == line
+    # Reached from the editor with Tab alone.
+    editor.focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.className") == "spec-error-place"
+
+    # Fixing the text clears every mark.
+    editor.fill(json.dumps({**SPEC_WITH_THREE_ERRORS, "modules": {}}, indent=2))
+    assert page.locator("#spec-error").is_hidden()
+    assert page.locator(".gutter-line.has-error").count() == 0
+    assert page.locator(".editor-marks .editor-mark").count() == 0
