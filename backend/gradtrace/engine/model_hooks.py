@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import torch
@@ -158,16 +158,21 @@ class ModelHooks:
     @contextmanager
     def following(self):
         """Hooks the model registers inside this block are wrapped as they come (enter it
-        once gradtrace's own hooks are in place: every hook there now is accounted for)."""
-        with ExitStack() as stack:
-            for module in self.root.modules():
-                stack.callback(module.register_forward_pre_hook(self._module_starting).remove)
-                stack.callback(module.register_forward_hook(self._module_ending, always_call=True).remove)
+        once gradtrace's own hooks are in place: every hook there now is accounted for).
+        Module boundaries come from the forward capture's own module hooks (called after its
+        recording, as a second hook pair registered after them would be)."""
+        capture = self.capture
+        capture.on_module_start, capture.on_module_end = self._module_starting, self._module_ending
+        tensor_registrations = (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook)
+        try:
             self._ignore_current()
-            for func in (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook):
-                self.capture.intercepts[func] = self.register_tensor_hook
-                stack.callback(self.capture.intercepts.pop, func, None)
+            for func in tensor_registrations:
+                capture.intercepts[func] = self.register_tensor_hook
             yield
+        finally:
+            capture.on_module_start = capture.on_module_end = None
+            for func in tensor_registrations:
+                capture.intercepts.pop(func, None)
 
     def _install(self) -> None:
         """Wrap every hook the model has now (call before gradtrace registers its own)."""
@@ -207,11 +212,11 @@ class ModelHooks:
         self._running.clear()
         self._scan(list(self.root.modules()))
 
-    def _module_starting(self, module: nn.Module, _args: Any) -> None:
+    def _module_starting(self, module: nn.Module) -> None:
         self._scan([module, *self._running], missed_if=(module, _COLLECTED_AT_START))
         self._running.append(module)
 
-    def _module_ending(self, module: nn.Module, _args: Any, _output: Any) -> None:
+    def _module_ending(self, module: nn.Module) -> None:
         if self._running and self._running[-1] is module:
             self._running.pop()
         self._scan([module, *self._running], missed_if=(module, ("forward",)))
