@@ -49,7 +49,11 @@ def ratios(key: str, rounds: int) -> tuple[float, float, float]:
     for _ in range(rounds):
         b.append(_timed(bare))
         g.append(_timed(traced))
-    return statistics.median(b), statistics.median(g), statistics.median(gi / bi for gi, bi in zip(g, b))
+    return (
+        statistics.median(b),
+        statistics.median(g),
+        statistics.median(gi / bi for gi, bi in zip(g, b, strict=True)),
+    )
 
 
 def profile(key: str, captures: int, top: int) -> None:
