@@ -137,7 +137,9 @@ class ModelHooks:
         self.listing = listing  # module path -> hooks shown in graph.modules[].hooks
         self.diagnostics = diagnostics  # the trace's: a hook that may have fired unrecorded
         self._slots: list[_Slot] = []
-        self._seen: set[tuple[int, int]] = set()  # (id(hook dict), key) already handled
+        # id(hook dict) -> the keys already handled there (a dict whose keys are all in it
+        # has nothing new: one C-level set comparison per dict at each module boundary)
+        self._seen: dict[int, set[int]] = {}
         self._running: list[nn.Module] = []  # modules whose forward is running, innermost last
         self._count = 0
         # False once restored: a wrapper PyTorch copied into a graph that outlives the trace
@@ -191,7 +193,7 @@ class ModelHooks:
         for module in self.root.modules():
             for dict_name in _MODULE_DICTS:
                 hooks = getattr(module, dict_name)
-                self._seen.update((id(hooks), key) for key in hooks)
+                self._seen.setdefault(id(hooks), set()).update(hooks)
 
     def _restore(self) -> None:
         """Each original hook object back under its key (a hook removed meanwhile stays out)."""
@@ -226,6 +228,7 @@ class ModelHooks:
     ) -> None:
         """Wrap the hooks of ``modules`` not seen yet. ``missed_if``: (module, kinds) that
         PyTorch has already collected for the call now starting or ending."""
+        seen = self._seen
         for module in modules:
             path = self.module_paths.get(id(module))
             if path is None:
@@ -234,13 +237,17 @@ class ModelHooks:
                 hooks = getattr(module, dict_name)
                 if not hooks:
                     continue
+                known = seen.get(id(hooks))
+                if known is not None and hooks.keys() <= known:
+                    continue
                 for key, hook in list(hooks.items()):
-                    if (id(hooks), key) in self._seen:
+                    if known is not None and key in known:
                         continue
                     kind = _module_kind(module, dict_name)
                     self._wrap(hooks, key, self._module_wrapper(kind, hook, module, path, key))
                     if missed_if is not None and module is missed_if[0] and kind in missed_if[1]:
                         self._missed(kind, hook, path)
+                    known = seen[id(hooks)]
 
     def _note_global_hooks(self) -> None:
         """Process-wide module hooks (``nn.modules.module.register_module_*_hook``) are not
@@ -271,7 +278,7 @@ class ModelHooks:
         )
 
     def _wrap(self, hooks: dict[int, Callable], key: int, wrapper: Callable) -> None:
-        self._seen.add((id(hooks), key))
+        self._seen.setdefault(id(hooks), set()).add(key)
         self._slots.append(_Slot(hooks, key, hooks[key], wrapper))
         hooks[key] = wrapper
 
@@ -289,7 +296,7 @@ class ModelHooks:
         wrapper = self._tensor_wrapper(kind, hook, tensor, None)
         handle = func(tensor, wrapper)
         hooks = getattr(tensor, _TENSOR_DICTS[kind])
-        self._seen.add((id(hooks), handle.id))
+        self._seen.setdefault(id(hooks), set()).add(handle.id)
         self._slots.append(_Slot(hooks, handle.id, hook, wrapper))
         return handle
 
