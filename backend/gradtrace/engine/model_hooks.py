@@ -141,6 +141,14 @@ class ModelHooks:
         # has nothing new: one C-level set comparison per dict at each module boundary)
         self._seen: dict[int, set[int]] = {}
         self._running: list[nn.Module] = []  # modules whose forward is running, innermost last
+        # the model's modules (those in module_paths: the only ones _scan looks at)
+        self._modules = list(root.modules())
+        # Every hook PyTorch registers takes a new RemovableHandle id: while next_id has not
+        # moved, a module looked at since its last move has nothing new. _epoch counts the
+        # moves seen; _looked: id(module) -> the epoch it was last looked at in
+        self._next_handle = -1
+        self._epoch = 0
+        self._looked: dict[int, int] = {}
         self._count = 0
         # False once restored: a wrapper PyTorch copied into a graph that outlives the trace
         # (a non-full backward hook on an output's grad_fn) then just calls the user's hook
@@ -190,7 +198,7 @@ class ModelHooks:
 
     def _ignore_current(self) -> None:
         """Every module hook registered so far is accounted for (gradtrace's own among them)."""
-        for module in self.root.modules():
+        for module in self._modules:
             for dict_name in _MODULE_DICTS:
                 hooks = getattr(module, dict_name)
                 self._seen.setdefault(id(hooks), set()).update(hooks)
@@ -212,16 +220,30 @@ class ModelHooks:
         """Wrap the hooks registered on any module since the last look (e.g. before a
         backward: hooks the forward registered on modules it had already left)."""
         self._running.clear()
-        self._scan(list(self.root.modules()))
+        self._scan(self._stale(self._modules))
 
     def _module_starting(self, module: nn.Module) -> None:
-        self._scan([module, *self._running], missed_if=(module, _COLLECTED_AT_START))
+        self._scan(self._stale([module, *self._running]), missed_if=(module, _COLLECTED_AT_START))
         self._running.append(module)
 
     def _module_ending(self, module: nn.Module) -> None:
         if self._running and self._running[-1] is module:
             self._running.pop()
-        self._scan([module, *self._running], missed_if=(module, ("forward",)))
+        self._scan(self._stale([module, *self._running]), missed_if=(module, ("forward",)))
+
+    def _stale(self, modules: list[nn.Module]) -> list[nn.Module]:
+        """Those of ``modules`` not looked at since a hook was last registered anywhere
+        (marked as looked at now): the others have nothing new to wrap."""
+        if RemovableHandle.next_id != self._next_handle:
+            self._next_handle = RemovableHandle.next_id
+            self._epoch += 1
+        epoch, looked = self._epoch, self._looked
+        stale = []
+        for module in modules:
+            if looked.get(id(module)) != epoch:
+                looked[id(module)] = epoch
+                stale.append(module)
+        return stale
 
     def _scan(
         self, modules: list[nn.Module], missed_if: tuple[nn.Module, tuple[str, ...]] | None = None
