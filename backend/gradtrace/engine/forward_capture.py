@@ -45,27 +45,26 @@ def _arg_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
 
 
 class _Quiet:
-    """See :meth:`ForwardCapture.quiet`: the outermost entry pauses, the last exit resumes."""
+    """See :meth:`ForwardCapture.quiet`: the outermost entry pauses, the last exit resumes.
+    (It holds no reference to the capture: the capture and its recorder are freed by
+    reference counting when the trace is done.)"""
 
-    __slots__ = ("capture", "_depth", "_disabled")
+    __slots__ = ("depth", "_disabled")
 
-    def __init__(self, capture: ForwardCapture) -> None:
-        self.capture = capture
-        self._depth = 0
+    def __init__(self) -> None:
+        self.depth = 0
         self._disabled: Any = None
 
     def __enter__(self) -> None:
-        if self._depth == 0:
-            self.capture.paused = True
+        if self.depth == 0:
             self._disabled = torch._C.DisableTorchFunction()
             self._disabled.__enter__()
-        self._depth += 1
+        self.depth += 1
 
     def __exit__(self, *exc: object) -> None:
-        self._depth -= 1
-        if self._depth == 0:
+        self.depth -= 1
+        if self.depth == 0:
             disabled, self._disabled = self._disabled, None
-            self.capture.paused = False
             disabled.__exit__(None, None, None)
 
 
@@ -99,8 +98,7 @@ class ForwardCapture:
         self.root = root
         self.module_paths = module_paths
         self.param_names = param_names
-        self.paused = False
-        self._quiet = _Quiet(self)
+        self._quiet = _Quiet()
         # called at every module boundary after gradtrace's own recording (model_hooks
         # follows the hooks the model registers there): one hook pair per module, not two
         self.on_module_start: Callable[[nn.Module], None] | None = None
@@ -111,6 +109,11 @@ class ForwardCapture:
         self._inputs: list[tuple[list, list]] = []  # per running module: inputs, summaries
         # Linear calls for the (a, δ) analysis: module path, weight name, a, output node id
         self.linear_calls: list[dict[str, Any]] = []
+
+    @property
+    def paused(self) -> bool:
+        """Inside :meth:`quiet`: the mode lets torch calls through unrecorded."""
+        return self._quiet.depth > 0
 
     def quiet(self) -> _Quiet:
         """Our own torch calls (summaries, walks) bypass the mode: paused, and torch function
