@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from gradtrace.engine.analyses import reduced_to_sum
-from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, paused_gc
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
 
@@ -63,32 +63,6 @@ def trace_module(
     if bad:
         raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is {type(inputs[bad[0]]).__name__}")
     retained = _retained_names(retain_grad)
-    with paused_gc():  # (the session lives and dies in _traced, before the GC comes back)
-        return _traced(
-            model,
-            inputs,
-            loss_fn,
-            retained,
-            title,
-            grads_out,
-            max_nodes=max_nodes,
-            value_budget=value_budget,
-            final_value_limit=final_value_limit,
-        )
-
-
-def _traced(
-    model: nn.Module,
-    inputs: tuple[torch.Tensor, ...],
-    loss_fn: Callable[[Any], Any] | None,
-    retained: set[str],
-    title: str | None,
-    grads_out: dict[str, Any] | None,
-    *,
-    max_nodes: int,
-    value_budget: int,
-    final_value_limit: int,
-) -> TraceDoc:
     session = TraceSession(
         model,
         _input_names(inputs),

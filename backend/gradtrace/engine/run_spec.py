@@ -13,7 +13,7 @@ import torch
 
 from gradtrace.engine.analyses import diagnostic, reduced_to_sum
 from gradtrace.engine.dryrun import dry_run
-from gradtrace.engine.session import TraceSession, paused_gc
+from gradtrace.engine.session import TraceSession
 from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.engine.user_hooks import UserHooks
@@ -220,10 +220,8 @@ def run_spec(
     """
     if dry_run_first:
         dry_run(spec, limits)
-    with paused_gc():
-        traced = SpecTrace(spec, limits, value_budget, final_value_limit)
-        doc = traced.run()
-        if grads_out is not None:
-            grads_out.update(traced.session.final_grad_arrays())
-        del traced  # (the session goes before the GC comes back: see paused_gc)
-        return doc
+    traced = SpecTrace(spec, limits, value_budget, final_value_limit)
+    doc = traced.run()
+    if grads_out is not None:
+        grads_out.update(traced.session.final_grad_arrays())
+    return doc

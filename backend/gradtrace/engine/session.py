@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Any, Literal
 
 import msgspec
@@ -45,26 +45,6 @@ from gradtrace.trace_schema import (
 )
 
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic GC off for a whole trace (an entry point's session made, used and dropped
-    inside), the caller's setting restored exactly on exit, whatever happens.
-
-    A trace allocates tens of thousands of objects (records, payloads, the capture's own
-    bookkeeping), none of them cyclic garbage: a collection running while they pile up
-    rescans them all again and again. Re-enabled only once the session is gone, the first
-    collection scans what the caller keeps (the trace), not the capture's bookkeeping too.
-    A session made outside this block pauses the GC itself from ``__init__`` to ``finish``.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class TraceSession:
