@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -57,19 +56,10 @@ class NestedRuns:
         self.on_error = on_error  # records an error event in the nested pass, where it broke
         self.diagnostics = diagnostics
 
-    @contextmanager
-    def installed(self):
-        """Engine calls seen by the discovery mode become nested passes inside this block.
-        (Undone on exit: the capture's references to this object, which points back at the
-        session, would otherwise keep the whole trace alive until a cyclic GC pass.)"""
+    def install(self) -> None:
+        """Engine calls seen by the discovery mode become nested passes."""
         self.forward_capture.intercepts.update(dict.fromkeys(ENGINE_CALLS, self.run))
         self.backward_capture.python_node_mode = self.forward_capture.new_mode
-        try:
-            yield
-        finally:
-            for func in ENGINE_CALLS:
-                self.forward_capture.intercepts.pop(func, None)
-            self.backward_capture.python_node_mode = None
 
     def _label(self, what: str) -> str:
         rec = self.recorder

@@ -143,7 +143,7 @@ class TraceSession:
         )
         if self.model_hooks is not None:
             self._stack.enter_context(self.model_hooks.following())
-        nested = NestedRuns(
+        NestedRuns(
             self.recorder,
             self.forward_capture,
             self.backward_capture,
@@ -151,8 +151,7 @@ class TraceSession:
             self.all_leaves,
             self.error_event,
             self.diagnostics,
-        )
-        self._stack.enter_context(nested.installed())
+        ).install()
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
