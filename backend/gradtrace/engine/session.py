@@ -106,26 +106,9 @@ class TraceSession:
             # is cyclic garbage. Re-enabled in close() whatever happens (after finish()).
             gc.disable()
             self._stack.callback(self._restore_gc)
-        self._forwards = 0
-        self._backwards: dict[str, int] = {}
-        self.model_hooks: ModelHooks | None = None
-        try:
-            self._install(root, module_paths, model_hooks)
-        except BaseException:
-            self.close()  # nothing left behind: every hook removed, the GC as it was
-            raise
-
-    def close(self) -> None:
-        self._stack.close()
-
-    def _restore_gc(self) -> None:
-        if self._gc_paused and not self._finishing:
-            gc.enable()
-
-    def _install(self, root: nn.Module | None, module_paths: dict[int, str], model_hooks: bool) -> None:
-        """Every hook of the trace, in this order (each undone by close())."""
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
+        self.model_hooks: ModelHooks | None = None
         if model_hooks and root is not None:
             self.model_hooks = ModelHooks(
                 self.recorder,
@@ -152,6 +135,15 @@ class TraceSession:
             self.error_event,
             self.diagnostics,
         ).install()
+        self._forwards = 0
+        self._backwards: dict[str, int] = {}
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def _restore_gc(self) -> None:
+        if self._gc_paused and not self._finishing:
+            gc.enable()
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
