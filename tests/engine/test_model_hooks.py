@@ -288,6 +288,41 @@ def test_a_hook_pytorch_collected_before_it_could_be_wrapped_is_named_in_a_diagn
     assert not [d for d in second["analyses"]["diagnostics"] if d["code"] == "hook_unrecorded"]
 
 
+class SiblingHook(nn.Module):
+    """Registers a forward hook on ``b`` before calling ``a``, then a forward-pre hook on
+    ``a`` before calling ``b`` and ``a`` again: hooks registered on modules that are not
+    running, between other modules' calls."""
+
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        torch.manual_seed(3)
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+        self.log = log
+        self.handles: list[Any] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.handles.append(self.b.register_forward_hook(_named(self.log, "b.forward")))
+        h = self.a(x)
+        self.handles.append(self.a.register_forward_pre_hook(_named(self.log, "a.pre")))
+        return self.a(self.b(h))
+
+
+def test_hooks_registered_on_modules_that_are_not_running_are_wrapped_before_they_fire() -> None:
+    log: list[str] = []
+    net = SiblingHook(log)
+    doc = gradtrace.trace(net, X.clone().requires_grad_()).to_dict()
+    assert log == ["b.forward", "a.pre"]
+    # b's forward hook is collected when b's forward returns: wrapped in time, recorded
+    fired = [(e["kind"], e["target"], e["payload"]["hook_name"]) for e in hook_events(doc)]
+    assert fired == [("module_forward", "b", "b.forward")]
+    # a's pre hook was collected as a's second call began, before gradtrace saw it: named
+    missed = [d for d in doc["analyses"]["diagnostics"] if d["code"] == "hook_unrecorded"]
+    assert [d["module"] for d in missed] == ["a"] and "a.pre" in missed[0]["message"]
+    for handle in net.handles:
+        handle.remove()
+
+
 class ResidualBlock(nn.Module):
     def __init__(self) -> None:
         super().__init__()

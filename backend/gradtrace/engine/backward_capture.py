@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import torch
 from torch.autograd.function import BackwardCFunction
+from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.graph_walk import is_accumulate_grad
 from gradtrace.engine.recorder import Recorder
@@ -181,14 +182,19 @@ class BackwardCapture:
         (an engine run nested in another hooks the nodes found since the outer one began)."""
         rec = self.recorder
         retained_at = self._retained_by_node(retained or {})
-        with ExitStack() as stack:
-            # an exception may leave this run's nodes open: the recorder notes the failed one
-            stack.callback(rec.engine_run_ended, rec.engine_depth())
-            mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
-            self._hooked.update(i for i, _n in mine)
-            stack.callback(self._hooked.difference_update, [i for i, _n in mine])
+        depth = rec.engine_depth()
+        mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
+        handles: list[RemovableHandle] = []
+        self._hooked.update(i for i, _n in mine)
+        try:
             for node_id, node in mine:
                 pre, post = self._make_hooks(node_id, node, retained_at.get(node_id, []))
-                stack.callback(node.register_prehook(pre).remove)
-                stack.callback(node.register_hook(post).remove)
+                handles.append(node.register_prehook(pre))
+                handles.append(node.register_hook(post))
             yield
+        finally:
+            for handle in handles:
+                handle.remove()
+            self._hooked.difference_update(i for i, _n in mine)
+            # an exception may leave this run's nodes open: the recorder notes the failed one
+            rec.engine_run_ended(depth)

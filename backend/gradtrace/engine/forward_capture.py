@@ -11,12 +11,14 @@ Recording hooks return None: a returned value would replace the module's input/o
 
 from __future__ import annotations
 
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
+from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.graph_walk import walk_new
 from gradtrace.engine.recorder import Recorder
@@ -40,6 +42,30 @@ def _arg_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
             out.extend(t for t in a if isinstance(t, torch.Tensor))
     out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor))
     return out
+
+
+class _Quiet:
+    """See :meth:`ForwardCapture.quiet`: the outermost entry pauses, the last exit resumes.
+    (It holds no reference to the capture: the capture and its recorder are freed by
+    reference counting when the trace is done.)"""
+
+    __slots__ = ("depth", "_disabled")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self._disabled: Any = None
+
+    def __enter__(self) -> None:
+        if self.depth == 0:
+            self._disabled = torch._C.DisableTorchFunction()
+            self._disabled.__enter__()
+        self.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            disabled, self._disabled = self._disabled, None
+            disabled.__exit__(None, None, None)
 
 
 class _DiscoveryMode(TorchFunctionMode):
@@ -72,7 +98,11 @@ class ForwardCapture:
         self.root = root
         self.module_paths = module_paths
         self.param_names = param_names
-        self.paused = False
+        self._quiet = _Quiet()
+        # called at every module boundary after gradtrace's own recording (model_hooks
+        # follows the hooks the model registers there): one hook pair per module, not two
+        self.on_module_start: Callable[[nn.Module], None] | None = None
+        self.on_module_end: Callable[[nn.Module], None] | None = None
         # torch functions handled elsewhere while the mode is on (func -> handler(func, args,
         # kwargs)): hook registrations (model_hooks), engine runs (nested_runs)
         self.intercepts: dict[Any, Any] = {}
@@ -80,19 +110,16 @@ class ForwardCapture:
         # Linear calls for the (a, δ) analysis: module path, weight name, a, output node id
         self.linear_calls: list[dict[str, Any]] = []
 
-    @contextmanager
-    def quiet(self):
+    @property
+    def paused(self) -> bool:
+        """Inside :meth:`quiet`: the mode lets torch calls through unrecorded."""
+        return self._quiet.depth > 0
+
+    def quiet(self) -> _Quiet:
         """Our own torch calls (summaries, walks) bypass the mode: paused, and torch function
-        dispatch off (a paused mode still cost ~4x per call through Python)."""
-        if self.paused:
-            yield
-            return
-        self.paused = True
-        try:
-            with torch._C.DisableTorchFunction():
-                yield
-        finally:
-            self.paused = False
+        dispatch off (a paused mode still cost ~4x per call through Python). Reentrant; one
+        reused object, not a generator context (entered once per op and per hook)."""
+        return self._quiet
 
     # ---- discovery ----------------------------------------------------------------------
     def after_op(self, args: tuple, kwargs: dict, out: Any) -> None:
@@ -137,29 +164,30 @@ class ForwardCapture:
     # ---- module hooks -------------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: tuple) -> None:
         path = self.module_paths.get(id(module))
-        if path is None:
-            return
-        rec = self.recorder
-        with self.quiet():
-            # nodes behind the inputs belong to the caller: discover them before entering
-            # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
-            self.discover_from(flat_tensors(args))
-            rec.enter_module(path)
-            tensors = flat_tensors(args)
-            inputs = [rec.summarize(t) for t in tensors]
-            self._inputs.append((tensors, inputs))  # module_forward repeats them
-            rec.emit("module_forward_pre", target=path, module=path, payload={"inputs": inputs})
+        if path is not None:
+            rec = self.recorder
+            with self.quiet():
+                # nodes behind the inputs belong to the caller: discover them before entering
+                # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
+                tensors = flat_tensors(args)
+                self.discover_from(tensors)
+                rec.enter_module(path)
+                inputs = [rec.summarize(t) for t in tensors]
+                self._inputs.append((tensors, inputs))  # module_forward repeats them
+                rec.emit("module_forward_pre", target=path, module=path, payload={"inputs": inputs})
+        if self.on_module_start is not None:
+            self.on_module_start(module)
 
     def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.module_paths.get(id(module))
-        if path is None:
-            return
-        rec = self.recorder
-        try:
-            with self.quiet():
-                self._record_output(path, module, args, output)
-        finally:
-            rec.exit_module(path)
+        if path is not None:
+            try:
+                with self.quiet():
+                    self._record_output(path, module, args, output)
+            finally:
+                self.recorder.exit_module(path)
+        if self.on_module_end is not None:
+            self.on_module_end(module)
 
     def _record_output(self, path: str, module: nn.Module, args: tuple, output: Any) -> None:
         rec = self.recorder
@@ -213,12 +241,16 @@ class ForwardCapture:
     @contextmanager
     def hooks_installed(self):
         """Recording hooks on every module of the model, removed on exit whatever happens."""
-        with ExitStack() as stack:
+        handles: list[RemovableHandle] = []
+        try:
             if self.root is not None:
                 for module in self.root.modules():
-                    stack.callback(module.register_forward_pre_hook(self._pre_hook).remove)
-                    stack.callback(module.register_forward_hook(self._post_hook, always_call=True).remove)
+                    handles.append(module.register_forward_pre_hook(self._pre_hook))
+                    handles.append(module.register_forward_hook(self._post_hook, always_call=True))
             yield
+        finally:
+            for handle in handles:
+                handle.remove()
 
     @contextmanager
     def recording(self):

@@ -19,13 +19,22 @@ _ACCUMULATE = "AccumulateGrad"
 _NO_SEQUENCE = 2**63
 
 
+# node class -> its op name (every node of one class has the same name(): a C++ node class
+# is one op, a custom Function's backward class is generated per Function)
+_OP_NAMES: dict[type, str] = {}
+
+
 def op_name(node: Any) -> str:
     """PyTorch's class name of an autograd node: "AddmmBackward0", "AccumulateGrad", …"""
-    return node.name().rsplit("::", 1)[-1]
+    cls = type(node)
+    name = _OP_NAMES.get(cls)
+    if name is None:
+        name = _OP_NAMES[cls] = node.name().rsplit("::", 1)[-1]
+    return name
 
 
 def is_accumulate_grad(node: Any) -> bool:
-    return hasattr(node, "variable") and op_name(node) == _ACCUMULATE
+    return op_name(node) == _ACCUMULATE and hasattr(node, "variable")
 
 
 def raw_sequence_nr(node: Any) -> int | None:
@@ -79,13 +88,15 @@ def creation_sorted(nodes: list[Any]) -> list[Any]:
     A leaf "appears when first used": sorting op nodes by sequence number and pulling in
     their not-yet-placed AccumulateGrad inputs gives that order deterministically.
     """
+    if len(nodes) == 1:  # (most calls: one op run, one new node)
+        return list(nodes)
     members = set(nodes)
-    ops = [n for n in nodes if raw_sequence_nr(n) is not None]
-    ops.sort(key=lambda n: raw_sequence_nr(n) or 0)  # (all ints here: the None ones are left out)
+    numbered = [(nr, n) for n in nodes if (nr := raw_sequence_nr(n)) is not None]
+    numbered.sort(key=lambda item: item[0])
     placed: dict[Any, None] = {}
-    for op in ops:
-        for _slot, fn, _nr in next_nodes(op):
-            if fn in members and fn not in placed and raw_sequence_nr(fn) is None:
+    for _nr, op in numbered:
+        for fn, _out in op.next_functions:
+            if fn is not None and fn in members and fn not in placed and raw_sequence_nr(fn) is None:
                 placed[fn] = None
         placed[op] = None
     # AccumulateGrad roots (a leaf used directly as a root) come last, in input order

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import torch
@@ -137,8 +137,18 @@ class ModelHooks:
         self.listing = listing  # module path -> hooks shown in graph.modules[].hooks
         self.diagnostics = diagnostics  # the trace's: a hook that may have fired unrecorded
         self._slots: list[_Slot] = []
-        self._seen: set[tuple[int, int]] = set()  # (id(hook dict), key) already handled
+        # id(hook dict) -> the keys already handled there (a dict whose keys are all in it
+        # has nothing new: one C-level set comparison per dict at each module boundary)
+        self._seen: dict[int, set[int]] = {}
         self._running: list[nn.Module] = []  # modules whose forward is running, innermost last
+        # the model's modules (those in module_paths: the only ones _scan looks at)
+        self._modules = list(root.modules())
+        # Every hook PyTorch registers takes a new RemovableHandle id: while next_id has not
+        # moved, a module looked at since its last move has nothing new. _epoch counts the
+        # moves seen; _looked: id(module) -> the epoch it was last looked at in
+        self._next_handle = -1
+        self._epoch = 0
+        self._looked: dict[int, int] = {}
         self._count = 0
         # False once restored: a wrapper PyTorch copied into a graph that outlives the trace
         # (a non-full backward hook on an output's grad_fn) then just calls the user's hook
@@ -158,16 +168,21 @@ class ModelHooks:
     @contextmanager
     def following(self):
         """Hooks the model registers inside this block are wrapped as they come (enter it
-        once gradtrace's own hooks are in place: every hook there now is accounted for)."""
-        with ExitStack() as stack:
-            for module in self.root.modules():
-                stack.callback(module.register_forward_pre_hook(self._module_starting).remove)
-                stack.callback(module.register_forward_hook(self._module_ending, always_call=True).remove)
+        once gradtrace's own hooks are in place: every hook there now is accounted for).
+        Module boundaries come from the forward capture's own module hooks (called after its
+        recording, as a second hook pair registered after them would be)."""
+        capture = self.capture
+        capture.on_module_start, capture.on_module_end = self._module_starting, self._module_ending
+        tensor_registrations = (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook)
+        try:
             self._ignore_current()
-            for func in (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook):
-                self.capture.intercepts[func] = self.register_tensor_hook
-                stack.callback(self.capture.intercepts.pop, func, None)
+            for func in tensor_registrations:
+                capture.intercepts[func] = self.register_tensor_hook
             yield
+        finally:
+            capture.on_module_start = capture.on_module_end = None
+            for func in tensor_registrations:
+                capture.intercepts.pop(func, None)
 
     def _install(self) -> None:
         """Wrap every hook the model has now (call before gradtrace registers its own)."""
@@ -183,10 +198,10 @@ class ModelHooks:
 
     def _ignore_current(self) -> None:
         """Every module hook registered so far is accounted for (gradtrace's own among them)."""
-        for module in self.root.modules():
+        for module in self._modules:
             for dict_name in _MODULE_DICTS:
                 hooks = getattr(module, dict_name)
-                self._seen.update((id(hooks), key) for key in hooks)
+                self._seen.setdefault(id(hooks), set()).update(hooks)
 
     def _restore(self) -> None:
         """Each original hook object back under its key (a hook removed meanwhile stays out)."""
@@ -205,22 +220,37 @@ class ModelHooks:
         """Wrap the hooks registered on any module since the last look (e.g. before a
         backward: hooks the forward registered on modules it had already left)."""
         self._running.clear()
-        self._scan(list(self.root.modules()))
+        self._scan(self._stale(self._modules))
 
-    def _module_starting(self, module: nn.Module, _args: Any) -> None:
-        self._scan([module, *self._running], missed_if=(module, _COLLECTED_AT_START))
+    def _module_starting(self, module: nn.Module) -> None:
+        self._scan(self._stale([module, *self._running]), missed_if=(module, _COLLECTED_AT_START))
         self._running.append(module)
 
-    def _module_ending(self, module: nn.Module, _args: Any, _output: Any) -> None:
+    def _module_ending(self, module: nn.Module) -> None:
         if self._running and self._running[-1] is module:
             self._running.pop()
-        self._scan([module, *self._running], missed_if=(module, ("forward",)))
+        self._scan(self._stale([module, *self._running]), missed_if=(module, ("forward",)))
+
+    def _stale(self, modules: list[nn.Module]) -> list[nn.Module]:
+        """Those of ``modules`` not looked at since a hook was last registered anywhere
+        (marked as looked at now): the others have nothing new to wrap."""
+        if RemovableHandle.next_id != self._next_handle:
+            self._next_handle = RemovableHandle.next_id
+            self._epoch += 1
+        epoch, looked = self._epoch, self._looked
+        stale = []
+        for module in modules:
+            if looked.get(id(module)) != epoch:
+                looked[id(module)] = epoch
+                stale.append(module)
+        return stale
 
     def _scan(
         self, modules: list[nn.Module], missed_if: tuple[nn.Module, tuple[str, ...]] | None = None
     ) -> None:
         """Wrap the hooks of ``modules`` not seen yet. ``missed_if``: (module, kinds) that
         PyTorch has already collected for the call now starting or ending."""
+        seen = self._seen
         for module in modules:
             path = self.module_paths.get(id(module))
             if path is None:
@@ -229,13 +259,17 @@ class ModelHooks:
                 hooks = getattr(module, dict_name)
                 if not hooks:
                     continue
+                known = seen.get(id(hooks))
+                if known is not None and hooks.keys() <= known:
+                    continue
                 for key, hook in list(hooks.items()):
-                    if (id(hooks), key) in self._seen:
+                    if known is not None and key in known:
                         continue
                     kind = _module_kind(module, dict_name)
                     self._wrap(hooks, key, self._module_wrapper(kind, hook, module, path, key))
                     if missed_if is not None and module is missed_if[0] and kind in missed_if[1]:
                         self._missed(kind, hook, path)
+                    known = seen[id(hooks)]
 
     def _note_global_hooks(self) -> None:
         """Process-wide module hooks (``nn.modules.module.register_module_*_hook``) are not
@@ -266,7 +300,7 @@ class ModelHooks:
         )
 
     def _wrap(self, hooks: dict[int, Callable], key: int, wrapper: Callable) -> None:
-        self._seen.add((id(hooks), key))
+        self._seen.setdefault(id(hooks), set()).add(key)
         self._slots.append(_Slot(hooks, key, hooks[key], wrapper))
         hooks[key] = wrapper
 
@@ -284,7 +318,7 @@ class ModelHooks:
         wrapper = self._tensor_wrapper(kind, hook, tensor, None)
         handle = func(tensor, wrapper)
         hooks = getattr(tensor, _TENSOR_DICTS[kind])
-        self._seen.add((id(hooks), handle.id))
+        self._seen.setdefault(id(hooks), set()).add(handle.id)
         self._slots.append(_Slot(hooks, handle.id, hook, wrapper))
         return handle
 

@@ -21,10 +21,13 @@ from gradtrace.engine.graph_walk import (
     raw_sequence_nr,
 )
 from gradtrace.engine.memory import SavedMemory
-from gradtrace.engine.summarize import Summarizer
+from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import EdgeKind, Event, EventKind, GraphEdge, GraphNode, Pass, Phase, SavedTensor
 
 _SAVED_ATTRS: dict[type, list[str]] = {}
+# node class -> its saved attributes, each with the name of its raw SavedVariable(s) when the
+# class has one (a hook-packed saved tensor is seen there), else None
+_SAVED_PLANS: dict[type, list[tuple[str, str | None]]] = {}
 
 
 def saved_attr_names(node: Any) -> list[str]:
@@ -35,6 +38,18 @@ def saved_attr_names(node: Any) -> list[str]:
         names = sorted(a for a in dir(node) if a.startswith("_saved_"))
         _SAVED_ATTRS[cls] = names
     return names
+
+
+def _saved_plan(node: Any) -> list[tuple[str, str | None]]:
+    cls = type(node)
+    plan = _SAVED_PLANS.get(cls)
+    if plan is None:
+        plan = _SAVED_PLANS[cls] = [
+            (attr, raw if hasattr(cls, raw) else None)
+            for attr in saved_attr_names(node)
+            for raw in ("_raw" + attr,)
+        ]
+    return plan
 
 
 def _plain(value: Any) -> Any:
@@ -53,10 +68,13 @@ def _plain(value: Any) -> Any:
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
 
 
-def _unpacking_runs_a_hook(node: Any, attr: str) -> bool:
-    """Whether reading ``node.<attr>`` would run a saved-tensor unpack hook: user code, e.g.
-    a non-reentrant checkpoint recomputing its segment (its module hooks firing once more)."""
-    raw = getattr(node, "_raw" + attr, None)  # _saved_x -> _raw_saved_x
+def _unpacking_runs_a_hook(node: Any, raw_attr: str | None) -> bool:
+    """Whether reading the saved value whose raw SavedVariable(s) are ``node.<raw_attr>``
+    would run a saved-tensor unpack hook: user code, e.g. a non-reentrant checkpoint
+    recomputing its segment (its module hooks firing once more)."""
+    if raw_attr is None:  # a saved non-tensor value: nothing to unpack
+        return False
+    raw = getattr(node, raw_attr, None)
     items = raw if isinstance(raw, tuple | list) else (raw,)
     return any(getattr(item, "unpack_hook", None) is not None for item in items)
 
@@ -295,30 +313,31 @@ class Recorder:
     def _add_op(self, obj: Any, tensor: torch.Tensor | None) -> None:
         raw = raw_sequence_nr(obj)
         name = op_name(obj)
+        module = self._module_of(obj, name)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
-        fields: dict[str, Any] = {
-            "kind": "op",
-            "label": name,
-            "op": name,
-            "role": "intermediate",
-            "module": self._module_of(obj, name),
-            "requires_grad": True,
-            "creation_order": None if raw is None else raw - self.sequence_base,
-            "inserted": name == "BackwardHookFunctionBackward",
-            "saved": self._saved(obj, saved_tensors),
-        }
-        if tensor is not None:
-            fields.update(
-                shape=list(tensor.shape),
-                dtype=str(tensor.dtype).removeprefix("torch."),
-                value=self.summarize(tensor),
-            )
-        record = self._add_node(obj, **fields)
-        assert record.created_seq is not None  # (set by _add_node)
-        self.memory.hold(record.id, obj, record.created_seq, saved_tensors)
-        for slot, source, output_nr in next_nodes(obj):
-            source_id = self.node_ids.get(source)
-            if source_id is None:  # a source outside the walk (cannot happen for real graphs)
+        saved = self._saved(obj, saved_tensors)  # (summarized before the value, as always)
+        record = self._add_node(
+            obj,
+            kind="op",
+            label=name,
+            op=name,
+            role="intermediate",
+            module=module,
+            requires_grad=True,
+            creation_order=None if raw is None else raw - self.sequence_base,
+            inserted=name == "BackwardHookFunctionBackward",
+            saved=saved,
+            shape=None if tensor is None else list(tensor.shape),
+            dtype=None if tensor is None else dtype_name(tensor),
+            value=None if tensor is None else self.summarize(tensor),
+        )
+        if saved_tensors:
+            assert record.created_seq is not None  # (set by _add_node)
+            self.memory.hold(record.id, obj, record.created_seq, saved_tensors)
+        node_ids = self.node_ids
+        for slot, (source, output_nr) in enumerate(obj.next_functions):
+            source_id = node_ids.get(source) if source is not None else None
+            if source_id is None:  # no grad needed there, or (never for real graphs) not walked
                 continue
             self._add_edge(source_id, record.id, "data", slot, output_nr)
 
@@ -347,8 +366,8 @@ class Recorder:
         """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
         appended to ``tensors`` as (name, tensor), for the memory they hold."""
         out: list[SavedTensor] = []
-        for attr in saved_attr_names(obj):
-            if _unpacking_runs_a_hook(obj, attr):
+        for attr, raw_attr in _saved_plan(obj):
+            if _unpacking_runs_a_hook(obj, raw_attr):
                 out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
                 continue
             try:

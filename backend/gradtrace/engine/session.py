@@ -71,8 +71,11 @@ class TraceSession:
         self.params: dict[str, torch.Tensor] = {}
         module_paths: dict[int, str] = {}
         self.module_types: dict[str, tuple[str, str | None, list[str]]] = {}
+        linear_weights: dict[str, torch.Tensor] = {}  # Linear layers' weights, by parameter name
         if root is not None:
             for path, module in root.named_modules():
+                if isinstance(module, nn.Linear):
+                    linear_weights[f"{path}.weight" if path else "weight"] = module.weight
                 full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
                 module_paths[id(module)] = full
                 parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
@@ -87,11 +90,6 @@ class TraceSession:
             self.recorder, root, module_paths, {id(p): n for n, p in self.params.items()}
         )
         self.backward_capture = BackwardCapture(self.recorder, set())
-        linear_weights = {
-            f"{p}.weight" if p else "weight": m.weight
-            for p, m in (root.named_modules() if root is not None else [])
-            if isinstance(m, nn.Linear)
-        }
         self.linear = LinearAnalysis(self.forward_capture.linear_calls, linear_weights)
         self.env: dict[str, Any] = {}  # named tensors of the program (values)
         self.retained: dict[str, torch.Tensor] = {}
