@@ -63,9 +63,9 @@ class TraceSession:
         none, its hooks are the spec's)."""
         self.root = root
         self.summarize = Summarizer(value_budget, final_value_limit)
-        # the final .grad of every named leaf and retained tensor (set by finish_raw): see
-        # final_grad_arrays
-        self._final_grads: dict[str, torch.Tensor | None] = {}
+        # the final .grad of every named leaf and retained tensor as numpy arrays (set by
+        # finish): see final_grad_arrays
+        self._grad_arrays: dict[str, Any] = {}
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -142,6 +142,10 @@ class TraceSession:
 
     def close(self) -> None:
         self._stack.close()
+        # the engine-run interception points back at this session (NestedRuns -> error_event):
+        # without this cycle the session and every tensor it holds are freed when the trace is
+        # done, by reference counting, not by a later full GC pass over all of them
+        self.forward_capture.intercepts.clear()
 
     def _restore_gc(self) -> None:
         if self._gc_paused and not self._finishing:
@@ -363,7 +367,9 @@ class TraceSession:
             if t.requires_grad
         }
         final_grads.update({name: t.grad for name, t in self.retained.items()})
-        final_grads = self._final_grads = dict(sorted(final_grads.items()))
+        final_grads = dict(sorted(final_grads.items()))
+        # copied now, while nothing can change a .grad yet (and the GC is still paused)
+        self._grad_arrays = {n: None if g is None else exact_array(g) for n, g in final_grads.items()}
         grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
         values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
         values.update({n: self.summarize.final(t) for n, t in self.env.items()})
@@ -383,10 +389,10 @@ class TraceSession:
         return grads, values
 
     def final_grad_arrays(self) -> dict[str, Any]:
-        """The final gradients as numpy arrays copied now (the library's ``Trace.grads``:
-        exact whatever the serialised trace could keep; None where there is no gradient).
-        Call right after finish(), before anyone can change a ``.grad``."""
-        return {n: None if g is None else exact_array(g) for n, g in self._final_grads.items()}
+        """The final gradients as numpy arrays copied by finish() (the library's
+        ``Trace.grads``: exact whatever the serialised trace could keep; None where there is
+        no gradient)."""
+        return dict(self._grad_arrays)
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
