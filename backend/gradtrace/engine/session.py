@@ -353,9 +353,11 @@ class TraceSession:
             ),
         )
         self.summarize.finalize()
-        for event in rec.events:  # payloads are free-form (Any): plain JSON data, as when read back
-            if event.payload:
-                event.payload = msgspec.to_builtins(event.payload)
+        # payloads are free-form (Any): plain JSON data, as when read back (one call for all)
+        with_payload = [event for event in rec.events if event.payload]
+        payloads = msgspec.to_builtins([event.payload for event in with_payload])
+        for event, payload in zip(with_payload, payloads, strict=True):
+            event.payload = payload
         return doc
 
     def _final_values(self) -> tuple[dict[str, TensorValue | None], dict[str, TensorValue]]:

@@ -31,7 +31,7 @@ from typing import Any, overload
 import numpy as np
 import torch
 
-from gradtrace.engine.tensor_stats import segment_stats, stats_of
+from gradtrace.engine.tensor_stats import StatsRow, segment_stats, stats_of
 from gradtrace.trace_schema import NonFinite, TensorStats, TensorValue
 
 TINY_TENSOR = 16  # elements: up to this, a JSON list `values` a person (a curl reader) sees
@@ -129,10 +129,9 @@ def json_list(numeric: np.ndarray) -> list[Any]:
     return [finite_or_name(v) for v in numbers]
 
 
-def _fill(stats: TensorStats, numbers: dict[str, Any]) -> None:
+def _fill(stats: TensorStats, row: StatsRow) -> None:
     """Write computed stats into a TensorStats handed out before they were known."""
-    for name, number in numbers.items():
-        setattr(stats, name, number)
+    stats.min, stats.max, stats.mean, stats.std, stats.norm, stats.nan, stats.inf = row
 
 
 def exact_array(t: torch.Tensor) -> np.ndarray:
