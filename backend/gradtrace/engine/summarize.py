@@ -180,6 +180,10 @@ class Summarizer:
         # the same elements in another layout (weight and the weight.t() a node saved):
         # (first element's address, numel, dtype, version, device) -> the shared stats
         self._stats_by_memory: dict[tuple, TensorStats] = {}
+        # one shape list per distinct shape, shared by the records (read-only, as the records
+        # themselves are shared): a trace holds tens of thousands of records and few shapes,
+        # and each list is one more object the cyclic GC traverses
+        self._shapes: dict[torch.Size, list[int]] = {}
 
     @staticmethod
     def _key(t: torch.Tensor) -> tuple:
@@ -306,7 +310,10 @@ class Summarizer:
         t = t.detach()
         numel = t.numel()
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
-        out = TensorValue(shape=list(t.shape), dtype=dtype_name(t), stats=stats, truncated=not numbers)
+        shape = self._shapes.get(t.shape)
+        if shape is None:
+            shape = self._shapes[t.shape] = list(t.shape)
+        out = TensorValue(shape=shape, dtype=dtype_name(t), stats=stats, truncated=not numbers)
         order = self._dense_order(t) if t.layout == torch.strided and numel else None
         memory = (
             (t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)
