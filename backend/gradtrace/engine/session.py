@@ -3,15 +3,16 @@
 Both entry points (a spec, or a user's nn.Module) drive a TraceSession: ``forward(...)``
 inside the discovery mode, then ``backward(...)``/``grad(...)`` passes, then ``finish()``
 assembles the trace (a plain dict in TraceDoc's shape). The session owns every hook it
-installs (an ExitStack closed in ``close()``) and restores grad mode itself.
+installs (an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life,
+teardown included, runs inside ``gc_paused()`` (the entry points see to it).
 """
 
 from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
 import msgspec
@@ -45,6 +46,25 @@ from gradtrace.trace_schema import (
 )
 
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic GC off for a whole trace, the user's setting restored exactly after.
+
+    A trace allocates ~10 containers per node: the GC rescanning them again and again while
+    the capture allocates cost more than the capture (50-300 ms collections). Nothing a
+    trace builds is cyclic garbage (tests/engine/test_gc.py), so the session and everything
+    it held are freed by reference counting: drop them inside the pause, and the first
+    collection after it sees only the trace that is kept, not the session's objects too.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class TraceSession:
@@ -100,14 +120,6 @@ class TraceSession:
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
-        self._gc_paused = gc.isenabled()
-        self._finishing = False
-        if self._gc_paused:
-            # a trace holds ~10 dicts per node: the cyclic GC rescanning them all, again and
-            # again while the capture allocates, cost more than the capture; nothing we build
-            # is cyclic garbage. Re-enabled in close() whatever happens (after finish()).
-            gc.disable()
-            self._stack.callback(self._restore_gc)
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
         self.model_hooks: ModelHooks | None = None
@@ -146,10 +158,6 @@ class TraceSession:
         # without this cycle the session and every tensor it holds are freed when the trace is
         # done, by reference counting, not by a later full GC pass over all of them
         self.forward_capture.intercepts.clear()
-
-    def _restore_gc(self) -> None:
-        if self._gc_paused and not self._finishing:
-            gc.enable()
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
@@ -295,18 +303,6 @@ class TraceSession:
         self, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
     ) -> TraceDoc:
         """The finished trace: the engine's records (trace_schema's own) assembled."""
-        # _assemble closes the hooks; the GC stays off while the document is assembled
-        # (it ran 50-300 ms collections over the capture's objects here)
-        self._finishing = True
-        try:
-            return self._assemble(source=source, title=title, spec=spec)
-        finally:
-            self._finishing = False
-            self._restore_gc()
-
-    def _assemble(
-        self, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
-    ) -> TraceDoc:
         self.close()
         rec = self.recorder
         grads, values = self._final_values()
