@@ -24,8 +24,9 @@ Struct: about as cheap to build as a dict).
 
 from __future__ import annotations
 
-import base64
+import binascii
 import math
+import sys
 from typing import Any, overload
 
 import numpy as np
@@ -111,8 +112,9 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
 
 def little_endian_base64(native: np.ndarray) -> str:
     """base64 of an array's elements as little-endian bytes, row-major."""
-    little = native.astype(native.dtype.newbyteorder("<"), copy=False)
-    return base64.b64encode(little.tobytes()).decode("ascii")
+    if native.dtype.byteorder == ">" or (native.dtype.byteorder == "=" and sys.byteorder == "big"):
+        native = native.astype(native.dtype.newbyteorder("<"))
+    return binascii.b2a_base64(native.tobytes(), newline=False).decode("ascii")
 
 
 def json_list(numeric: np.ndarray) -> list[Any]:

@@ -76,7 +76,9 @@ def segment_stats(arrays: list[np.ndarray]) -> list[StatsRow]:
     nonempty = np.flatnonzero(lengths)
     if nonempty.size == 0:
         return out
-    big = np.concatenate([arrays[i].astype(np.float64, copy=False) for i in nonempty])
+    # one concatenation, then one float64 conversion (numpy promotes mixed dtypes to one
+    # that holds every value of each exactly)
+    big = np.concatenate([arrays[i] for i in nonempty.tolist()]).astype(np.float64, copy=False)
     seg = lengths[nonempty]
     starts = np.concatenate(([0], np.cumsum(seg)[:-1]))
     finite = np.isfinite(big)
