@@ -47,11 +47,16 @@ EdgeKind = Literal["data", "leaf", "no_grad"]
 Severity = Literal["info", "warning", "error"]
 
 
-class _Record(msgspec.Struct, forbid_unknown_fields=True):
+class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A record of the trace: fields in this order on the wire, every field written
     (defaults too), unknown fields rejected when reading. Each record says ``kw_only=True``
     (msgspec does not inherit it): built by keyword, its fields keep the documented order
-    whatever has a default."""
+    whatever has a default.
+
+    Records are not tracked by Python's cyclic GC (``gc=False``, inherited): a trace holds
+    tens of thousands of them, which every collection would otherwise traverse, in the
+    capture and for as long as the user keeps the trace. A trace is a tree of records
+    (records may be shared, never cyclic); do not make a record refer back to itself."""
 
 
 class TensorStats(_Record, kw_only=True):

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from gradtrace.engine.analyses import reduced_to_sum
-from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, gc_paused
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
 
@@ -63,6 +63,26 @@ def trace_module(
     if bad:
         raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is {type(inputs[bad[0]]).__name__}")
     retained = _retained_names(retain_grad)
+    with gc_paused():  # the session is made, used and dropped inside the pause
+        doc, grads = _traced(
+            model, inputs, loss_fn, retained, max_nodes, value_budget, final_value_limit, title
+        )
+    if grads_out is not None:
+        grads_out.update(grads)
+    return doc
+
+
+def _traced(
+    model: nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    loss_fn: Callable[[Any], Any] | None,
+    retained: set[str],
+    max_nodes: int,
+    value_budget: int,
+    final_value_limit: int,
+    title: str | None,
+) -> tuple[TraceDoc, dict[str, Any]]:
+    """The trace of one forward and backward, and the final gradients as numpy arrays."""
     session = TraceSession(
         model,
         _input_names(inputs),
@@ -94,9 +114,7 @@ def trace_module(
         doc = session.finish(
             source="module", spec=None, title=title or f"{type(model).__name__} forward and backward"
         )
-        if grads_out is not None:
-            grads_out.update(session.final_grad_arrays())
-        return doc
+        return doc, session.final_grad_arrays()
     finally:
         session.close()
 

@@ -13,7 +13,7 @@ import torch
 
 from gradtrace.engine.analyses import diagnostic, reduced_to_sum
 from gradtrace.engine.dryrun import dry_run
-from gradtrace.engine.session import TraceSession
+from gradtrace.engine.session import TraceSession, gc_paused
 from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.engine.user_hooks import UserHooks
@@ -220,8 +220,10 @@ def run_spec(
     """
     if dry_run_first:
         dry_run(spec, limits)
-    traced = SpecTrace(spec, limits, value_budget, final_value_limit)
-    doc = traced.run()
-    if grads_out is not None:
-        grads_out.update(traced.session.final_grad_arrays())
+    with gc_paused():  # the session is made, used and dropped inside the pause
+        traced = SpecTrace(spec, limits, value_budget, final_value_limit)
+        doc = traced.run()
+        if grads_out is not None:
+            grads_out.update(traced.session.final_grad_arrays())
+        del traced
     return doc

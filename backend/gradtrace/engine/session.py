@@ -3,15 +3,16 @@
 Both entry points (a spec, or a user's nn.Module) drive a TraceSession: ``forward(...)``
 inside the discovery mode, then ``backward(...)``/``grad(...)`` passes, then ``finish()``
 assembles the trace (a plain dict in TraceDoc's shape). The session owns every hook it
-installs (an ExitStack closed in ``close()``) and restores grad mode itself.
+installs (an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life,
+teardown included, runs inside ``gc_paused()`` (the entry points see to it).
 """
 
 from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
 import msgspec
@@ -47,6 +48,25 @@ from gradtrace.trace_schema import (
 LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic GC off for a whole trace, the user's setting restored exactly after.
+
+    A trace allocates ~10 containers per node: the GC rescanning them again and again while
+    the capture allocates cost more than the capture (50-300 ms collections). Nothing a
+    trace builds is cyclic garbage (tests/engine/test_gc.py), so the session and everything
+    it held are freed by reference counting: drop them inside the pause, and the first
+    collection after it sees only the trace that is kept, not the session's objects too.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class TraceSession:
     def __init__(
         self,
@@ -63,9 +83,9 @@ class TraceSession:
         none, its hooks are the spec's)."""
         self.root = root
         self.summarize = Summarizer(value_budget, final_value_limit)
-        # the final .grad of every named leaf and retained tensor (set by finish_raw): see
-        # final_grad_arrays
-        self._final_grads: dict[str, torch.Tensor | None] = {}
+        # the final .grad of every named leaf and retained tensor as numpy arrays (set by
+        # finish): see final_grad_arrays
+        self._grad_arrays: dict[str, Any] = {}
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -98,14 +118,6 @@ class TraceSession:
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
-        self._gc_paused = gc.isenabled()
-        self._finishing = False
-        if self._gc_paused:
-            # a trace holds ~10 dicts per node: the cyclic GC rescanning them all, again and
-            # again while the capture allocates, cost more than the capture; nothing we build
-            # is cyclic garbage. Re-enabled in close() whatever happens (after finish()).
-            gc.disable()
-            self._stack.callback(self._restore_gc)
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
         self.model_hooks: ModelHooks | None = None
@@ -140,10 +152,10 @@ class TraceSession:
 
     def close(self) -> None:
         self._stack.close()
-
-    def _restore_gc(self) -> None:
-        if self._gc_paused and not self._finishing:
-            gc.enable()
+        # the engine-run interception points back at this session (NestedRuns -> error_event):
+        # without this cycle the session and every tensor it holds are freed when the trace is
+        # done, by reference counting, not by a later full GC pass over all of them
+        self.forward_capture.intercepts.clear()
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
@@ -289,18 +301,6 @@ class TraceSession:
         self, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
     ) -> TraceDoc:
         """The finished trace: the engine's records (trace_schema's own) assembled."""
-        # _assemble closes the hooks; the GC stays off while the document is assembled
-        # (it ran 50-300 ms collections over the capture's objects here)
-        self._finishing = True
-        try:
-            return self._assemble(source=source, title=title, spec=spec)
-        finally:
-            self._finishing = False
-            self._restore_gc()
-
-    def _assemble(
-        self, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
-    ) -> TraceDoc:
         self.close()
         rec = self.recorder
         grads, values = self._final_values()
@@ -347,9 +347,11 @@ class TraceSession:
             ),
         )
         self.summarize.finalize()
-        for event in rec.events:  # payloads are free-form (Any): plain JSON data, as when read back
+        # payloads are free-form (Any): plain JSON data, as when read back
+        converted: dict[int, Any] = {}
+        for event in rec.events:
             if event.payload:
-                event.payload = msgspec.to_builtins(event.payload)
+                event.payload = _plain_data(event.payload, converted)
         return doc
 
     def _final_values(self) -> tuple[dict[str, TensorValue | None], dict[str, TensorValue]]:
@@ -361,7 +363,9 @@ class TraceSession:
             if t.requires_grad
         }
         final_grads.update({name: t.grad for name, t in self.retained.items()})
-        final_grads = self._final_grads = dict(sorted(final_grads.items()))
+        final_grads = dict(sorted(final_grads.items()))
+        # copied now, while nothing can change a .grad yet (and the GC is still paused)
+        self._grad_arrays = {n: None if g is None else exact_array(g) for n, g in final_grads.items()}
         grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
         values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
         values.update({n: self.summarize.final(t) for n, t in self.env.items()})
@@ -381,10 +385,27 @@ class TraceSession:
         return grads, values
 
     def final_grad_arrays(self) -> dict[str, Any]:
-        """The final gradients as numpy arrays copied now (the library's ``Trace.grads``:
-        exact whatever the serialised trace could keep; None where there is no gradient).
-        Call right after finish(), before anyone can change a ``.grad``."""
-        return {n: None if g is None else exact_array(g) for n, g in self._final_grads.items()}
+        """The final gradients as numpy arrays copied by finish() (the library's
+        ``Trace.grads``: exact whatever the serialised trace could keep; None where there is
+        no gradient)."""
+        return dict(self._grad_arrays)
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
+
+
+def _plain_data(value: Any, converted: dict[int, Any]) -> Any:
+    """A payload as plain JSON data. A tensor's record that appears in many payloads (a
+    module's output is the next module's input) becomes one dict they share, as it is one
+    record wherever else the document holds it: ~60% fewer objects than converting each
+    appearance (every object made here is one more the cyclic GC traverses)."""
+    if isinstance(value, TensorValue):
+        plain = converted.get(id(value))  # (the records live as long as the document)
+        if plain is None:
+            plain = converted[id(value)] = msgspec.to_builtins(value)
+        return plain
+    if isinstance(value, dict):
+        return {key: _plain_data(item, converted) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_data(item, converted) for item in value]
+    return msgspec.to_builtins(value)

@@ -24,14 +24,15 @@ Struct: about as cheap to build as a dict).
 
 from __future__ import annotations
 
-import base64
+import binascii
 import math
+import sys
 from typing import Any, overload
 
 import numpy as np
 import torch
 
-from gradtrace.engine.tensor_stats import segment_stats, stats_of
+from gradtrace.engine.tensor_stats import StatsRow, segment_stats, stats_of
 from gradtrace.trace_schema import NonFinite, TensorStats, TensorValue
 
 TINY_TENSOR = 16  # elements: up to this, a JSON list `values` a person (a curl reader) sees
@@ -111,8 +112,9 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
 
 def little_endian_base64(native: np.ndarray) -> str:
     """base64 of an array's elements as little-endian bytes, row-major."""
-    little = native.astype(native.dtype.newbyteorder("<"), copy=False)
-    return base64.b64encode(little.tobytes()).decode("ascii")
+    if native.dtype.byteorder == ">" or (native.dtype.byteorder == "=" and sys.byteorder == "big"):
+        native = native.astype(native.dtype.newbyteorder("<"))
+    return binascii.b2a_base64(native.tobytes(), newline=False).decode("ascii")
 
 
 def json_list(numeric: np.ndarray) -> list[Any]:
@@ -129,10 +131,9 @@ def json_list(numeric: np.ndarray) -> list[Any]:
     return [finite_or_name(v) for v in numbers]
 
 
-def _fill(stats: TensorStats, numbers: dict[str, Any]) -> None:
+def _fill(stats: TensorStats, row: StatsRow) -> None:
     """Write computed stats into a TensorStats handed out before they were known."""
-    for name, number in numbers.items():
-        setattr(stats, name, number)
+    stats.min, stats.max, stats.mean, stats.std, stats.norm, stats.nan, stats.inf = row
 
 
 def exact_array(t: torch.Tensor) -> np.ndarray:
@@ -181,6 +182,10 @@ class Summarizer:
         # the same elements in another layout (weight and the weight.t() a node saved):
         # (first element's address, numel, dtype, version, device) -> the shared stats
         self._stats_by_memory: dict[tuple, TensorStats] = {}
+        # one shape list per distinct shape, shared by the records (read-only, as the records
+        # themselves are shared): a trace holds tens of thousands of records and few shapes,
+        # and each list is one more object the cyclic GC traverses
+        self._shapes: dict[torch.Size, list[int]] = {}
 
     @staticmethod
     def _key(t: torch.Tensor) -> tuple:
@@ -307,7 +312,10 @@ class Summarizer:
         t = t.detach()
         numel = t.numel()
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
-        out = TensorValue(shape=list(t.shape), dtype=dtype_name(t), stats=stats, truncated=not numbers)
+        shape = self._shapes.get(t.shape)
+        if shape is None:
+            shape = self._shapes[t.shape] = list(t.shape)
+        out = TensorValue(shape=shape, dtype=dtype_name(t), stats=stats, truncated=not numbers)
         order = self._dense_order(t) if t.layout == torch.strided and numel else None
         memory = (
             (t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)

@@ -2,7 +2,8 @@
 
 Drawing runs in the warm Node renderer (node_tool), which lays each graph out once (elkjs: tens
 of milliseconds for small graphs, about a second for 700 nodes) and keeps the layout; identical
-requests are answered from an LRU here, keyed by the trace's hash and the options.
+requests are answered from an LRU here, keyed by the trace's hash and the options. The renderer
+gets the trace without its base64 tensor numbers (source.drawing_json), which no picture shows.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections import OrderedDict
 from typing import Any
 
 from gradtrace.render.node_tool import run_render
-from gradtrace.render.source import trace_json
+from gradtrace.render.source import drawing_json
 
 PHASES = ("forward", "backward", "both")
 THEMES = ("light", "dark")
@@ -47,7 +48,7 @@ def diagram_svg(
     ``phase``: which passes to show or play. ``values``: value and gradient chips.
     """
     check_options(phase, theme)
-    data = trace_json(trace)
+    data = drawing_json(trace)  # (what the picture reads: also what the cache is keyed by)
     key = (hashlib.sha256(data).hexdigest(), bool(animated), phase, theme, bool(values))
     with _lock:
         if key in _cache:

@@ -7,6 +7,7 @@ untouched (no re-validation, no re-encoding).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
@@ -17,13 +18,33 @@ def trace_json(trace: Any) -> bytes:
         return trace
     if isinstance(trace, str):
         return trace.encode("utf-8")
-    if hasattr(trace, "to_json"):  # gradtrace.Trace
-        return trace.to_json().encode("utf-8")
+    if hasattr(trace, "to_json_bytes"):  # gradtrace.Trace (its bytes: no round trip through str)
+        return trace.to_json_bytes()
     if isinstance(trace, msgspec.Struct):  # TraceDoc
         return msgspec.json.encode(trace)
     if isinstance(trace, dict):
         return json.dumps(trace, allow_nan=False).encode("utf-8")
     raise TypeError(f"cannot render a {type(trace).__name__}: pass a gradtrace.Trace, a TraceDoc or a dict")
+
+
+# A tensor's numbers in base64 (tensors past 16 elements), as the trace's own encoder writes
+# them: compact, fields in record order (`data` then `truncated`). Inside a JSON string every
+# quote is escaped, so this matches real `data` fields only.
+_BASE64_NUMBERS = re.compile(rb'"data":"[A-Za-z0-9+/=]*","truncated":false')
+
+
+def drawing_json(trace: Any) -> bytes:
+    """The trace as the drawing reads it: ``trace_json`` without the base64 numbers.
+
+    A picture writes a tensor's numbers only when there are a few of them (chips: up to 3,
+    hover titles: up to 8); a tensor with ``data`` has more than 16, so the picture shows its
+    shape and stats, never its numbers. On a real model those numbers are nearly all of the
+    JSON (resnet-style convs: 9.7 MB, 0.6 MB without them), which the renderer had to receive,
+    parse and decode for nothing. They are left out as a truncated value is written (stats
+    only, ``truncated: true``): the result is still a valid trace, and draws the same picture.
+    JSON not written by gradtrace's encoder (indented, say) is passed on as it is.
+    """
+    return _BASE64_NUMBERS.sub(b'"data":null,"truncated":true', trace_json(trace))
 
 
 def trace_title(trace: Any) -> str:
