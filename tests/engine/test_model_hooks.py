@@ -250,6 +250,26 @@ def test_hook_dicts_are_restored_after_a_forward_that_raises() -> None:
     assert hook_state(net) == before
 
 
+def test_hook_dicts_are_restored_when_installing_gradtraces_hooks_fails(monkeypatch: Any) -> None:
+    """A step of the set-up failing after the model's hooks were wrapped (here the .grad
+    write hooks, the last but one) leaves nothing behind on the model."""
+    from gradtrace.engine.backward_capture import BackwardCapture
+
+    def refuse(self: Any, leaves: Any) -> Any:
+        raise RuntimeError("set-up failed")
+
+    log: list[str] = []
+    net = build(log)
+    net.block.late = "not yet"
+    before = hook_state(net)
+    monkeypatch.setattr(BackwardCapture, "grad_write_hooks", refuse)
+    with pytest.raises(RuntimeError, match="set-up failed"):
+        gradtrace.trace(net, X, loss_fn)
+    assert hook_state(net) == before
+    monkeypatch.undo()
+    assert gradtrace.trace(net, X, loss_fn).grads  # and the model traces as before
+
+
 class LateHook(nn.Module):
     """Registers, once, a hook PyTorch collects before gradtrace can wrap it: a full backward
     hook on a child right before calling it, or a forward hook on itself inside its forward."""

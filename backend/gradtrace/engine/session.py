@@ -118,14 +118,24 @@ class TraceSession:
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
+        self.model_hooks: ModelHooks | None = None
+        try:
+            self._install(model_hooks, module_paths)
+        except BaseException:
+            self.close()  # nothing stays on the user's model when a later step fails
+            raise
+        self._forwards = 0
+        self._backwards: dict[str, int] = {}
+
+    def _install(self, model_hooks: bool, module_paths: dict[int, str]) -> None:
+        """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
-        self.model_hooks: ModelHooks | None = None
-        if model_hooks and root is not None:
+        if model_hooks and self.root is not None:
             self.model_hooks = ModelHooks(
                 self.recorder,
                 self.forward_capture,
-                root,
+                self.root,
                 module_paths,
                 {**self.params, **self.leaves},
                 self.module_hooks,
@@ -147,8 +157,6 @@ class TraceSession:
             self.error_event,
             self.diagnostics,
         ).install()
-        self._forwards = 0
-        self._backwards: dict[str, int] = {}
 
     def close(self) -> None:
         self._stack.close()
