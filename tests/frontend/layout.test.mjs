@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import ELK from "../../frontend/node_modules/elkjs/lib/main.js";
-import { layoutGraph, defaultCollapsed, prettyName } from "../../frontend/js/layout.js";
+import { layoutGraph, defaultCollapsed, prettyName, WHOLE_HIERARCHY_UP_TO } from "../../frontend/js/layout.js";
 import { tinyTrace, goldenTraces } from "./fixtures.mjs";
 
 const elk = new ELK();
@@ -64,4 +64,93 @@ test("every golden trace lays out with every node placed and no overlaps", async
         assert.ok(!overlap, `${name}: ${p.id} overlaps ${q.id}`);
       }
   }
+});
+
+/** A chain of `blocks` equal modules "0", "1", …: a parameter, its AccumulateGrad and an op each. */
+function chainTrace(blocks) {
+  const nodes = [{ id: "x", kind: "tensor", label: "x", role: "input", shape: [2, 4], module: null, created_seq: 0 }];
+  const edges = [];
+  const events = [];
+  const modules = [{ path: "", type: "Sequential", parent: null }];
+  let prev = "x";
+  for (let k = 0; k < blocks; k++) {
+    const m = String(k);
+    modules.push({ path: m, type: "Linear", parent: "" });
+    events.push({ seq: events.length, kind: "module_forward_pre", module: m });
+    const seq = events.length;
+    nodes.push({ id: `w${k}`, kind: "tensor", label: "W", role: "parameter", shape: [4, 4], module: m, created_seq: seq });
+    nodes.push({ id: `g${k}`, kind: "op", op: "AccumulateGrad", label: "AccumulateGrad", module: m, created_seq: seq });
+    nodes.push({ id: `o${k}`, kind: "op", op: "MmBackward0", label: "MmBackward0", shape: [2, 4], module: m, created_seq: seq });
+    edges.push({ id: `e${k}w`, source: `w${k}`, target: `g${k}`, kind: "leaf" });
+    edges.push({ id: `e${k}g`, source: `g${k}`, target: `o${k}`, kind: "data" });
+    edges.push({ id: `e${k}x`, source: prev, target: `o${k}`, kind: k ? "data" : "no_grad" });
+    prev = `o${k}`;
+  }
+  nodes.push({ id: "loss", kind: "op", op: "SumBackward0", label: "SumBackward0", shape: [], module: null, created_seq: events.length });
+  edges.push({ id: "eloss", source: prev, target: "loss", kind: "data" });
+  return { schema_version: 2, title: "chain", graph: { nodes, edges, modules }, events, passes: [] };
+}
+
+/** What every layout promises, whichever way it was computed. */
+function assertSoundLayout(layout, name) {
+  const nodes = byId(layout);
+  const ns = layout.nodes;
+  for (let a = 0; a < ns.length; a++)
+    for (let b = a + 1; b < ns.length; b++) {
+      const p = ns[a], q = ns[b];
+      const overlap = p.x < q.x + q.width && q.x < p.x + p.width && p.y < q.y + q.height && q.y < p.y + p.height;
+      assert.ok(!overlap, `${name}: ${p.id} overlaps ${q.id}`);
+    }
+  for (const n of ns) {
+    if (!n.module || n.kind === "module") continue;
+    const boxes = layout.groups.filter((g) => g.path === n.module && !g.collapsed);
+    assert.ok(boxes.some((g) => inside(n, g)), `${name}: ${n.id} sits inside a box of ${n.module}`);
+  }
+  const onBorder = (p, n) => {
+    const inX = p.x >= n.x - 1 && p.x <= n.x + n.width + 1;
+    const inY = p.y >= n.y - 1 && p.y <= n.y + n.height + 1;
+    const edgeX = Math.abs(p.x - n.x) <= 1 || Math.abs(p.x - n.x - n.width) <= 1;
+    const edgeY = Math.abs(p.y - n.y) <= 1 || Math.abs(p.y - n.y - n.height) <= 1;
+    return inX && inY && (edgeX || edgeY);
+  };
+  for (const e of layout.edges) {
+    const pts = e.points;
+    assert.ok(pts.length >= 2, `${name}: ${e.id} is routed`);
+    assert.ok(onBorder(pts[0], nodes.get(e.source)), `${name}: ${e.id} starts on ${e.source}`);
+    assert.ok(onBorder(pts[pts.length - 1], nodes.get(e.target)), `${name}: ${e.id} ends on ${e.target}`);
+    for (let i = 1; i < pts.length; i++) {
+      const straight = Math.abs(pts[i].x - pts[i - 1].x) < 0.5 || Math.abs(pts[i].y - pts[i - 1].y) < 0.5;
+      assert.ok(straight, `${name}: ${e.id} is routed orthogonally`);
+    }
+  }
+}
+
+test("golden traces laid out box by box keep every promise of the whole-hierarchy layout", async () => {
+  for (const [name, trace] of goldenTraces()) {
+    for (const wholeUpTo of [Infinity, 0]) {
+      const layout = await layoutGraph(trace, { elk, wholeUpTo });
+      assert.equal(layout.nodes.length, trace.graph.nodes.length, name);
+      assertSoundLayout(layout, `${name} (whole up to ${wholeUpTo})`);
+    }
+  }
+});
+
+test("a deep chain is laid out box by box: top to bottom, and equal blocks look the same", async () => {
+  const trace = chainTrace(60);
+  const layout = await layoutGraph(trace, { elk });
+  assert.ok(layout.nodes.length > WHOLE_HIERARCHY_UP_TO);
+  assertSoundLayout(layout, "chain");
+  const nodes = byId(layout);
+  for (const e of layout.edges) assert.ok(nodes.get(e.source).y < nodes.get(e.target).y, `${e.source} above ${e.target}`);
+  const boxes = layout.groups.filter((g) => /^\d+$/.test(g.path)).sort((a, b) => a.path - b.path);
+  assert.equal(boxes.length, 60);
+  const shape = (g) => {
+    const k = g.path;
+    const at = (id) => [nodes.get(id).x - g.x, nodes.get(id).y - g.y];
+    return [g.width, g.height, ...["w", "g", "o"].flatMap((p) => at(p + k))].map((v) => v.toFixed(1)).join(" ");
+  };
+  assert.equal(new Set(boxes.map(shape)).size, 1, "every block laid out alike");
+  for (let k = 1; k < boxes.length; k++) assert.ok(boxes[k].y >= boxes[k - 1].y + boxes[k - 1].height, "blocks stack downwards");
+  // A column, not a staircase: the whole chain is about as wide as one block.
+  assert.ok(layout.width < 3 * boxes[1].width, `width ${layout.width}`);
 });
