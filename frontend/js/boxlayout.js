@@ -9,6 +9,8 @@
 // options per box; output: what `elk.layout` returns for it with ROOT coordinates (absolute
 // x/y on every node, one section per edge from its source to its target).
 
+import { stackChain } from "./chainlayout.js";
+
 /** Where each node and box sits: id -> parent box id ("" for the root). */
 function parents(root) {
   const parentOf = new Map();
@@ -148,7 +150,7 @@ export async function layoutByBoxes(elk, root, { options, stacking = {} }) {
     const graphs = level.map((boxId) => flatGraph(boxId));
     graphs.forEach(({ graph, signature }) => memo.has(signature) || todo.has(signature) || todo.set(signature, graph));
     if (d === 0) {
-      for (const [signature, graph] of todo) memo.set(signature, readBack(await elk.layout(graph)));
+      for (const [signature, graph] of todo) memo.set(signature, readBack(stackChain(graph) ?? (await elk.layout(graph))));
     } else if (todo.size) {
       const frame = await elk.layout({ id: "frame", layoutOptions: { "elk.algorithm": "fixed" }, children: [...todo.values()] });
       [...todo.keys()].forEach((signature, k) => memo.set(signature, readBack(frame.children[k])));

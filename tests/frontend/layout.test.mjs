@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import ELK from "../../frontend/node_modules/elkjs/lib/main.js";
 import { layoutGraph, defaultCollapsed, prettyName, WHOLE_HIERARCHY_UP_TO } from "../../frontend/js/layout.js";
+import { stackChain } from "../../frontend/js/chainlayout.js";
 import { tinyTrace, goldenTraces } from "./fixtures.mjs";
 
 const elk = new ELK();
@@ -153,4 +154,23 @@ test("a deep chain is laid out box by box: top to bottom, and equal blocks look 
   for (let k = 1; k < boxes.length; k++) assert.ok(boxes[k].y >= boxes[k - 1].y + boxes[k - 1].height, "blocks stack downwards");
   // A column, not a staircase: the whole chain is about as wide as one block.
   assert.ok(layout.width < 3 * boxes[1].width, `width ${layout.width}`);
+});
+
+test("stackChain stacks a chain in its edge order and leaves anything else to ELK", () => {
+  const layoutOptions = { "elk.padding": "[top=16,left=16,bottom=16,right=16]", "elk.layered.spacing.nodeNodeBetweenLayers": "28" };
+  const box = (id, width, height, ports = []) => ({ id, width, height, ports });
+  const children = [box("c", 40, 20), box("a", 60, 30, [{ id: "a>", x: 10, y: 30 }]), box("b", 80, 20)];
+  const edge = (id, s, t) => ({ id, sources: [s], targets: [t] });
+  const r = stackChain({ id: "root", layoutOptions, children, edges: [edge("e1", "a>", "b"), edge("e2", "b", "c")] });
+  const at = new Map(r.children.map((c) => [c.id, c]));
+  assert.deepEqual(["a", "b", "c"].map((id) => at.get(id).y), [16, 16 + 30 + 28, 16 + 30 + 28 + 20 + 28]);
+  assert.equal(r.width, 16 + 80 + 16);
+  assert.equal(r.height, 16 + 30 + 28 + 20 + 28 + 20 + 16);
+  const [e1, e2] = r.edges.map((e) => e.sections[0]);
+  assert.deepEqual(e1.startPoint, { x: at.get("a").x + 10, y: at.get("a").y + 30 }, "from a's port");
+  assert.deepEqual(e1.endPoint, { x: at.get("b").x + 40, y: at.get("b").y }, "into the top of b");
+  assert.equal(e2.startPoint.y, at.get("b").y + 20);
+  // Two sources feeding one target, or an edge to the level's own port: not a chain.
+  assert.equal(stackChain({ id: "r", layoutOptions, children, edges: [edge("e1", "a>", "c"), edge("e2", "b", "c")] }), null);
+  assert.equal(stackChain({ id: "r", layoutOptions, children, ports: [{ id: "p" }], edges: [] }), null);
 });
