@@ -158,7 +158,6 @@ async function relayout(precomputed, anchor = null) {
 }
 
 async function showTrace(t, precomputedLayout = null) {
-  if (!precomputedLayout) loadElk().catch(() => {}); // the layout worker starts while the timeline is built (a failure shows at relayout)
   trace = t;
   timeline = buildTimeline(trace);
   player.pause();

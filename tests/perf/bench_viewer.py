@@ -4,9 +4,8 @@ while the backward pass plays.
 Traces come from gradtrace.trace on deep Linear+Tanh stacks (no spec limits), embedded in the
 page the way standalone HTML files embed them, so the numbers are the viewer's alone:
 
-- draw: an N-node graph, every module expanded (collapsed=-): layout time (ELK in its worker,
-  box by box, and the stacked top level), then the time from the start of drawing the scene
-  until the browser has painted it (two animation frames); medians of a few fresh page loads;
+- draw: an N-node graph, every module expanded (collapsed=-): ELK layout time, then the time
+  from the start of drawing the scene until the browser has painted it (two animation frames);
 - play: a ~500-node graph, backward pass played at 60 events/s; the gaps between animation
   frames (requestAnimationFrame) while it plays: median, p95, max.
 
@@ -80,7 +79,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draw-blocks", type=int, default=285, help="Linear+Tanh blocks of the draw graph")
     ap.add_argument("--play-blocks", type=int, default=70, help="Linear+Tanh blocks of the played graph")
-    ap.add_argument("--draw-rounds", type=int, default=3, help="page loads the draw figures are medians of")
     ap.add_argument("--seconds", type=float, default=6.0, help="how long to record frames while playing")
     args = ap.parse_args()
     big = deep_trace(args.draw_blocks)
@@ -91,18 +89,14 @@ def main() -> None:
             server.wait_ready()
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                loads = []
-                for _ in range(args.draw_rounds):  # a fresh page each time: a cold layout worker
-                    page = browser.new_page(viewport={"width": 1440, "height": 900})
-                    open_with(page, server.url, big, "collapsed=-")
-                    loads.append(page.evaluate(PAINTED))
-                    page.close()
-                layout = statistics.median(t["layout"] for t in loads)
-                drawn = statistics.median(t["drawn"] for t in loads)
+                page = browser.new_page(viewport={"width": 1440, "height": 900})
+                open_with(page, server.url, big, "collapsed=-")
+                t = page.evaluate(PAINTED)
                 print(
-                    f"draw: {len(big['graph']['nodes'])} nodes expanded: layout {layout:.0f} ms, "
-                    f"scene drawn and painted {drawn:.0f} ms (medians of {len(loads)} page loads)"
+                    f"draw: {len(big['graph']['nodes'])} nodes expanded: ELK layout {t['layout']:.0f} ms, "
+                    f"scene drawn and painted {t['drawn']:.0f} ms"
                 )
+                page.close()
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
                 open_with(page, server.url, mid, "collapsed=-&speed=60")
                 bwd = next(x for x in mid["passes"] if x["phase"] == "backward")
