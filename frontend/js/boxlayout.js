@@ -183,7 +183,7 @@ export async function layoutByBoxes(elk, root, { options, stacking = {} }) {
     for (const step of route.get(e.id)) {
       for (const p of segmentPoints.get(step.id)) {
         const last = points[points.length - 1];
-        if (!last || Math.abs(last.x - p.x) > 0.5 || Math.abs(last.y - p.y) > 0.5) points.push(p);
+        if (!last || Math.abs(last.x - p.x) > 0.01 || Math.abs(last.y - p.y) > 0.01) points.push(p); // drop the joint at a port
       }
     }
     return { id: e.id, sections: [{ startPoint: points[0], bendPoints: points.slice(1, -1), endPoint: points[points.length - 1] }] };

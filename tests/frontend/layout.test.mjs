@@ -92,6 +92,39 @@ function chainTrace(blocks) {
   return { schema_version: 2, title: "chain", graph: { nodes, edges, modules }, events, passes: [] };
 }
 
+/** What gradtrace.trace records for nn.Sequential(Linear(4, 4), Tanh(), …) with `blocks` pairs. */
+function linearTanhTrace(blocks) {
+  const nodes = [{ id: "x", kind: "tensor", label: "x", tensor: "x", role: "input", shape: [2, 4], module: null, created_seq: 0 }];
+  const edges = [];
+  const events = [];
+  const modules = [{ path: "", type: "Sequential", parent: null }];
+  const add = (node) => nodes.push({ created_seq: events.length, ...node });
+  const link = (id, source, target, kind = "data") => edges.push({ id, source, target, kind });
+  let prev = "x";
+  for (let k = 0; k < 2 * blocks; k += 2) {
+    const [lin, act] = [String(k), String(k + 1)];
+    modules.push({ path: lin, type: "Linear", parent: "" }, { path: act, type: "Tanh", parent: "" });
+    events.push({ seq: events.length, kind: "module_forward_pre", module: lin });
+    add({ id: `w${k}`, kind: "tensor", label: `${lin}.weight`, tensor: `${lin}.weight`, shape: [4, 4], module: lin, role: "parameter" });
+    add({ id: `gw${k}`, kind: "op", op: "AccumulateGrad", label: "AccumulateGrad", tensor: `${lin}.weight`, module: lin });
+    add({ id: `t${k}`, kind: "op", op: "TBackward0", label: "TBackward0", module: lin, role: "intermediate" });
+    add({ id: `b${k}`, kind: "tensor", label: `${lin}.bias`, tensor: `${lin}.bias`, shape: [4], module: lin, role: "parameter" });
+    add({ id: `gb${k}`, kind: "op", op: "AccumulateGrad", label: "AccumulateGrad", tensor: `${lin}.bias`, module: lin });
+    add({ id: `a${k}`, kind: "op", op: "AddmmBackward0", label: "AddmmBackward0", shape: [2, 4], module: lin, role: "intermediate" });
+    events.push({ seq: events.length, kind: "module_forward_pre", module: act });
+    add({ id: `h${k}`, kind: "op", op: "TanhBackward0", label: "TanhBackward0", shape: [2, 4], module: act, role: "intermediate" });
+    link(`e${k}w`, `w${k}`, `gw${k}`, "leaf");
+    link(`e${k}gw`, `gw${k}`, `t${k}`);
+    link(`e${k}b`, `b${k}`, `gb${k}`, "leaf");
+    link(`e${k}gb`, `gb${k}`, `a${k}`);
+    link(`e${k}x`, prev, `a${k}`, k ? "data" : "no_grad");
+    link(`e${k}t`, `t${k}`, `a${k}`);
+    link(`e${k}h`, `a${k}`, `h${k}`);
+    prev = `h${k}`;
+  }
+  return { schema_version: 2, title: "linear-tanh", graph: { nodes, edges, modules }, events, passes: [] };
+}
+
 /** What every layout promises, whichever way it was computed. */
 function assertSoundLayout(layout, name) {
   const nodes = byId(layout);
@@ -154,6 +187,13 @@ test("a deep chain is laid out box by box: top to bottom, and equal blocks look 
   for (let k = 1; k < boxes.length; k++) assert.ok(boxes[k].y >= boxes[k - 1].y + boxes[k - 1].height, "blocks stack downwards");
   // A column, not a staircase: the whole chain is about as wide as one block.
   assert.ok(layout.width < 3 * boxes[1].width, `width ${layout.width}`);
+});
+
+test("a Linear+Tanh stack laid out box by box: edges stay orthogonal where they cross box borders", async () => {
+  const layout = await layoutGraph(linearTanhTrace(70), { elk });
+  assert.equal(layout.nodes.length, 1 + 70 * 7);
+  assertSoundLayout(layout, "linear-tanh");
+  assert.ok(layout.width < 600, `a column, not a staircase (width ${layout.width})`);
 });
 
 test("stackChain stacks a chain in its edge order and leaves anything else to ELK", () => {
