@@ -205,7 +205,8 @@ export const LAYOUT_OPTIONS = {
   "elk.json.edgeCoords": "ROOT",
 };
 // Above this many drawn nodes, box by box (boxlayout.js): the whole hierarchy costs ELK about a
-// millisecond a node; box by box, equal boxes are laid out once (2,000 nodes: ~4× faster).
+// millisecond a node; box by box, equal boxes are laid out once and a top level that is one
+// chain is stacked without ELK (a 2,000-node stack of blocks: ~1 s of CPU -> under 0.1 s).
 export const WHOLE_HIERARCHY_UP_TO = 120;
 // Where boxes sit in a box (or the root), each is placed under the one it reads from: ELK's
 // default placement keeps the edge between two boxes straight, and as a box's exit and entry
