@@ -134,10 +134,18 @@ export function numel(shape) {
   return (shape || []).reduce((a, b) => a * b, 1);
 }
 
+/**
+ * The numbers of a TensorValue that has at most `most` elements (by its shape), else null:
+ * what a chip prints, without decoding every big tensor to learn that it is big.
+ */
+export function smallTensorNumbers(tv, most) {
+  return tv && numel(tv.shape) <= most ? tensorNumbers(tv) : null;
+}
+
 /** A short chip text for a tensor: the number itself for one element, else the shape. */
 export function formatTensorChip(tv) {
   if (!tv) return "None";
-  const nums = tensorNumbers(tv);
+  const nums = smallTensorNumbers(tv, 3);
   if (nums && nums.length === 1) return formatNumber(nums[0]);
   if (nums && nums.length <= 3) return `[${nums.map((n) => formatNumber(n, 3)).join(", ")}]`;
   return formatShape(tv.shape);

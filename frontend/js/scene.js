@@ -3,6 +3,7 @@
 // turns the tree into DOM once and applies looks per step (render.js); every export turns the
 // same tree, with a frame's looks applied, into SVG text (export/svg.js). Pure: no DOM, no clock.
 
+import { ancestry } from "./fold.js";
 import { CHIP_HEIGHT, chipWidth, textWidth } from "./metrics.js";
 import { edgeChipLook, hookActionText, leafChipLook, placeChips, valueChipText } from "./chips.js";
 
@@ -162,14 +163,19 @@ function gradHolders(trace) {
 /** The module boxes' time: a box opens when its forward starts (or its first node appears). */
 function groupOpenings(trace, layout) {
   const inside = (mod, path) => mod === path || (mod || "").startsWith(path + ".");
+  // Per module path, over everything inside it: its first node's creation, its first forward
+  // start (one pass over nodes and events, not one per box: 570 boxes x 8,000 events was slow).
+  const created = new Map(trace.graph.nodes.map((n) => [n.id, n.created_seq ?? 0]));
+  const firstNode = new Map();
+  for (const n of trace.graph.nodes) for (const p of ancestry(n.module)) firstNode.set(p, Math.min(firstNode.get(p) ?? Infinity, n.created_seq ?? 0));
+  const firstStart = new Map();
+  for (const ev of trace.events) if (ev.kind === "module_forward_pre") for (const p of ancestry(ev.module)) if (!firstStart.has(p)) firstStart.set(p, ev.seq);
   const out = new Map();
   for (const g of layout.groups) {
     if (g.collapsed) continue;
-    const members = g.members ? new Set(g.members) : null;
-    const nodes = trace.graph.nodes.filter((n) => (members ? members.has(n.id) : inside(n.module, g.path)));
-    const first = Math.min(...nodes.map((n) => n.created_seq ?? 0));
-    const pre = trace.events.find((ev) => ev.kind === "module_forward_pre" && inside(ev.module, g.path) && ev.seq <= first);
-    out.set(g.id, { path: g.path, opens: pre ? Math.min(pre.seq, first) : first, inside });
+    const first = g.members ? Math.min(...g.members.map((id) => created.get(id) ?? Infinity)) : (firstNode.get(g.path) ?? Infinity);
+    const start = firstStart.get(g.path);
+    out.set(g.id, { path: g.path, opens: start !== undefined && start <= first ? start : first, inside });
   }
   return out;
 }

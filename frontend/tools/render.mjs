@@ -90,7 +90,9 @@ const withoutPayloads = (key, value) => (PAYLOAD_KEYS.has(key) ? undefined : val
 /** The still picture's layout (modules collapsed as deep as fits), computed once per graph. */
 async function layoutOf(trace) {
   const t = await loadTools();
-  const key = createHash("sha256").update(JSON.stringify(trace.graph, withoutPayloads)).digest("hex");
+  // The graph and when each module call starts (a module called twice gets one box per call).
+  const calls = trace.events.filter((ev) => ev.kind === "module_forward_pre").map((ev) => [ev.module, ev.seq]);
+  const key = createHash("sha256").update(JSON.stringify(trace.graph, withoutPayloads)).update(JSON.stringify(calls)).digest("hex");
   let layout = layouts.get(key);
   const reused = Boolean(layout);
   if (reused) layouts.delete(key);

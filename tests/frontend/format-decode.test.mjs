@@ -4,7 +4,7 @@
 // (as float64; "inf"/"-inf" and null for NaN), so the oracle is torch, not this decoder.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decodeBase64Numbers, tensorNumbers } from "../../frontend/js/format.js";
+import { decodeBase64Numbers, formatTensorChip, smallTensorNumbers, tensorNumbers } from "../../frontend/js/format.js";
 
 const VECTORS = {
   float64: ["mpmZmZmZuT9VVVVVVVXVv1nz+MIfbqUBAAAAAAAA8H8AAAAAAAD4fw==", [0.1, -0.3333333333333333, 1e-300, "inf", null]],
@@ -40,4 +40,14 @@ test("stats-only values and unknown dtypes give no numbers", () => {
   assert.equal(tensorNumbers({ shape: [3], dtype: "float32", stats: { numel: 3 }, truncated: true }), null);
   assert.equal(tensorNumbers({ shape: [1], dtype: "complex64", stats: { numel: 1 }, data: "AAAAAAAAAAA=" }), null);
   assert.deepEqual(tensorNumbers({ shape: [2], dtype: "float32", stats: { numel: 2 }, values: [1, "NaN"] }), [1, NaN]);
+});
+
+test("smallTensorNumbers decodes only tensors small enough to print (by their shape)", () => {
+  const tiny = { shape: [2], dtype: "float32", values: [0.5, -1] };
+  assert.deepEqual(smallTensorNumbers(tiny, 3), [0.5, -1]);
+  // A big tensor is never decoded: its (here unreadable) data is not even looked at.
+  const big = { shape: [64, 64], dtype: "float32", data: "not base64 at all" };
+  assert.equal(smallTensorNumbers(big, 3), null);
+  assert.equal(smallTensorNumbers(null, 3), null);
+  assert.equal(formatTensorChip({ shape: [64, 64], dtype: "float32", data: "not base64 at all" }), "(64, 64)");
 });

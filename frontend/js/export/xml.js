@@ -2,9 +2,13 @@
 // Everything user-controlled (labels, titles, module paths) goes through esc(), so a tensor
 // named "<script>" stays text and the document stays well-formed XML.
 
+const NEEDS_ESCAPE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff&<>"]/;
+
 /** Escape text or an attribute value for XML (also drops characters XML 1.0 forbids). */
 export function esc(value) {
-  return String(value ?? "")
+  const s = String(value ?? "");
+  if (!NEEDS_ESCAPE.test(s)) return s; // most labels and numbers: nothing to replace
+  return s
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, "")
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")

@@ -1,0 +1,93 @@
+"""Warm SVG of a model: gradtrace ``trace.save("x.svg")`` against torchviz ``make_dot`` + Graphviz.
+
+Both warm and in-process, interleaved round by round (medians): torchviz as ``tests/perf/bench.py``
+times it (forward, ``make_dot``, ``dot -Tsvg``); gradtrace saving a trace captured in the same
+round (a new trace each round, so neither the SVG cache nor the Node renderer's answer is reused;
+the layout of the same model is). gradtrace's time is broken down into writing the trace JSON
+(Python) and the Node renderer's request (transfer, parse, layout lookup, SVG, answer).
+
+Run: .venv/bin/python tests/perf/bench_svg.py [--models chain60,encoder2,resnet] [--rounds 9]
+Needs torchviz (``pip install torchviz``) and Graphviz's ``dot``. Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torchviz import make_dot
+
+import gradtrace
+from gradtrace.render.diagram import svg_args
+from gradtrace.render.node_tool import run_render
+from gradtrace.render.source import trace_json
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models import MODELS, loss_of  # noqa: E402
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def bench(key: str, rounds: int, out: Path) -> dict[str, float]:
+    model, x = MODELS[key].build()
+    params = dict(model.named_parameters())
+
+    def viz_svg() -> None:
+        make_dot(loss_of(model(x)), params=params).pipe(format="svg")
+
+    def capture() -> gradtrace.Trace:
+        model.zero_grad(set_to_none=True)
+        return gradtrace.trace(model, x, loss_of)
+
+    viz_svg()
+    capture().save(out)  # the first drawing: starts Node, lays the model out
+    times: dict[str, list[float]] = {"torchviz": [], "gradtrace": [], "json": [], "node": []}
+    args = svg_args(False, "both", "light", True)
+    for _ in range(rounds):
+        times["torchviz"].append(timed(viz_svg))
+        trace = capture()
+        times["gradtrace"].append(timed(lambda: trace.save(out)))  # noqa: B023
+        trace = capture()
+        data = b""
+
+        def encode() -> None:
+            nonlocal data
+            data = trace_json(trace)  # noqa: B023
+
+        times["json"].append(timed(encode))
+        times["node"].append(timed(lambda: run_render(data, args)))  # noqa: B023
+    return {k: statistics.median(v) * 1000 for k, v in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="chain60,encoder2,resnet")
+    ap.add_argument("--rounds", type=int, default=9)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    print(
+        "| model | torchviz + dot SVG | gradtrace SVG (warm) | ratio | of which: trace JSON | Node request |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in args.models.split(","):
+            m = bench(key, args.rounds, Path(tmp) / f"{key}.svg")
+            print(
+                f"| {MODELS[key].description} | {m['torchviz']:.1f} ms | {m['gradtrace']:.1f} ms | "
+                f"{m['gradtrace'] / m['torchviz']:.2f}× | {m['json']:.1f} ms | {m['node']:.1f} ms |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
