@@ -168,6 +168,8 @@ async function relayout(precomputed, anchor = null) {
  */
 async function showTrace(t, { layout: precomputedLayout = null, step, live = () => true } = {}) {
   trace = t;
+  // the layout engine (1.6 MB) loads and compiles while the timeline and event list are built
+  if (!precomputedLayout) loadElk().catch(() => {});
   timeline = buildTimeline(trace);
   player.pause();
   player.setCount(stepCount(timeline));
