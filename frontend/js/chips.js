@@ -211,6 +211,13 @@ export function* onEdge(points, width) {
     const p = pointAlong(points, f);
     yield { x: p.x - width / 2, y: p.y };
   }
+  // Between two ranks a chip may fit at one height only (the gap is a chip and its margins):
+  // every half px of the vertical runs, where a length fraction can step over that height.
+  for (let i = 1; i < points.length; i++) {
+    const [a, b] = [points[i - 1], points[i]];
+    if (Math.abs(a.x - b.x) > 0.01) continue;
+    for (let y = Math.ceil(Math.min(a.y, b.y) * 2) / 2; y <= Math.max(a.y, b.y); y += 0.5) yield { x: a.x - width / 2, y };
+  }
 }
 
 /** Spots right beside an edge's path (its line touching the chip's side), for an edge with no room on it. */
