@@ -356,21 +356,24 @@ def bench_viewer(quick: bool) -> str | None:
     if not script.exists():
         return None
     rows = []
-    play = None
+    play: list[str] = []
     for k, blocks in enumerate((14, 71) if quick else (14, 71, 285, 714)):
         args = [sys.executable, str(script), "--draw-blocks", str(blocks), "--play-blocks", "70"]
-        args += ["--seconds", "3" if k == 0 else "0.5"]
+        args += ["--seconds", "3", "--rounds", "2" if quick else "3"] if k == 0 else ["--rounds", "0"]
         done = subprocess.run(args, capture_output=True, text=True, check=False, cwd=REPO)
-        lines = [line for line in done.stdout.splitlines() if line.startswith(("draw:", "play:"))]
+        lines = [line for line in done.stdout.splitlines() if line.startswith(("draw:", "play round"))]
         if done.returncode != 0 or not lines:
             rows.append(f"| {blocks} blocks | failed: {(done.stderr.strip().splitlines() or ['?'])[-1]} |")
             continue
         rows.append(f"| {lines[0].removeprefix('draw: ')} |")
-        if k == 0 and len(lines) > 1:
-            play = lines[1].removeprefix("play: ")
+        play += [f"- {line}" for line in lines[1:]]
     out = "| drawing, every module expanded |\n|---|\n" + "\n".join(rows) + "\n"
     if play:
-        out += f"\nPlaying: {play}.\n"
+        out += (
+            "\nPlaying (each round a fresh page; per-frame work from a DevTools trace):\n\n"
+            + "\n".join(play)
+            + "\n"
+        )
     return out
 
 
