@@ -107,6 +107,8 @@ function obstacles(layout, hooked) {
 }
 
 const CELL = 64;
+/** A grid cell's key: a number (string keys cost an allocation per look-up; rows up to 2^20). */
+const cellKey = (i, j) => i * 1048576 + j;
 
 /** Boxes bucketed on a grid: "does this box overlap any?" looks only at nearby ones. */
 function createGrid() {
@@ -117,7 +119,7 @@ function createGrid() {
     const [y0, y1] = span(box.y, box.height);
     for (let i = x0; i <= x1; i++)
       for (let j = y0; j <= y1; j++) {
-        const key = `${i},${j}`;
+        const key = cellKey(i, j);
         if (!cells.has(key)) cells.set(key, []);
         cells.get(key).push(box);
       }
@@ -127,7 +129,7 @@ function createGrid() {
     const [y0, y1] = span(box.y, box.height);
     for (let i = x0; i <= x1; i++)
       for (let j = y0; j <= y1; j++) {
-        const list = cells.get(`${i},${j}`);
+        const list = cells.get(cellKey(i, j));
         const k = list ? list.findIndex((t) => t.x === box.x && t.y === box.y && t.width === box.width && t.height === box.height) : -1;
         if (k >= 0) list.splice(k, 1);
       }
@@ -135,18 +137,17 @@ function createGrid() {
   function hits(box) {
     const [x0, x1] = span(box.x, box.width);
     const [y0, y1] = span(box.y, box.height);
-    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(`${i},${j}`) || []) if (overlaps(box, t)) return true;
+    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(cellKey(i, j)) || []) if (overlaps(box, t)) return true;
     return false;
   }
-  /** The boxes within `pad` px of `box` (and maybe a few more: whole cells are looked at). */
-  function around(box, pad) {
+  /** Whether `test` holds for a box within `pad` px of `box` (some further ones are tested too). */
+  function someNear(box, pad, test) {
     const [x0, x1] = span(box.x - pad, box.width + 2 * pad);
     const [y0, y1] = span(box.y - pad, box.height + 2 * pad);
-    const found = new Set();
-    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(`${i},${j}`) || []) found.add(t);
-    return found;
+    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(cellKey(i, j)) || []) if (test(t)) return true;
+    return false;
   }
-  return { add, remove, hits, around };
+  return { add, remove, hits, someNear };
 }
 
 /** The gap between two boxes {x, y, width, height}: 0 when they touch or overlap. */
@@ -254,31 +255,34 @@ export function createPlacer(layout, hooked = new Set()) {
   function nearerNode(box, n) {
     const gap = boxGap(box, n);
     const middle = { x: box.x + box.width / 2, y: box.y + box.height / 2, width: 0, height: 0 };
-    for (const m of nodes.around(box, gap + 1)) {
-      if (m === n) continue;
+    return nodes.someNear(box, gap + 1, (m) => {
+      if (m === n) return false;
       const other = boxGap(box, m);
-      if (other < gap - 0.5 || (other < gap + 0.5 && boxGap(middle, m) < boxGap(middle, n))) return true;
-    }
-    return false;
+      return other < gap - 0.5 || (other < gap + 0.5 && boxGap(middle, m) < boxGap(middle, n));
+    });
   }
   const reach = Math.max(layout.width, layout.height) + 200;
   /**
    * The spot for a chip `width` wide beside node box `n`: nearest first, all around it. A
-   * spot's cost is its gap to the node, plus LINE_COST when it lies across an edge line and
-   * OUTSIDE_MODULE_COST when it leaves the node's module box `module`; the cheapest wins (the
-   * first found among equals). Never over a node, a module title or another chip; null only
-   * when nothing is free within the whole layout's reach.
+   * spot's cost is its gap to the node, plus LINE_COST when it lies across an edge line,
+   * OUTSIDE_MODULE_COST when it leaves the node's module box `module` and NEIGHBOUR_COST when it
+   * reads as another node's; the cheapest wins (the first found among equals). Never over a
+   * node, a module title or another chip; null only when nothing is free within the layout's reach.
    */
   function placeNear(n, width, module = null) {
     let best = null;
+    const costs = [
+      (box) => (lines.hits(box) ? LINE_COST : 0),
+      (box) => (module && !contains(module, box) ? OUTSIDE_MODULE_COST : 0),
+      (box) => (nearerNode(box, n) ? NEIGHBOUR_COST : 0),
+    ];
     for (const d of ringGaps(reach)) {
-      if (best && d > best.cost) break;
+      if (best && d >= best.cost) break;
       for (const c of ringAround(n, width, d)) {
-        const box = fits(c, width, false);
-        if (!box) continue;
-        const gap = boxGap(box, n);
-        const nearer = nearerNode(box, n);
-        const cost = Math.max(gap, NODE_GAP) + (lines.hits(box) ? LINE_COST : 0) + (module && !contains(module, box) ? OUTSIDE_MODULE_COST : 0) + (nearer ? NEIGHBOUR_COST : 0);
+        const box = boxAt(c, width);
+        let cost = Math.max(boxGap(box, n), NODE_GAP);
+        if ((best && cost >= best.cost) || !fits(c, width, false)) continue;
+        for (const penalty of costs) if (!best || cost < best.cost) cost += penalty(box);
         if (!best || cost < best.cost) best = { c, box, cost };
         if (cost <= Math.max(d, NODE_GAP)) break; // nothing on this ring is nearer
       }
