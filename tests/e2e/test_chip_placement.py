@@ -82,11 +82,21 @@ NODE_CHIP_GAPS = """() => {
 }"""
 
 # Px (graph units) a .grad or value chip may be from its node's box; tests/frontend/chips.test.mjs
-# holds the golden traces to the same bound.
-NODE_CHIP_REACH = 12
+# holds the golden traces to the same bound. Most sit 6 px away; the farthest measured is 14 px
+# (shared-weights-fan-in's TanhBackward0 value: every nearer spot crosses an edge line).
+NODE_CHIP_REACH = 16
 
 
-@pytest.mark.parametrize("example_id", ["tiny-attention", "conv-net", "retain-grad-intermediate"])
+@pytest.mark.parametrize(
+    "example_id",
+    [
+        "tiny-attention",
+        "conv-net",
+        "retain-grad-intermediate",
+        "shared-weights-fan-in",
+        "sgd-training-step",
+    ],
+)
 def test_each_grad_and_value_chip_sits_next_to_its_node(
     page: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any, example_id: str
 ) -> None:
