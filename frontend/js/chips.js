@@ -155,6 +155,7 @@ function boxGap(a, b) {
   return Math.hypot(Math.max(b.x - (a.x + a.width), 0, a.x - (b.x + b.width)), Math.max(b.y - (a.y + a.height), 0, a.y - (b.y + b.height)));
 }
 
+/** Whether box `inner` lies wholly inside box `outer`. */
 function contains(outer, inner) {
   return inner.x >= outer.x && inner.y >= outer.y && inner.x + inner.width <= outer.x + outer.width && inner.y + inner.height <= outer.y + outer.height;
 }
@@ -168,8 +169,8 @@ function moduleBoxOf(layout, n) {
 
 /** Px between a node and the chips beside it, where there is room. */
 const NODE_GAP = 6;
-/** The nearest a chip may come to its node: a chip keeps MARGIN from any box, so between two
- * ranks a chip plus two margins apart it fits at exactly this gap. */
+/** The nearest a chip may come to its node (it keeps MARGIN from every box): where two ranks
+ * are only a chip and two margins apart, this is the one gap at which it fits between them. */
 const NODE_GAP_MIN = MARGIN;
 /** How much further a chip beside a node may go to keep clear of edge lines: beyond that, a
  * chip across a line right by its node reads better than one far away (whose is it?). */
@@ -194,7 +195,7 @@ function* ringGaps(limit) {
  * from them on each side in both directions — stacked beside another chip of the same node,
  * then the corners.
  */
-export function* ringAround(n, width, d) {
+function* ringAround(n, width, d) {
   const right = n.x + n.width + d;
   const left = n.x - d - width;
   const above = n.y - d - H / 2;
@@ -436,21 +437,17 @@ export function placeChips(layout, trace) {
   }
   // .grad chips before value chips (what backward() leaves is the lesson), the widest of each
   // first: a wide chip has few spots near its node, a narrow one fits in many.
-  const besideNodes = (kind, textsOf) =>
+  const widestFirst = (kind, textsOf) =>
     layout.nodes
-      .map((n) => ({ n, texts: textsOf(n) }))
-      .filter(({ texts }) => texts)
-      .map(({ n, texts }) => ({ n, w: widest(texts) }))
-      .sort((a, b) => b.w - a.w)
-      .map(({ n, w }) => [kind, n, w]);
-  const chipsBesideNodes = [
-    ...besideNodes("leaf", (n) => writes.get(n.id) && (writes.get(n.id).length ? writes.get(n.id) : [".grad [0.0000, 0.0000]"])),
-    ...besideNodes("value", (n) => {
-      const text = nodes.get(n.id) && valueChipText(nodes.get(n.id).value);
-      return text && [text];
-    }),
-  ];
-  for (const [kind, n, w] of chipsBesideNodes) {
+      .filter((n) => textsOf(n))
+      .map((n) => ({ kind, n, w: widest(textsOf(n)) }))
+      .sort((a, b) => b.w - a.w);
+  const leafTexts = (n) => writes.get(n.id) && (writes.get(n.id).length ? writes.get(n.id) : [".grad [0.0000, 0.0000]"]);
+  const valueTexts = (n) => {
+    const text = nodes.get(n.id) && valueChipText(nodes.get(n.id).value);
+    return text && [text];
+  };
+  for (const { kind, n, w } of [...widestFirst("leaf", leafTexts), ...widestFirst("value", valueTexts)]) {
     const spot = centre(placer.placeNear(n, w, moduleBoxOf(layout, n)), w);
     if (spot) out[kind].set(n.id, spot);
   }
