@@ -84,15 +84,17 @@ function overlaps(a, b) {
   return a.x < b.x + b.width + MARGIN && b.x < a.x + a.width + MARGIN && a.y < b.y + b.height + MARGIN && b.y < a.y + a.height + MARGIN;
 }
 
-/** What chips must keep clear of: nodes, module titles and hook badges, and edge segments. */
-function obstacles(layout) {
+/** What chips must keep clear of: nodes, module titles and hook badges (`hooked`: the paths of
+ * modules with hooks); and, where they can, lines: edge segments and module boxes' top borders. */
+function obstacles(layout, hooked) {
   const taken = layout.nodes.map((n) => ({ x: n.x, y: n.y, width: n.width, height: n.height }));
+  const lines = [];
   for (const g of layout.groups) {
     if (g.collapsed) continue;
     taken.push({ x: g.x, y: g.y, width: Math.min(g.width, 16 + textWidth(g.title || g.label, "groupTitle")), height: 28 });
-    taken.push({ x: g.x, y: g.y - 10, width: g.width, height: 20 }); // the hook badges' border strip
+    const border = { x: g.x, y: g.y - 10, width: g.width, height: 20 }; // where hook badges sit
+    (hooked.has(g.path) ? taken : lines).push(border);
   }
-  const lines = [];
   for (const e of layout.edges) {
     const p = e.points || [];
     for (let i = 1; i < p.length; i++) {
@@ -105,6 +107,8 @@ function obstacles(layout) {
 }
 
 const CELL = 64;
+/** A grid cell's key: a number (string keys cost an allocation per look-up; rows up to 2^20). */
+const cellKey = (i, j) => i * 1048576 + j;
 
 /** Boxes bucketed on a grid: "does this box overlap any?" looks only at nearby ones. */
 function createGrid() {
@@ -115,7 +119,7 @@ function createGrid() {
     const [y0, y1] = span(box.y, box.height);
     for (let i = x0; i <= x1; i++)
       for (let j = y0; j <= y1; j++) {
-        const key = `${i},${j}`;
+        const key = cellKey(i, j);
         if (!cells.has(key)) cells.set(key, []);
         cells.get(key).push(box);
       }
@@ -125,7 +129,7 @@ function createGrid() {
     const [y0, y1] = span(box.y, box.height);
     for (let i = x0; i <= x1; i++)
       for (let j = y0; j <= y1; j++) {
-        const list = cells.get(`${i},${j}`);
+        const list = cells.get(cellKey(i, j));
         const k = list ? list.findIndex((t) => t.x === box.x && t.y === box.y && t.width === box.width && t.height === box.height) : -1;
         if (k >= 0) list.splice(k, 1);
       }
@@ -133,26 +137,101 @@ function createGrid() {
   function hits(box) {
     const [x0, x1] = span(box.x, box.width);
     const [y0, y1] = span(box.y, box.height);
-    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(`${i},${j}`) || []) if (overlaps(box, t)) return true;
+    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(cellKey(i, j)) || []) if (overlaps(box, t)) return true;
     return false;
   }
-  return { add, remove, hits };
+  /** Whether `test` holds for a box within `pad` px of `box` (some further ones are tested too). */
+  function someNear(box, pad, test) {
+    const [x0, x1] = span(box.x - pad, box.width + 2 * pad);
+    const [y0, y1] = span(box.y - pad, box.height + 2 * pad);
+    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(cellKey(i, j)) || []) if (test(t)) return true;
+    return false;
+  }
+  return { add, remove, hits, someNear };
 }
 
-/** A placer over the layout. Candidates are {x: left edge, y: vertical centre}, best first. */
-export function createPlacer(layout) {
-  const { taken: obstacleBoxes, lines: lineBoxes } = obstacles(layout);
+/** The gap between two boxes {x, y, width, height}: 0 when they touch or overlap. */
+function boxGap(a, b) {
+  return Math.hypot(Math.max(b.x - (a.x + a.width), 0, a.x - (b.x + b.width)), Math.max(b.y - (a.y + a.height), 0, a.y - (b.y + b.height)));
+}
+
+/** Whether box `inner` lies wholly inside box `outer`. */
+function contains(outer, inner) {
+  return inner.x >= outer.x && inner.y >= outer.y && inner.x + inner.width <= outer.x + outer.width && inner.y + inner.height <= outer.y + outer.height;
+}
+
+/** The innermost open module box around a node, if any. */
+function moduleBoxOf(layout, n) {
+  let best = null;
+  for (const g of layout.groups) if (!g.collapsed && contains(g, n) && (!best || g.width * g.height < best.width * best.height)) best = g;
+  return best;
+}
+
+/** Px between a node and the chips beside it, where there is room. */
+const NODE_GAP = 6;
+/** The nearest a chip may come to its node (it keeps MARGIN from every box): where two ranks
+ * are only a chip and two margins apart, this is the one gap at which it fits between them. */
+const NODE_GAP_MIN = MARGIN;
+/** How much further a chip beside a node may go to keep clear of edge lines: beyond that, a
+ * chip across a line right by its node reads better than one far away (whose is it?). */
+const LINE_COST = 12;
+/** How much further a chip may go to stay inside its node's module box. */
+const OUTSIDE_MODULE_COST = 8;
+/** How much further a chip may go not to sit nearer another node than its own (whose is it?),
+ * and not to take the spot that other node's chips need. */
+const NEIGHBOUR_COST = 24;
+
+/** Gaps from a node to try, nearest first: the usual gap, the tightest one, then outwards in
+ * steps that widen with the distance (far spots are a last resort; the search stays cheap). */
+function* ringGaps(limit) {
+  yield NODE_GAP;
+  yield NODE_GAP_MIN;
+  for (let d = NODE_GAP + 2; d <= limit; d += d < 40 ? 2 : d < 120 ? 4 : 12) yield d;
+}
+
+/**
+ * Chip spots {x: left edge, y: vertical centre} whose box is `d` px from the node's box on
+ * the nearest axis: first the middles of its sides (right, left, below, above), then outwards
+ * from them on each side in both directions — stacked beside another chip of the same node,
+ * then the corners.
+ */
+function* ringAround(n, width, d) {
+  const right = n.x + n.width + d;
+  const left = n.x - d - width;
+  const above = n.y - d - H / 2;
+  const below = n.y + n.height + d + H / 2;
+  const cy = n.y + n.height / 2;
+  const cx = n.x + n.width / 2 - width / 2;
+  yield* [{ x: right, y: cy }, { x: left, y: cy }, { x: cx, y: below }, { x: cx, y: above }];
+  const vertical = (below - above) / 2;
+  const horizontal = (right - left) / 2;
+  for (let k = 2; k <= Math.max(vertical, horizontal); k += 2) {
+    if (k <= vertical) for (const y of [cy + k, cy - k]) yield* [{ x: right, y }, { x: left, y }];
+    if (k <= horizontal) for (const x of [cx + k, cx - k]) yield* [{ x, y: below }, { x, y: above }];
+  }
+}
+
+/** A placer over the layout (`hooked`: the paths of modules with hook badges). Candidates are
+ * {x: left edge, y: vertical centre}, best first. */
+export function createPlacer(layout, hooked = new Set()) {
+  const { taken: obstacleBoxes, lines: lineBoxes } = obstacles(layout, hooked);
   const taken = createGrid();
   const lines = createGrid();
+  const nodes = createGrid();
   obstacleBoxes.forEach(taken.add);
   lineBoxes.forEach(lines.add);
+  layout.nodes.forEach(nodes.add);
+  const boxAt = (c, width) => ({ x: c.x, y: c.y - H / 2, width, height: H });
+  /** The chip's box at `c` if it overlaps no node, module title, hook badge or chip (nor, with
+   * `avoidEdges`, an edge line); else null. */
   function fits(c, width, avoidEdges) {
-    const box = { x: c.x, y: c.y - H / 2, width, height: H };
+    const box = boxAt(c, width);
     if (box.x < 0 || box.y < 0) return null;
     if (avoidEdges && lines.hits(box)) return null;
     return taken.hits(box) ? null : box;
   }
-  /** The first free spot among the candidates, then further and further right: never overlapping. */
+  /** The first free spot among the candidates, then outwards from the first on its row, right
+   * and left alternately, nearest first: never overlapping. */
   function place(candidates, width, { avoidEdges = true, scan = true } = {}) {
     let from = null;
     for (const c of candidates) {
@@ -161,33 +240,63 @@ export function createPlacer(layout) {
       if (box) return taken.add(box) || c;
     }
     if (!scan || !from) return null;
-    // Further and further right: first clear of edge lines too (where the caller asked), then not.
+    // First clear of edge lines too (where the caller asked), then not.
     for (const clear of avoidEdges ? [true, false] : [false]) {
       for (let k = 1; k < 400; k++) {
-        const c = { x: from.x + k * 12, y: from.y };
-        const box = fits(c, width, clear);
-        if (box) return taken.add(box) || c;
+        for (const c of [{ x: from.x + k * 12, y: from.y }, { x: from.x - k * 12, y: from.y }]) {
+          const box = fits(c, width, clear);
+          if (box) return taken.add(box) || c;
+        }
       }
     }
     return null;
   }
+  /** Whether a chip at `box` reads as another node's than `n`'s: another node is nearer to it,
+   * or as near and nearer to its middle (a chip between two ranks, under one and over the other). */
+  function nearerNode(box, n) {
+    const gap = boxGap(box, n);
+    const middle = { x: box.x + box.width / 2, y: box.y + box.height / 2, width: 0, height: 0 };
+    return nodes.someNear(box, gap + 1, (m) => {
+      if (m === n) return false;
+      const other = boxGap(box, m);
+      return other < gap - 0.5 || (other < gap + 0.5 && boxGap(middle, m) < boxGap(middle, n));
+    });
+  }
+  const reach = Math.max(layout.width, layout.height) + 200;
+  /**
+   * The spot for a chip `width` wide beside node box `n`: nearest first, all around it. A
+   * spot's cost is its gap to the node, plus LINE_COST when it lies across an edge line,
+   * OUTSIDE_MODULE_COST when it leaves the node's module box `module` and NEIGHBOUR_COST when it
+   * reads as another node's; the cheapest wins (the first found among equals). Never over a
+   * node, a module title or another chip; null only when nothing is free within the layout's reach.
+   */
+  function placeNear(n, width, module = null) {
+    let best = null;
+    const costs = [
+      (box) => (lines.hits(box) ? LINE_COST : 0),
+      (box) => (module && !contains(module, box) ? OUTSIDE_MODULE_COST : 0),
+      (box) => (nearerNode(box, n) ? NEIGHBOUR_COST : 0),
+    ];
+    for (const d of ringGaps(reach)) {
+      if (best && d >= best.cost) break;
+      for (const c of ringAround(n, width, d)) {
+        const box = boxAt(c, width);
+        let cost = Math.max(boxGap(box, n), NODE_GAP);
+        if ((best && cost >= best.cost) || !fits(c, width, false)) continue;
+        for (const penalty of costs) if (!best || cost < best.cost) cost += penalty(box);
+        if (!best || cost < best.cost) best = { c, box, cost };
+        if (cost <= Math.max(d, NODE_GAP)) break; // nothing on this ring is nearer
+      }
+    }
+    if (!best) return null;
+    taken.add(best.box);
+    return best.c;
+  }
   /** Give back a spot `place` returned for a chip `width` wide (the chip moves or grows). */
   function release(spot, width) {
-    taken.remove({ x: spot.x, y: spot.y - H / 2, width, height: H });
+    taken.remove(boxAt(spot, width));
   }
-  return { place, release };
-}
-
-/** Spots beside a node: right, left, below, above, then astride its top-right corner. */
-export function besideNode(n, width, gap = 6) {
-  const cy = n.y + n.height / 2;
-  const cx = Math.max(0, n.x + n.width / 2 - width / 2);
-  return [
-    { x: n.x + n.width + gap, y: cy },
-    { x: n.x - gap - width, y: cy },
-    { x: cx, y: n.y + n.height + gap + H / 2 },
-    { x: cx, y: n.y - gap - H / 2 },
-  ];
+  return { place, placeNear, release };
 }
 
 function pathLength(points) {
@@ -267,7 +376,7 @@ function widest(texts) {
  * its edge's line instead of on it).
  */
 export function placeChips(layout, trace) {
-  const placer = createPlacer(layout);
+  const placer = createPlacer(layout, new Set((trace.graph.modules || []).filter((m) => m.hooks?.length).map((m) => m.path)));
   const nodes = new Map(trace.graph.nodes.map((n) => [n.id, n]));
   const edges = new Map(trace.graph.edges.map((e) => [e.id.split("~")[0], e]));
   const centre = (spot, w) => (spot ? { x: spot.x + w / 2, y: spot.y, width: w } : null);
@@ -318,7 +427,7 @@ export function placeChips(layout, trace) {
     }
     if (spot) out.edge.set(e.id, spot);
   }
-  // Then the chips beside nodes (.grad, forward values): four sides to choose from, and a scan.
+  // Then the chips beside nodes (.grad, forward values): the nearest free spot all around the node.
   const writes = new Map();
   for (const n of trace.graph.nodes) if (n.kind === "tensor" && n.role === "parameter") writes.set(n.id, []);
   for (const ev of trace.events) {
@@ -326,19 +435,21 @@ export function placeChips(layout, trace) {
     if (!writes.has(ev.node)) writes.set(ev.node, []);
     writes.get(ev.node).push(leafChipText(ev.payload?.after));
   }
-  for (const n of layout.nodes) {
-    const texts = writes.get(n.id);
-    if (!texts) continue;
-    const w = widest(texts.length ? texts : [".grad [0.0000, 0.0000]"]);
-    const spot = centre(placer.place(besideNode(n, w), w), w);
-    if (spot) out.leaf.set(n.id, spot);
-  }
-  for (const n of layout.nodes) {
+  // .grad chips before value chips (what backward() leaves is the lesson), the widest of each
+  // first: a wide chip has few spots near its node, a narrow one fits in many.
+  const widestFirst = (kind, textsOf) =>
+    layout.nodes
+      .filter((n) => textsOf(n))
+      .map((n) => ({ kind, n, w: widest(textsOf(n)) }))
+      .sort((a, b) => b.w - a.w);
+  const leafTexts = (n) => writes.get(n.id) && (writes.get(n.id).length ? writes.get(n.id) : [".grad [0.0000, 0.0000]"]);
+  const valueTexts = (n) => {
     const text = nodes.get(n.id) && valueChipText(nodes.get(n.id).value);
-    if (!text) continue;
-    const w = chipWidth(text);
-    const spot = centre(placer.place(besideNode(n, w), w), w);
-    if (spot) out.value.set(n.id, spot);
+    return text && [text];
+  };
+  for (const { kind, n, w } of [...widestFirst("leaf", leafTexts), ...widestFirst("value", valueTexts)]) {
+    const spot = centre(placer.placeNear(n, w, moduleBoxOf(layout, n)), w);
+    if (spot) out[kind].set(n.id, spot);
   }
   return out;
 }

@@ -3,10 +3,11 @@ import assert from "node:assert/strict";
 import ELK from "../../frontend/node_modules/elkjs/lib/main.js";
 import { layoutGraph } from "../../frontend/js/layout.js";
 import { placeChips, compactGradText, leafChipText, pointAlong, BESIDE_GAP } from "../../frontend/js/chips.js";
+import { CHIP_HEIGHT } from "../../frontend/js/metrics.js";
 import { tinyTrace, goldenTraces } from "./fixtures.mjs";
 
 const elk = new ELK();
-const box = (c) => ({ x: c.x - c.width / 2, y: c.y - 8, width: c.width, height: 16 });
+const box = (c) => ({ x: c.x - c.width / 2, y: c.y - CHIP_HEIGHT / 2, width: c.width, height: CHIP_HEIGHT });
 const overlap = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
 test("chip texts", () => {
@@ -72,4 +73,28 @@ test("every gradient chip sits on its own edge, or right beside its line", async
 test("pointAlong walks a polyline by length", () => {
   const pts = [{ x: 0, y: 0 }, { x: 0, y: 10 }, { x: 30, y: 10 }];
   assert.deepEqual(pointAlong(pts, 0.5), { x: 10, y: 10 });
+});
+
+// Px a .grad or value chip may be from its node's box (tests/e2e/test_chip_placement.py holds the
+// examples in the browser to the same bound): most sit 6 px away, the farthest measured 14 px.
+const NODE_CHIP_REACH = 16;
+
+test("every .grad and value chip sits next to its own node, nearer to it than to any other", async () => {
+  const gap = (a, b) => Math.hypot(Math.max(b.x - (a.x + a.width), 0, a.x - (b.x + b.width)), Math.max(b.y - (a.y + a.height), 0, a.y - (b.y + b.height)));
+  for (const [name, trace] of [["tiny", tinyTrace()], ...goldenTraces()]) {
+    const layout = await layoutGraph(trace, { elk });
+    const spots = placeChips(layout, trace);
+    const nodes = new Map(layout.nodes.map((n) => [n.id, n]));
+    const writes = new Set(trace.events.filter((ev) => ev.kind === "grad_write").map((ev) => ev.node));
+    for (const id of writes) assert.ok(spots.leaf.has(id), `${name}: no .grad chip for ${id}`);
+    for (const [kind, placed] of [["leaf", spots.leaf], ["value", spots.value]]) {
+      for (const [id, spot] of placed) {
+        const chip = box(spot);
+        const own = gap(chip, nodes.get(id));
+        assert.ok(own <= NODE_CHIP_REACH, `${name}: ${kind} chip of ${id} is ${own.toFixed(1)} px from its node`);
+        const other = layout.nodes.find((m) => m.id !== id && gap(chip, m) < own - 0.5);
+        assert.ok(!other, `${name}: ${kind} chip of ${id} is nearer to ${other?.id} than to its own node`);
+      }
+    }
+  }
 });
