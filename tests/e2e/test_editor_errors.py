@@ -12,42 +12,22 @@ import urllib.error
 from typing import Any
 
 import pytest
+from design_specs import seed_002
 from e2e_helpers import open_example, post_json
 
 pytestmark = pytest.mark.browser
 
-# The README's spec (seed 002, the ×2 full backward hook), with three mistakes in it.
-SPEC_WITH_THREE_ERRORS: dict[str, Any] = {
-    "spec_version": 1,
-    "title": "Full backward hook on a composite module",
-    "modules": {
-        "f0": {
-            "type": "Lineaar",
-            "in_features": 1,
-            "out_features": 1,
-            "init": {"weight": [[0.3]], "bias": [0.1]},
-        },
-        "f1": {
-            "type": "Module",
-            "args": ["x"],
-            "modules": {
-                "f": {
-                    "type": "Linear",
-                    "in_features": 1,
-                    "out_features": 1,
-                    "init": {"weight": [[0.4]], "bias": [0.2]},
-                }
-            },
-            "forward": ["s = f(x)", "return s ** 2"],
-        },
-    },
-    "inputs": {"x": {"value": "0.3", "requires_grad": True}},
-    "forward": ["x1 = f0(x)", "y = f1(x1)", "loss = (y - 1) ** 2"],
-    "hooks": [
-        {"module": "f1", "type": "full_backwards", "action": {"op": "scale", "target": "grad_input", "by": 2}}
-    ],
-    "steps": [{"do": "backward", "of": "loss"}],
-}
+
+def spec_with_three_errors() -> dict[str, Any]:
+    """The README's spec (seed 002, the ×2 full backward hook), with three mistakes in it."""
+    spec = seed_002()
+    spec["modules"]["f0"]["type"] = "Lineaar"
+    spec["inputs"]["x"]["value"] = "0.3"
+    spec["hooks"][0]["type"] = "full_backwards"
+    return spec
+
+
+SPEC_WITH_THREE_ERRORS = spec_with_three_errors()
 
 
 def api_errors(base: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
