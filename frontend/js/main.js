@@ -21,6 +21,7 @@ import { createCompare } from "./compare.js";
 import { buildDiagram } from "./export/svg.js";
 import { FONTS } from "./metrics.js";
 import { drawIcons } from "./icons.js";
+import { drawLegends } from "./legend.js";
 import { graphCssText } from "./download.js";
 
 const $ = (id) => document.getElementById(id);
@@ -302,6 +303,7 @@ function setSpeed(speed) {
 
 applyTheme();
 drawIcons();
+drawLegends();
 setSpeed(store.get().speed);
 controls.setSpeed(store.get().speed);
 if ($("show-inserted")) $("show-inserted").checked = store.get().inserted;
