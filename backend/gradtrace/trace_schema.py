@@ -334,7 +334,7 @@ class PerSampleContributions(_Record, kw_only=True):
     weight: str
     pass_index: int
     calls: list[CallContributions]
-    sum_max_error: float | None  # max |Σ_b C_b − W.grad|; null when too large to build
+    sum_max_error: float | None  # max |Σ_b C_b − W.grad|: Σ_b C_b is the reconstruction (linear)
     matches: bool | None
     factor_numbers: int  # Σ over positions of (d_in + d_out): what (a, δ) hold
     gradient_numbers: int  # d_out × d_in: what W.grad holds

@@ -10,11 +10,15 @@ the weight in that pass (.grad after minus .grad before).
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 from typing import Any
 
 import torch
 
-from gradtrace.engine.per_sample import per_sample_record
+from gradtrace.engine.linear_factors import Call, Factors, LayerPass
+from gradtrace.engine.per_sample import per_sample_records
 from gradtrace.engine.summarize import Summarizer, finite_or_name
 from gradtrace.trace_schema import (
     Diagnostic,
@@ -23,6 +27,7 @@ from gradtrace.trace_schema import (
     LinearReconstruction,
     PerSampleContributions,
     Severity,
+    TensorValue,
 )
 
 
@@ -36,6 +41,9 @@ class LinearAnalysis:
         self._after: dict[int, dict[str, torch.Tensor | None]] = {}
         # per pass: weight name -> (its live .grad, that tensor's version) right after the pass
         self._live: dict[int, dict[str, tuple[torch.Tensor, int]]] = {}
+        # for (deltas, passes): the layers reached, reconstructed, and their stacked factors
+        # (build and per_sample share them)
+        self._reconstructed: tuple[tuple[int, tuple[int, ...]], list[LayerPass], Factors] | None = None
 
     def _snapshot(self) -> dict[str, torch.Tensor | None]:
         return {name: None if w.grad is None else w.grad.detach().clone() for name, w in self.weights.items()}
@@ -52,27 +60,29 @@ class LinearAnalysis:
     def build(
         self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
     ) -> list[LinearReconstruction]:
-        out: list[LinearReconstruction] = []
-        for pass_index, weight, calls in self.grouped(deltas):
-            rec = self._reconstruct(weight, pass_index, calls, summarize)
-            if rec is not None:
-                out.append(rec)
-        return out
+        layers, _factors = self.layer_passes(deltas)
+        return [self._record(layer, summarize) for layer in layers]
 
     def per_sample(
         self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
     ) -> list[PerSampleContributions]:
         """Each sample's and each token's share of every Linear's W.grad (see per_sample.py)."""
-        out: list[PerSampleContributions] = []
-        for pass_index, weight, calls in self.grouped(deltas):
-            grad = self.pass_grad(weight, pass_index)
-            if grad is None:
-                continue
-            record, total = per_sample_record(weight, pass_index, calls, grad, summarize)
-            if total is not None:
-                record.sum_max_error, record.matches = compare_nan_aware(total, grad)
-            out.append(record)
-        return out
+        return per_sample_records(*self.layer_passes(deltas), summarize)
+
+    def layer_passes(self, deltas: dict[int, dict[str, list[tuple]]]) -> tuple[list[LayerPass], Factors]:
+        """Every Linear weight the backward reached and that received a gradient, per pass,
+        with its reconstruction compared, and the factors stacked by shape (computed once
+        for build and per_sample)."""
+        key = (id(deltas), tuple(self._after))
+        if self._reconstructed is None or self._reconstructed[0] != key:
+            reached = [
+                (pass_index, weight, calls, grad)
+                for pass_index, weight, calls in self.grouped(deltas)
+                if (grad := self.pass_grad(weight, pass_index)) is not None
+            ]
+            factors = Factors((calls, grad.dtype) for _pass, _weight, calls, grad in reached)
+            self._reconstructed = (key, reconstruct(reached, factors), factors)
+        return self._reconstructed[1], self._reconstructed[2]
 
     def grouped(self, deltas: dict[int, dict[str, list[tuple]]]):
         """(pass, weight, [(call, a, δ, δ's summary)]) for every Linear call the backward reached."""
@@ -99,47 +109,77 @@ class LinearAnalysis:
         before = self._before[pass_index].get(weight)
         return after if before is None else after - before
 
-    def _reconstruct(
-        self, weight: str, pass_index: int, calls: list, summarize: Summarizer
-    ) -> LinearReconstruction | None:
-        grad = self.pass_grad(weight, pass_index)
-        if grad is None:
-            return None
+    def _record(self, layer: LayerPass, summarize: Summarizer) -> LinearReconstruction:
+        weight, pass_index = layer.weight, layer.pass_index
         before = self._before[pass_index].get(weight)
         w = self.weights[weight]
-        recon = torch.zeros(w.shape, dtype=grad.dtype)
-        for _call, a, delta, _summary in calls:
-            # einsum over all leading (batch, token) dims: (..., out) x (..., in) -> (out, in),
-            # in the weight's dtype, as autograd itself computes it
-            recon += torch.einsum(
-                "no,ni->oi",
-                delta.reshape(-1, w.shape[0]).to(grad.dtype),
-                a.reshape(-1, w.shape[1]).to(grad.dtype),
-            )
-        error, matches = compare_nan_aware(recon, grad)
-        first = calls[0]
-        recon_summary = summarize(recon)
         live, version = self._live[pass_index].get(weight, (None, -1))
+        # .grad unchanged since the clone copied it: its summary (made at the grad_write) serves
         known = (
             summarize.known(live)
             if before is None and live is w.grad and live is not None and live._version == version
             else None
         )
-        # .grad unchanged since the clone copied it: its summary (made at the grad_write) serves
-        grad_summary = summarize(grad) if known is None else summarize.like_new(known)
+
+        def grad_value() -> TensorValue:
+            return summarize(layer.grad) if known is None else summarize.like_new(known)
+
+        # a reconstruction with the very bits of grad has its summary (charged as its own)
+        reconstructed = grad_value() if layer.identical else summarize(layer.reconstructed)
+        first = layer.calls[0]
         return LinearReconstruction(
-            module=first[0]["module"],
+            module=layer.module,
             weight=weight,
             pass_index=pass_index,
             a_shape=list(first[1].shape),
             delta_shape=list(first[2].shape),
-            reconstructed=recon_summary,
-            grad=grad_summary,
-            max_error=error,
-            matches=matches,
-            a=[summarize(c[1]) for c in calls],
-            delta=[summarize(c[2]) if c[3] is None else summarize.like_new(c[3]) for c in calls],
+            reconstructed=reconstructed,
+            grad=grad_value(),
+            max_error=layer.max_error,
+            matches=layer.matches,
+            a=[summarize(c[1]) for c in layer.calls],
+            delta=[summarize(c[2]) if c[3] is None else summarize.like_new(c[3]) for c in layer.calls],
         )
+
+
+def reconstruct(
+    reached: list[tuple[int, str, list[Call], torch.Tensor]], factors: Factors
+) -> list[LayerPass]:
+    """Each (pass, weight, calls, grad) with Σ δ ⊗ a over its calls and positions, in grad's
+    dtype as autograd computes it, compared with grad: one batched matmul per stack of
+    factors, one batched comparison per stack of single-call layers."""
+    products = []  # per stack: δᵀ a of each call, (calls, d_out, d_in)
+    for factor_stack in factors.stacks:
+        count, samples, tokens, _ = factor_stack.inputs.shape
+        deltas = factor_stack.deltas.reshape(count, samples * tokens, -1).to(factor_stack.grad_dtype)
+        inputs = factor_stack.inputs.reshape(count, samples * tokens, -1).to(factor_stack.grad_dtype)
+        products.append(torch.bmm(deltas.transpose(1, 2), inputs))
+    rebuilt: list[torch.Tensor] = []
+    single: dict[int, list[tuple[int, int]]] = {}  # stack -> (layer, position) of one-call layers
+    several: list[int] = []  # layers called more than once in the pass
+    call = 0
+    for k, (_pass, _weight, calls, _grad) in enumerate(reached):
+        spots = factors.where[call : call + len(calls)]
+        call += len(calls)
+        if len(spots) == 1:
+            stack, position = spots[0]
+            single.setdefault(stack, []).append((k, position))
+            rebuilt.append(products[stack][position])
+        else:  # summed call by call, as autograd accumulates them into .grad
+            rebuilt.append(functools.reduce(operator.add, (products[g][p] for g, p in spots)))
+            several.append(k)
+    compared: list[tuple[float, bool, bool]] = [(0.0, True, True)] * len(reached)
+    for stack, members in single.items():
+        positions = [position for _k, position in members]
+        ours = products[stack]
+        if positions != list(range(len(ours))):
+            ours = ours[torch.tensor(positions)]
+        grads = torch.stack([reached[k][3] for k, _position in members])
+        for (k, _position), result in zip(members, compare_stacked(ours, grads), strict=True):
+            compared[k] = result
+    for k in several:
+        compared[k] = compare_stacked(rebuilt[k].unsqueeze(0), reached[k][3].unsqueeze(0))[0]
+    return [LayerPass(*layer, rebuilt[k], *compared[k]) for k, layer in enumerate(reached)]
 
 
 def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float, bool]:
@@ -164,6 +204,40 @@ def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float,
     error = float((rebuilt - real)[both_finite].abs().max())
     scale = max(1.0, float(real[both_finite].abs().max()))
     return error, agree_non_finite and error <= 1e-6 * scale
+
+
+_SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def compare_stacked(rebuilt: torch.Tensor, real: torch.Tensor) -> list[tuple[float, bool, bool]]:
+    """:func:`compare_nan_aware` of every pair in two stacks of same-shaped tensors, and
+    whether the pair is identical bit for bit: (max_error, matches, identical) per pair.
+
+    One pass over all pairs; the float64 difference only for pairs that differ, and the
+    element-wise non-finite comparison only for those whose difference is not finite.
+    """
+    count = rebuilt.shape[0]
+    if not rebuilt[0].numel():
+        return [(0.0, True, True)] * count
+    rebuilt, real = rebuilt.detach().reshape(count, -1), real.detach().reshape(count, -1)
+    identical = [False] * count
+    if rebuilt.dtype == real.dtype and rebuilt.is_floating_point():
+        bits = _SAME_SIZE_INT[rebuilt.element_size()]
+        identical = (rebuilt.view(bits) == real.view(bits)).all(dim=1).tolist()
+    out = [(0.0, True, True)] * count
+    differ = [k for k in range(count) if not identical[k]]
+    if not differ:
+        return out
+    pick = slice(None) if len(differ) == count else torch.tensor(differ)
+    rebuilt64, real64 = rebuilt[pick].to(torch.float64), real[pick].to(torch.float64)
+    errors = (rebuilt64 - real64).abs().amax(dim=1).tolist()
+    scales = real64.abs().amax(dim=1).tolist()
+    for k, error, scale in zip(differ, errors, scales, strict=True):
+        if math.isfinite(error):  # the usual case: all finite on both sides
+            out[k] = (error, error <= 1e-6 * max(1.0, scale), False)
+        else:
+            out[k] = (*compare_nan_aware(rebuilt[k], real[k]), False)
+    return out
 
 
 def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> GradNorm:

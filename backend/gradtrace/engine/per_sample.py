@@ -6,8 +6,12 @@ over batch either, the full per-sample, per-token picture". For every position p
 or a sample's token) the contribution δ_p ⊗ a_p is a rank-one matrix whose Frobenius norm is
 ‖δ_p‖·‖a_p‖, so the whole B × T picture costs two norms per position. A sample's share
 C_b = Σ_t δ_bt ⊗ a_bt has ‖C_b‖² = Σ_{t,s} (δ_bt·δ_bs)(a_bt·a_bs): Gram matrices, never the
-d_out × d_in matrices. The check that the shares add up builds them (Σ_b C_b, a different
-order of summation from the reconstruction's) while they stay small.
+d_out × d_in matrices (with one token per sample, C_b is rank one: ‖δ_b‖·‖a_b‖). The shares
+add up to Σ_b C_b = Σ_{b,t} δ_bt ⊗ a_bt, the reconstruction (analyses.py): its comparison
+with W.grad is the check that they do.
+
+All calls of one shape, across layers, are computed together (linear_factors.stacked), in
+float64.
 
 And the storage payoff the seed measures: a position's factors are d_in + d_out numbers, the
 gradient d_out × d_in (for d_in = d_out = 4096: 8,192 against 1.7 × 10⁷).
@@ -17,60 +21,66 @@ from __future__ import annotations
 
 import torch
 
+from gradtrace.engine.linear_factors import Factors, LayerPass
 from gradtrace.engine.summarize import Summarizer
 from gradtrace.trace_schema import CallContributions, PerSampleContributions
 
-# Σ_b C_b is checked by building every C_b while B × d_out × d_in stays below this.
-CHECK_ELEMENTS = 1 << 22
+
+def _norms(inputs: torch.Tensor, deltas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For stacks (calls, samples, tokens, width) of a and δ in float64: ‖δ_p ⊗ a_p‖ per
+    position (calls, samples, tokens) and ‖C_b‖ per sample (calls, samples)."""
+    positions = torch.linalg.vector_norm(deltas, dim=3) * torch.linalg.vector_norm(inputs, dim=3)
+    calls, samples, tokens, _ = inputs.shape
+    if tokens == 1:
+        return positions, positions[:, :, 0]
+    flat_d = deltas.reshape(calls * samples, tokens, -1)
+    flat_a = inputs.reshape(calls * samples, tokens, -1)
+    gram = torch.bmm(flat_d, flat_d.transpose(1, 2)) * torch.bmm(flat_a, flat_a.transpose(1, 2))
+    return positions, gram.sum(dim=(1, 2)).clamp_min(0).sqrt().reshape(calls, samples)
 
 
-def _positions(t: torch.Tensor, width: int) -> torch.Tensor:
-    """(..., width) as (samples, tokens, width): the first dim is the sample, the rest tokens."""
-    t = t.detach().to(torch.float64)
-    if t.dim() == 1:
-        return t.reshape(1, 1, width)
-    return t.reshape(t.shape[0], -1, width)
-
-
-def per_sample_record(
-    weight: str, pass_index: int, calls: list[tuple], grad: torch.Tensor, summarize: Summarizer
-) -> tuple[PerSampleContributions, torch.Tensor | None]:
-    """One ``analyses.per_sample`` record (every call of the layer in this pass), and the sum
-    of the per-sample shares for the caller to check against W.grad (None when too large to
-    build: then ``sum_max_error`` and ``matches`` stay null)."""
-    d_out, d_in = grad.shape
-    records = []
-    total = torch.zeros(d_out, d_in, dtype=torch.float64)
-    checked = True
-    positions = 0
-    for _call, a, delta, _summary in calls:
-        dims = list(a.shape[:-1])
-        a3, d3 = _positions(a, d_in), _positions(delta, d_out)
-        positions += a3.shape[0] * a3.shape[1]
-        position_norms = (d3.norm(dim=2) * a3.norm(dim=2)).reshape(dims)
-        gram = torch.einsum("bto,bso->bts", d3, d3) * torch.einsum("bti,bsi->bts", a3, a3)
-        sample_norms = gram.sum(dim=(1, 2)).clamp_min(0).sqrt()
-        if checked and a3.shape[0] * d_out * d_in <= CHECK_ELEMENTS:
-            total += torch.einsum("bto,bti->boi", d3, a3).sum(dim=0)
-        else:
-            checked = False
-        records.append(
-            CallContributions(
-                a_shape=list(a.shape),
-                delta_shape=list(delta.shape),
-                sample_dims=dims,
-                position_norms=summarize(position_norms),
-                sample_norms=summarize(sample_norms) if len(dims) >= 1 else None,
+def per_sample_records(
+    layers: list[LayerPass], factors: Factors, summarize: Summarizer
+) -> list[PerSampleContributions]:
+    """One ``analyses.per_sample`` record per layer and pass (every call of the layer in that
+    pass), from the layers' stacked factors."""
+    norms = []  # per stack: (‖δ_p ⊗ a_p‖ per position, ‖C_b‖ per sample) of each call
+    for factor_stack in factors.stacks:
+        by_position, by_sample = _norms(
+            factor_stack.inputs.to(torch.float64), factor_stack.deltas.to(torch.float64)
+        )
+        norms.append((by_position.unbind(0), by_sample.unbind(0)))
+    out: list[PerSampleContributions] = []
+    row = 0
+    for layer in layers:
+        d_out, d_in = layer.grad.shape
+        records = []
+        positions = 0
+        for _call, a, delta, _summary in layer.calls:
+            dims = list(a.shape[:-1])
+            stack, position = factors.where[row]
+            by_position, by_sample = norms[stack][0][position], norms[stack][1][position]
+            positions += by_position.numel()
+            records.append(
+                CallContributions(
+                    a_shape=list(a.shape),
+                    delta_shape=list(delta.shape),
+                    sample_dims=dims,
+                    position_norms=summarize(by_position.reshape(dims)),
+                    sample_norms=summarize(by_sample) if dims else None,
+                )
+            )
+            row += 1
+        out.append(
+            PerSampleContributions(
+                module=layer.module,
+                weight=layer.weight,
+                pass_index=layer.pass_index,
+                calls=records,
+                sum_max_error=layer.max_error,
+                matches=layer.matches,
+                factor_numbers=positions * (d_in + d_out),
+                gradient_numbers=d_out * d_in,
             )
         )
-    record = PerSampleContributions(
-        module=calls[0][0]["module"],
-        weight=weight,
-        pass_index=pass_index,
-        calls=records,
-        sum_max_error=None,
-        matches=None,
-        factor_numbers=positions * (d_in + d_out),
-        gradient_numbers=d_out * d_in,
-    )
-    return record, total if checked else None
+    return out

@@ -1,0 +1,93 @@
+"""The captured (a, δ) factors of the Linear layers a backward reached, stacked by shape for
+the two analyses of them: the reconstruction of W.grad (analyses.py) and the per-sample,
+per-token picture (per_sample.py).
+
+A model repeats its layers: chain60 has 60 Linear calls of one shape, a TransformerEncoder
+the same two per layer. One batched matmul (or norm) over every call of a shape costs about
+what a single one does, where a loop pays torch's per-call overhead for every layer; and
+both analyses read the same stacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+# one call of a Linear layer: (the forward capture's record of it, a, δ, δ's summary)
+Call = tuple[dict[str, Any], torch.Tensor, torch.Tensor, Any]
+
+
+@dataclass(slots=True)
+class LayerPass:
+    """One Linear weight in one backward pass: every call of it the backward reached, what
+    autograd accumulated into it, and the reconstruction Σ δ ⊗ a compared with that."""
+
+    pass_index: int
+    weight: str
+    calls: list[Call]
+    grad: torch.Tensor  # .grad after the pass minus before
+    reconstructed: torch.Tensor  # Σ over calls and positions of δ ⊗ a, in grad's dtype
+    max_error: float  # see LinearReconstruction
+    matches: bool
+    identical: bool  # the reconstruction has the very bits of grad
+
+    @property
+    def module(self) -> str:
+        return self.calls[0][0]["module"]
+
+
+def samples_and_tokens(shape: torch.Size) -> tuple[int, int]:
+    """A factor of this shape (..., width) read as (samples, tokens, width): the first dim is
+    the sample, the others tokens; a 1-D factor is one sample of one token."""
+    if len(shape) == 1:
+        return 1, 1
+    tokens = 1
+    for size in shape[1:-1]:
+        tokens *= size
+    return shape[0], tokens
+
+
+@dataclass(slots=True)
+class FactorStack:
+    """The calls of one shape: a and δ as (calls, samples, tokens, width) in their own dtype,
+    and the dtype of their weights' gradients."""
+
+    inputs: torch.Tensor
+    deltas: torch.Tensor
+    grad_dtype: torch.dtype
+
+
+class Factors:
+    """Every call's (a, δ), stacked by shape across layers and passes.
+
+    ``where[c]`` is (stack, position in it) of the c-th call, counting calls layer by layer
+    in the order given.
+    """
+
+    def __init__(self, layers: Iterable[tuple[list[Call], torch.dtype]]) -> None:
+        flat: list[Call] = []
+        by_shape: dict[tuple, list[int]] = {}
+        for calls, grad_dtype in layers:
+            for call in calls:
+                a, delta = call[1], call[2]
+                key = (a.shape, delta.shape, a.dtype, delta.dtype, a.device, grad_dtype)
+                by_shape.setdefault(key, []).append(len(flat))
+                flat.append(call)
+        self.where: list[tuple[int, int]] = [(0, 0)] * len(flat)
+        self.stacks: list[FactorStack] = []
+        for (a_shape, delta_shape, *_, grad_dtype), members in by_shape.items():
+            samples, tokens = samples_and_tokens(a_shape)
+            for position, c in enumerate(members):
+                self.where[c] = (len(self.stacks), position)
+            inputs = _stack([flat[c][1] for c in members]).reshape(len(members), samples, tokens, a_shape[-1])
+            deltas = _stack([flat[c][2] for c in members]).reshape(
+                len(members), samples, tokens, delta_shape[-1]
+            )
+            self.stacks.append(FactorStack(inputs, deltas, grad_dtype))
+
+
+def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:
+    return torch.stack(tensors) if len(tensors) > 1 else tensors[0].unsqueeze(0)
