@@ -88,3 +88,5 @@ def test_seed_000_storage_payoff() -> None:
     (rec,) = trace.doc.analyses.per_sample
     assert rec.gradient_numbers == 4096 * 4096 == 16_777_216
     assert rec.factor_numbers == 8_192
+    # the shares' sum is the reconstruction: checked however large the layer
+    assert rec.matches is True and rec.sum_max_error == trace.doc.analyses.linear[0].max_error
