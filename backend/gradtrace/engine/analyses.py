@@ -45,17 +45,34 @@ class LinearAnalysis:
         # (build and per_sample share them)
         self._reconstructed: tuple[tuple[int, tuple[int, ...]], list[LayerPass], Factors] | None = None
 
-    def _snapshot(self) -> dict[str, torch.Tensor | None]:
-        return {name: None if w.grad is None else w.grad.detach().clone() for name, w in self.weights.items()}
+    @staticmethod
+    def _copies(grads: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:
+        """A copy of each .grad (None: none): one stacked copy per shape, not one per weight."""
+        copies: dict[str, torch.Tensor | None] = dict.fromkeys(grads)
+        by_shape: dict[tuple, tuple[list[str], list[torch.Tensor]]] = {}
+        for name, grad in grads.items():
+            if grad is not None:
+                names, same = by_shape.setdefault(
+                    (grad.shape, grad.dtype, grad.device, grad.layout), ([], [])
+                )
+                names.append(name)
+                same.append(grad)
+        for (_shape, _dtype, _device, layout), (names, same) in by_shape.items():
+            if len(same) == 1 or layout != torch.strided:
+                copies.update((name, grad.detach().clone()) for name, grad in zip(names, same, strict=True))
+                continue
+            with torch.no_grad():  # a create_graph .grad must not grow the graph
+                stacked = torch.stack(same)
+            copies.update(zip(names, stacked.unbind(0), strict=True))
+        return copies
 
     def before_pass(self, pass_index: int) -> None:
-        self._before[pass_index] = self._snapshot()
+        self._before[pass_index] = self._copies({name: w.grad for name, w in self.weights.items()})
 
     def after_pass(self, pass_index: int) -> None:
-        self._after[pass_index] = self._snapshot()
-        self._live[pass_index] = {
-            name: (w.grad, w.grad._version) for name, w in self.weights.items() if w.grad is not None
-        }
+        grads = {name: w.grad for name, w in self.weights.items()}
+        self._after[pass_index] = self._copies(grads)
+        self._live[pass_index] = {name: (g, g._version) for name, g in grads.items() if g is not None}
 
     def build(
         self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
@@ -124,8 +141,9 @@ class LinearAnalysis:
         def grad_value() -> TensorValue:
             return summarize(layer.grad) if known is None else summarize.like_new(known)
 
-        # a reconstruction with the very bits of grad has its summary (charged as its own)
+        # a reconstruction with the very bits of grad: one summary for both, accounted as two
         reconstructed = grad_value() if layer.identical else summarize(layer.reconstructed)
+        grad = summarize.like_new(reconstructed) if layer.identical else grad_value()
         first = layer.calls[0]
         return LinearReconstruction(
             module=layer.module,
@@ -134,7 +152,7 @@ class LinearAnalysis:
             a_shape=list(first[1].shape),
             delta_shape=list(first[2].shape),
             reconstructed=reconstructed,
-            grad=grad_value(),
+            grad=grad,
             max_error=layer.max_error,
             matches=layer.matches,
             a=[summarize(c[1]) for c in layer.calls],

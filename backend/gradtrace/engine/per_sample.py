@@ -23,20 +23,40 @@ import torch
 
 from gradtrace.engine.linear_factors import Factors, LayerPass
 from gradtrace.engine.summarize import Summarizer
-from gradtrace.trace_schema import CallContributions, PerSampleContributions
+from gradtrace.trace_schema import CallContributions, PerSampleContributions, TensorValue
 
 
-def _norms(inputs: torch.Tensor, deltas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _norms(inputs: torch.Tensor, deltas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """For stacks (calls, samples, tokens, width) of a and δ in float64: ‖δ_p ⊗ a_p‖ per
-    position (calls, samples, tokens) and ‖C_b‖ per sample (calls, samples)."""
-    positions = torch.linalg.vector_norm(deltas, dim=3) * torch.linalg.vector_norm(inputs, dim=3)
+    position (calls, samples, tokens) and ‖C_b‖ per sample (calls, samples); None for the
+    latter with one token per sample, where C_b is rank one and its norm the position's."""
     calls, samples, tokens, _ = inputs.shape
     if tokens == 1:
-        return positions, positions[:, :, 0]
+        return torch.linalg.vector_norm(deltas, dim=3) * torch.linalg.vector_norm(inputs, dim=3), None
     flat_d = deltas.reshape(calls * samples, tokens, -1)
     flat_a = inputs.reshape(calls * samples, tokens, -1)
-    gram = torch.bmm(flat_d, flat_d.transpose(1, 2)) * torch.bmm(flat_a, flat_a.transpose(1, 2))
-    return positions, gram.sum(dim=(1, 2)).clamp_min(0).sqrt().reshape(calls, samples)
+    gram_d, gram_a = torch.bmm(flat_d, flat_d.transpose(1, 2)), torch.bmm(flat_a, flat_a.transpose(1, 2))
+    # the Grams' diagonals are the squared norms ‖δ_p‖², ‖a_p‖²
+    positions = (gram_d.diagonal(dim1=1, dim2=2) * gram_a.diagonal(dim1=1, dim2=2)).sqrt()
+    by_sample = (gram_d * gram_a).sum(dim=(1, 2)).clamp_min(0).sqrt()
+    return positions.reshape(calls, samples, tokens), by_sample.reshape(calls, samples)
+
+
+def _sample_norms(
+    summarize: Summarizer,
+    dims: list[int],
+    by_position: torch.Tensor,
+    by_sample: torch.Tensor | None,
+    positions: TensorValue,
+) -> TensorValue | None:
+    """The record of ‖C_b‖ per sample (None for a 1-D factor: no sample dim)."""
+    if not dims:
+        return None
+    if by_sample is not None:
+        return summarize(by_sample)
+    if len(dims) == 1:  # one token per sample, and the positions are the samples: their record
+        return summarize.like_new(positions)
+    return summarize(by_position.reshape(dims[0]))
 
 
 def per_sample_records(
@@ -44,12 +64,13 @@ def per_sample_records(
 ) -> list[PerSampleContributions]:
     """One ``analyses.per_sample`` record per layer and pass (every call of the layer in that
     pass), from the layers' stacked factors."""
-    norms = []  # per stack: (‖δ_p ⊗ a_p‖ per position, ‖C_b‖ per sample) of each call
+    # per stack: ‖δ_p ⊗ a_p‖ per position and ‖C_b‖ per sample of each call (None: one token)
+    norms: list[tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...] | None]] = []
     for factor_stack in factors.stacks:
         by_position, by_sample = _norms(
             factor_stack.inputs.to(torch.float64), factor_stack.deltas.to(torch.float64)
         )
-        norms.append((by_position.unbind(0), by_sample.unbind(0)))
+        norms.append((by_position.unbind(0), None if by_sample is None else by_sample.unbind(0)))
     out: list[PerSampleContributions] = []
     row = 0
     for layer in layers:
@@ -59,15 +80,18 @@ def per_sample_records(
         for _call, a, delta, _summary in layer.calls:
             dims = list(a.shape[:-1])
             stack, position = factors.where[row]
-            by_position, by_sample = norms[stack][0][position], norms[stack][1][position]
+            by_positions, by_samples = norms[stack]
+            by_position = by_positions[position]
+            by_sample = None if by_samples is None else by_samples[position]
             positions += by_position.numel()
+            position_norms = summarize(by_position.reshape(dims))
             records.append(
                 CallContributions(
                     a_shape=list(a.shape),
                     delta_shape=list(delta.shape),
                     sample_dims=dims,
-                    position_norms=summarize(by_position.reshape(dims)),
-                    sample_norms=summarize(by_sample) if dims else None,
+                    position_norms=position_norms,
+                    sample_norms=_sample_norms(summarize, dims, by_position, by_sample, position_norms),
                 )
             )
             row += 1
