@@ -56,14 +56,12 @@ class LinearAnalysis:
                     (grad.shape, grad.dtype, grad.device, grad.layout), ([], [])
                 )
                 names.append(name)
-                same.append(grad)
+                same.append(grad.detach() if grad.requires_grad else grad)  # (create_graph)
         for (_shape, _dtype, _device, layout), (names, same) in by_shape.items():
             if len(same) == 1 or layout != torch.strided:
-                copies.update((name, grad.detach().clone()) for name, grad in zip(names, same, strict=True))
-                continue
-            with torch.no_grad():  # a create_graph .grad must not grow the graph
-                stacked = torch.stack(same)
-            copies.update(zip(names, stacked.unbind(0), strict=True))
+                copies.update((name, grad.clone()) for name, grad in zip(names, same, strict=True))
+            else:
+                copies.update(zip(names, torch.stack(same).unbind(0), strict=True))
         return copies
 
     def before_pass(self, pass_index: int) -> None:
