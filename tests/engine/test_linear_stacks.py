@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 import gradtrace
+from gradtrace.engine import linear_factors
 from gradtrace.engine.analyses import compare_nan_aware, compare_stacked
 from gradtrace.trace import tensor_array
 
@@ -55,7 +56,12 @@ def _oracle(model: Mixed, x: torch.Tensor) -> dict[str, list[tuple[torch.Tensor,
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_each_layer_of_a_stack_against_pytorch(dtype: torch.dtype) -> None:
+# the default (all five calls of one shape in one stack), two calls per stack, one per stack
+@pytest.mark.parametrize("stack_numbers", [linear_factors.STACK_NUMBERS, 200, 1])
+def test_each_layer_of_a_stack_against_pytorch(
+    dtype: torch.dtype, stack_numbers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(linear_factors, "STACK_NUMBERS", stack_numbers)
     torch.manual_seed(0)
     model = Mixed().to(dtype)
     x = torch.randn(2, 5, 4, dtype=dtype)

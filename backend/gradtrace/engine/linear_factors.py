@@ -60,8 +60,14 @@ class FactorStack:
     grad_dtype: torch.dtype
 
 
+# numbers per stack, counting a, δ and the d_out x d_in product of each call: bounds the
+# extra memory of the stacks and their float64 copies (chain60's 60 calls hold ~120 k)
+STACK_NUMBERS = 1 << 22
+
+
 class Factors:
-    """Every call's (a, δ), stacked by shape across layers and passes.
+    """Every call's (a, δ), stacked by shape across layers and passes (a stack holds up to
+    STACK_NUMBERS numbers, or one call).
 
     ``where[c]`` is (stack, position in it) of the c-th call, counting calls layer by layer
     in the order given.
@@ -80,13 +86,16 @@ class Factors:
         self.stacks: list[FactorStack] = []
         for (a_shape, delta_shape, *_, grad_dtype), members in by_shape.items():
             samples, tokens = samples_and_tokens(a_shape)
-            for position, c in enumerate(members):
-                self.where[c] = (len(self.stacks), position)
-            inputs = _stack([flat[c][1] for c in members]).reshape(len(members), samples, tokens, a_shape[-1])
-            deltas = _stack([flat[c][2] for c in members]).reshape(
-                len(members), samples, tokens, delta_shape[-1]
-            )
-            self.stacks.append(FactorStack(inputs, deltas, grad_dtype))
+            d_in, d_out = a_shape[-1], delta_shape[-1]
+            per_call = samples * tokens * (d_in + d_out) + d_out * d_in
+            size = max(1, STACK_NUMBERS // max(1, per_call))
+            for start in range(0, len(members), size):
+                chunk = members[start : start + size]
+                for position, c in enumerate(chunk):
+                    self.where[c] = (len(self.stacks), position)
+                inputs = _stack([flat[c][1] for c in chunk]).reshape(len(chunk), samples, tokens, d_in)
+                deltas = _stack([flat[c][2] for c in chunk]).reshape(len(chunk), samples, tokens, d_out)
+                self.stacks.append(FactorStack(inputs, deltas, grad_dtype))
 
 
 def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:
