@@ -150,3 +150,22 @@ def test_compare_stacked_is_compare_nan_aware_per_pair() -> None:
             expected_error, expected_matches = compare_nan_aware(rebuilt[k], real[k])
             assert error == pytest.approx(expected_error) and matches is expected_matches, k
             assert identical is (k in (0, 2)), k
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (0, 4, 3), (3,)])
+def test_empty_batch_and_single_vector(shape: tuple[int, ...]) -> None:
+    """No samples (W.grad is zero) or a 1-D input (one sample of one token)."""
+    layer = nn.Linear(3, 2)
+    trace = gradtrace.trace(layer, torch.randn(*shape), lambda out: out.sum())
+    [rec] = trace.doc.analyses.linear
+    [shares] = trace.doc.analyses.per_sample
+    assert rec.matches is True and shares.matches is True
+    np.testing.assert_array_equal(tensor_array(rec.reconstructed), trace.grads["weight"])
+    [call] = shares.calls
+    assert call.sample_dims == list(shape[:-1])
+    assert tensor_array(call.position_norms).shape == shape[:-1]
+    assert shares.factor_numbers == math.prod(shape[:-1]) * (3 + 2)
+    if len(shape) == 1:
+        assert call.sample_norms is None
+    else:
+        assert tensor_array(call.sample_norms).shape == (0,)

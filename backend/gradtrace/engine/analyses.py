@@ -166,9 +166,9 @@ def reconstruct(
     factors, one batched comparison per stack of single-call layers."""
     products = []  # per stack: δᵀ a of each call, (calls, d_out, d_in)
     for factor_stack in factors.stacks:
-        count, samples, tokens, _ = factor_stack.inputs.shape
-        deltas = factor_stack.deltas.reshape(count, samples * tokens, -1).to(factor_stack.grad_dtype)
-        inputs = factor_stack.inputs.reshape(count, samples * tokens, -1).to(factor_stack.grad_dtype)
+        # (calls, samples, tokens, width) -> (calls, positions, width)
+        deltas = factor_stack.deltas.flatten(1, 2).to(factor_stack.grad_dtype)
+        inputs = factor_stack.inputs.flatten(1, 2).to(factor_stack.grad_dtype)
         products.append(torch.bmm(deltas.transpose(1, 2), inputs))
     rebuilt: list[torch.Tensor] = []
     single: dict[int, list[tuple[int, int]]] = {}  # stack -> (layer, position) of one-call layers

@@ -33,8 +33,7 @@ def _norms(inputs: torch.Tensor, deltas: torch.Tensor) -> tuple[torch.Tensor, to
     calls, samples, tokens, _ = inputs.shape
     if tokens == 1:
         return torch.linalg.vector_norm(deltas, dim=3) * torch.linalg.vector_norm(inputs, dim=3), None
-    flat_d = deltas.reshape(calls * samples, tokens, -1)
-    flat_a = inputs.reshape(calls * samples, tokens, -1)
+    flat_d, flat_a = deltas.flatten(0, 1), inputs.flatten(0, 1)  # (calls x samples, tokens, width)
     gram_d, gram_a = torch.bmm(flat_d, flat_d.transpose(1, 2)), torch.bmm(flat_a, flat_a.transpose(1, 2))
     # the Grams' diagonals are the squared norms ‖δ_p‖², ‖a_p‖²
     positions = (gram_d.diagonal(dim1=1, dim2=2) * gram_a.diagonal(dim1=1, dim2=2)).sqrt()
