@@ -129,7 +129,7 @@ class LinearAnalysis:
         before = self._before[pass_index].get(weight)
         w = self.weights[weight]
         live, version = self._live[pass_index].get(weight, (None, -1))
-        # .grad unchanged since the clone copied it: its summary (made at the grad_write) serves
+        # .grad unchanged since it was copied: its summary (made at the grad_write) serves
         known = (
             summarize.known(live)
             if before is None and live is w.grad and live is not None and live._version == version

@@ -10,7 +10,7 @@ d_out × d_in matrices (with one token per sample, C_b is rank one: ‖δ_b‖·
 add up to Σ_b C_b = Σ_{b,t} δ_bt ⊗ a_bt, the reconstruction (analyses.py): its comparison
 with W.grad is the check that they do.
 
-All calls of one shape, across layers, are computed together (linear_factors.stacked), in
+All calls of one shape, across layers, are computed together (linear_factors.Factors), in
 float64.
 
 And the storage payoff the seed measures: a position's factors are d_in + d_out numbers, the
