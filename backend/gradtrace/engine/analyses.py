@@ -47,22 +47,8 @@ class LinearAnalysis:
 
     @staticmethod
     def _copies(grads: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:
-        """A copy of each .grad (None: none): one stacked copy per shape, not one per weight."""
-        copies: dict[str, torch.Tensor | None] = dict.fromkeys(grads)
-        by_shape: dict[tuple, tuple[list[str], list[torch.Tensor]]] = {}
-        for name, grad in grads.items():
-            if grad is not None:
-                names, same = by_shape.setdefault(
-                    (grad.shape, grad.dtype, grad.device, grad.layout), ([], [])
-                )
-                names.append(name)
-                same.append(grad.detach() if grad.requires_grad else grad)  # (create_graph)
-        for (_shape, _dtype, _device, layout), (names, same) in by_shape.items():
-            if len(same) == 1 or layout != torch.strided:
-                copies.update((name, grad.clone()) for name, grad in zip(names, same, strict=True))
-            else:
-                copies.update(zip(names, torch.stack(same).unbind(0), strict=True))
-        return copies
+        """A copy of each .grad (None: none)."""
+        return {name: None if grad is None else grad.detach().clone() for name, grad in grads.items()}
 
     def before_pass(self, pass_index: int) -> None:
         self._before[pass_index] = self._copies({name: w.grad for name, w in self.weights.items()})
