@@ -89,6 +89,12 @@ def _module_kind(module: nn.Module, dict_name: str) -> str:
     return kind
 
 
+def _is_gradtraces(hook: Callable) -> bool:
+    """A process-wide hook of a trace running now (ForwardCapture records every module
+    through one pair of them; another thread may be tracing)."""
+    return isinstance(getattr(hook, "__self__", None), ForwardCapture)
+
+
 def _hook_name(hook: Callable) -> str:
     return getattr(hook, "__qualname__", None) or type(hook).__name__
 
@@ -123,7 +129,7 @@ class ModelHooks:
         self,
         recorder: Recorder,
         capture: ForwardCapture,
-        root: nn.Module,
+        modules: list[nn.Module],
         module_paths: dict[int, str],
         tensors: dict[str, torch.Tensor],
         listing: dict[str, list[ModuleHook]],
@@ -131,7 +137,6 @@ class ModelHooks:
     ) -> None:
         self.recorder = recorder
         self.capture = capture
-        self.root = root
         self.module_paths = module_paths
         self.tensors = tensors  # parameters and inputs, by name
         self.listing = listing  # module path -> hooks shown in graph.modules[].hooks
@@ -142,7 +147,7 @@ class ModelHooks:
         self._seen: dict[int, set[int]] = {}
         self._running: list[nn.Module] = []  # modules whose forward is running, innermost last
         # the model's modules (those in module_paths: the only ones _scan looks at)
-        self._modules = list(root.modules())
+        self._modules = modules
         # Every hook PyTorch registers takes a new RemovableHandle id: while next_id has not
         # moved, a module looked at since its last move has nothing new. _epoch counts the
         # moves seen; _looked: id(module) -> the epoch it was last looked at in
@@ -274,7 +279,11 @@ class ModelHooks:
     def _note_global_hooks(self) -> None:
         """Process-wide module hooks (``nn.modules.module.register_module_*_hook``) are not
         the model's and are not wrapped: say that they fire unrecorded."""
-        found = [name for name in _GLOBAL_DICTS if getattr(torch.nn.modules.module, name, None)]
+        found = [
+            name
+            for name in _GLOBAL_DICTS
+            if any(not _is_gradtraces(hook) for hook in getattr(torch.nn.modules.module, name, {}).values())
+        ]
         if found:
             self.diagnostics.append(
                 diagnostic(
