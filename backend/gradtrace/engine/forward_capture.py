@@ -11,6 +11,7 @@ Recording hooks return None: a returned value would replace the module's input/o
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
@@ -30,18 +31,28 @@ def flat_tensors(obj: Any) -> list[torch.Tensor]:
     if isinstance(obj, torch.Tensor):
         return [obj]
     if isinstance(obj, tuple | list):
-        return [t for item in obj for t in flat_tensors(item)]
+        out: list[torch.Tensor] = []
+        for item in obj:
+            if isinstance(item, torch.Tensor):  # (the usual: a module's args, an op's outputs)
+                out.append(item)
+            else:
+                out += flat_tensors(item)
+        return out
     if isinstance(obj, dict):
         return [t for item in obj.values() for t in flat_tensors(item)]
     return []
 
 
 def _arg_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    out = [a for a in args if isinstance(a, torch.Tensor)]
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append(a)
     for a in args:
         if isinstance(a, tuple | list):
             out.extend(t for t in a if isinstance(t, torch.Tensor))
-    out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor))
+    if kwargs:
+        out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor))
     return out
 
 
@@ -76,12 +87,13 @@ class _DiscoveryMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
-        intercept = self.capture.intercepts.get(func)
-        if intercept is not None and not self.capture.paused:
+        capture = self.capture
+        intercept = capture.intercepts.get(func)
+        if intercept is not None and not capture.paused:
             return intercept(func, args, kwargs)
         out = func(*args, **kwargs)
-        if not self.capture.paused:
-            self.capture.after_op(args, kwargs, out)
+        if not capture.paused:
+            capture.after_op(args, kwargs, out)
         return out
 
 
@@ -218,7 +230,7 @@ class ForwardCapture:
         same = (
             seen is not None
             and len(seen_tensors) == len(tensors)
-            and all(a is b for a, b in zip(seen_tensors, tensors, strict=True))
+            and all(map(operator.is_, seen_tensors, tensors))
         )
         # a forward-pre hook may have replaced the inputs: then summarize what forward got
         if same and seen is not None:
