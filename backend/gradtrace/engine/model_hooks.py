@@ -206,7 +206,8 @@ class ModelHooks:
         for module in self._modules:
             for dict_name in _MODULE_DICTS:
                 hooks = getattr(module, dict_name)
-                self._seen.setdefault(id(hooks), set()).update(hooks)
+                if hooks:  # (an empty dict has nothing to account for: all it gets is new)
+                    self._seen.setdefault(id(hooks), set()).update(hooks)
 
     def _restore(self) -> None:
         """Each original hook object back under its key (a hook removed meanwhile stays out)."""
@@ -228,13 +229,22 @@ class ModelHooks:
         self._scan(self._stale(self._modules))
 
     def _module_starting(self, module: nn.Module) -> None:
-        self._scan(self._stale([module, *self._running]), missed_if=(module, _COLLECTED_AT_START))
+        if not self._up_to_date(module):
+            self._scan(self._stale([module, *self._running]), missed_if=(module, _COLLECTED_AT_START))
         self._running.append(module)
 
     def _module_ending(self, module: nn.Module) -> None:
         if self._running and self._running[-1] is module:
             self._running.pop()
-        self._scan(self._stale([module, *self._running]), missed_if=(module, ("forward",)))
+        if not self._up_to_date(module):
+            self._scan(self._stale([module, *self._running]), missed_if=(module, ("forward",)))
+
+    def _up_to_date(self, module: nn.Module) -> bool:
+        """Whether ``_stale([module, *running])`` would find nothing (the usual case, checked
+        without building that list): no hook registered anywhere since the last look, and
+        ``module`` looked at since. The running modules always are: each boundary looks at
+        them all when anything was registered, and each was looked at as it started."""
+        return RemovableHandle.next_id == self._next_handle and self._looked.get(id(module)) == self._epoch
 
     def _stale(self, modules: list[nn.Module]) -> list[nn.Module]:
         """Those of ``modules`` not looked at since a hook was last registered anywhere

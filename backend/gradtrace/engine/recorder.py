@@ -46,7 +46,8 @@ def _plain(value: Any) -> Any:
     if type(value) is int or type(value) is bool or value is None:  # (most: sizes, flags)
         return value
     if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
+        plain = list(value)  # (sizes and strides: ints, as they are)
+        return plain if all(type(v) is int for v in plain) else [_plain(v) for v in plain]
     if isinstance(value, int | float):
         return value if not isinstance(value, float) or value == value else "NaN"
     if isinstance(value, torch.SymInt):
