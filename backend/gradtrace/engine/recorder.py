@@ -314,8 +314,7 @@ class Recorder:
         if name == _HOOK_NODE:
             module = self._module_of_hook_node(obj, module)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
-        # (summarized before the value, as always)
-        saved = self._saved(obj, saved_tensors) if _saved_plan(obj) else []
+        saved = self._saved(obj, saved_tensors)  # (summarized before the value, as always)
         record = self._add_node(
             obj,
             GraphNode(

@@ -151,8 +151,9 @@ class TraceSession:
                 if id(param) not in seen:
                     seen.add(id(param))
                     params[name] = param
-            # a module the spec built reports the spec's type ("Module" for a composite)
-            kind = getattr(module, "spec_type", None) or type(module).__name__
+            # a module the spec built reports the spec's type ("Module" for a composite; a class
+            # attribute: asked of the class, as nn.Module's __getattr__ fails slowly for others)
+            kind = getattr(type(module), "spec_type", None) or type(module).__name__
             self.module_types[full] = (kind, parent, names)
         self.params = params
 
