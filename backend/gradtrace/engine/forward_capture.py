@@ -1,5 +1,9 @@
 """Recording a forward pass: module hooks on every module, node discovery as ops run.
 
+The module hooks are one process-wide pair that records the model's modules (see
+:meth:`ForwardCapture.hooks_installed`); a module that has forward hooks of its own when the
+trace starts gets its own pair, after them.
+
 Node discovery uses a ``TorchFunctionMode``: after each torch call it walks the outputs'
 ``grad_fn`` for nodes not seen yet (stopping at seen ones), so ``node_created`` events are
 emitted in real time, interleaved with the module events. Inside the mode's handler PyTorch
