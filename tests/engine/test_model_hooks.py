@@ -516,3 +516,20 @@ def test_modules_are_recorded_through_one_process_wide_pair_and_only_the_models(
     assert {m["path"] for m in doc["graph"]["modules"]} == {"", "a", "b"}
     mse_node = next(n for n in doc["graph"]["nodes"] if n["op"] == "MseLossBackward0")
     assert mse_node["module"] is None
+
+
+def test_another_traces_process_wide_hooks_are_not_reported_as_the_users() -> None:
+    """Another trace running (e.g. in another thread) has its process-wide pair registered:
+    it is gradtrace's, not the user's, so no global_hooks_unrecorded diagnostic."""
+    from gradtrace.engine.forward_capture import ForwardCapture
+    from gradtrace.engine.recorder import Recorder
+    from gradtrace.engine.summarize import Summarizer
+
+    other = ForwardCapture(Recorder(Summarizer(), 0, 100), [], {}, {})
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(other._global_pre_hook)
+    try:
+        doc = gradtrace.trace(nn.Linear(3, 1), X).to_dict()
+    finally:
+        handle.remove()
+    assert "global_hooks_unrecorded" not in [d["code"] for d in doc["analyses"]["diagnostics"]]
+    assert [e["module"] for e in doc["events"] if e["kind"] == "module_forward"] == [""]
