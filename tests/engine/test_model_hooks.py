@@ -459,3 +459,77 @@ def test_process_wide_module_hooks_are_said_to_fire_unrecorded() -> None:
     assert "global_hooks_unrecorded" not in [
         d["code"] for d in gradtrace.trace(nn.Linear(3, 1), X).to_dict()["analyses"]["diagnostics"]
     ]
+
+
+def _process_wide_hooks() -> list[dict]:
+    m = torch.nn.modules.module
+    return [
+        dict(m._global_forward_pre_hooks),
+        dict(m._global_forward_hooks),
+        dict(m._global_forward_hooks_always_called),
+    ]
+
+
+class _Chain(nn.Module):
+    """Two layers, the second with a forward-pre hook of its own from the start."""
+
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        torch.manual_seed(3)
+        self.a, self.b = nn.Linear(3, 4), nn.Linear(4, 2)
+        self.b.register_forward_pre_hook(_named(log, "b.pre"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_modules_are_recorded_through_one_process_wide_pair_and_only_the_models() -> None:
+    """gradtrace records the model's modules with one process-wide hook pair (a pair of
+    their own for modules that already had forward hooks, after those); a module outside
+    the model (a loss module) gets no events, and the process-wide dicts end as they began."""
+    log: list[str] = []
+    net = _Chain(log)
+    before = _process_wide_hooks()
+    mse = nn.MSELoss()
+    seen_during: list[int] = []
+
+    def loss(y: torch.Tensor) -> torch.Tensor:
+        seen_during.append(len(torch.nn.modules.module._global_forward_hooks))
+        return mse(y, torch.zeros_like(y))
+
+    doc = gradtrace.trace(net, X, loss).to_dict()
+    assert _process_wide_hooks() == before and seen_during == [len(before[1]) + 1]
+    assert "global_hooks_unrecorded" not in [d["code"] for d in doc["analyses"]["diagnostics"]]
+    kinds = [(e["kind"], e["module"]) for e in doc["events"] if e["kind"].startswith("module_forward")]
+    assert kinds == [
+        ("module_forward_pre", ""),
+        ("module_forward_pre", "a"),
+        ("module_forward", "a"),
+        ("module_forward_pre", "b"),  # the model's own hook first, as PyTorch runs it
+        ("module_forward_pre", "b"),
+        ("module_forward", "b"),
+        ("module_forward", ""),
+    ]
+    b_pre = [e for e in doc["events"] if e["kind"] == "module_forward_pre" and e["module"] == "b"]
+    assert b_pre[0]["hook"] is not None and b_pre[1]["hook"] is None and log == ["b.pre"]
+    # the loss module's op is recorded (outside any module), the module itself is not
+    assert {m["path"] for m in doc["graph"]["modules"]} == {"", "a", "b"}
+    mse_node = next(n for n in doc["graph"]["nodes"] if n["op"] == "MseLossBackward0")
+    assert mse_node["module"] is None
+
+
+def test_another_traces_process_wide_hooks_are_not_reported_as_the_users() -> None:
+    """Another trace running (e.g. in another thread) has its process-wide pair registered:
+    it is gradtrace's, not the user's, so no global_hooks_unrecorded diagnostic."""
+    from gradtrace.engine.forward_capture import ForwardCapture
+    from gradtrace.engine.recorder import Recorder
+    from gradtrace.engine.summarize import Summarizer
+
+    other = ForwardCapture(Recorder(Summarizer(), 0, 100), [], {}, {})
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(other._global_pre_hook)
+    try:
+        doc = gradtrace.trace(nn.Linear(3, 1), X).to_dict()
+    finally:
+        handle.remove()
+    assert "global_hooks_unrecorded" not in [d["code"] for d in doc["analyses"]["diagnostics"]]
+    assert [e["module"] for e in doc["events"] if e["kind"] == "module_forward"] == [""]

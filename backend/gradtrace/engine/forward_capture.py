@@ -1,5 +1,9 @@
 """Recording a forward pass: module hooks on every module, node discovery as ops run.
 
+The module hooks are one process-wide pair that records the model's modules (see
+:meth:`ForwardCapture.hooks_installed`); a module that has forward hooks of its own when the
+trace starts gets its own pair, after them.
+
 Node discovery uses a ``TorchFunctionMode``: after each torch call it walks the outputs'
 ``grad_fn`` for nodes not seen yet (stopping at seen ones), so ``node_created`` events are
 emitted in real time, interleaved with the module events. Inside the mode's handler PyTorch
@@ -11,12 +15,14 @@ Recording hooks return None: a returned value would replace the module's input/o
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
@@ -29,18 +35,28 @@ def flat_tensors(obj: Any) -> list[torch.Tensor]:
     if isinstance(obj, torch.Tensor):
         return [obj]
     if isinstance(obj, tuple | list):
-        return [t for item in obj for t in flat_tensors(item)]
+        out: list[torch.Tensor] = []
+        for item in obj:
+            if isinstance(item, torch.Tensor):  # (the usual: a module's args, an op's outputs)
+                out.append(item)
+            else:
+                out += flat_tensors(item)
+        return out
     if isinstance(obj, dict):
         return [t for item in obj.values() for t in flat_tensors(item)]
     return []
 
 
 def _arg_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    out = [a for a in args if isinstance(a, torch.Tensor)]
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append(a)
     for a in args:
         if isinstance(a, tuple | list):
             out.extend(t for t in a if isinstance(t, torch.Tensor))
-    out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor))
+    if kwargs:
+        out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor))
     return out
 
 
@@ -75,12 +91,13 @@ class _DiscoveryMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
-        intercept = self.capture.intercepts.get(func)
-        if intercept is not None and not self.capture.paused:
+        capture = self.capture
+        intercept = capture.intercepts.get(func)
+        if intercept is not None and not capture.paused:
             return intercept(func, args, kwargs)
         out = func(*args, **kwargs)
-        if not self.capture.paused:
-            self.capture.after_op(args, kwargs, out)
+        if not capture.paused:
+            capture.after_op(args, kwargs, out)
         return out
 
 
@@ -90,15 +107,18 @@ class ForwardCapture:
     def __init__(
         self,
         recorder: Recorder,
-        root: nn.Module | None,
+        modules: list[nn.Module],
         module_paths: dict[int, str],
         param_names: dict[int, str],
     ) -> None:
+        """``modules``: the model's modules (``module_paths``: id(module) -> its path)."""
         self.recorder = recorder
-        self.root = root
+        self.modules = modules
         self.module_paths = module_paths
         self.param_names = param_names
         self._quiet = _Quiet()
+        # id()s of the modules recorded by a hook pair of their own, not the process-wide one
+        self._own_pair: set[int] = set()
         # called at every module boundary after gradtrace's own recording (model_hooks
         # follows the hooks the model registers there): one hook pair per module, not two
         self.on_module_start: Callable[[nn.Module], None] | None = None
@@ -123,13 +143,18 @@ class ForwardCapture:
 
     # ---- discovery ----------------------------------------------------------------------
     def after_op(self, args: tuple, kwargs: dict, out: Any) -> None:
-        outs = flat_tensors(out) if not isinstance(out, torch.Tensor) else [out]
-        roots = [t.grad_fn for t in outs if t.grad_fn is not None]
-        if not roots:
-            return
-        with self.quiet():
+        if isinstance(out, torch.Tensor):  # (most ops)
+            consumer = out.grad_fn
+            if consumer is None:
+                return
+            outs = [out]
+        else:
+            outs = flat_tensors(out)
+            consumer = next((fn for t in outs if (fn := t.grad_fn) is not None), None)
+            if consumer is None:
+                return
+        with self._quiet:
             self.discover_from(outs)
-            consumer = roots[0]
             for t in _arg_tensors(args, kwargs):
                 if not t.requires_grad and t.grad_fn is None:
                     self.recorder.no_grad_input(t, consumer)
@@ -150,42 +175,52 @@ class ForwardCapture:
     def discover_from(self, tensors: list[torch.Tensor]) -> None:
         """Discover every unseen node behind ``tensors`` (used after backward passes too)."""
         rec = self.recorder
-        roots = [t.grad_fn for t in tensors if t.grad_fn is not None]
-        new = walk_new(roots, rec.node_ids)
-        if not new:
-            return
+        seen = rec.node_ids
+        # each unseen node with the (first) tensor it produced: its value
         produced: dict[Any, torch.Tensor] = {}
         for t in tensors:
             fn = t.grad_fn
-            if fn is not None and fn not in produced:
+            if fn is not None and fn not in seen and fn not in produced:
                 produced[fn] = t
-        rec.discover(new, produced)
+        if produced:  # (usually nothing new: a module's inputs, a name for a known tensor)
+            rec.discover(walk_new(produced, seen), produced)
 
     # ---- module hooks -------------------------------------------------------------------
+    def _global_pre_hook(self, module: nn.Module, args: tuple) -> None:
+        if id(module) not in self._own_pair:
+            self._pre_hook(module, args)
+
+    def _global_post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
+        if id(module) not in self._own_pair:
+            self._post_hook(module, args, output)
+
     def _pre_hook(self, module: nn.Module, args: tuple) -> None:
         path = self.module_paths.get(id(module))
-        if path is not None:
-            rec = self.recorder
-            with self.quiet():
-                # nodes behind the inputs belong to the caller: discover them before entering
-                # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
-                tensors = flat_tensors(args)
-                self.discover_from(tensors)
-                rec.enter_module(path)
-                inputs = [rec.summarize(t) for t in tensors]
-                self._inputs.append((tensors, inputs))  # module_forward repeats them
-                rec.emit("module_forward_pre", target=path, module=path, payload={"inputs": inputs})
+        if path is None:  # not this model's (the process-wide hook sees every module)
+            return
+        rec = self.recorder
+        with self._quiet:
+            # nodes behind the inputs belong to the caller: discover them before entering
+            # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
+            tensors = flat_tensors(args)
+            self.discover_from(tensors)
+            rec.enter_module(path)
+            summarize = rec.summarize
+            inputs = [summarize(t) for t in tensors]
+            self._inputs.append((tensors, inputs))  # module_forward repeats them
+            rec.emit("module_forward_pre", target=path, module=path, payload={"inputs": inputs})
         if self.on_module_start is not None:
             self.on_module_start(module)
 
     def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.module_paths.get(id(module))
-        if path is not None:
-            try:
-                with self.quiet():
-                    self._record_output(path, module, args, output)
-            finally:
-                self.recorder.exit_module(path)
+        if path is None:
+            return
+        try:
+            with self._quiet:
+                self._record_output(path, module, args, output)
+        finally:
+            self.recorder.exit_module(path)
         if self.on_module_end is not None:
             self.on_module_end(module)
 
@@ -199,7 +234,7 @@ class ForwardCapture:
         same = (
             seen is not None
             and len(seen_tensors) == len(tensors)
-            and all(a is b for a, b in zip(seen_tensors, tensors, strict=True))
+            and all(map(operator.is_, seen_tensors, tensors))
         )
         # a forward-pre hook may have replaced the inputs: then summarize what forward got
         if same and seen is not None:
@@ -240,17 +275,31 @@ class ForwardCapture:
 
     @contextmanager
     def hooks_installed(self):
-        """Recording hooks on every module of the model, removed on exit whatever happens."""
+        """Recording hooks on every module of the model, removed on exit whatever happens.
+
+        One process-wide pair (``register_module_forward_pre_hook`` / ``_forward_hook``)
+        serves the model's modules and skips all others: two registrations, not two per
+        module (each costs about what a module call does, and so does its removal).
+        Process-wide hooks run before a module's own, so a module that already has forward
+        hooks gets a pair of its own, after them, as every module had: gradtrace records
+        what the model's hooks left (replaced inputs, outputs), and its events come after
+        theirs.
+        """
         handles: list[RemovableHandle] = []
         try:
-            if self.root is not None:
-                for module in self.root.modules():
+            for module in self.modules:
+                if module._forward_pre_hooks or module._forward_hooks:
+                    self._own_pair.add(id(module))
                     handles.append(module.register_forward_pre_hook(self._pre_hook))
                     handles.append(module.register_forward_hook(self._post_hook, always_call=True))
+            if self.modules:
+                handles.append(register_module_forward_pre_hook(self._global_pre_hook))
+                handles.append(register_module_forward_hook(self._global_post_hook, always_call=True))
             yield
         finally:
             for handle in handles:
                 handle.remove()
+            self._own_pair.clear()
 
     @contextmanager
     def recording(self):

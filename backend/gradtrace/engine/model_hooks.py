@@ -89,6 +89,12 @@ def _module_kind(module: nn.Module, dict_name: str) -> str:
     return kind
 
 
+def _is_gradtraces(hook: Callable) -> bool:
+    """A process-wide hook of a trace running now (ForwardCapture records every module
+    through one pair of them; another thread may be tracing)."""
+    return isinstance(getattr(hook, "__self__", None), ForwardCapture)
+
+
 def _hook_name(hook: Callable) -> str:
     return getattr(hook, "__qualname__", None) or type(hook).__name__
 
@@ -123,7 +129,7 @@ class ModelHooks:
         self,
         recorder: Recorder,
         capture: ForwardCapture,
-        root: nn.Module,
+        modules: list[nn.Module],
         module_paths: dict[int, str],
         tensors: dict[str, torch.Tensor],
         listing: dict[str, list[ModuleHook]],
@@ -131,7 +137,6 @@ class ModelHooks:
     ) -> None:
         self.recorder = recorder
         self.capture = capture
-        self.root = root
         self.module_paths = module_paths
         self.tensors = tensors  # parameters and inputs, by name
         self.listing = listing  # module path -> hooks shown in graph.modules[].hooks
@@ -142,7 +147,7 @@ class ModelHooks:
         self._seen: dict[int, set[int]] = {}
         self._running: list[nn.Module] = []  # modules whose forward is running, innermost last
         # the model's modules (those in module_paths: the only ones _scan looks at)
-        self._modules = list(root.modules())
+        self._modules = modules
         # Every hook PyTorch registers takes a new RemovableHandle id: while next_id has not
         # moved, a module looked at since its last move has nothing new. _epoch counts the
         # moves seen; _looked: id(module) -> the epoch it was last looked at in
@@ -201,7 +206,8 @@ class ModelHooks:
         for module in self._modules:
             for dict_name in _MODULE_DICTS:
                 hooks = getattr(module, dict_name)
-                self._seen.setdefault(id(hooks), set()).update(hooks)
+                if hooks:  # (an empty dict has nothing to account for: all it gets is new)
+                    self._seen.setdefault(id(hooks), set()).update(hooks)
 
     def _restore(self) -> None:
         """Each original hook object back under its key (a hook removed meanwhile stays out)."""
@@ -223,13 +229,22 @@ class ModelHooks:
         self._scan(self._stale(self._modules))
 
     def _module_starting(self, module: nn.Module) -> None:
-        self._scan(self._stale([module, *self._running]), missed_if=(module, _COLLECTED_AT_START))
+        if not self._up_to_date(module):
+            self._scan(self._stale([module, *self._running]), missed_if=(module, _COLLECTED_AT_START))
         self._running.append(module)
 
     def _module_ending(self, module: nn.Module) -> None:
         if self._running and self._running[-1] is module:
             self._running.pop()
-        self._scan(self._stale([module, *self._running]), missed_if=(module, ("forward",)))
+        if not self._up_to_date(module):
+            self._scan(self._stale([module, *self._running]), missed_if=(module, ("forward",)))
+
+    def _up_to_date(self, module: nn.Module) -> bool:
+        """Whether ``_stale([module, *running])`` would find nothing (the usual case, checked
+        without building that list): no hook registered anywhere since the last look, and
+        ``module`` looked at since. The running modules always are: each boundary looks at
+        them all when anything was registered, and each was looked at as it started."""
+        return RemovableHandle.next_id == self._next_handle and self._looked.get(id(module)) == self._epoch
 
     def _stale(self, modules: list[nn.Module]) -> list[nn.Module]:
         """Those of ``modules`` not looked at since a hook was last registered anywhere
@@ -274,7 +289,11 @@ class ModelHooks:
     def _note_global_hooks(self) -> None:
         """Process-wide module hooks (``nn.modules.module.register_module_*_hook``) are not
         the model's and are not wrapped: say that they fire unrecorded."""
-        found = [name for name in _GLOBAL_DICTS if getattr(torch.nn.modules.module, name, None)]
+        found = [
+            name
+            for name in _GLOBAL_DICTS
+            if any(not _is_gradtraces(hook) for hook in getattr(torch.nn.modules.module, name, {}).values())
+        ]
         if found:
             self.diagnostics.append(
                 diagnostic(

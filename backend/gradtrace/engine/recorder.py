@@ -24,59 +24,48 @@ from gradtrace.engine.memory import SavedMemory
 from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import EdgeKind, Event, EventKind, GraphEdge, GraphNode, Pass, Phase, SavedTensor
 
-_SAVED_ATTRS: dict[type, list[str]] = {}
 # node class -> its saved attributes, each with the name of its raw SavedVariable(s) when the
-# class has one (a hook-packed saved tensor is seen there), else None
-_SAVED_PLANS: dict[type, list[tuple[str, str | None]]] = {}
+# class has one (a hook-packed saved tensor is seen there), else None. (dir() is slow: once
+# per class.)
+_SAVED_PLANS: dict[type, tuple[tuple[str, str | None], ...]] = {}
 
 
-def saved_attr_names(node: Any) -> list[str]:
-    """The node's ``_saved_*`` attributes (cached per node class: dir() is slow)."""
-    cls = type(node)
-    names = _SAVED_ATTRS.get(cls)
-    if names is None:
-        names = sorted(a for a in dir(node) if a.startswith("_saved_"))
-        _SAVED_ATTRS[cls] = names
-    return names
-
-
-def _saved_plan(node: Any) -> list[tuple[str, str | None]]:
+def _saved_plan(node: Any) -> tuple[tuple[str, str | None], ...]:
     cls = type(node)
     plan = _SAVED_PLANS.get(cls)
     if plan is None:
-        plan = _SAVED_PLANS[cls] = [
-            (attr, raw if hasattr(cls, raw) else None)
-            for attr in saved_attr_names(node)
-            for raw in ("_raw" + attr,)
-        ]
+        names = sorted(a for a in dir(node) if a.startswith("_saved_"))
+        plan = _SAVED_PLANS[cls] = tuple(
+            (attr, "_raw" + attr if hasattr(cls, "_raw" + attr) else None) for attr in names
+        )
     return plan
 
 
 def _plain(value: Any) -> Any:
     """A saved non-tensor value as JSON: ints (SymInts too), floats, lists, else its str."""
-    if isinstance(value, bool) or value is None:
+    if type(value) is int or type(value) is bool or value is None:  # (most: sizes, flags)
         return value
+    if isinstance(value, tuple | list):
+        plain = list(value)  # (sizes and strides: ints, as they are)
+        return plain if all(type(v) is int for v in plain) else [_plain(v) for v in plain]
     if isinstance(value, int | float):
         return value if not isinstance(value, float) or value == value else "NaN"
     if isinstance(value, torch.SymInt):
         return int(value)
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
     return str(value)
 
 
+_HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
 
 
-def _unpacking_runs_a_hook(node: Any, raw_attr: str | None) -> bool:
-    """Whether reading the saved value whose raw SavedVariable(s) are ``node.<raw_attr>``
-    would run a saved-tensor unpack hook: user code, e.g. a non-reentrant checkpoint
-    recomputing its segment (its module hooks firing once more)."""
-    if raw_attr is None:  # a saved non-tensor value: nothing to unpack
-        return False
-    raw = getattr(node, raw_attr, None)
-    items = raw if isinstance(raw, tuple | list) else (raw,)
-    return any(getattr(item, "unpack_hook", None) is not None for item in items)
+def _unpacking_runs_a_hook(raw: Any) -> bool:
+    """Whether reading a saved value whose raw SavedVariable(s) are ``raw`` would run a
+    saved-tensor unpack hook: user code, e.g. a non-reentrant checkpoint recomputing its
+    segment (its module hooks firing once more)."""
+    if isinstance(raw, tuple | list):
+        return any(getattr(item, "unpack_hook", None) is not None for item in raw)
+    return getattr(raw, "unpack_hook", None) is not None
 
 
 class Recorder:
@@ -237,41 +226,45 @@ class Recorder:
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
 
-    def _add_node(self, obj: Any, **fields: Any) -> GraphNode:
-        node_id = self._new_id()
-        record = GraphNode(id=node_id, pass_index=self.pass_index, **fields)
+    def _add_node(self, obj: Any, record: GraphNode) -> GraphNode:
+        """Register a new node's record (made with the id ``_new_id()`` gave) and emit its
+        node_created event. ``obj``: the autograd node (None for a leaf tensor)."""
+        node_id = record.id
         self.nodes.append(record)
         self.by_id[node_id] = record
         if obj is not None:
             self.node_ids[obj] = node_id
             self.node_objects[node_id] = obj
-        seq = self.emit("node_created", target=node_id, node=node_id, module=record.module)
-        record.created_seq = seq
+        record.created_seq = self.emit("node_created", target=node_id, node=node_id, module=record.module)
         return record
 
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
-        known = self.leaf_id(tensor)
-        if known is not None:
-            return known
-        named = self.leaf_names.get(id(tensor))
+        key = id(tensor)
+        known = self._leaf_ids.get(key)
+        if known is not None and known[0] is tensor:
+            return known[1]
+        named = self.leaf_names.get(key)
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
-        labelled = self.leaf_labels.get(id(tensor))
+        labelled = self.leaf_labels.get(key)
         label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
-        record = self._add_node(
-            None,
+        requires_grad = tensor.requires_grad
+        record = GraphNode(
+            id=self._new_id(),
+            pass_index=self.pass_index,
             kind="tensor",
             label=name or label,
             tensor=name,
-            role="parameter" if tensor.requires_grad else "input",
+            role="parameter" if requires_grad else "input",
             shape=list(tensor.shape),
-            dtype=str(tensor.dtype).removeprefix("torch."),
+            dtype=dtype_name(tensor),
             module=module,
-            requires_grad=tensor.requires_grad,
+            requires_grad=requires_grad,
             value=self.summarize(tensor),
         )
-        self._leaf_ids[id(tensor)] = (tensor, record.id)
+        self._add_node(None, record)
+        self._leaf_ids[key] = (tensor, record.id)
         return record.id
 
     def discover(self, new_nodes: list[Any], produced: dict[Any, torch.Tensor]) -> None:
@@ -292,20 +285,23 @@ class Recorder:
                 self._add_op(obj, produced.get(obj))
 
     def _add_accumulate(self, obj: Any) -> None:
-        variable = obj.variable
-        leaf_id = self.leaf(variable)
+        leaf_id = self.leaf(obj.variable)
         leaf = self.by_id[leaf_id]
         record = self._add_node(
             obj,
-            kind="op",
-            label="AccumulateGrad",
-            op="AccumulateGrad",
-            role=None,
-            module=leaf.module,
-            creation_order=None,
-            variable=leaf_id,
-            requires_grad=True,
-            tensor=leaf.tensor,
+            GraphNode(
+                id=self._new_id(),
+                pass_index=self.pass_index,
+                kind="op",
+                label="AccumulateGrad",
+                op="AccumulateGrad",
+                role=None,
+                module=leaf.module,
+                creation_order=None,
+                variable=leaf_id,
+                requires_grad=True,
+                tensor=leaf.tensor,
+            ),
         )
         leaf.grad_fn = record.id
         self._add_edge(leaf_id, record.id, "leaf", None, 0)
@@ -313,44 +309,50 @@ class Recorder:
     def _add_op(self, obj: Any, tensor: torch.Tensor | None) -> None:
         raw = raw_sequence_nr(obj)
         name = op_name(obj)
-        module = self._module_of(obj, name)
+        stack = self._module_stack
+        module = stack[-1] if stack else None
+        if name == _HOOK_NODE:
+            module = self._module_of_hook_node(obj, module)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
         saved = self._saved(obj, saved_tensors)  # (summarized before the value, as always)
         record = self._add_node(
             obj,
-            kind="op",
-            label=name,
-            op=name,
-            role="intermediate",
-            module=module,
-            requires_grad=True,
-            creation_order=None if raw is None else raw - self.sequence_base,
-            inserted=name == "BackwardHookFunctionBackward",
-            saved=saved,
-            shape=None if tensor is None else list(tensor.shape),
-            dtype=None if tensor is None else dtype_name(tensor),
-            value=None if tensor is None else self.summarize(tensor),
+            GraphNode(
+                id=self._new_id(),
+                pass_index=self.pass_index,
+                kind="op",
+                label=name,
+                op=name,
+                role="intermediate",
+                module=module,
+                requires_grad=True,
+                creation_order=None if raw is None else raw - self.sequence_base,
+                inserted=name == _HOOK_NODE,
+                saved=saved,
+                shape=None if tensor is None else list(tensor.shape),
+                dtype=None if tensor is None else dtype_name(tensor),
+                value=None if tensor is None else self.summarize(tensor),
+            ),
         )
+        node_id = record.id
         if saved_tensors:
             assert record.created_seq is not None  # (set by _add_node)
-            self.memory.hold(record.id, obj, record.created_seq, saved_tensors)
+            self.memory.hold(node_id, obj, record.created_seq, saved_tensors)
         node_ids = self.node_ids
         for slot, (source, output_nr) in enumerate(obj.next_functions):
-            source_id = node_ids.get(source) if source is not None else None
-            if source_id is None:  # no grad needed there, or (never for real graphs) not walked
-                continue
-            self._add_edge(source_id, record.id, "data", slot, output_nr)
+            # (None: no grad needed there; not found: never for real graphs, not walked)
+            source_id = node_ids.get(source)
+            if source_id is not None:
+                self._add_edge(source_id, node_id, "data", slot, output_nr)
 
-    def _module_of(self, obj: Any, name: str) -> str | None:
-        """The module an op belongs to: the module running when it was created.
+    def _module_of_hook_node(self, obj: Any, current: str | None) -> str | None:
+        """The module of a BackwardHookFunctionBackward node (other ops belong to the module
+        running when they were created, ``current``).
 
-        Exception: a module's full backward hook wraps its outputs in a
-        BackwardHookFunctionBackward after the module returned; that node is first seen by the
-        caller's next op, so it takes the module of the output it wraps.
+        A module's full backward hook wraps its outputs in a BackwardHookFunctionBackward
+        after the module returned; that node is first seen by the caller's next op, so it
+        takes the module of the output it wraps.
         """
-        current = self.current_module()
-        if name != "BackwardHookFunctionBackward":
-            return current
         for _slot, source, _nr in next_nodes(obj):
             source_id = self.node_ids.get(source)
             inner = self.by_id[source_id].module if source_id else None
@@ -366,8 +368,9 @@ class Recorder:
         """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
         appended to ``tensors`` as (name, tensor), for the memory they hold."""
         out: list[SavedTensor] = []
+        summarize = self.summarize
         for attr, raw_attr in _saved_plan(obj):
-            if _unpacking_runs_a_hook(obj, raw_attr):
+            if raw_attr is not None and _unpacking_runs_a_hook(getattr(obj, raw_attr, None)):
                 out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
                 continue
             try:
@@ -375,12 +378,13 @@ class Recorder:
             except RuntimeError:  # already freed or modified in place: nothing to show
                 continue
             if isinstance(value, torch.Tensor):
-                out.append(SavedTensor(name=attr, value=self.summarize(value)))
+                out.append(SavedTensor(name=attr, value=summarize(value)))
                 tensors.append((attr, value))
             elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
                 for k, t in enumerate(value):
-                    out.append(SavedTensor(name=f"{attr}[{k}]", value=self.summarize(t)))
-                    tensors.append((f"{attr}[{k}]", t))
+                    item = f"{attr}[{k}]"
+                    out.append(SavedTensor(name=item, value=summarize(t)))
+                    tensors.append((item, t))
             else:
                 out.append(SavedTensor(name=attr, scalar=_plain(value)))
         return out

@@ -89,25 +89,16 @@ class TraceSession:
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
+        modules: list[nn.Module] = []
         module_paths: dict[int, str] = {}
         self.module_types: dict[str, tuple[str, str | None, list[str]]] = {}
         linear_weights: dict[str, torch.Tensor] = {}  # Linear layers' weights, by parameter name
         if root is not None:
-            for path, module in root.named_modules():
-                if isinstance(module, nn.Linear):
-                    linear_weights[f"{path}.weight" if path else "weight"] = module.weight
-                full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
-                module_paths[id(module)] = full
-                parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
-                names = [f"{path}.{n}" if path else n for n, _ in module.named_parameters(recurse=False)]
-                # a module the spec built reports the spec's type ("Module" for a composite)
-                kind = getattr(module, "spec_type", None) or type(module).__name__
-                self.module_types[full] = (kind, parent, names)
-            self.params = dict(root.named_parameters())
+            self._scan_modules(root, root_path, modules, module_paths, linear_weights)
         for name, tensor in {**self.params, **self.leaves}.items():
             self.recorder.leaf_names[id(tensor)] = (tensor, name)
         self.forward_capture = ForwardCapture(
-            self.recorder, root, module_paths, {id(p): n for n, p in self.params.items()}
+            self.recorder, modules, module_paths, {id(p): n for n, p in self.params.items()}
         )
         self.backward_capture = BackwardCapture(self.recorder, set())
         self.linear = LinearAnalysis(self.forward_capture.linear_calls, linear_weights)
@@ -120,14 +111,53 @@ class TraceSession:
         self._stack = ExitStack()
         self.model_hooks: ModelHooks | None = None
         try:
-            self._install(model_hooks, module_paths)
+            self._install(model_hooks, modules, module_paths)
         except BaseException:
             self.close()  # nothing stays on the user's model when a later step fails
             raise
         self._forwards = 0
         self._backwards: dict[str, int] = {}
 
-    def _install(self, model_hooks: bool, module_paths: dict[int, str]) -> None:
+    def _scan_modules(
+        self,
+        root: nn.Module,
+        root_path: str,
+        modules: list[nn.Module],
+        module_paths: dict[int, str],
+        linear_weights: dict[str, torch.Tensor],
+    ) -> None:
+        """One walk over the model: its modules, their paths (under ``root_path``), types and
+        parameters, and ``self.params`` (as ``root.named_parameters()`` lists them: a shared
+        parameter once, under its first name)."""
+        params: dict[str, torch.Tensor] = {}
+        seen: set[int] = set()
+        for path, module in root.named_modules():
+            modules.append(module)
+            if isinstance(module, nn.Linear):
+                linear_weights[f"{path}.weight" if path else "weight"] = module.weight
+            full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
+            module_paths[id(module)] = full
+            parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
+            names: list[str] = []
+            own: set[int] = set()
+            # (module.named_parameters(recurse=False) per module and root.named_parameters()
+            # walked the model twice more, through generators: 3x the time of this loop)
+            for local, param in module._parameters.items():
+                if param is None or id(param) in own:
+                    continue
+                own.add(id(param))
+                name = f"{path}.{local}" if path else local
+                names.append(name)
+                if id(param) not in seen:
+                    seen.add(id(param))
+                    params[name] = param
+            # a module the spec built reports the spec's type ("Module" for a composite; a class
+            # attribute: asked of the class, as nn.Module's __getattr__ fails slowly for others)
+            kind = getattr(type(module), "spec_type", None) or type(module).__name__
+            self.module_types[full] = (kind, parent, names)
+        self.params = params
+
+    def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
@@ -135,7 +165,7 @@ class TraceSession:
             self.model_hooks = ModelHooks(
                 self.recorder,
                 self.forward_capture,
-                self.root,
+                modules,
                 module_paths,
                 {**self.params, **self.leaves},
                 self.module_hooks,
