@@ -32,3 +32,33 @@ def test_a_leaf_takes_its_incoming_gradient_as_grad_as_without_the_trace() -> No
         assert write.payload["after"] is pre.payload["grad_outputs"][0]
     for (name, p), expected in zip(model.named_parameters(), oracle, strict=True):
         assert torch.equal(p.grad, expected), name
+
+
+class _SparseAndDense(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(10, 4, sparse=True)  # a sparse .grad: norms one by one
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.head(self.embed(idx))
+
+
+def _expected_norms(model: nn.Module) -> dict[str, float]:
+    return {
+        name: float(torch.linalg.vector_norm(p.grad.to_dense().to(torch.float64)))
+        for name, p in model.named_parameters()
+    }
+
+
+def test_grad_norms_per_pass_are_torchs_float64_norms() -> None:
+    for model, x in [(_mlp(), torch.randn(5, 4)), (_SparseAndDense(), torch.tensor([[1, 3, 3]]))]:
+        model.zero_grad(set_to_none=True)
+        model(x).pow(2).sum().backward()
+        expected = _expected_norms(model)
+        model.zero_grad(set_to_none=True)
+        trace = gradtrace.trace(model, x, lambda out: out.pow(2).sum())
+        backward = next(p.index for p in trace.doc.passes if p.phase == "backward")
+        got = {n.name: n.norm for n in trace.doc.analyses.grad_norms if n.pass_index == backward}
+        assert got == expected
