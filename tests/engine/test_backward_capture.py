@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 import gradtrace
+from gradtrace.engine.analyses import grad_norm, grad_norms
 
 
 def _mlp() -> nn.Module:
@@ -62,3 +63,20 @@ def test_grad_norms_per_pass_are_torchs_float64_norms() -> None:
         backward = next(p.index for p in trace.doc.passes if p.phase == "backward")
         got = {n.name: n.norm for n in trace.doc.analyses.grad_norms if n.pass_index == backward}
         assert got == expected
+
+
+def test_batched_grad_norms_equal_one_by_one_bit_for_bit() -> None:
+    """Stacked rows (same shape, small), a single _foreach_norm (the rest), one by one
+    (sparse): the same float64 numbers as torch.linalg.vector_norm of each gradient."""
+    torch.manual_seed(0)
+    grads = []
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        for shape in [(8, 8)] * 3 + [(8,)] * 3 + [(), (0, 4), (3, 5), (70, 70)]:
+            grads.append(torch.randn(shape).to(dtype) * 7)
+    grads.append(torch.tensor([float("inf"), 1.0]))
+    grads.append(torch.tensor([float("nan"), 1.0]))
+    named = [(f"p{k}", None, g) for k, g in enumerate(grads)]
+    expected = [grad_norm(name, module, 3, g) for name, module, g in named]
+    assert grad_norms(named, 3) == expected
+    mixed = [*named, ("sparse", None, torch.eye(3).to_sparse())]
+    assert grad_norms(mixed, 3) == [*expected, grad_norm("sparse", None, 3, torch.eye(3))]

@@ -174,17 +174,40 @@ def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch
     return GradNorm(name=name, module=module, pass_index=pass_index, norm=finite_or_name(norm))
 
 
+STACKED_NORM = 4096  # elements: gradients up to this size are normed in rows of one stacked tensor
+
+
 def grad_norms(grads: list[tuple[str, str | None, torch.Tensor]], pass_index: int | None) -> list[GradNorm]:
-    """:func:`grad_norm` of many (name, module, grad): dense real gradients on one device in
-    one float64 reduction (``torch._foreach_norm``: the same numbers as one by one, at a
-    fraction of the calls: 241 parameters cost 0.8 ms one by one)."""
+    """:func:`grad_norm` of many (name, module, grad), the same numbers at a fraction of the
+    calls (one by one: 0.7 ms for chain60's 240 parameters, 8 ms for 1,430): small dense real
+    gradients of one shape (every layer's bias, ...) as the float64 rows of one stacked
+    tensor, the rest in one ``torch._foreach_norm``. Sparse, complex or mixed-device
+    gradients go one by one."""
     tensors = [g.detach() for _name, _module, g in grads]
     batchable = len({t.device for t in tensors}) == 1 and all(
         t.layout == torch.strided and t.is_floating_point() for t in tensors
     )
-    if not batchable:  # (also: none at all) sparse or complex gradients, several devices
+    if not batchable:  # (also: none at all)
         return [grad_norm(name, module, pass_index, g) for name, module, g in grads]
-    norms = torch.stack(torch._foreach_norm(tensors, 2, dtype=torch.float64)).tolist()
+    norms: list[float] = [0.0] * len(tensors)
+    alike: dict[tuple[torch.Size, torch.dtype], list[int]] = {}
+    alone: list[int] = []
+    for k, t in enumerate(tensors):
+        if t.numel() <= STACKED_NORM:
+            alike.setdefault((t.shape, t.dtype), []).append(k)
+        else:
+            alone.append(k)
+    for members in alike.values():
+        if len(members) == 1:
+            alone += members
+            continue
+        rows = torch.stack([tensors[k].reshape(-1) for k in members]).to(torch.float64)
+        for k, norm in zip(members, torch.linalg.vector_norm(rows, dim=1).tolist(), strict=True):
+            norms[k] = norm
+    if alone:
+        singles = torch._foreach_norm([tensors[k] for k in alone], 2, dtype=torch.float64)
+        for k, norm in zip(alone, torch.stack(singles).tolist(), strict=True):
+            norms[k] = norm
     return [
         GradNorm(name=name, module=module, pass_index=pass_index, norm=finite_or_name(norm))
         for (name, module, _g), norm in zip(grads, norms, strict=True)
