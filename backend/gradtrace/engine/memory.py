@@ -19,6 +19,7 @@ it is serialised), so the timeline is the memory of the autograd graph as backwa
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 import torch
@@ -78,13 +79,17 @@ class SavedMemory:
 
     def after_backward(self, events: list[Event], first_seq: int) -> None:
         """After a backward pass (its events from ``first_seq``): which nodes the engine freed."""
-        ran: dict[str, int] = {}
-        for event in events[first_seq:]:
-            if event.kind == "node_post" and event.node is not None:
-                ran.setdefault(event.node, event.seq)
-        for node_id, seq in ran.items():
-            if node_id in self._nodes and node_id not in self.released_at and self._freed(node_id):
-                self.released_at[node_id] = seq
+        holders, released = self._nodes, self.released_at
+        # (at a node's first node_post: the engine frees it right after its post hooks)
+        for event in islice(events, first_seq, None):
+            node_id = event.node
+            if (
+                event.kind == "node_post"
+                and node_id in holders
+                and node_id not in released
+                and self._freed(node_id)
+            ):
+                released[node_id] = event.seq
 
     def _freed(self, node_id: str) -> bool:
         try:
