@@ -96,7 +96,8 @@ class SavedMemory:
             saved = getattr(self._nodes[node_id], self._probe[node_id])
         except RuntimeError:  # "Trying to backward through the graph a second time ..."
             return True  # (a released list of saved tensors, or a saved value without a raw one)
-        return isinstance(saved, _SavedVariable) and saved.data is None
+        # (torch's stubs lack SavedTensor.data: None once the engine released it)
+        return isinstance(saved, _SavedVariable) and saved.data is None  # type: ignore[attr-defined]
 
     def build(self) -> MemoryAnalysis:
         """``analyses.memory``: per-node saved bytes and the live bytes at every change."""
