@@ -3,11 +3,13 @@ computes them."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
 import gradtrace
 from gradtrace.engine.analyses import grad_norm, grad_norms
+from gradtrace.trace import tensor_array
 
 
 def _mlp() -> nn.Module:
@@ -80,3 +82,31 @@ def test_batched_grad_norms_equal_one_by_one_bit_for_bit() -> None:
     assert grad_norms(named, 3) == expected
     mixed = [*named, ("sparse", None, torch.eye(3).to_sparse())]
     assert grad_norms(mixed, 3) == [*expected, grad_norm("sparse", None, 3, torch.eye(3))]
+
+
+class _Tied(nn.Module):
+    """One Linear applied twice: its AccumulateGrad sums two incoming gradients."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(torch.tanh(self.layer(x)))
+
+
+def test_a_shared_weight_sums_both_gradients_and_records_the_sum() -> None:
+    x = torch.randn(3, 4)
+    model = _Tied()
+    oracle = torch.autograd.grad(model(x).pow(2).sum(), list(model.parameters()))
+    trace = gradtrace.trace(model, x, lambda out: out.pow(2).sum())
+    nodes = trace.doc.graph.nodes
+    writes = {nodes[int(e.target[1:])].tensor: e for e in trace.doc.events if e.kind == "grad_write"}
+    assert sorted(writes) == ["layer.bias", "layer.weight"]
+    for (name, p), expected in zip(model.named_parameters(), oracle, strict=True):
+        assert torch.equal(p.grad, expected), name
+        write = writes[name]
+        assert write.payload["before"] is None and not write.payload["accumulated"]
+        after = tensor_array(write.payload["after"])
+        assert np.array_equal(after, expected.numpy()), name
