@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 import gradtrace
+from gradtrace.engine.memory import SavedMemory
 from gradtrace.examples import get_example
 
 
@@ -98,3 +99,57 @@ def test_peak_is_the_storage_pytorch_saved_and_nothing_is_held_after(make, shape
         assert (post.kind, post.node) == ("node_post", node.node)
     # per node: shared storage counted once per node, never more than the whole graph holds
     assert all(0 < n.saved_bytes <= memory.peak_bytes for n in memory.nodes)
+
+
+def _saved_tensor_nodes(root: torch.Tensor) -> list[tuple[object, list[tuple[str, torch.Tensor]]]]:
+    """Every node behind ``root`` that saved a tensor, with its saved (attribute, tensor)s."""
+    out, seen, stack = [], set(), [root.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(n for n, _ in node.next_functions)
+        saved = []
+        for attr in sorted(a for a in dir(node) if a.startswith("_saved_")):
+            value = getattr(node, attr)
+            if isinstance(value, torch.Tensor):
+                saved.append((attr, value))
+            elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
+                saved += [(f"{attr}[{k}]", t) for k, t in enumerate(value)]
+        if saved:
+            out.append((node, saved))
+    return out
+
+
+def _oracle_freed(node: object, attr: str) -> bool:
+    """PyTorch's own answer: reading a released saved value raises."""
+    try:
+        getattr(node, attr.split("[", 1)[0])
+    except RuntimeError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_freed_probe_agrees_with_reading_the_saved_tensor(retain: bool) -> None:
+    """after_backward's probe (the raw SavedVariable's data, or the read itself) says
+    "freed" exactly where reading the saved tensor raises, for single saved tensors, saved
+    outputs, lists of saved tensors, convolutions and norms."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 5, requires_grad=True)
+    conv = nn.Conv2d(3, 4, 3)
+    h = nn.functional.layer_norm(conv(x).sigmoid(), [3, 3])
+    picked = h[torch.tensor([1, 0])]  # IndexBackward0: a list of saved indices
+    joined = torch.cat([picked.exp(), picked.tanh()], dim=1)
+    loss = (joined @ torch.randn(3, 2)).pow(2).sum()
+    nodes = _saved_tensor_nodes(loss)
+    assert {"IndexBackward0", "SigmoidBackward0", "ConvolutionBackward0"} <= {n.name() for n, _ in nodes}
+    memory = SavedMemory()
+    for k, (node, saved) in enumerate(nodes):
+        memory.hold(f"n{k}", node, k, saved)
+    ids = [f"n{k}" for k in range(len(nodes))]
+    assert not any(memory._freed(i) for i in ids)
+    loss.backward(retain_graph=retain)
+    for k, (node, saved) in enumerate(nodes):
+        assert memory._freed(ids[k]) == _oracle_freed(node, saved[0][0]) == (not retain), node.name()

@@ -243,8 +243,51 @@ def compare_stacked(rebuilt: torch.Tensor, real: torch.Tensor) -> list[tuple[flo
 
 
 def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> GradNorm:
-    norm = float(torch.linalg.vector_norm(grad.detach().to(torch.float64)))
+    grad = grad.detach()
+    if grad.layout != torch.strided:  # a sparse .grad (Embedding(sparse=True)): no sparse norm
+        grad = grad.to_dense()
+    norm = float(torch.linalg.vector_norm(grad.to(torch.float64)))
     return GradNorm(name=name, module=module, pass_index=pass_index, norm=finite_or_name(norm))
+
+
+STACKED_NORM = 4096  # elements: gradients up to this size are normed in rows of one stacked tensor
+
+
+def grad_norms(grads: list[tuple[str, str | None, torch.Tensor]], pass_index: int | None) -> list[GradNorm]:
+    """:func:`grad_norm` of many (name, module, grad), the same numbers at a fraction of the
+    calls (one by one: 0.7 ms for chain60's 240 parameters, 8 ms for 1,430): small dense real
+    gradients of one shape (every layer's bias, ...) as the float64 rows of one stacked
+    tensor, the rest in one ``torch._foreach_norm``. Sparse, complex or mixed-device
+    gradients go one by one."""
+    tensors = [g.detach() for _name, _module, g in grads]
+    batchable = len({t.device for t in tensors}) == 1 and all(
+        t.layout == torch.strided and t.is_floating_point() for t in tensors
+    )
+    if not batchable:  # (also: none at all)
+        return [grad_norm(name, module, pass_index, g) for name, module, g in grads]
+    norms: list[float] = [0.0] * len(tensors)
+    alike: dict[tuple[torch.Size, torch.dtype], list[int]] = {}
+    alone: list[int] = []
+    for k, t in enumerate(tensors):
+        if t.numel() <= STACKED_NORM:
+            alike.setdefault((t.shape, t.dtype), []).append(k)
+        else:
+            alone.append(k)
+    for members in alike.values():
+        if len(members) == 1:
+            alone += members
+            continue
+        rows = torch.stack([tensors[k].reshape(-1) for k in members]).to(torch.float64)
+        for k, norm in zip(members, torch.linalg.vector_norm(rows, dim=1).tolist(), strict=True):
+            norms[k] = norm
+    if alone:
+        singles = torch._foreach_norm([tensors[k] for k in alone], 2, dtype=torch.float64)
+        for k, norm in zip(alone, torch.stack(singles).tolist(), strict=True):
+            norms[k] = norm
+    return [
+        GradNorm(name=name, module=module, pass_index=pass_index, norm=finite_or_name(norm))
+        for (name, module, _g), norm in zip(grads, norms, strict=True)
+    ]
 
 
 def diagnostic(

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
-from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm
+from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm, grad_norms
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.model_hooks import ModelHooks
@@ -287,10 +287,12 @@ class TraceSession:
         return list(self.params.values()) + [t for t in self.leaves.values() if t.requires_grad]
 
     def _note_grad_norms(self, pass_index: int) -> None:
-        for name, p in self.params.items():
-            if p.grad is not None:
-                module = name.rsplit(".", 1)[0] if "." in name else None
-                self.grad_norms.append(grad_norm(name, module, pass_index, p.grad))
+        grads = [
+            (name, name.rsplit(".", 1)[0] if "." in name else None, p.grad)
+            for name, p in self.params.items()
+            if p.grad is not None
+        ]
+        self.grad_norms += grad_norms(grads, pass_index)
 
     # ---- errors in steps ----------------------------------------------------------------
     def error_event(self, exc: BaseException, step: int | None) -> None:

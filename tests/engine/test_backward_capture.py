@@ -1,0 +1,112 @@
+"""The backward recording against PyTorch: .grad as the engine leaves it, norms as torch
+computes them."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+import gradtrace
+from gradtrace.engine.analyses import grad_norm, grad_norms
+from gradtrace.trace import tensor_array
+
+
+def _mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+
+
+def test_a_leaf_takes_its_incoming_gradient_as_grad_as_without_the_trace() -> None:
+    """Recording does not make AccumulateGrad copy the gradient into a new .grad (it copies
+    when someone else holds the tensor): grad_write's "after" is the very record node_pre of
+    the AccumulateGrad saw, and the final .grad values are PyTorch's."""
+    x = torch.randn(5, 4)
+    model = _mlp()
+    oracle = torch.autograd.grad(model(x).pow(2).sum(), list(model.parameters()))
+    model.zero_grad(set_to_none=True)
+    trace = gradtrace.trace(model, x, lambda out: out.pow(2).sum())
+    events = trace.doc.events
+    writes = [e for e in events if e.kind == "grad_write"]
+    assert len(writes) == 4
+    for write in writes:
+        pre = next(e for e in reversed(events[: write.seq]) if e.kind == "node_pre")
+        assert trace.doc.graph.nodes[int(pre.node[1:])].variable == write.node
+        assert write.payload["after"] is pre.payload["grad_outputs"][0]
+    for (name, p), expected in zip(model.named_parameters(), oracle, strict=True):
+        assert torch.equal(p.grad, expected), name
+
+
+class _SparseAndDense(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(10, 4, sparse=True)  # a sparse .grad: norms one by one
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.head(self.embed(idx))
+
+
+def _expected_norms(model: nn.Module) -> dict[str, float]:
+    return {
+        name: float(torch.linalg.vector_norm(p.grad.to_dense().to(torch.float64)))
+        for name, p in model.named_parameters()
+    }
+
+
+def test_grad_norms_per_pass_are_torchs_float64_norms() -> None:
+    for model, x in [(_mlp(), torch.randn(5, 4)), (_SparseAndDense(), torch.tensor([[1, 3, 3]]))]:
+        model.zero_grad(set_to_none=True)
+        model(x).pow(2).sum().backward()
+        expected = _expected_norms(model)
+        model.zero_grad(set_to_none=True)
+        trace = gradtrace.trace(model, x, lambda out: out.pow(2).sum())
+        backward = next(p.index for p in trace.doc.passes if p.phase == "backward")
+        got = {n.name: n.norm for n in trace.doc.analyses.grad_norms if n.pass_index == backward}
+        assert got == expected
+
+
+def test_batched_grad_norms_equal_one_by_one_bit_for_bit() -> None:
+    """Stacked rows (same shape, small), a single _foreach_norm (the rest), one by one
+    (sparse): the same float64 numbers as torch.linalg.vector_norm of each gradient."""
+    torch.manual_seed(0)
+    grads = []
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        for shape in [(8, 8)] * 3 + [(8,)] * 3 + [(), (0, 4), (3, 5), (70, 70)]:
+            grads.append(torch.randn(shape).to(dtype) * 7)
+    grads.append(torch.tensor([float("inf"), 1.0]))
+    grads.append(torch.tensor([float("nan"), 1.0]))
+    named = [(f"p{k}", None, g) for k, g in enumerate(grads)]
+    expected = [grad_norm(name, module, 3, g) for name, module, g in named]
+    assert grad_norms(named, 3) == expected
+    mixed = [*named, ("sparse", None, torch.eye(3).to_sparse())]
+    assert grad_norms(mixed, 3) == [*expected, grad_norm("sparse", None, 3, torch.eye(3))]
+
+
+class _Tied(nn.Module):
+    """One Linear applied twice: its AccumulateGrad sums two incoming gradients."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(torch.tanh(self.layer(x)))
+
+
+def test_a_shared_weight_sums_both_gradients_and_records_the_sum() -> None:
+    x = torch.randn(3, 4)
+    model = _Tied()
+    oracle = torch.autograd.grad(model(x).pow(2).sum(), list(model.parameters()))
+    trace = gradtrace.trace(model, x, lambda out: out.pow(2).sum())
+    nodes = trace.doc.graph.nodes
+    writes = {nodes[int(e.target[1:])].tensor: e for e in trace.doc.events if e.kind == "grad_write"}
+    assert sorted(writes) == ["layer.bias", "layer.weight"]
+    for (name, p), expected in zip(model.named_parameters(), oracle, strict=True):
+        assert torch.equal(p.grad, expected), name
+        write = writes[name]
+        assert write.payload["before"] is None and not write.payload["accumulated"]
+        after = tensor_array(write.payload["after"])
+        assert np.array_equal(after, expected.numpy()), name
