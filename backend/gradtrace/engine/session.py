@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
-import msgspec
 import torch
 from torch import nn
 
@@ -355,11 +354,8 @@ class TraceSession:
             ),
         )
         self.summarize.finalize()
-        # payloads are free-form (Any): plain JSON data, as when read back
-        converted: dict[int, Any] = {}
-        for event in rec.events:
-            if event.payload:
-                event.payload = _plain_data(event.payload, converted)
+        # (the event payloads keep their TensorValue records: gradtrace.Trace.doc turns them
+        # into plain data when a reader first asks; serialising does not need that)
         return doc
 
     def _final_values(self) -> tuple[dict[str, TensorValue | None], dict[str, TensorValue]]:
@@ -400,20 +396,3 @@ class TraceSession:
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
-
-
-def _plain_data(value: Any, converted: dict[int, Any]) -> Any:
-    """A payload as plain JSON data. A tensor's record that appears in many payloads (a
-    module's output is the next module's input) becomes one dict they share, as it is one
-    record wherever else the document holds it: ~60% fewer objects than converting each
-    appearance (every object made here is one more the cyclic GC traverses)."""
-    if isinstance(value, TensorValue):
-        plain = converted.get(id(value))  # (the records live as long as the document)
-        if plain is None:
-            plain = converted[id(value)] = msgspec.to_builtins(value)
-        return plain
-    if isinstance(value, dict):
-        return {key: _plain_data(item, converted) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain_data(item, converted) for item in value]
-    return msgspec.to_builtins(value)
