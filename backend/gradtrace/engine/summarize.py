@@ -214,13 +214,14 @@ class Summarizer:
         self._shapes: dict[torch.Size, list[int]] = {}
 
     @staticmethod
-    def _key(t: torch.Tensor) -> tuple:
+    def _key(t: torch.Tensor, version: int) -> tuple:
         """Same memory, layout, dtype and version: same numbers, even through another tensor
-        object (each read of a node's `_saved_*` returns a new one)."""
+        object (each read of a node's `_saved_*` returns a new one). ``_snapshot`` reads the
+        first element's address, dtype, version and device back from it."""
         if t.layout != torch.strided:  # sparse and other layouts have no single data pointer
-            return ("id", id(t), t._version)
-        # (is_cpu: 7x cheaper than device.type)
-        return (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t._version, t.is_cpu or t.device.type)
+            return ("id", id(t), version)
+        # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+        return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
 
     @overload
     def __call__(self, t: torch.Tensor) -> TensorValue: ...
@@ -236,17 +237,19 @@ class Summarizer:
         if quick is not None and quick[0] is t and quick[1] == version:
             return self._reuse(quick[2], quick[3])
         # The held reference keeps the memory from being reused by another tensor.
-        key = self._key(t)
+        key = self._key(t, version)
         hit = self._cache.get(key)
         if hit is not None:
             self._by_object[id(t)] = (t, version, hit[1], hit[2])
             return self._reuse(hit[1], hit[2])
-        numbers = not t.is_complex() and self._cost(t.numel()) <= self.budget_left
+        numel = t.numel()
+        cost = self._cost(numel)
+        numbers = cost <= self.budget_left and not t.dtype.is_complex
         if numbers:
-            self.budget_left -= self._cost(t.numel())
+            self.budget_left -= cost
         else:
             self.values_truncated += 1
-        value = self._snapshot(t, numbers)
+        value = self._snapshot(t, key, numel, numbers)
         self._cache[key] = (t, value, numbers)
         self._by_object[id(t)] = (t, version, value, numbers)
         return value
@@ -261,18 +264,19 @@ class Summarizer:
         if not isinstance(t, torch.Tensor):
             return None
         numel = t.numel()
-        hit = self._cache.get(self._key(t))
+        key = self._key(t, t._version)
+        hit = self._cache.get(key)
         if hit is not None and hit[2]:  # already summarized with its numbers, at this version
             self.final_left -= min(numel, self.final_left)
             return hit[1]
-        if t.is_complex():  # no numbers for complex tensors: the stats of their magnitude
-            return self._snapshot(t, False)
+        if t.dtype.is_complex:  # no numbers for complex tensors: the stats of their magnitude
+            return self._snapshot(t, key, numel, False)
         numbers = numel <= self.final_left
         if numbers:
             self.final_left -= numel
         else:
             self.finals_truncated += 1  # past the limit: the model is too big (a diagnostic)
-        return self._snapshot(t, numbers)
+        return self._snapshot(t, key, numel, numbers)
 
     def repeat(self, value: TensorValue | None) -> TensorValue | None:
         """The same summary appearing once more in the trace (charged to the budget again)."""
@@ -328,14 +332,13 @@ class Summarizer:
         order = sorted(range(t.dim()), key=lambda d: -strides[d])
         return t.permute(order).is_contiguous()
 
-    def _snapshot(self, t: torch.Tensor, numbers: bool) -> TensorValue:
-        """The record of ``t`` now: stats always, its numbers if ``numbers``."""
+    def _snapshot(self, t: torch.Tensor, key: tuple, numel: int, numbers: bool) -> TensorValue:
+        """The record of ``t`` (its cache ``key``) now: stats always, its numbers if ``numbers``."""
         # detached first: .numpy() refuses a tensor that requires grad, and a permute of one
         # would make an autograd node (and shift every later node's creation order). No
         # torch.no_grad() here: entering it cost ~200 µs per call.
         if t.requires_grad:
             t = t.detach()
-        numel = t.numel()
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
         size = t.shape
         shape = self._shapes.get(size)
@@ -343,8 +346,9 @@ class Summarizer:
             shape = self._shapes[size] = list(size)
         out = TensorValue(shape=shape, dtype=dtype_name(t), stats=stats, truncated=not numbers)
         owner = True  # this record's stats are computed here (not shared with another's)
-        if numel and t.layout == torch.strided and self._is_dense(t):
-            memory = (t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)
+        if numel and key[0] != "id" and self._is_dense(t):
+            # (first element's address, numel, dtype, version, device), from the key
+            memory = (key[0], numel, key[3], key[4], key[5])
             known = self._stats_by_memory.get(memory)
             if known is None:
                 self._stats_by_memory[memory] = stats
