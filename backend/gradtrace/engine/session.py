@@ -313,10 +313,6 @@ class TraceSession:
         grads, values = self._final_values()
         for tensor in self.retained.values():
             rec.mark_retains_grad(tensor)
-        for name, t in self.all_leaves_named():
-            if t.grad is not None:
-                module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
-                self.grad_norms.append(grad_norm(name, module, None, t.grad))
         found = any(d.code == "hook_on_outputs_only" for d in self.diagnostics)
         self.diagnostics += diagnose(
             rec, self.env, self.retained, self.backward_roots, [str(w.message) for w in self._warnings], found
@@ -354,6 +350,7 @@ class TraceSession:
             ),
         )
         self.summarize.finalize()
+        self._note_final_grad_norms(grads)  # (after finalize: read off the final values' stats)
         # (the event payloads keep their TensorValue records: gradtrace.Trace.doc turns them
         # into plain data when a reader first asks; serialising does not need that)
         return doc
@@ -387,6 +384,21 @@ class TraceSession:
                 )
             )
         return grads, values
+
+    def _note_final_grad_norms(self, grads: dict[str, TensorValue | None]) -> None:
+        """The norm of every leaf's final ``.grad``: its final value's ``stats.norm`` (the
+        same float64 norm, already computed), or torch's where the stats leave non-finite
+        numbers out (the norm is then NaN or infinite)."""
+        for name, t in self.all_leaves_named():
+            if t.grad is None:
+                continue
+            module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
+            value = None if name in self.retained else grads.get(name)  # (a retained name: its own)
+            stats = None if value is None else value.stats
+            if stats is not None and stats.norm is not None and not stats.nan and not stats.inf:
+                self.grad_norms.append(GradNorm(name=name, module=module, pass_index=None, norm=stats.norm))
+            else:
+                self.grad_norms.append(grad_norm(name, module, None, t.grad))
 
     def final_grad_arrays(self) -> dict[str, Any]:
         """The final gradients as numpy arrays copied by finish() (the library's
