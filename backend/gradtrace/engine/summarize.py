@@ -97,34 +97,30 @@ _BIG_ENDIAN = sys.byteorder == "big"
 def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     """A detached tensor as numpy arrays of its shape (views where possible): ``(native, numeric)``.
 
-    ``native``'s bytes are the tensor's own (what ``data`` carries; None for complex tensors,
-    which keep stats only); ``numeric`` is what stats and ``values`` lists are made of: the
-    same array where numpy has the dtype, else float32 (exact for bfloat16 and float8) or,
-    for complex tensors, the magnitude. Both keep torch's strides: ``tobytes()`` reads them
-    row-major, as ``data`` is.
+    ``native``'s bytes are the tensor's own, little-endian (what ``data`` carries; None for
+    complex tensors, which keep stats only); ``numeric`` is what stats and ``values`` lists
+    are made of: the same array where numpy has the dtype (on a little-endian machine), else
+    float32 (exact for bfloat16 and float8) or, for complex tensors, the magnitude. Both keep
+    torch's strides: ``tobytes()`` reads them row-major, as ``data`` is.
     """
     if t.layout != torch.strided:
         t = t.to_dense()
     if not t.is_cpu:
         t = t.cpu()
+    if t.dtype in _NUMPY_NATIVE:
+        numeric = t.numpy()
+        if _BIG_ENDIAN:
+            return numeric.astype(numeric.dtype.newbyteorder("<")), numeric
+        return numeric, numeric
     if t.is_complex():
         return None, t.abs().numpy()
-    if t.dtype in _NUMPY_NATIVE:
-        native = t.numpy()
-        return native, native
-    return t.view(_BITS[t.element_size()]).numpy(), t.to(torch.float32).numpy()
+    bits = t.view(_BITS[t.element_size()]).numpy()
+    return bits.astype(bits.dtype.newbyteorder("<")) if _BIG_ENDIAN else bits, t.to(torch.float32).numpy()
 
 
-def little_endian(native: np.ndarray) -> np.ndarray:
-    """The array with its elements as little-endian bytes (itself on a little-endian machine)."""
-    if native.dtype.byteorder == ">" or (native.dtype.byteorder == "=" and _BIG_ENDIAN):
-        return native.astype(native.dtype.newbyteorder("<"))
-    return native
-
-
-def little_endian_base64(native: np.ndarray) -> str:
-    """base64 of an array's elements as little-endian bytes, row-major."""
-    wire = np.ascontiguousarray(little_endian(native))  # (b2a reads a contiguous array in place)
+def base64_of(native: np.ndarray) -> str:
+    """base64 of an array's bytes, row-major."""
+    wire = np.ascontiguousarray(native)  # (b2a reads a contiguous array in place)
     return binascii.b2a_base64(wire, newline=False).decode("ascii")
 
 
@@ -322,12 +318,10 @@ class Summarizer:
 
     @staticmethod
     def _is_dense(t: torch.Tensor) -> bool:
-        """Whether ``t``'s elements fill one block of memory from its first element (in some
+        """Whether non-contiguous ``t``'s elements fill one block of memory from its first element (in some
         order of its dims): a transposed weight, a permuted activation. Such tensors with the
         same first element, numel, dtype and version hold the same elements, so the same stats.
         """
-        if t.is_contiguous():
-            return True
         strides = t.stride()
         order = sorted(range(t.dim()), key=lambda d: -strides[d])
         return t.permute(order).is_contiguous()
@@ -346,7 +340,7 @@ class Summarizer:
             shape = self._shapes[size] = list(size)
         out = TensorValue(shape=shape, dtype=dtype_name(t), stats=stats, truncated=not numbers)
         owner = True  # this record's stats are computed here (not shared with another's)
-        if numel and key[0] != "id" and self._is_dense(t):
+        if numel and key[0] != "id" and (t.is_contiguous() or self._is_dense(t)):
             # (first element's address, numel, dtype, version, device), from the key
             memory = (key[0], numel, key[3], key[4], key[5])
             known = self._stats_by_memory.get(memory)
@@ -363,12 +357,12 @@ class Summarizer:
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out.data = little_endian_base64(native)
+                out.data = base64_of(native)
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
-        raw = None if native is None else little_endian(native).tobytes()
-        plain = raw if numeric is native and not _BIG_ENDIAN else numeric.tobytes()
+        raw = None if native is None else native.tobytes()
+        plain = raw if numeric is native else numeric.tobytes()
         if owner:
             chunks, owners = self._stats_due.setdefault((numeric.dtype, numel), ([], []))
             chunks.append(plain)
