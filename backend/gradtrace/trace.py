@@ -189,7 +189,7 @@ class Trace:
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".json":
-            path.write_text(self.to_json(), encoding="utf-8")
+            path.write_bytes(self.to_json_bytes())  # UTF-8 as encoded: no round trip through str
             return path
         if suffix in (".html", ".svg", ".png"):
             from gradtrace import render
