@@ -128,7 +128,8 @@ class Trace:
                 "read JSON data with Trace.from_dict, a file with Trace.load"
             )
         self._grads = grads
-        self.doc = doc
+        self._doc = doc
+        self._payloads_plain = False  # (see doc)
 
     @property
     def doc(self) -> TraceDoc:

@@ -120,7 +120,7 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
 
 def base64_of(native: np.ndarray) -> str:
     """base64 of an array's bytes, row-major."""
-    wire = np.ascontiguousarray(native)  # (b2a reads a contiguous array in place)
+    wire = np.ascontiguousarray(native).data  # (b2a reads a contiguous array in place)
     return binascii.b2a_base64(wire, newline=False).decode("ascii")
 
 
@@ -362,7 +362,7 @@ class Summarizer:
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
         raw = None if native is None else native.tobytes()
-        plain = raw if numeric is native else numeric.tobytes()
+        plain = raw if raw is not None and numeric is native else numeric.tobytes()
         if owner:
             chunks, owners = self._stats_due.setdefault((numeric.dtype, numel), ([], []))
             chunks.append(plain)
