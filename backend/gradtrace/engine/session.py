@@ -2,9 +2,9 @@
 
 Both entry points (a spec, or a user's nn.Module) drive a TraceSession: ``forward(...)``
 inside the discovery mode, then ``backward(...)``/``grad(...)`` passes, then ``finish()``
-assembles the trace (a plain dict in TraceDoc's shape). The session owns every hook it
-installs (an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life,
-teardown included, runs inside ``gc_paused()`` (the entry points see to it).
+assembles the trace (a TraceDoc). The session owns every hook it installs (an ExitStack
+closed in ``close()``) and restores grad mode itself. Its whole life, teardown included,
+runs inside ``gc_paused()`` (the entry points see to it).
 """
 
 from __future__ import annotations
