@@ -62,6 +62,36 @@ def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
     return flat.reshape(shape)
 
 
+def _plain_payloads(events: list[Event]) -> None:
+    """Turn the events' payloads into plain JSON data, in place, as a loaded trace has them.
+
+    The engine leaves its TensorValue records in the payloads (msgspec writes a record and
+    its dict alike). A record that appears in many payloads (a module's output is the next
+    module's input) becomes one dict they share, as it is one record wherever else the
+    document holds it: ~60% fewer objects than converting each appearance (every dict made
+    here is one more object the cyclic GC traverses for as long as the trace lives).
+    """
+    converted: dict[int, Any] = {}  # id(record) -> its dict (the records outlive this call)
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, TensorValue):
+            found = converted.get(id(value))
+            if found is None:
+                found = converted[id(value)] = msgspec.to_builtins(value)
+            return found
+        if isinstance(value, list | tuple):
+            return [plain(item) for item in value]
+        if isinstance(value, dict):
+            return {key: plain(item) for key, item in value.items()}
+        if value is None or isinstance(value, str | int | float):
+            return value
+        return msgspec.to_builtins(value)
+
+    for event in events:
+        if event.payload:
+            event.payload = {key: plain(item) for key, item in event.payload.items()}
+
+
 def _check_version(data: Any) -> None:
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
@@ -98,11 +128,34 @@ class Trace:
                 "read JSON data with Trace.from_dict, a file with Trace.load"
             )
         self._grads = grads
-        self.doc = doc
+        self._doc = doc
+        self._payloads_plain = False  # (see doc)
+
+    @property
+    def doc(self) -> TraceDoc:
+        """The TraceDoc, its event payloads plain JSON data (dicts and lists, as in a loaded
+        trace). A fresh trace's payloads still hold the engine's records: they are converted
+        here, once, when the document is first read (serialising it does not need that)."""
+        if not self._payloads_plain:
+            _plain_payloads(self._doc.events)
+            self._payloads_plain = True
+        return self._doc
+
+    @doc.setter
+    def doc(self, doc: TraceDoc) -> None:
+        self._doc = doc
+        self._payloads_plain = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
-        return cls(_read(data))
+        return cls._loaded(_read(data))
+
+    @classmethod
+    def _loaded(cls, doc: TraceDoc) -> Trace:
+        """A trace read from JSON data: its payloads are plain data already."""
+        trace = cls(doc)
+        trace._payloads_plain = True
+        return trace
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
@@ -111,18 +164,18 @@ class Trace:
     @classmethod
     def from_json(cls, data: bytes | str) -> Trace:
         """A trace from its JSON text (what ``to_json`` wrote, or what the service answered)."""
-        return cls(_read(msgspec.json.decode(data)))
+        return cls._loaded(_read(msgspec.json.decode(data)))
 
     def to_dict(self) -> dict[str, Any]:
         """Strict JSON data, exactly what ``to_json`` says (non-finite tensor numbers are
         strings, "NaN"/"Infinity"), ready for ``json.dumps``. A fresh copy (no JSON round
         trip): changing it does not change the trace."""
-        data: dict[str, Any] = msgspec.to_builtins(self.doc)
+        data: dict[str, Any] = msgspec.to_builtins(self._doc)
         return data
 
     def to_json_bytes(self, indent: int | None = None) -> bytes:
         """Strict JSON as UTF-8 bytes (what the service sends)."""
-        data = msgspec.json.encode(self.doc)
+        data = msgspec.json.encode(self._doc)
         return data if indent is None else msgspec.json.format(data, indent=indent)
 
     def to_json(self, indent: int | None = None) -> str:
@@ -137,7 +190,7 @@ class Trace:
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".json":
-            path.write_text(self.to_json(), encoding="utf-8")
+            path.write_bytes(self.to_json_bytes())  # UTF-8 as encoded: no round trip through str
             return path
         if suffix in (".html", ".svg", ".png"):
             from gradtrace import render
@@ -168,20 +221,21 @@ class Trace:
         as stats only raises ValueError)."""
         if self._grads is not None:
             return dict(self._grads)
-        return {k: None if v is None else tensor_array(v) for k, v in self.doc.grads.items()}
+        return {k: None if v is None else tensor_array(v) for k, v in self._doc.grads.items()}
 
     @property
     def values(self) -> dict[str, Any]:
         """Forward value of every named tensor, as numpy arrays."""
-        return {k: tensor_array(v) for k, v in self.doc.values.items()}
+        return {k: tensor_array(v) for k, v in self._doc.values.items()}
 
     def value(self, name: str) -> Any:
-        if name not in self.doc.values:
-            raise KeyError(f"no tensor named {name!r}; named tensors: {sorted(self.doc.values)}")
-        return tensor_array(self.doc.values[name])
+        values = self._doc.values
+        if name not in values:
+            raise KeyError(f"no tensor named {name!r}; named tensors: {sorted(values)}")
+        return tensor_array(values[name])
 
     def __repr__(self) -> str:
-        d = self.doc
+        d = self._doc
         return (
             f"<gradtrace.Trace {d.title!r}: {len(d.graph.nodes)} nodes, "
             f"{len(d.graph.edges)} edges, {len(d.events)} events>"

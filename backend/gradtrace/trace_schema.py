@@ -246,6 +246,9 @@ class Event(_Record, kw_only=True):
 
     Module-level ``module_forward_pre``/``module_forward`` events with ``hook`` null are
     gradtrace's own record of every module call, not a user's hook.
+
+    In Python a payload is plain JSON data (``gradtrace.Trace.doc``, a loaded trace); only a
+    TraceDoc straight from the engine still holds TensorValue records in it (written alike).
     """
 
     seq: int

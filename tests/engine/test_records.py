@@ -160,3 +160,19 @@ def test_the_published_schema_is_made_from_the_records() -> None:
     assert list(schema["properties"]) == list(TraceDoc.__struct_fields__)
     assert schema["additionalProperties"] is False
     assert list(schema["$defs"]["GraphNode"]["properties"]) == list(ts.GraphNode.__struct_fields__)
+
+
+def test_a_fresh_trace_writes_the_same_json_before_and_after_its_payloads_are_read() -> None:
+    """The engine leaves its TensorValue records in the event payloads; Trace.doc turns them
+    into plain data when first read. Written before or after, the JSON is the same."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    trace = gradtrace.trace(model, torch.randn(3, 4), lambda y: y.square().mean())
+    before, as_dict = trace.to_json_bytes(), trace.to_dict()
+    payloads = [e.payload for e in trace.doc.events]  # read: plain data from here on
+    assert trace.to_json_bytes() == before and json.loads(before) == as_dict
+    forwards = [p for p in payloads if "outputs" in p]
+    assert forwards and all(type(v) is dict for p in forwards for v in p["outputs"])
+    # a module's output is the next module's input: one dict, shared, as the record was
+    first, second = forwards[0], forwards[1]
+    assert first["outputs"][0] is second["inputs"][0]

@@ -178,3 +178,22 @@ def test_a_complex_final_value_is_stats_only_and_not_counted_as_too_big() -> Non
     s.finalize()
     assert value.truncated and value.stats.max == 5.0  # the magnitude's stats
     assert s.finals_truncated == 0
+
+
+def test_many_small_tensors_summarized_in_blocks_each_get_their_own_stats() -> None:
+    """Small tensors are summarized together, a block per dtype and size (several blocks when
+    there are many): each still gets its own stats and numbers, the odd ones (NaN, infinity,
+    extreme magnitudes) among plain ones included."""
+    g = torch.Generator().manual_seed(7)
+    tensors = [torch.randn(1000, generator=g) * (k + 1) for k in range(600)]  # > one block
+    tensors[3][5] = float("nan")
+    tensors[400][0] = float("inf")
+    tensors += [torch.randn(40, dtype=torch.float64, generator=g) * 1e200, torch.arange(40).reshape(8, 5)]
+    summaries = _summaries(*tensors)
+    for t, v in zip(tensors, summaries, strict=True):
+        x = t.double().reshape(-1).numpy()
+        assert v.stats.nan == int(np.isnan(x).sum()) and v.stats.inf == int(np.isinf(x).sum())
+        scale = 1e200 if v.stats.max > 1e100 else 1.0  # (numpy's own norm overflows there)
+        for key, want in _expected_stats(t / scale).items():
+            assert getattr(v.stats, key) / scale == pytest.approx(want, rel=1e-9, abs=1e-12), key
+        assert np.array_equal(tensor_array(v), t.numpy(), equal_nan=True)

@@ -265,3 +265,25 @@ def test_a_float64_spec_is_never_rounded_to_float32() -> None:
     [write] = [e for e in wire["events"] if e["kind"] == "grad_write" and e["target"] == leaf]
     after = write["payload"]["after"]  # the per-event snapshot is exact too (within the budget)
     assert decode({"truncated": False, **after}).tobytes() == grad.tobytes()
+
+
+def test_final_grad_norms_are_torchs_norms_nan_included() -> None:
+    """analyses.grad_norms' final entries (pass_index null) are read off the final values'
+    stats; where a gradient holds NaN the norm is NaN, as torch says."""
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2)).double()
+    oracle_model = copy.deepcopy(model)
+    x = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2), requires_grad=True)
+    trace = gradtrace.trace(model, x, square_mean)
+    finals = {g.name: g.norm for g in trace.doc.analyses.grad_norms if g.pass_index is None}
+    # the oracle: plain autograd.grad on an identical copy, no hooks
+    named = dict(oracle_model.named_parameters())
+    x_copy = x.detach().clone().requires_grad_()
+    grads = torch.autograd.grad(square_mean(oracle_model(x_copy)), [*named.values(), x_copy])
+    expected = dict(zip([*named, "x"], grads, strict=True))
+    assert set(finals) == set(expected)
+    for name, grad in expected.items():
+        assert finals[name] == pytest.approx(float(torch.linalg.vector_norm(grad)), rel=1e-12), name
+    nan_input = torch.tensor([[1.0, float("nan"), 0.0, 2.0]], dtype=torch.float64, requires_grad=True)
+    trace = gradtrace.trace(model, nan_input, square_mean)
+    finals = {g.name: g.norm for g in trace.doc.analyses.grad_norms if g.pass_index is None}
+    assert finals["0.weight"] == "NaN" and finals["x"] == "NaN"

@@ -2,9 +2,9 @@
 
 Both entry points (a spec, or a user's nn.Module) drive a TraceSession: ``forward(...)``
 inside the discovery mode, then ``backward(...)``/``grad(...)`` passes, then ``finish()``
-assembles the trace (a plain dict in TraceDoc's shape). The session owns every hook it
-installs (an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life,
-teardown included, runs inside ``gc_paused()`` (the entry points see to it).
+assembles the trace (a TraceDoc). The session owns every hook it installs (an ExitStack
+closed in ``close()``) and restores grad mode itself. Its whole life, teardown included,
+runs inside ``gc_paused()`` (the entry points see to it).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
-import msgspec
 import torch
 from torch import nn
 
@@ -346,10 +345,6 @@ class TraceSession:
         grads, values = self._final_values()
         for tensor in self.retained.values():
             rec.mark_retains_grad(tensor)
-        for name, t in self.all_leaves_named():
-            if t.grad is not None:
-                module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
-                self.grad_norms.append(grad_norm(name, module, None, t.grad))
         found = any(d.code == "hook_on_outputs_only" for d in self.diagnostics)
         self.diagnostics += diagnose(
             rec, self.env, self.retained, self.backward_roots, [str(w.message) for w in self._warnings], found
@@ -387,11 +382,9 @@ class TraceSession:
             ),
         )
         self.summarize.finalize()
-        # payloads are free-form (Any): plain JSON data, as when read back
-        converted: dict[int, Any] = {}
-        for event in rec.events:
-            if event.payload:
-                event.payload = _plain_data(event.payload, converted)
+        self._note_final_grad_norms(grads)  # (after finalize: read off the final values' stats)
+        # (the event payloads keep their TensorValue records: gradtrace.Trace.doc turns them
+        # into plain data when a reader first asks; serialising does not need that)
         return doc
 
     def _final_values(self) -> tuple[dict[str, TensorValue | None], dict[str, TensorValue]]:
@@ -424,6 +417,21 @@ class TraceSession:
             )
         return grads, values
 
+    def _note_final_grad_norms(self, grads: dict[str, TensorValue | None]) -> None:
+        """The norm of every leaf's final ``.grad``: its final value's ``stats.norm`` (the
+        same float64 norm, already computed), or torch's where the stats leave non-finite
+        numbers out (the norm is then NaN or infinite)."""
+        for name, t in self.all_leaves_named():
+            if t.grad is None:
+                continue
+            module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
+            value = None if name in self.retained else grads.get(name)  # (a retained name: its own)
+            stats = None if value is None else value.stats
+            if stats is not None and stats.norm is not None and not stats.nan and not stats.inf:
+                self.grad_norms.append(GradNorm(name=name, module=module, pass_index=None, norm=stats.norm))
+            else:
+                self.grad_norms.append(grad_norm(name, module, None, t.grad))
+
     def final_grad_arrays(self) -> dict[str, Any]:
         """The final gradients as numpy arrays copied by finish() (the library's
         ``Trace.grads``: exact whatever the serialised trace could keep; None where there is
@@ -432,20 +440,3 @@ class TraceSession:
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
-
-
-def _plain_data(value: Any, converted: dict[int, Any]) -> Any:
-    """A payload as plain JSON data. A tensor's record that appears in many payloads (a
-    module's output is the next module's input) becomes one dict they share, as it is one
-    record wherever else the document holds it: ~60% fewer objects than converting each
-    appearance (every object made here is one more the cyclic GC traverses)."""
-    if isinstance(value, TensorValue):
-        plain = converted.get(id(value))  # (the records live as long as the document)
-        if plain is None:
-            plain = converted[id(value)] = msgspec.to_builtins(value)
-        return plain
-    if isinstance(value, dict):
-        return {key: _plain_data(item, converted) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain_data(item, converted) for item in value]
-    return msgspec.to_builtins(value)

@@ -27,16 +27,20 @@ from __future__ import annotations
 import binascii
 import math
 import sys
+from collections.abc import Iterator
 from typing import Any, overload
 
 import numpy as np
 import torch
 
-from gradtrace.engine.tensor_stats import StatsRow, segment_stats, stats_of
+from gradtrace.engine.tensor_stats import StatsRow, block_stats, stats_of
 from gradtrace.trace_schema import NonFinite, TensorStats, TensorValue
 
 TINY_TENSOR = 16  # elements: up to this, a JSON list `values` a person (a curl reader) sees
 BATCH_STATS = 1024  # elements: up to this, stats of all such tensors are computed together
+# float64 elements per block of small tensors summarized at once in finalize(): bounds the
+# temporaries (a model with 100k small tensors must not build one 800 MB array)
+_BLOCK_ELEMENTS = 1 << 18
 # numbers in per-event snapshots across one trace (~5.3 MB of float32 base64). JSON `values`
 # lists are charged LIST_COST per number (~20 bytes in JSON vs ~5.3 in base64), and every
 # appearance of a tensor counts: the budget bounds the size of the snapshots on the wire.
@@ -87,48 +91,62 @@ def dtype_name(t: torch.Tensor) -> str:
     return name
 
 
-def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
-    """A detached tensor as flat, row-major numpy arrays: ``(native, numeric)``.
+_BIG_ENDIAN = sys.byteorder == "big"
 
-    ``native``'s bytes are the tensor's own (what ``data`` carries; None for complex tensors,
-    which keep stats only); ``numeric`` is what stats and ``values`` lists are made of: the
-    same array where numpy has the dtype, else float32 (exact for bfloat16 and float8) or,
-    for complex tensors, the magnitude.
+
+def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
+    """A detached tensor as numpy arrays of its shape (views where possible): ``(native, numeric)``.
+
+    ``native``'s bytes are the tensor's own, little-endian (what ``data`` carries; None for
+    complex tensors, which keep stats only); ``numeric`` is what stats and ``values`` lists
+    are made of: the same array where numpy has the dtype (on a little-endian machine), else
+    float32 (exact for bfloat16 and float8) or, for complex tensors, the magnitude. Both keep
+    torch's strides: ``tobytes()`` reads them row-major, as ``data`` is.
     """
     if t.layout != torch.strided:
         t = t.to_dense()
     if not t.is_cpu:
         t = t.cpu()
-    if t.is_complex():
-        return None, t.abs().reshape(-1).numpy()
     if t.dtype in _NUMPY_NATIVE:
-        # numpy reads torch's strides itself and flattens row-major like torch.reshape, at
-        # half the cost per call (thousands of calls per trace)
-        flat = t.numpy().reshape(-1)
-        return flat, flat
-    bits = t.view(_BITS[t.element_size()]).numpy().reshape(-1)
-    return bits, t.to(torch.float32).numpy().reshape(-1)
+        numeric = t.numpy()
+        if _BIG_ENDIAN:
+            return numeric.astype(numeric.dtype.newbyteorder("<")), numeric
+        return numeric, numeric
+    if t.is_complex():
+        return None, t.abs().numpy()
+    bits = t.view(_BITS[t.element_size()]).numpy()
+    return bits.astype(bits.dtype.newbyteorder("<")) if _BIG_ENDIAN else bits, t.to(torch.float32).numpy()
 
 
-def little_endian_base64(native: np.ndarray) -> str:
-    """base64 of an array's elements as little-endian bytes, row-major."""
-    if native.dtype.byteorder == ">" or (native.dtype.byteorder == "=" and sys.byteorder == "big"):
-        native = native.astype(native.dtype.newbyteorder("<"))
-    return binascii.b2a_base64(native.tobytes(), newline=False).decode("ascii")
+def base64_of(native: np.ndarray) -> str:
+    """base64 of an array's bytes, row-major."""
+    wire = np.ascontiguousarray(native).data  # (b2a reads a contiguous array in place)
+    return binascii.b2a_base64(wire, newline=False).decode("ascii")
 
 
-def json_list(numeric: np.ndarray) -> list[Any]:
-    """A small array as a JSON list: exact (a float32/float16 value is exactly a float64),
-    bools as 0/1, non-finite numbers as "NaN"/"Infinity"/"-Infinity"."""
-    kind = numeric.dtype.kind
+def json_lists(block: np.ndarray) -> list[list[Any]]:
+    """Each row of a 2-D array as a JSON list: exact (a float32/float16 value is exactly a
+    float64), bools as 0/1, non-finite numbers as "NaN"/"Infinity"/"-Infinity"."""
+    kind = block.dtype.kind
     if kind == "b":
-        return numeric.astype(np.uint8).tolist()
+        return block.astype(np.uint8).tolist()
     if kind != "f":
-        return numeric.tolist()
-    numbers = numeric.astype(np.float64).tolist()
-    if np.isfinite(numeric).all():
-        return numbers
-    return [finite_or_name(v) for v in numbers]
+        return block.tolist()
+    rows: list[list[Any]] = block.astype(np.float64).tolist()
+    finite = np.isfinite(block).all(axis=1)
+    if not finite.all():
+        for i in np.flatnonzero(~finite).tolist():
+            rows[i] = [finite_or_name(v) for v in rows[i]]
+    return rows
+
+
+def _blocks(dtype: np.dtype, numel: int, chunks: list[bytes]) -> Iterator[tuple[int, np.ndarray]]:
+    """Row-major copies of tensors of one dtype and size as 2-D blocks, a row per tensor:
+    ``(index of the first row, block)``, each block at most ``_BLOCK_ELEMENTS`` (but one row)."""
+    rows = max(1, _BLOCK_ELEMENTS // max(numel, 1))
+    for first in range(0, len(chunks), rows):
+        part = chunks[first : first + rows]
+        yield first, np.frombuffer(b"".join(part), dtype).reshape(len(part), numel)
 
 
 def _fill(stats: TensorStats, row: StatsRow) -> None:
@@ -175,8 +193,12 @@ class Summarizer:
         self.finals_truncated = 0  # final values reduced to stats only (model too big)
         # key -> (tensor kept alive, its record, whether the record carries the numbers)
         self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, bool]] = {}
-        # tensors to finish in finalize(): (native copy, numeric copy, record, numbers?, stats?)
-        self._pending: list[tuple[np.ndarray, np.ndarray, TensorValue, bool, bool]] = []
+        # what finalize() completes, from row-major byte copies taken at capture, grouped by
+        # (numpy dtype, numel) so that each group is summarized as one block:
+        # stats to compute, numbers to write as JSON lists (tiny), and as base64 (small)
+        self._stats_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorStats]]] = {}
+        self._lists_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorValue]]] = {}
+        self._data_due: list[tuple[bytes, TensorValue]] = []
         # id(tensor) -> (tensor kept alive, version, its record, numbers?)
         self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue, bool]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
@@ -188,13 +210,14 @@ class Summarizer:
         self._shapes: dict[torch.Size, list[int]] = {}
 
     @staticmethod
-    def _key(t: torch.Tensor) -> tuple:
+    def _key(t: torch.Tensor, version: int) -> tuple:
         """Same memory, layout, dtype and version: same numbers, even through another tensor
-        object (each read of a node's `_saved_*` returns a new one)."""
+        object (each read of a node's `_saved_*` returns a new one). ``_snapshot`` reads the
+        first element's address, dtype, version and device back from it."""
         if t.layout != torch.strided:  # sparse and other layouts have no single data pointer
-            return ("id", id(t), t._version)
-        # (is_cpu: 7x cheaper than device.type)
-        return (t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t._version, t.is_cpu or t.device.type)
+            return ("id", id(t), version)
+        # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+        return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
 
     @overload
     def __call__(self, t: torch.Tensor) -> TensorValue: ...
@@ -210,17 +233,19 @@ class Summarizer:
         if quick is not None and quick[0] is t and quick[1] == version:
             return self._reuse(quick[2], quick[3])
         # The held reference keeps the memory from being reused by another tensor.
-        key = self._key(t)
+        key = self._key(t, version)
         hit = self._cache.get(key)
         if hit is not None:
             self._by_object[id(t)] = (t, version, hit[1], hit[2])
             return self._reuse(hit[1], hit[2])
-        numbers = not t.is_complex() and self._cost(t.numel()) <= self.budget_left
+        numel = t.numel()
+        cost = self._cost(numel)
+        numbers = cost <= self.budget_left and not t.dtype.is_complex
         if numbers:
-            self.budget_left -= self._cost(t.numel())
+            self.budget_left -= cost
         else:
             self.values_truncated += 1
-        value = self._snapshot(t, numbers)
+        value = self._snapshot(t, key, numel, numbers)
         self._cache[key] = (t, value, numbers)
         self._by_object[id(t)] = (t, version, value, numbers)
         return value
@@ -235,18 +260,19 @@ class Summarizer:
         if not isinstance(t, torch.Tensor):
             return None
         numel = t.numel()
-        hit = self._cache.get(self._key(t))
+        key = self._key(t, t._version)
+        hit = self._cache.get(key)
         if hit is not None and hit[2]:  # already summarized with its numbers, at this version
             self.final_left -= min(numel, self.final_left)
             return hit[1]
-        if t.is_complex():  # no numbers for complex tensors: the stats of their magnitude
-            return self._snapshot(t, False)
+        if t.dtype.is_complex:  # no numbers for complex tensors: the stats of their magnitude
+            return self._snapshot(t, key, numel, False)
         numbers = numel <= self.final_left
         if numbers:
             self.final_left -= numel
         else:
             self.finals_truncated += 1  # past the limit: the model is too big (a diagnostic)
-        return self._snapshot(t, numbers)
+        return self._snapshot(t, key, numel, numbers)
 
     def repeat(self, value: TensorValue | None) -> TensorValue | None:
         """The same summary appearing once more in the trace (charged to the budget again)."""
@@ -291,74 +317,78 @@ class Summarizer:
         return TensorValue(shape=value.shape, dtype=value.dtype, stats=value.stats, truncated=True)
 
     @staticmethod
-    def _dense_order(t: torch.Tensor) -> list[int] | None:
-        """Dims ordered so that ``t.permute(order)`` is contiguous ([]: t already is; None:
-        no such order).
-
-        A transposed weight, a permuted activation: the same block of memory, the same
-        elements in another order, so the same stats, readable without a copy.
+    def _is_dense(t: torch.Tensor) -> bool:
+        """Whether non-contiguous ``t``'s elements fill one block of memory from its first element (in some
+        order of its dims): a transposed weight, a permuted activation. Such tensors with the
+        same first element, numel, dtype and version hold the same elements, so the same stats.
         """
-        if t.is_contiguous():
-            return []  # already in order: no permute needed
         strides = t.stride()
         order = sorted(range(t.dim()), key=lambda d: -strides[d])
-        return order if t.permute(order).is_contiguous() else None
+        return t.permute(order).is_contiguous()
 
-    def _snapshot(self, t: torch.Tensor, numbers: bool) -> TensorValue:
-        """The record of ``t`` now: stats always, its numbers if ``numbers``."""
-        # detached first: a permute of a tensor that requires grad would make an autograd
-        # node (and shift every later node's creation order). No torch.no_grad() here:
-        # entering it cost ~200 µs per call.
-        t = t.detach()
-        numel = t.numel()
+    def _snapshot(self, t: torch.Tensor, key: tuple, numel: int, numbers: bool) -> TensorValue:
+        """The record of ``t`` (its cache ``key``) now: stats always, its numbers if ``numbers``."""
+        # detached first: .numpy() refuses a tensor that requires grad, and a permute of one
+        # would make an autograd node (and shift every later node's creation order). No
+        # torch.no_grad() here: entering it cost ~200 µs per call.
+        if t.requires_grad:
+            t = t.detach()
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
-        shape = self._shapes.get(t.shape)
+        size = t.shape
+        shape = self._shapes.get(size)
         if shape is None:
-            shape = self._shapes[t.shape] = list(t.shape)
+            shape = self._shapes[size] = list(size)
         out = TensorValue(shape=shape, dtype=dtype_name(t), stats=stats, truncated=not numbers)
-        order = self._dense_order(t) if t.layout == torch.strided and numel else None
-        memory = (
-            (t.data_ptr(), numel, t.dtype, t._version, t.is_cpu or t.device.type)
-            if order is not None
-            else None
-        )
-        known = self._stats_by_memory.get(memory) if memory is not None else None
-        if known is not None:
-            out.stats = known  # filled now, or by finalize() with its first owner
-            if not numbers:
-                return out
-        elif memory is not None:
-            self._stats_by_memory[memory] = stats
-        # row-major numbers are needed for values/data; stats alone read any dense order
-        native, numeric = native_and_numeric(t.permute(order) if order and not numbers else t)
-        if numel > BATCH_STATS:
-            # large: summarized now, one tensor at a time (batching them built huge
-            # temporaries); no copy needed since nothing is deferred
+        owner = True  # this record's stats are computed here (not shared with another's)
+        if numel and key[0] != "id" and (t.is_contiguous() or self._is_dense(t)):
+            # (first element's address, numel, dtype, version, device), from the key
+            memory = (key[0], numel, key[3], key[4], key[5])
+            known = self._stats_by_memory.get(memory)
             if known is None:
+                self._stats_by_memory[memory] = stats
+            else:
+                out.stats = known  # filled now, or by finalize() with its first owner
+                if not numbers:
+                    return out
+                owner = False
+        native, numeric = native_and_numeric(t)
+        if numel > BATCH_STATS:
+            # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
+            if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out.data = little_endian_base64(native)
-        else:
-            # small: snapshot (later in-place writes must not change what was seen), and
-            # summarize all of them together in finalize()
-            copied = numeric.copy()
-            # (native None: complex, no numbers kept)
-            native = copied if native is None or native is numeric else native.copy()
-            self._pending.append((native, copied, out, numbers, known is None))
+                out.data = base64_of(native)
+            return out
+        # small: copied now, row-major (later in-place writes must not change what was
+        # seen), and finished in finalize() with all the others of its dtype and size
+        raw = None if native is None else native.tobytes()
+        plain = raw if raw is not None and numeric is native else numeric.tobytes()
+        if owner:
+            chunks, owners = self._stats_due.setdefault((numeric.dtype, numel), ([], []))
+            chunks.append(plain)
+            owners.append(stats)
+        if numbers:
+            if numel <= TINY_TENSOR:
+                chunks, records = self._lists_due.setdefault((numeric.dtype, numel), ([], []))
+                chunks.append(plain)
+                records.append(out)
+            elif raw is not None:
+                self._data_due.append((raw, out))
         return out
 
     def finalize(self) -> None:
         """Fill the stats and numbers of every record handed out so far (idempotent)."""
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        owners = [(numeric, out) for _native, numeric, out, _numbers, owner in pending if owner]
-        for (_arr, out), stats in zip(owners, segment_stats([arr for arr, _ in owners]), strict=True):
-            _fill(out.stats, stats)
-        for native, numeric, out, numbers, _owner in pending:
-            if not numbers:
-                continue
-            if numeric.size <= TINY_TENSOR:
-                out.values = json_list(numeric)
-            else:
-                out.data = little_endian_base64(native)
+        stats_due, self._stats_due = self._stats_due, {}
+        lists_due, self._lists_due = self._lists_due, {}
+        data_due, self._data_due = self._data_due, []
+        for (dtype, numel), (chunks, owners) in stats_due.items():
+            for first, block in _blocks(dtype, numel, chunks):
+                for stats, row in zip(owners[first : first + len(block)], block_stats(block), strict=True):
+                    _fill(stats, row)
+        for (dtype, numel), (chunks, records) in lists_due.items():
+            for first, block in _blocks(dtype, numel, chunks):
+                for out, numbers in zip(records[first : first + len(block)], json_lists(block), strict=True):
+                    out.values = numbers
+        b2a = binascii.b2a_base64
+        for raw, out in data_due:
+            out.data = b2a(raw, newline=False).decode("ascii")

@@ -1,7 +1,7 @@
 """Stats of tensors' numbers (min, max, mean, std, norm, NaN/infinity counts), in numpy.
 
 float64 over the finite elements, population std computed in two passes (no cancellation).
-``stats_of`` takes one large flat array; ``segment_stats`` many small ones at once.
+``stats_of`` takes one large array; ``block_stats`` many small ones of one size at once.
 Both give rows of numbers in TensorStats' field order after ``numel`` (``StatsRow``):
 thousands of small dicts cost more than the numpy calls that fill them.
 """
@@ -19,7 +19,7 @@ StatsRow = tuple[float | None, float | None, float | None, float | None, float |
 
 
 def stats_of(arr: np.ndarray) -> StatsRow:
-    """Stats of one (large) flat array: float64, over the finite elements, two-pass std.
+    """Stats of one (large) array of any shape: float64, over the finite elements, two-pass std.
 
     numpy with no BLAS call (np.dot went to a multi-threaded BLAS that spun ~9 ms a call on
     a busy box; torch.var_mean took ~200 µs for 16k elements). One float64 copy, centred in
@@ -27,7 +27,9 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     non-negative terms: no cancellation), so ~2.5x fewer passes than before.
     """
     numel = int(arr.size)
-    x = arr.astype(np.float64)  # a copy, even of float64 input: it is centred in place below
+    # a flat copy, even of float64 input: it is centred in place below (the order of the
+    # elements does not matter: any layout, e.g. a transposed weight, is read as it lies)
+    x = arr.astype(np.float64).ravel("K")  # (astype keeps the layout: ravel is then a view)
     nan = inf = 0
     with np.errstate(over="ignore", invalid="ignore"):  # a float64 sum past 1e308: redone scaled
         total = float(x.sum()) if numel else 0.0
@@ -63,66 +65,44 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     )
 
 
-def segment_stats(arrays: list[np.ndarray]) -> list[StatsRow]:
-    """Stats of many small flat arrays at once (float64, over the finite elements).
+def block_stats(block: np.ndarray) -> list[StatsRow]:
+    """Stats of each row of a 2-D array: many small tensors of one dtype and one size.
 
-    A handful of ``reduceat`` calls instead of ~10 numpy calls per tensor: for the thousands
-    of small tensors of a trace, per-call overhead dominated. Population std (a single
-    element has std 0, not NaN), two-pass (no cancellation).
+    Each step is one numpy call over the whole block (a row per tensor) instead of ~10 calls
+    per tensor: for the thousands of small tensors of a trace, per-call overhead dominated.
+    Rows that are not plain (a NaN or an infinity, a float64 sum past 1e308, magnitudes whose
+    squares over/underflow) are redone alone by ``stats_of``, which handles them.
     """
-    lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-    empty: StatsRow = (None, None, None, None, None, 0, 0)
-    out: list[StatsRow] = [empty] * len(arrays)
-    nonempty = np.flatnonzero(lengths)
-    if nonempty.size == 0:
-        return out
-    # one concatenation, then one float64 conversion (numpy promotes mixed dtypes to one
-    # that holds every value of each exactly)
-    big = np.concatenate([arrays[i] for i in nonempty.tolist()]).astype(np.float64, copy=False)
-    seg = lengths[nonempty]
-    starts = np.concatenate(([0], np.cumsum(seg)[:-1]))
-    finite = np.isfinite(big)
-    if finite.all():  # the usual case: no masking passes
-        n_finite, n_nan = seg, np.zeros_like(seg)
-        x0, low, high = big, big, big
-    else:
-        n_finite = np.add.reduceat(finite.astype(np.int64), starts)
-        n_nan = np.add.reduceat(np.isnan(big).astype(np.int64), starts)
-        x0 = np.where(finite, big, 0.0)
-        low, high = np.where(finite, big, np.inf), np.where(finite, big, -np.inf)
-    counts = np.maximum(n_finite, 1)
-    with np.errstate(over="ignore", invalid="ignore"):  # extreme float64: redone scaled below
-        means = np.add.reduceat(x0, starts) / counts
-        centred = x0 - np.repeat(means, seg)
-        if x0 is not big:
-            centred[~finite] = 0.0
-        centred *= centred
-        squares = np.add.reduceat(centred, starts)  # Σ(x-m)² per tensor
+    count, numel = block.shape
+    if numel == 0:
+        return [(None, None, None, None, None, 0, 0)] * count
+    x = block.astype(np.float64)  # a copy, even of float64 input: it is centred in place below
+    with np.errstate(over="ignore", invalid="ignore"):  # such rows are redone by stats_of
+        sums = x.sum(axis=1)
+        lows, highs = x.min(axis=1), x.max(axis=1)
+        means = sums / numel
+        x -= means[:, None]
+        np.square(x, out=x)
+        squares = x.sum(axis=1)  # Σ(x-m)² per row
         # |x|² = Σ(x-m)² + n·m² (as stats_of): two non-negative terms, no cancellation
-        norms = np.sqrt(squares + n_finite * means * means)
-        stds = np.sqrt(squares / counts)
-    mins = np.minimum.reduceat(low, starts)
-    maxs = np.maximum.reduceat(high, starts)
-    extremes = np.maximum(np.abs(mins), np.abs(maxs))
-    n_inf = seg - n_finite - n_nan
-    rows = zip(
-        nonempty.tolist(),
-        mins.tolist(),
-        maxs.tolist(),
-        means.tolist(),
-        stds.tolist(),
-        norms.tolist(),
-        n_nan.tolist(),
-        n_inf.tolist(),
-        n_finite.tolist(),
-        extremes.tolist(),
-        strict=True,
+        norms = np.sqrt(squares + numel * means * means)
+        stds = np.sqrt(squares / numel)
+        extremes = np.maximum(np.abs(lows), np.abs(highs))
+        plain = np.isfinite(sums) & (extremes <= _HUGE) & ((extremes >= 1 / _HUGE) | (extremes == 0.0))
+    zeros = [0] * count
+    rows: list[StatsRow] = list(
+        zip(
+            lows.tolist(),
+            highs.tolist(),
+            means.tolist(),
+            stds.tolist(),
+            norms.tolist(),
+            zeros,
+            zeros,
+            strict=True,
+        )
     )
-    for i, low_, high_, mean, std, norm, nan, inf, n_finite_, extreme in rows:
-        if not n_finite_:
-            out[i] = (None, None, None, None, None, nan, inf)
-        elif extreme > _HUGE or 0.0 < extreme < 1 / _HUGE:  # squares over/underflow: scaled, alone
-            out[i] = stats_of(arrays[i])
-        else:
-            out[i] = (low_, high_, mean, std, norm, nan, inf)
-    return out
+    if not plain.all():
+        for i in np.flatnonzero(~plain).tolist():
+            rows[i] = stats_of(block[i])
+    return rows
