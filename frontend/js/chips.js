@@ -147,12 +147,28 @@ function createGrid() {
     for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(cellKey(i, j)) || []) if (test(t)) return true;
     return false;
   }
-  return { add, remove, hits, someNear };
+  /** Every box in the cells under `region` (each once): all that can overlap a box inside it. */
+  function around(region) {
+    const [x0, x1] = span(region.x, region.width);
+    const [y0, y1] = span(region.y, region.height);
+    const found = new Set();
+    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(cellKey(i, j)) || []) found.add(t);
+    return [...found];
+  }
+  return { add, remove, hits, someNear, around };
 }
 
 /** The gap between two boxes {x, y, width, height}: 0 when they touch or overlap. */
 function boxGap(a, b) {
-  return Math.hypot(Math.max(b.x - (a.x + a.width), 0, a.x - (b.x + b.width)), Math.max(b.y - (a.y + a.height), 0, a.y - (b.y + b.height)));
+  return gapTo(a.x, a.y, a.width, a.height, b);
+}
+
+/** boxGap of the box at `x`, `y`, `width` × `height` and box `b`, without making the box. */
+function gapTo(x, y, width, height, b) {
+  const dx = Math.max(b.x - (x + width), 0, x - (b.x + b.width));
+  const dy = Math.max(b.y - (y + height), 0, y - (b.y + b.height));
+  // (side by side, one of them is 0: Math.hypot would give the other, only slower)
+  return dy === 0 ? dx : dx === 0 ? dy : Math.hypot(dx, dy);
 }
 
 /** Whether box `inner` lies wholly inside box `outer`. */
@@ -190,25 +206,82 @@ function* ringGaps(limit) {
 }
 
 /**
- * Chip spots {x: left edge, y: vertical centre} whose box is `d` px from the node's box on
- * the nearest axis: first the middles of its sides (right, left, below, above), then outwards
- * from them on each side in both directions — stacked beside another chip of the same node,
- * then the corners.
+ * The ring of chip spots {x: left edge, y: vertical centre} whose box is `d` px from the node's
+ * box on the nearest axis. `visit(x, y, side)` sees them in order until it returns true: first
+ * the middles of the node's sides (right, left, below, above), then outwards from them on each
+ * side in both directions — stacked beside another chip of the same node, then the corners.
+ * The spots on one side share their box's x (right, left) or y (below, above), and every box of
+ * a side lies in its `region` (`sides[side]`).
  */
-function* ringAround(n, width, d) {
+function ringAround(n, width, d) {
   const right = n.x + n.width + d;
   const left = n.x - d - width;
   const above = n.y - d - H / 2;
   const below = n.y + n.height + d + H / 2;
   const cy = n.y + n.height / 2;
   const cx = n.x + n.width / 2 - width / 2;
-  yield* [{ x: right, y: cy }, { x: left, y: cy }, { x: cx, y: below }, { x: cx, y: above }];
   const vertical = (below - above) / 2;
   const horizontal = (right - left) / 2;
-  for (let k = 2; k <= Math.max(vertical, horizontal); k += 2) {
-    if (k <= vertical) for (const y of [cy + k, cy - k]) yield* [{ x: right, y }, { x: left, y }];
-    if (k <= horizontal) for (const x of [cx + k, cx - k]) yield* [{ x, y: below }, { x, y: above }];
+  // (1 px wider than the spots reach: a region holds their boxes whatever the rounding)
+  // `from`..`to`: where the boxes' other axis (top or left edge) goes along the side.
+  const column = (x) => ({ axis: "x", at: x, from: cy - vertical - H / 2, to: cy + vertical - H / 2, region: { x: x - 1, y: cy - vertical - H / 2 - 1, width: width + 2, height: 2 * vertical + H + 2 } });
+  const row = (y) => ({ axis: "y", at: y - H / 2, from: cx - horizontal, to: cx + horizontal, region: { x: cx - horizontal - 1, y: y - H / 2 - 1, width: 2 * horizontal + width + 2, height: H + 2 } });
+  function each(visit) {
+    if (visit(right, cy, 0) || visit(left, cy, 1) || visit(cx, below, 2) || visit(cx, above, 3)) return;
+    for (let k = 2; k <= Math.max(vertical, horizontal); k += 2) {
+      if (k <= vertical && (visit(right, cy + k, 0) || visit(left, cy + k, 1) || visit(right, cy - k, 0) || visit(left, cy - k, 1))) return;
+      if (k <= horizontal && (visit(cx + k, below, 2) || visit(cx + k, above, 3) || visit(cx - k, below, 2) || visit(cx - k, above, 3))) return;
+    }
   }
+  return { sides: [column(right), column(left), row(below), row(above)], each };
+}
+
+/**
+ * What a side's chip boxes may overlap, for overlap tests along the side alone: the boxes of
+ * `grid` near its region that overlap a chip box `width` wide on the side's fixed axis (as
+ * `overlaps` tests that axis: the other one is all that is left to test per spot).
+ */
+function sideObstacles(grid, side, width) {
+  const a = side.at;
+  return side.axis === "x"
+    ? grid.around(side.region).filter((t) => a < t.x + t.width + MARGIN && t.x < a + width + MARGIN)
+    : grid.around(side.region).filter((t) => a < t.y + t.height + MARGIN && t.y < a + H + MARGIN);
+}
+
+/** Whether the chip box at left `x`, top `y`, `width` wide overlaps one of a side's obstacles
+ * (sideObstacles: the side's fixed axis is tested already). */
+function hitsAlong(obstacles, axis, x, y, width) {
+  if (axis === "x") {
+    for (const t of obstacles) if (y < t.y + t.height + MARGIN && t.y < y + H + MARGIN) return true;
+  } else {
+    for (const t of obstacles) if (x < t.x + t.width + MARGIN && t.x < x + width + MARGIN) return true;
+  }
+  return false;
+}
+
+/** Far inside the rounding of a coordinate (a few thousand px: about 1e-12 px). */
+const SURELY = 1e-6;
+
+/**
+ * Whether every spot of a side is surely over one of `obstacles` (sideObstacles of it) or
+ * off the picture (left or above 0): each obstacle rules out an open interval of the side's
+ * other axis, and those intervals, each SURELY narrower, cover all of `from`..`to`.
+ */
+function sideCovered(obstacles, side, width) {
+  if (side.at < 0) return true;
+  const length = side.axis === "x" ? H : width;
+  const start = (t) => (side.axis === "x" ? t.y : t.x);
+  const size = (t) => (side.axis === "x" ? t.height : t.width);
+  const spans = obstacles.map((t) => [start(t) - length - MARGIN + SURELY, start(t) + size(t) + MARGIN - SURELY]);
+  spans.push([-Infinity, -SURELY]);
+  spans.sort((a, b) => a[0] - b[0]);
+  let reach = side.from - SURELY;
+  for (const [lo, hi] of spans) {
+    if (reach > side.to + SURELY) break;
+    if (lo >= reach) return false;
+    reach = Math.max(reach, hi);
+  }
+  return reach > side.to + SURELY;
 }
 
 /** A placer over the layout (`hooked`: the paths of modules with hook badges). Candidates are
@@ -272,21 +345,33 @@ export function createPlacer(layout, hooked = new Set()) {
    */
   function placeNear(n, width, module = null) {
     let best = null;
-    const costs = [
-      (box) => (lines.hits(box) ? LINE_COST : 0),
-      (box) => (module && !contains(module, box) ? OUTSIDE_MODULE_COST : 0),
-      (box) => (nearerNode(box, n) ? NEIGHBOUR_COST : 0),
-    ];
     for (const d of ringGaps(reach)) {
       if (best && d >= best.cost) break;
-      for (const c of ringAround(n, width, d)) {
-        const box = boxAt(c, width);
-        let cost = Math.max(boxGap(box, n), NODE_GAP);
-        if ((best && cost >= best.cost) || !fits(c, width, false)) continue;
-        for (const penalty of costs) if (!best || cost < best.cost) cost += penalty(box);
-        if (!best || cost < best.cost) best = { c, box, cost };
-        if (cost <= Math.max(d, NODE_GAP)) break; // nothing on this ring is nearer
-      }
+      const { sides, each } = ringAround(n, width, d);
+      // Per side, what its spots can overlap (found once, not per spot): chips and nodes, lines.
+      const near = [null, null, null, null];
+      const nearOf = (side) => (near[side] ??= { taken: sideObstacles(taken, sides[side], width), lines: sideObstacles(lines, sides[side], width) });
+      // A spot on this ring costs at least `least`, and a spot across a line LINE_COST more:
+      // once that is no cheaper than the best, a side whose every spot is over a chip, a node
+      // or a line has nothing better (found once per side, not spot by spot).
+      const least = Math.max(d - SURELY, NODE_GAP);
+      const covered = [null, null, null, null];
+      const coveredOf = (side) => (covered[side] ??= sideCovered([...nearOf(side).taken, ...nearOf(side).lines], sides[side], width));
+      if (best && least + LINE_COST >= best.cost && [0, 1, 2, 3].every(coveredOf)) continue;
+      each((x, y, side) => {
+        if (best && least + LINE_COST >= best.cost && coveredOf(side)) return false;
+        const top = y - H / 2;
+        let cost = Math.max(gapTo(x, top, width, H, n), NODE_GAP);
+        if (best && cost >= best.cost) return false;
+        const { axis } = sides[side];
+        if (x < 0 || top < 0 || hitsAlong(nearOf(side).taken, axis, x, top, width)) return false;
+        if ((!best || cost < best.cost) && hitsAlong(nearOf(side).lines, axis, x, top, width)) cost += LINE_COST;
+        const box = { x, y: top, width, height: H };
+        if ((!best || cost < best.cost) && module && !contains(module, box)) cost += OUTSIDE_MODULE_COST;
+        if ((!best || cost < best.cost) && nearerNode(box, n)) cost += NEIGHBOUR_COST;
+        if (!best || cost < best.cost) best = { c: { x, y }, box, cost };
+        return cost <= Math.max(d, NODE_GAP); // nothing on this ring is nearer
+      });
     }
     if (!best) return null;
     taken.add(best.box);
