@@ -455,25 +455,73 @@ function widest(texts) {
 }
 
 /**
+ * What placeChips places, read from the trace; the layout says the rest. `edges`: the gradient
+ * chips, narrow ones (then short edges) first — a wide chip should not take the only spot a
+ * short edge has — each `w` wide with its numbers, `nw` with its norm. `nodes`: .grad chips
+ * before value chips (what backward() leaves is the lesson), the widest of each first — a wide
+ * chip has few spots near its node, a narrow one fits in many. `hooked`: modules with hook badges.
+ */
+function chipsWanted(layout, trace) {
+  const nodes = new Map(trace.graph.nodes.map((n) => [n.id, n]));
+  const edges = new Map(trace.graph.edges.map((e) => [e.id.split("~")[0], e]));
+  const edgeChips = layout.edges
+    .map((e) => ({ e, traceEdge: edges.get(e.id.split("~")[0]) }))
+    .filter(({ e, traceEdge }) => e.kind !== "no_grad" && traceEdge && traceEdge.grads?.length && (e.points || []).length >= 2)
+    .map(({ e, traceEdge }) => ({
+      e,
+      w: widest(traceEdge.grads.map((g) => gradChipText(g.value) || "None")),
+      nw: widest(traceEdge.grads.map((g) => compactGradText(g.value))),
+      length: pathLength(e.points),
+    }))
+    .sort((a, b) => a.w - b.w || a.length - b.length);
+  const writes = new Map();
+  for (const n of trace.graph.nodes) if (n.kind === "tensor" && n.role === "parameter") writes.set(n.id, []);
+  for (const ev of trace.events) {
+    if (ev.kind !== "grad_write" || !ev.node) continue;
+    if (!writes.has(ev.node)) writes.set(ev.node, []);
+    writes.get(ev.node).push(leafChipText(ev.payload?.after));
+  }
+  const widestFirst = (kind, textsOf) =>
+    layout.nodes
+      .filter((n) => textsOf(n))
+      .map((n) => ({ kind, n, w: widest(textsOf(n)) }))
+      .sort((a, b) => b.w - a.w);
+  const leafTexts = (n) => writes.get(n.id) && (writes.get(n.id).length ? writes.get(n.id) : [".grad [0.0000, 0.0000]"]);
+  const valueTexts = (n) => {
+    const text = nodes.get(n.id) && valueChipText(nodes.get(n.id).value);
+    return text && [text];
+  };
+  const hooked = (trace.graph.modules || []).filter((m) => m.hooks?.length).map((m) => m.path);
+  return { hooked, edges: edgeChips, nodes: [...widestFirst("leaf", leafTexts), ...widestFirst("value", valueTexts)] };
+}
+
+// The last chip spots placed on each layout, with what they were placed for. A warm renderer
+// (frontend/tools/render.mjs) keeps a model's layout and draws trace after trace of it: the
+// spots depend on the layout and on the chips' widths only, so when those are the same the
+// search is not run again. (Spots are read, never changed.)
+const placedOn = new WeakMap();
+
+/**
  * Chip centres {x, y, width} keyed by layout node / edge id: `value` (forward values), `leaf`
  * (.grad of leaves and retained tensors) and `edge` (gradients, with the `form` that fit there —
  * "numbers", "norm" or "mark", see edgeChipText — and `beside` when the chip sits right beside
  * its edge's line instead of on it).
  */
 export function placeChips(layout, trace) {
-  const placer = createPlacer(layout, new Set((trace.graph.modules || []).filter((m) => m.hooks?.length).map((m) => m.path)));
-  const nodes = new Map(trace.graph.nodes.map((n) => [n.id, n]));
-  const edges = new Map(trace.graph.edges.map((e) => [e.id.split("~")[0], e]));
+  const wanted = chipsWanted(layout, trace);
+  const key = JSON.stringify([wanted.hooked, wanted.edges.map((c) => [c.e.id, c.w, c.nw]), wanted.nodes.map((c) => [c.kind, c.n.id, c.w])]);
+  const placed = placedOn.get(layout);
+  if (placed?.key === key) return placed.spots;
+  const spots = placeWanted(layout, wanted);
+  placedOn.set(layout, { key, spots });
+  return spots;
+}
+
+function placeWanted(layout, wanted) {
+  const placer = createPlacer(layout, new Set(wanted.hooked));
   const centre = (spot, w) => (spot ? { x: spot.x + w / 2, y: spot.y, width: w } : null);
   const out = { leaf: new Map(), edge: new Map(), value: new Map() };
-
-  // Gradient chips first, as they must sit on their edge; narrow chips (then short edges) first:
-  // a wide chip should not take the only spot a short edge has.
-  const withGrads = layout.edges
-    .map((e) => ({ e, traceEdge: edges.get(e.id.split("~")[0]) }))
-    .filter(({ e, traceEdge }) => e.kind !== "no_grad" && traceEdge && traceEdge.grads?.length && (e.points || []).length >= 2)
-    .map((x) => ({ ...x, w: widest(x.traceEdge.grads.map((g) => gradChipText(g.value) || "None")), length: pathLength(x.e.points) }))
-    .sort((a, b) => a.w - b.w || a.length - b.length);
+  // Gradient chips first, as they must sit on their edge.
   // A chip sits on its edge. First every edge reserves room on it for the smallest chip, the
   // mark ∇ (its value on hover and in the inspector); then each, in turn, trades the mark for its
   // numbers, else its norm, on its path around the others' reservations — or right beside the
@@ -481,20 +529,18 @@ export function placeChips(layout, trace) {
   // the mark gets a chip as near as it fits.
   const mw = chipWidth(GRAD_MARK);
   const marks = new Map();
-  for (const { e } of withGrads) {
+  for (const { e } of wanted.edges) {
     const at = placer.place(onEdge(e.points, mw), mw, { avoidEdges: false, scan: false });
     if (at) marks.set(e.id, at);
   }
-  for (const { e, traceEdge, w } of withGrads) {
+  for (const { e, w, nw } of wanted.edges) {
     const mark = marks.get(e.id);
     if (mark) placer.release(mark, mw);
-    let nw = 0; // the norm's width, measured only when the numbers do not fit on the line
-    const normWidth = () => (nw ||= widest(traceEdge.grads.map((g) => compactGradText(g.value))));
     const tries = [
       () => [onEdge(e.points, w), w, "numbers", false],
-      () => [onEdge(e.points, normWidth()), normWidth(), "norm", false],
+      () => [onEdge(e.points, nw), nw, "norm", false],
       () => [besideEdge(e.points, w), w, "numbers", true],
-      () => [besideEdge(e.points, normWidth()), normWidth(), "norm", true],
+      () => [besideEdge(e.points, nw), nw, "norm", true],
       () => [mark ? [mark] : [], mw, "mark", false],
     ];
     let spot = null;
@@ -513,26 +559,7 @@ export function placeChips(layout, trace) {
     if (spot) out.edge.set(e.id, spot);
   }
   // Then the chips beside nodes (.grad, forward values): the nearest free spot all around the node.
-  const writes = new Map();
-  for (const n of trace.graph.nodes) if (n.kind === "tensor" && n.role === "parameter") writes.set(n.id, []);
-  for (const ev of trace.events) {
-    if (ev.kind !== "grad_write" || !ev.node) continue;
-    if (!writes.has(ev.node)) writes.set(ev.node, []);
-    writes.get(ev.node).push(leafChipText(ev.payload?.after));
-  }
-  // .grad chips before value chips (what backward() leaves is the lesson), the widest of each
-  // first: a wide chip has few spots near its node, a narrow one fits in many.
-  const widestFirst = (kind, textsOf) =>
-    layout.nodes
-      .filter((n) => textsOf(n))
-      .map((n) => ({ kind, n, w: widest(textsOf(n)) }))
-      .sort((a, b) => b.w - a.w);
-  const leafTexts = (n) => writes.get(n.id) && (writes.get(n.id).length ? writes.get(n.id) : [".grad [0.0000, 0.0000]"]);
-  const valueTexts = (n) => {
-    const text = nodes.get(n.id) && valueChipText(nodes.get(n.id).value);
-    return text && [text];
-  };
-  for (const { kind, n, w } of [...widestFirst("leaf", leafTexts), ...widestFirst("value", valueTexts)]) {
+  for (const { kind, n, w } of wanted.nodes) {
     const spot = centre(placer.placeNear(n, w, moduleBoxOf(layout, n)), w);
     if (spot) out[kind].set(n.id, spot);
   }
