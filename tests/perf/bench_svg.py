@@ -3,8 +3,9 @@
 Both warm and in-process, interleaved round by round (medians): torchviz as ``tests/perf/bench.py``
 times it (forward, ``make_dot``, ``dot -Tsvg``); gradtrace saving a trace captured in the same
 round (a new trace each round, so neither the SVG cache nor the Node renderer's answer is reused;
-the layout of the same model is). gradtrace's time is broken down into writing the trace JSON
-(Python) and the Node renderer's request (transfer, parse, layout lookup, SVG, answer).
+the layout of the same model is). gradtrace's time is broken down into writing what the renderer
+reads (Python: the trace JSON without its base64 numbers, ``drawing_json``) and the Node
+renderer's request (transfer, parse, layout lookup, SVG, answer).
 
 Run: .venv/bin/python tests/perf/bench_svg.py [--models chain60,encoder2,resnet] [--rounds 9]
 Needs torchviz (``pip install torchviz``) and Graphviz's ``dot``. Not collected by pytest.
@@ -26,7 +27,7 @@ from torchviz import make_dot
 import gradtrace
 from gradtrace.render.diagram import svg_args
 from gradtrace.render.node_tool import run_render
-from gradtrace.render.source import trace_json
+from gradtrace.render.source import drawing_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models import MODELS, loss_of  # noqa: E402
@@ -62,7 +63,7 @@ def bench(key: str, rounds: int, out: Path) -> dict[str, float]:
 
         def encode() -> None:
             nonlocal data
-            data = trace_json(trace)  # noqa: B023
+            data = drawing_json(trace)  # noqa: B023
 
         times["json"].append(timed(encode))
         times["node"].append(timed(lambda: run_render(data, args)))  # noqa: B023
@@ -76,7 +77,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     print(
-        "| model | torchviz + dot SVG | gradtrace SVG (warm) | ratio | of which: trace JSON | Node request |"
+        "| model | torchviz + dot SVG | gradtrace SVG (warm) | ratio | of which: drawing JSON | Node request |"
     )
     print("|---|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
