@@ -21,8 +21,8 @@ def trace_json(trace: Any) -> bytes:
         return trace.to_json_bytes()
     if isinstance(trace, msgspec.Struct):  # TraceDoc
         return msgspec.json.encode(trace)
-    if isinstance(trace, dict):
-        return json.dumps(trace, allow_nan=False).encode("utf-8")
+    if isinstance(trace, dict):  # compact, as the trace's own encoder writes (drawing_json reads it)
+        return json.dumps(trace, allow_nan=False, separators=(",", ":")).encode("utf-8")
     raise TypeError(f"cannot render a {type(trace).__name__}: pass a gradtrace.Trace, a TraceDoc or a dict")
 
 
