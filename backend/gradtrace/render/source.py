@@ -40,7 +40,7 @@ def _without_base64(raw: bytes) -> bytes:
     bytes.find jumps from one field to the next in C (a regex over the base64 took 13 times
     as long on resnet-style convs: 6.8 ms against 0.5 ms for 9.7 MB).
     """
-    pieces = []
+    pieces: list[bytes] = []
     kept_from = 0
     at = raw.find(_DATA_OPEN)
     while at >= 0:
