@@ -61,7 +61,12 @@ export function hookActionText(ev) {
 
 /** The point a fraction `f` of the way along a polyline, by length. */
 export function pointAlong(points, f) {
-  if (!points || points.length === 0) return { x: 0, y: 0 };
+  return walkAlong(points)(f);
+}
+
+/** pointAlong on one polyline, its segments measured once (onEdge asks for hundreds of points). */
+function walkAlong(points) {
+  if (!points || points.length === 0) return () => ({ x: 0, y: 0 });
   const seg = [];
   let total = 0;
   for (let i = 1; i < points.length; i++) {
@@ -69,15 +74,17 @@ export function pointAlong(points, f) {
     seg.push(d);
     total += d;
   }
-  let left = total * f;
-  for (let i = 1; i < points.length; i++) {
-    if (left <= seg[i - 1] && seg[i - 1] > 0) {
-      const t = left / seg[i - 1];
-      return { x: points[i - 1].x + t * (points[i].x - points[i - 1].x), y: points[i - 1].y + t * (points[i].y - points[i - 1].y) };
+  return (f) => {
+    let left = total * f;
+    for (let i = 1; i < points.length; i++) {
+      if (left <= seg[i - 1] && seg[i - 1] > 0) {
+        const t = left / seg[i - 1];
+        return { x: points[i - 1].x + t * (points[i].x - points[i - 1].x), y: points[i - 1].y + t * (points[i].y - points[i - 1].y) };
+      }
+      left -= seg[i - 1];
     }
-    left -= seg[i - 1];
-  }
-  return points[points.length - 1];
+    return points[points.length - 1];
+  };
 }
 
 function overlaps(a, b) {
@@ -401,8 +408,9 @@ function* fractionsAlong(points) {
 
 /** Spots centred on an edge's path (a chip sits on its edge): the middle first, then outwards. */
 export function* onEdge(points, width) {
+  const at = walkAlong(points);
   for (const f of fractionsAlong(points)) {
-    const p = pointAlong(points, f);
+    const p = at(f);
     yield { x: p.x - width / 2, y: p.y };
   }
   // Between two ranks a chip may fit at one height only (the gap is a chip and its margins):
@@ -416,8 +424,9 @@ export function* onEdge(points, width) {
 
 /** Spots right beside an edge's path (its line touching the chip's side), for an edge with no room on it. */
 export function* besideEdge(points, width, gap = BESIDE_GAP) {
+  const at = walkAlong(points);
   for (const f of fractionsAlong(points)) {
-    const p = pointAlong(points, f);
+    const p = at(f);
     yield { x: p.x + gap, y: p.y };
     yield { x: p.x - gap - width, y: p.y };
   }
