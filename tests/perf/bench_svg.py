@@ -6,7 +6,9 @@ round, as ``bench.py`` does (a new trace each round; the renderer keeps the mode
 chip spots). A model whose every capture is the same to the last number (no BatchNorm running
 stats, no dropout: the encoders) draws the same picture each round, which the in-process SVG
 cache answers; so the save is timed a second time with that cache emptied first: the drawing
-itself, whatever the trace. gradtrace's time is broken down into writing what the renderer
+itself, whatever the trace. With ``--training`` an SGD step comes before every capture: the
+numbers change as in a training loop, and with them most chips' widths, so the renderer places
+the chips again (only the layout is kept). gradtrace's time is broken down into writing what the renderer
 reads (Python: the trace JSON without its base64 numbers, ``drawing_json``) and the Node
 renderer's request (transfer, parse, layout lookup, SVG, answer).
 
@@ -43,14 +45,19 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def bench(key: str, rounds: int, out: Path) -> dict[str, float]:
+def bench(key: str, rounds: int, out: Path, training: bool = False) -> dict[str, float]:
     model, x = MODELS[key].build()
     params = dict(model.named_parameters())
+    sgd = torch.optim.SGD(model.parameters(), lr=0.05)
 
     def viz_svg() -> None:
         make_dot(loss_of(model(x)), params=params).pipe(format="svg")
 
     def capture() -> gradtrace.Trace:
+        if training:
+            model.zero_grad(set_to_none=True)
+            loss_of(model(x)).backward()
+            sgd.step()
         model.zero_grad(set_to_none=True)
         return gradtrace.trace(model, x, loss_of)
 
@@ -81,6 +88,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="chain60,encoder2,resnet,encoder12")
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--training", action="store_true", help="an SGD step before every capture")
     args = ap.parse_args()
     torch.set_num_threads(1)
     print(
@@ -90,7 +98,7 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for key in args.models.split(","):
-            m = bench(key, args.rounds, Path(tmp) / f"{key}.svg")
+            m = bench(key, args.rounds, Path(tmp) / f"{key}.svg", args.training)
             print(
                 f"| {MODELS[key].description} | {m['torchviz']:.1f} ms | {m['gradtrace']:.1f} ms | "
                 f"{m['gradtrace'] / m['torchviz']:.2f}× | {m['drawn']:.1f} ms | "
