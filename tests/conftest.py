@@ -23,6 +23,12 @@ import pytest
 from server_process import ServerProcess, free_port
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _layouts_kept_in_this_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The renderer's layouts on disk go to a folder of this session, not the user's cache."""
+    os.environ.setdefault("GRADTRACE_CACHE_DIR", str(tmp_path_factory.mktemp("layout_cache")))
+
+
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a real gradtrace server (temp SQLite DB), ready to trace."""

@@ -61,7 +61,12 @@ export function hookActionText(ev) {
 
 /** The point a fraction `f` of the way along a polyline, by length. */
 export function pointAlong(points, f) {
-  if (!points || points.length === 0) return { x: 0, y: 0 };
+  return walkAlong(points)(f);
+}
+
+/** pointAlong on one polyline, its segments measured once (onEdge asks for hundreds of points). */
+function walkAlong(points) {
+  if (!points || points.length === 0) return () => ({ x: 0, y: 0 });
   const seg = [];
   let total = 0;
   for (let i = 1; i < points.length; i++) {
@@ -69,15 +74,17 @@ export function pointAlong(points, f) {
     seg.push(d);
     total += d;
   }
-  let left = total * f;
-  for (let i = 1; i < points.length; i++) {
-    if (left <= seg[i - 1] && seg[i - 1] > 0) {
-      const t = left / seg[i - 1];
-      return { x: points[i - 1].x + t * (points[i].x - points[i - 1].x), y: points[i - 1].y + t * (points[i].y - points[i - 1].y) };
+  return (f) => {
+    let left = total * f;
+    for (let i = 1; i < points.length; i++) {
+      if (left <= seg[i - 1] && seg[i - 1] > 0) {
+        const t = left / seg[i - 1];
+        return { x: points[i - 1].x + t * (points[i].x - points[i - 1].x), y: points[i - 1].y + t * (points[i].y - points[i - 1].y) };
+      }
+      left -= seg[i - 1];
     }
-    left -= seg[i - 1];
-  }
-  return points[points.length - 1];
+    return points[points.length - 1];
+  };
 }
 
 function overlaps(a, b) {
@@ -147,12 +154,28 @@ function createGrid() {
     for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(cellKey(i, j)) || []) if (test(t)) return true;
     return false;
   }
-  return { add, remove, hits, someNear };
+  /** Every box in the cells under `region` (each once): all that can overlap a box inside it. */
+  function around(region) {
+    const [x0, x1] = span(region.x, region.width);
+    const [y0, y1] = span(region.y, region.height);
+    const found = new Set();
+    for (let i = x0; i <= x1; i++) for (let j = y0; j <= y1; j++) for (const t of cells.get(cellKey(i, j)) || []) found.add(t);
+    return [...found];
+  }
+  return { add, remove, hits, someNear, around };
 }
 
 /** The gap between two boxes {x, y, width, height}: 0 when they touch or overlap. */
 function boxGap(a, b) {
-  return Math.hypot(Math.max(b.x - (a.x + a.width), 0, a.x - (b.x + b.width)), Math.max(b.y - (a.y + a.height), 0, a.y - (b.y + b.height)));
+  return gapTo(a.x, a.y, a.width, a.height, b);
+}
+
+/** boxGap of the box at `x`, `y`, `width` × `height` and box `b`, without making the box. */
+function gapTo(x, y, width, height, b) {
+  const dx = Math.max(b.x - (x + width), 0, x - (b.x + b.width));
+  const dy = Math.max(b.y - (y + height), 0, y - (b.y + b.height));
+  // (side by side, one of them is 0: Math.hypot would give the other, only slower)
+  return dy === 0 ? dx : dx === 0 ? dy : Math.hypot(dx, dy);
 }
 
 /** Whether box `inner` lies wholly inside box `outer`. */
@@ -190,25 +213,82 @@ function* ringGaps(limit) {
 }
 
 /**
- * Chip spots {x: left edge, y: vertical centre} whose box is `d` px from the node's box on
- * the nearest axis: first the middles of its sides (right, left, below, above), then outwards
- * from them on each side in both directions — stacked beside another chip of the same node,
- * then the corners.
+ * The ring of chip spots {x: left edge, y: vertical centre} whose box is `d` px from the node's
+ * box on the nearest axis. `visit(x, y, side)` sees them in order until it returns true: first
+ * the middles of the node's sides (right, left, below, above), then outwards from them on each
+ * side in both directions — stacked beside another chip of the same node, then the corners.
+ * The spots on one side share their box's x (right, left) or y (below, above), and every box of
+ * a side lies in its `region` (`sides[side]`).
  */
-function* ringAround(n, width, d) {
+function ringAround(n, width, d) {
   const right = n.x + n.width + d;
   const left = n.x - d - width;
   const above = n.y - d - H / 2;
   const below = n.y + n.height + d + H / 2;
   const cy = n.y + n.height / 2;
   const cx = n.x + n.width / 2 - width / 2;
-  yield* [{ x: right, y: cy }, { x: left, y: cy }, { x: cx, y: below }, { x: cx, y: above }];
   const vertical = (below - above) / 2;
   const horizontal = (right - left) / 2;
-  for (let k = 2; k <= Math.max(vertical, horizontal); k += 2) {
-    if (k <= vertical) for (const y of [cy + k, cy - k]) yield* [{ x: right, y }, { x: left, y }];
-    if (k <= horizontal) for (const x of [cx + k, cx - k]) yield* [{ x, y: below }, { x, y: above }];
+  // (1 px wider than the spots reach: a region holds their boxes whatever the rounding)
+  // `from`..`to`: where the boxes' other axis (top or left edge) goes along the side.
+  const column = (x) => ({ axis: "x", at: x, from: cy - vertical - H / 2, to: cy + vertical - H / 2, region: { x: x - 1, y: cy - vertical - H / 2 - 1, width: width + 2, height: 2 * vertical + H + 2 } });
+  const row = (y) => ({ axis: "y", at: y - H / 2, from: cx - horizontal, to: cx + horizontal, region: { x: cx - horizontal - 1, y: y - H / 2 - 1, width: 2 * horizontal + width + 2, height: H + 2 } });
+  function each(visit) {
+    if (visit(right, cy, 0) || visit(left, cy, 1) || visit(cx, below, 2) || visit(cx, above, 3)) return;
+    for (let k = 2; k <= Math.max(vertical, horizontal); k += 2) {
+      if (k <= vertical && (visit(right, cy + k, 0) || visit(left, cy + k, 1) || visit(right, cy - k, 0) || visit(left, cy - k, 1))) return;
+      if (k <= horizontal && (visit(cx + k, below, 2) || visit(cx + k, above, 3) || visit(cx - k, below, 2) || visit(cx - k, above, 3))) return;
+    }
   }
+  return { sides: [column(right), column(left), row(below), row(above)], each };
+}
+
+/**
+ * What a side's chip boxes may overlap, for overlap tests along the side alone: the boxes of
+ * `grid` near its region that overlap a chip box `width` wide on the side's fixed axis (as
+ * `overlaps` tests that axis: the other one is all that is left to test per spot).
+ */
+function sideObstacles(grid, side, width) {
+  const a = side.at;
+  return side.axis === "x"
+    ? grid.around(side.region).filter((t) => a < t.x + t.width + MARGIN && t.x < a + width + MARGIN)
+    : grid.around(side.region).filter((t) => a < t.y + t.height + MARGIN && t.y < a + H + MARGIN);
+}
+
+/** Whether the chip box at left `x`, top `y`, `width` wide overlaps one of a side's obstacles
+ * (sideObstacles: the side's fixed axis is tested already). */
+function hitsAlong(obstacles, axis, x, y, width) {
+  if (axis === "x") {
+    for (const t of obstacles) if (y < t.y + t.height + MARGIN && t.y < y + H + MARGIN) return true;
+  } else {
+    for (const t of obstacles) if (x < t.x + t.width + MARGIN && t.x < x + width + MARGIN) return true;
+  }
+  return false;
+}
+
+/** Far inside the rounding of a coordinate (a few thousand px: about 1e-12 px). */
+const SURELY = 1e-6;
+
+/**
+ * Whether every spot of a side is surely over one of `obstacles` (sideObstacles of it) or
+ * off the picture (left or above 0): each obstacle rules out an open interval of the side's
+ * other axis, and those intervals, each SURELY narrower, cover all of `from`..`to`.
+ */
+function sideCovered(obstacles, side, width) {
+  if (side.at < 0) return true;
+  const length = side.axis === "x" ? H : width;
+  const start = (t) => (side.axis === "x" ? t.y : t.x);
+  const size = (t) => (side.axis === "x" ? t.height : t.width);
+  const spans = obstacles.map((t) => [start(t) - length - MARGIN + SURELY, start(t) + size(t) + MARGIN - SURELY]);
+  spans.push([-Infinity, -SURELY]);
+  spans.sort((a, b) => a[0] - b[0]);
+  let reach = side.from - SURELY;
+  for (const [lo, hi] of spans) {
+    if (reach > side.to + SURELY) break;
+    if (lo >= reach) return false;
+    reach = Math.max(reach, hi);
+  }
+  return reach > side.to + SURELY;
 }
 
 /** A placer over the layout (`hooked`: the paths of modules with hook badges). Candidates are
@@ -272,21 +352,33 @@ export function createPlacer(layout, hooked = new Set()) {
    */
   function placeNear(n, width, module = null) {
     let best = null;
-    const costs = [
-      (box) => (lines.hits(box) ? LINE_COST : 0),
-      (box) => (module && !contains(module, box) ? OUTSIDE_MODULE_COST : 0),
-      (box) => (nearerNode(box, n) ? NEIGHBOUR_COST : 0),
-    ];
     for (const d of ringGaps(reach)) {
       if (best && d >= best.cost) break;
-      for (const c of ringAround(n, width, d)) {
-        const box = boxAt(c, width);
-        let cost = Math.max(boxGap(box, n), NODE_GAP);
-        if ((best && cost >= best.cost) || !fits(c, width, false)) continue;
-        for (const penalty of costs) if (!best || cost < best.cost) cost += penalty(box);
-        if (!best || cost < best.cost) best = { c, box, cost };
-        if (cost <= Math.max(d, NODE_GAP)) break; // nothing on this ring is nearer
-      }
+      const { sides, each } = ringAround(n, width, d);
+      // Per side, what its spots can overlap (found once, not per spot): chips and nodes, lines.
+      const near = [null, null, null, null];
+      const nearOf = (side) => (near[side] ??= { taken: sideObstacles(taken, sides[side], width), lines: sideObstacles(lines, sides[side], width) });
+      // A spot on this ring costs at least `least`, and a spot across a line LINE_COST more:
+      // once that is no cheaper than the best, a side whose every spot is over a chip, a node
+      // or a line has nothing better (found once per side, not spot by spot).
+      const least = Math.max(d - SURELY, NODE_GAP);
+      const covered = [null, null, null, null];
+      const coveredOf = (side) => (covered[side] ??= sideCovered([...nearOf(side).taken, ...nearOf(side).lines], sides[side], width));
+      if (best && least + LINE_COST >= best.cost && [0, 1, 2, 3].every(coveredOf)) continue;
+      each((x, y, side) => {
+        if (best && least + LINE_COST >= best.cost && coveredOf(side)) return false;
+        const top = y - H / 2;
+        let cost = Math.max(gapTo(x, top, width, H, n), NODE_GAP);
+        if (best && cost >= best.cost) return false;
+        const { axis } = sides[side];
+        if (x < 0 || top < 0 || hitsAlong(nearOf(side).taken, axis, x, top, width)) return false;
+        if ((!best || cost < best.cost) && hitsAlong(nearOf(side).lines, axis, x, top, width)) cost += LINE_COST;
+        const box = { x, y: top, width, height: H };
+        if ((!best || cost < best.cost) && module && !contains(module, box)) cost += OUTSIDE_MODULE_COST;
+        if ((!best || cost < best.cost) && nearerNode(box, n)) cost += NEIGHBOUR_COST;
+        if (!best || cost < best.cost) best = { c: { x, y }, box, cost };
+        return cost <= Math.max(d, NODE_GAP); // nothing on this ring is nearer
+      });
     }
     if (!best) return null;
     taken.add(best.box);
@@ -316,8 +408,9 @@ function* fractionsAlong(points) {
 
 /** Spots centred on an edge's path (a chip sits on its edge): the middle first, then outwards. */
 export function* onEdge(points, width) {
+  const at = walkAlong(points);
   for (const f of fractionsAlong(points)) {
-    const p = pointAlong(points, f);
+    const p = at(f);
     yield { x: p.x - width / 2, y: p.y };
   }
   // Between two ranks a chip may fit at one height only (the gap is a chip and its margins):
@@ -331,8 +424,9 @@ export function* onEdge(points, width) {
 
 /** Spots right beside an edge's path (its line touching the chip's side), for an edge with no room on it. */
 export function* besideEdge(points, width, gap = BESIDE_GAP) {
+  const at = walkAlong(points);
   for (const f of fractionsAlong(points)) {
-    const p = pointAlong(points, f);
+    const p = at(f);
     yield { x: p.x + gap, y: p.y };
     yield { x: p.x - gap - width, y: p.y };
   }
@@ -370,25 +464,73 @@ function widest(texts) {
 }
 
 /**
+ * What placeChips places, read from the trace; the layout says the rest. `edges`: the gradient
+ * chips, narrow ones (then short edges) first — a wide chip should not take the only spot a
+ * short edge has — each `w` wide with its numbers, `nw` with its norm. `nodes`: .grad chips
+ * before value chips (what backward() leaves is the lesson), the widest of each first — a wide
+ * chip has few spots near its node, a narrow one fits in many. `hooked`: modules with hook badges.
+ */
+function chipsWanted(layout, trace) {
+  const nodes = new Map(trace.graph.nodes.map((n) => [n.id, n]));
+  const edges = new Map(trace.graph.edges.map((e) => [e.id.split("~")[0], e]));
+  const edgeChips = layout.edges
+    .map((e) => ({ e, traceEdge: edges.get(e.id.split("~")[0]) }))
+    .filter(({ e, traceEdge }) => e.kind !== "no_grad" && traceEdge && traceEdge.grads?.length && (e.points || []).length >= 2)
+    .map(({ e, traceEdge }) => ({
+      e,
+      w: widest(traceEdge.grads.map((g) => gradChipText(g.value) || "None")),
+      nw: widest(traceEdge.grads.map((g) => compactGradText(g.value))),
+      length: pathLength(e.points),
+    }))
+    .sort((a, b) => a.w - b.w || a.length - b.length);
+  const writes = new Map();
+  for (const n of trace.graph.nodes) if (n.kind === "tensor" && n.role === "parameter") writes.set(n.id, []);
+  for (const ev of trace.events) {
+    if (ev.kind !== "grad_write" || !ev.node) continue;
+    if (!writes.has(ev.node)) writes.set(ev.node, []);
+    writes.get(ev.node).push(leafChipText(ev.payload?.after));
+  }
+  const widestFirst = (kind, textsOf) =>
+    layout.nodes
+      .filter((n) => textsOf(n))
+      .map((n) => ({ kind, n, w: widest(textsOf(n)) }))
+      .sort((a, b) => b.w - a.w);
+  const leafTexts = (n) => writes.get(n.id) && (writes.get(n.id).length ? writes.get(n.id) : [".grad [0.0000, 0.0000]"]);
+  const valueTexts = (n) => {
+    const text = nodes.get(n.id) && valueChipText(nodes.get(n.id).value);
+    return text && [text];
+  };
+  const hooked = (trace.graph.modules || []).filter((m) => m.hooks?.length).map((m) => m.path);
+  return { hooked, edges: edgeChips, nodes: [...widestFirst("leaf", leafTexts), ...widestFirst("value", valueTexts)] };
+}
+
+// The last chip spots placed on each layout, with what they were placed for. A warm renderer
+// (frontend/tools/render.mjs) keeps a model's layout and draws trace after trace of it: the
+// spots depend on the layout and on the chips' widths only, so when those are the same the
+// search is not run again. (Spots are read, never changed.)
+const placedOn = new WeakMap();
+
+/**
  * Chip centres {x, y, width} keyed by layout node / edge id: `value` (forward values), `leaf`
  * (.grad of leaves and retained tensors) and `edge` (gradients, with the `form` that fit there —
  * "numbers", "norm" or "mark", see edgeChipText — and `beside` when the chip sits right beside
  * its edge's line instead of on it).
  */
 export function placeChips(layout, trace) {
-  const placer = createPlacer(layout, new Set((trace.graph.modules || []).filter((m) => m.hooks?.length).map((m) => m.path)));
-  const nodes = new Map(trace.graph.nodes.map((n) => [n.id, n]));
-  const edges = new Map(trace.graph.edges.map((e) => [e.id.split("~")[0], e]));
+  const wanted = chipsWanted(layout, trace);
+  const key = JSON.stringify([wanted.hooked, wanted.edges.map((c) => [c.e.id, c.w, c.nw]), wanted.nodes.map((c) => [c.kind, c.n.id, c.w])]);
+  const placed = placedOn.get(layout);
+  if (placed?.key === key) return placed.spots;
+  const spots = placeWanted(layout, wanted);
+  placedOn.set(layout, { key, spots });
+  return spots;
+}
+
+function placeWanted(layout, wanted) {
+  const placer = createPlacer(layout, new Set(wanted.hooked));
   const centre = (spot, w) => (spot ? { x: spot.x + w / 2, y: spot.y, width: w } : null);
   const out = { leaf: new Map(), edge: new Map(), value: new Map() };
-
-  // Gradient chips first, as they must sit on their edge; narrow chips (then short edges) first:
-  // a wide chip should not take the only spot a short edge has.
-  const withGrads = layout.edges
-    .map((e) => ({ e, traceEdge: edges.get(e.id.split("~")[0]) }))
-    .filter(({ e, traceEdge }) => e.kind !== "no_grad" && traceEdge && traceEdge.grads?.length && (e.points || []).length >= 2)
-    .map((x) => ({ ...x, w: widest(x.traceEdge.grads.map((g) => gradChipText(g.value) || "None")), length: pathLength(x.e.points) }))
-    .sort((a, b) => a.w - b.w || a.length - b.length);
+  // Gradient chips first, as they must sit on their edge.
   // A chip sits on its edge. First every edge reserves room on it for the smallest chip, the
   // mark ∇ (its value on hover and in the inspector); then each, in turn, trades the mark for its
   // numbers, else its norm, on its path around the others' reservations — or right beside the
@@ -396,20 +538,18 @@ export function placeChips(layout, trace) {
   // the mark gets a chip as near as it fits.
   const mw = chipWidth(GRAD_MARK);
   const marks = new Map();
-  for (const { e } of withGrads) {
+  for (const { e } of wanted.edges) {
     const at = placer.place(onEdge(e.points, mw), mw, { avoidEdges: false, scan: false });
     if (at) marks.set(e.id, at);
   }
-  for (const { e, traceEdge, w } of withGrads) {
+  for (const { e, w, nw } of wanted.edges) {
     const mark = marks.get(e.id);
     if (mark) placer.release(mark, mw);
-    let nw = 0; // the norm's width, measured only when the numbers do not fit on the line
-    const normWidth = () => (nw ||= widest(traceEdge.grads.map((g) => compactGradText(g.value))));
     const tries = [
       () => [onEdge(e.points, w), w, "numbers", false],
-      () => [onEdge(e.points, normWidth()), normWidth(), "norm", false],
+      () => [onEdge(e.points, nw), nw, "norm", false],
       () => [besideEdge(e.points, w), w, "numbers", true],
-      () => [besideEdge(e.points, normWidth()), normWidth(), "norm", true],
+      () => [besideEdge(e.points, nw), nw, "norm", true],
       () => [mark ? [mark] : [], mw, "mark", false],
     ];
     let spot = null;
@@ -428,26 +568,7 @@ export function placeChips(layout, trace) {
     if (spot) out.edge.set(e.id, spot);
   }
   // Then the chips beside nodes (.grad, forward values): the nearest free spot all around the node.
-  const writes = new Map();
-  for (const n of trace.graph.nodes) if (n.kind === "tensor" && n.role === "parameter") writes.set(n.id, []);
-  for (const ev of trace.events) {
-    if (ev.kind !== "grad_write" || !ev.node) continue;
-    if (!writes.has(ev.node)) writes.set(ev.node, []);
-    writes.get(ev.node).push(leafChipText(ev.payload?.after));
-  }
-  // .grad chips before value chips (what backward() leaves is the lesson), the widest of each
-  // first: a wide chip has few spots near its node, a narrow one fits in many.
-  const widestFirst = (kind, textsOf) =>
-    layout.nodes
-      .filter((n) => textsOf(n))
-      .map((n) => ({ kind, n, w: widest(textsOf(n)) }))
-      .sort((a, b) => b.w - a.w);
-  const leafTexts = (n) => writes.get(n.id) && (writes.get(n.id).length ? writes.get(n.id) : [".grad [0.0000, 0.0000]"]);
-  const valueTexts = (n) => {
-    const text = nodes.get(n.id) && valueChipText(nodes.get(n.id).value);
-    return text && [text];
-  };
-  for (const { kind, n, w } of [...widestFirst("leaf", leafTexts), ...widestFirst("value", valueTexts)]) {
+  for (const { kind, n, w } of wanted.nodes) {
     const spot = centre(placer.placeNear(n, w, moduleBoxOf(layout, n)), w);
     if (spot) out[kind].set(n.id, spot);
   }

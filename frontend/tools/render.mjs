@@ -6,16 +6,21 @@
 // graph, not the values), so a second picture of the same model skips the layout.
 //
 //   node frontend/tools/render.mjs --format svg|layout [--animated] [--phase both]
-//        [--theme light] [--no-values] [--in trace.json] [--out file]
-//   node frontend/tools/render.mjs --serve      (requests on stdin, answers on stdout:)
+//        [--theme light] [--no-values] [--in trace.json] [--out file] [--cache-dir DIR]
+//   node frontend/tools/render.mjs --serve [--cache-dir DIR]   (requests on stdin, answers on stdout:)
 //     request:  {"args": [same options as above], "length": N}\n  + N bytes of trace JSON
-//     answer:   {"ok": true, "length": N, "layout_reused": bool}\n + N bytes   |   {"ok": false, "bad": bool, "error": "…"}\n
+//     answer:   {"ok": true, "length": N, "layout_reused": bool, "layout_from": "memory"|"disk"|"elk", "warning"?: "…"}\n
+//               + N bytes   |   {"ok": false, "bad": bool, "error": "…"}\n
+//
+// --cache-dir keeps layouts on disk too (DIR/layouts), so a new process drawing a model drawn
+// before (the CLI again, a notebook after a restart, a docs build) reads its layout instead of
+// running ELK; they are keyed by the graph's structure and by the layout code itself.
 //
 // Input: a trace. Exit 2 on bad input (message on stderr, naming what is wrong), 1 on an
 // internal failure.
 
 import { createHash } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import module from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,6 +34,8 @@ const FRONTEND = join(here, "..");
 // Layouts kept for reuse: at most this many, holding at most this many nodes between them.
 const LAYOUTS_KEPT = 32;
 const LAYOUT_NODES_KEPT = 50_000;
+// Layouts kept on disk (--cache-dir): at most this many files, the least recently used go.
+const DISK_LAYOUTS_KEPT = 500;
 
 class InputError extends Error {}
 
@@ -41,6 +48,7 @@ const OPTIONS = {
   in: { type: "string" },
   out: { type: "string" },
   serve: { type: "boolean", default: false },
+  "cache-dir": { type: "string" },
 };
 const CHOICES = { format: ["svg", "layout"], phase: ["forward", "backward", "both"], theme: ["light", "dark"] };
 
@@ -87,16 +95,27 @@ const layouts = new Map(); // graph hash -> layout, oldest first
 // same model, with other numbers, has the same layout.
 const PAYLOAD_KEYS = new Set(["saved", "value"]);
 const withoutPayloads = (key, value) => (PAYLOAD_KEYS.has(key) ? undefined : value);
-/** The still picture's layout (modules collapsed as deep as fits), computed once per graph. */
-async function layoutOf(trace) {
+/** The still picture's layout (modules collapsed as deep as fits), computed once per graph:
+ * {layout, from: "memory" | "disk" | "elk", warning?}. */
+async function layoutOf(trace, cacheDir) {
   const t = await loadTools();
   // The graph and when each module call starts (a module called twice gets one box per call).
   const calls = trace.events.filter((ev) => ev.kind === "module_forward_pre").map((ev) => [ev.module, ev.seq]);
   const key = createHash("sha256").update(JSON.stringify(trace.graph, withoutPayloads)).update(JSON.stringify(calls)).digest("hex");
   let layout = layouts.get(key);
-  const reused = Boolean(layout);
-  if (reused) layouts.delete(key);
-  else layout = await t.layoutGraph(trace, { elk: t.elk, collapsed: t.exportCollapsed(trace), showInserted: true });
+  let from = "memory";
+  let warning;
+  if (layout) layouts.delete(key);
+  else {
+    const disk = cacheDir ? diskLayouts(cacheDir, key) : null;
+    layout = disk?.read();
+    from = "disk";
+    if (!layout) {
+      layout = await t.layoutGraph(trace, { elk: t.elk, collapsed: t.exportCollapsed(trace), showInserted: true });
+      from = "elk";
+      warning = disk?.write(layout);
+    }
+  }
   layouts.set(key, layout);
   let kept = 0;
   for (const l of layouts.values()) kept += l.nodes.length;
@@ -105,33 +124,112 @@ async function layoutOf(trace) {
     kept -= old.nodes.length;
     layouts.delete(oldest);
   }
-  return { layout, reused };
+  return { layout, from, warning };
 }
 
-/** One request: the trace JSON text and the options -> {output text, layout reused}. */
+let codeHash = null;
+/** A hash of the code a layout comes from (the viewer's modules, elkjs): a changed layout rule
+ * or another elkjs lays every graph out anew. */
+function layoutCodeHash() {
+  if (!codeHash) {
+    const hash = createHash("sha256");
+    for (const dir of ["js", "js/export"]) {
+      for (const name of readdirSync(join(FRONTEND, dir)).filter((f) => f.endsWith(".js")).sort()) {
+        hash.update(`${dir}/${name}\n`).update(readFileSync(join(FRONTEND, dir, name)));
+      }
+    }
+    codeHash = hash.update(readFileSync(join(FRONTEND, "node_modules/elkjs/package.json"))).digest("hex");
+  }
+  return codeHash;
+}
+
+/** The layout file of graph `key` in `cacheDir`: read() -> layout or undefined; write(layout) ->
+ * undefined, or a warning when the file could not be written (the picture is drawn all the same). */
+function diskLayouts(cacheDir, key) {
+  const dir = join(cacheDir, "layouts");
+  const file = join(dir, `${createHash("sha256").update(key).update(layoutCodeHash()).digest("hex")}.json`);
+  return {
+    read() {
+      let text;
+      try {
+        text = readFileSync(file, "utf8");
+      } catch {
+        return undefined; // not drawn before
+      }
+      try {
+        const layout = JSON.parse(text);
+        if (!Array.isArray(layout?.nodes)) return undefined;
+        const now = new Date();
+        utimesSync(file, now, now); // recently used: kept longest
+        return layout;
+      } catch {
+        return undefined; // a torn or foreign file: laid out again, and written over
+      }
+    },
+    write(layout) {
+      try {
+        mkdirSync(dir, { recursive: true });
+        const partial = `${file}.${process.pid}.partial`;
+        writeFileSync(partial, JSON.stringify(layout));
+        renameSync(partial, file); // whole or not at all, whoever else writes the same file
+        forgetOldest(dir);
+        return undefined;
+      } catch (err) {
+        return `layouts are not kept in ${dir}: ${err.message}`;
+      }
+    },
+  };
+}
+
+/** Keep at most DISK_LAYOUTS_KEPT layout files in `dir`, dropping the least recently used. */
+function forgetOldest(dir) {
+  const names = readdirSync(dir).filter((f) => f.endsWith(".json"));
+  if (names.length <= DISK_LAYOUTS_KEPT) return;
+  const used = (name) => {
+    try {
+      return statSync(join(dir, name)).mtimeMs;
+    } catch {
+      return 0;
+    }
+  };
+  const byAge = names.map((name) => [used(name), name]).sort((a, b) => a[0] - b[0]);
+  for (const [, name] of byAge.slice(0, names.length - DISK_LAYOUTS_KEPT)) {
+    try {
+      unlinkSync(join(dir, name));
+    } catch {
+      // another process took it already
+    }
+  }
+}
+
+/** One request: the trace JSON text and the options -> {output text, where the layout came from, warning?}. */
 async function render(raw, opts) {
   const trace = parseTrace(raw);
-  const { layout, reused } = await layoutOf(trace);
-  if (opts.format === "layout") return { output: JSON.stringify(layout), reused };
+  const { layout, from, warning } = await layoutOf(trace, opts["cache-dir"]);
+  const done = { from, warning };
+  if (opts.format === "layout") return { output: JSON.stringify(layout), ...done };
   const { buildDiagramSvg, css } = await loadTools();
   const output = buildDiagramSvg(trace, layout, { animated: opts.animated, phase: opts.phase, theme: opts.theme, values: !opts["no-values"], css });
-  return { output, reused };
+  return { output, ...done };
 }
 
 function isBadInput(err) {
   return err instanceof InputError || err.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" || err.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE";
 }
 
-/** Answer framed requests from stdin until it closes, one at a time, in order. */
-async function serve() {
+/** Answer framed requests from stdin until it closes, one at a time, in order (layouts kept in
+ * `cacheDir` too, when given). */
+async function serve(cacheDir) {
   let buffer;
   let header = null;
   let queue = Promise.resolve();
   const answer = async (args, body) => {
     try {
-      const { output, reused } = await render(body.toString("utf8"), parseOptions(args));
+      const opts = parseOptions(args);
+      opts["cache-dir"] ??= cacheDir;
+      const { output, from, warning } = await render(body.toString("utf8"), opts);
       const out = Buffer.from(output, "utf8");
-      process.stdout.write(JSON.stringify({ ok: true, length: out.length, layout_reused: reused }) + "\n");
+      process.stdout.write(JSON.stringify({ ok: true, length: out.length, layout_reused: from === "memory", layout_from: from, warning }) + "\n");
       process.stdout.write(out);
     } catch (err) {
       process.stdout.write(JSON.stringify({ ok: false, bad: isBadInput(err), error: err.message }) + "\n");
@@ -172,8 +270,9 @@ async function serve() {
 
 async function main() {
   const opts = parseOptions(process.argv.slice(2));
-  if (opts.serve) return serve();
-  const { output } = await render(readFileSync(opts.in ?? 0, "utf8"), opts);
+  if (opts.serve) return serve(opts["cache-dir"]);
+  const { output, warning } = await render(readFileSync(opts.in ?? 0, "utf8"), opts);
+  if (warning) process.stderr.write(`render: ${warning}\n`);
   if (opts.out) writeFileSync(opts.out, output);
   else process.stdout.write(output);
 }

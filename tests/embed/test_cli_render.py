@@ -105,3 +105,29 @@ def test_a_broken_trace_names_what_is_missing(spec_file: Path) -> None:
     r = run(str(broken), "-o", "broken.svg", cwd=d)
     assert r.returncode == 1 and "graph.edges" in r.stderr, r.stderr
     assert not (d / "broken.svg").exists()
+
+
+def test_a_saved_trace_from_a_file_or_stdin_is_the_picture_the_library_draws(spec_file: Path) -> None:
+    from gradtrace.render import diagram_svg
+
+    d = spec_file.parent
+    trace = example_trace("shared-weights-fan-in")
+    expected = diagram_svg(trace)
+    (d / "compact.json").write_text(trace.to_json())
+    (d / "indented.json").write_text(trace.to_json(indent=2))  # passed on as it is, still drawn
+    for name in ("compact", "indented"):
+        r = run(f"{name}.json", "-o", f"{name}.svg", cwd=d)
+        assert r.returncode == 0, r.stderr
+        assert (d / f"{name}.svg").read_text() == expected, name
+    r = subprocess.run(
+        [sys.executable, "-m", "gradtrace", "render", "-", "-o", "stdin.svg"],
+        cwd=d,
+        input=trace.to_json(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert (d / "stdin.svg").read_text() == expected
+    r = run("compact.json", "-o", "copy.json", cwd=d)
+    assert r.returncode == 0 and (d / "copy.json").read_text() == trace.to_json()

@@ -56,3 +56,17 @@ def test_the_picture_is_the_same_as_from_the_whole_trace(trace: gradtrace.Trace,
     whole = run_render(trace_json(trace), args).decode("utf-8")
     diagram._cache.clear()
     assert diagram.diagram_svg(trace, animated=animated) == whole
+
+
+def test_only_real_data_fields_are_left_out_not_text_that_looks_like_one() -> None:
+    # a title (any string) holding the field's spelling is escaped JSON text: it stays as it is
+    lookalike = '"data":"AAAA","truncated":false'
+    doc = {
+        "title": lookalike,
+        "a": {"data": "AAAAAAAA", "truncated": False},
+        "b": {"data": None, "truncated": True},
+        "c": {"data": "BBBB", "truncated": False},
+    }
+    slim = json.loads(drawing_json(json.dumps(doc, separators=(",", ":"))))
+    assert slim == {**doc, "a": {"data": None, "truncated": True}, "c": {"data": None, "truncated": True}}
+    assert drawing_json(b'{"title":"none here"}') == b'{"title":"none here"}'

@@ -98,3 +98,33 @@ test("every .grad and value chip sits next to its own node, nearer to it than to
     }
   }
 });
+
+/** The trace with every tensor's numbers times `k` (other chip texts, so other chip widths). */
+function scaled(trace, k) {
+  const walk = (x) => {
+    if (Array.isArray(x)) return x.map(walk);
+    if (!x || typeof x !== "object") return x;
+    const out = Object.fromEntries(Object.entries(x).map(([key, v]) => [key, walk(v)]));
+    if (x.shape && x.stats) {
+      if (Array.isArray(x.values)) out.values = x.values.map((v) => (typeof v === "number" ? v * k : v));
+      out.stats = { ...x.stats, ...Object.fromEntries(["min", "max", "mean", "norm"].filter((s) => typeof x.stats[s] === "number").map((s) => [s, x.stats[s] * k])) };
+    }
+    return out;
+  };
+  return walk(trace);
+}
+
+test("a layout drawn again with other numbers gets the spots a fresh placement gives", async () => {
+  // placeChips keeps the last spots per layout (a warm renderer draws trace after trace of one
+  // model): with the same chip widths they are reused, with others placed again.
+  for (const [name, trace] of [["tiny", tinyTrace()], ...goldenTraces()]) {
+    const layout = await layoutGraph(trace, { elk });
+    const first = placeChips(layout, trace);
+    assert.equal(placeChips(layout, structuredClone(trace)), first, `${name}: same widths, same spots`);
+    for (const k of [1000, -0.001]) {
+      const other = scaled(trace, k);
+      assert.deepEqual(placeChips(layout, other), placeChips(structuredClone(layout), other), `${name} x${k}`);
+    }
+    assert.deepEqual(placeChips(layout, trace), first, `${name}: back to the first numbers`);
+  }
+});

