@@ -5,9 +5,12 @@ backward (or autograd.grad) call; every handle is removed in ``finally`` (never 
 behind). The gradient along each edge is the target's ``grad_inputs[slot]`` (``grad_inputs[k]``
 goes to ``next_functions[k]``).
 
-``.grad`` writes are recorded by a post-accumulate-grad hook on each leaf, registered once per
-trace before any user hook, so the ``grad_write`` event fires right after the real write
-(the value "before" is read in the AccumulateGrad node's pre-hook).
+``.grad`` writes are recorded where they happen, inside the leaf's AccumulateGrad node (the
+value "before" is read in its pre-hook). Nothing runs between the write and the node's
+post-hooks but the leaf's post-accumulate-grad hooks, so a leaf without any gets its
+``grad_write`` from the node's recording post-hook. A leaf that has some (the model's, a spec's)
+gets a recording post-accumulate hook put first among them, in the node's pre-hook (just
+before the write: whatever was registered until then is seen), kept until the trace ends.
 
 A ``retain_grad()`` intermediate gets its ``.grad`` from the producing node's retains-grad hook,
 which the engine runs after the tensor hooks and just before the node's pre-hooks: so its
@@ -47,11 +50,10 @@ def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
     return None if grad is None else grad.detach()
 
 
-def _drop_if_empty(leaf: torch.Tensor) -> None:
-    """No post-accumulate hook left (the model may have registered one meanwhile): back to
-    the None the leaf had before gradtrace registered its own."""
-    if not leaf._post_accumulate_grad_hooks:
-        leaf._post_accumulate_grad_hooks = None  # type: ignore[assignment]  # (torch's stubs say dict; unset is None)
+def _wrote(leaf: torch.Tensor, grad_outputs: tuple) -> bool:
+    """Whether an AccumulateGrad that just ran wrote ``.grad`` (it skips an undefined
+    gradient and a leaf that no longer requires grad)."""
+    return grad_outputs[0] is not None and leaf.requires_grad
 
 
 class BackwardCapture:
@@ -63,6 +65,7 @@ class BackwardCapture:
         self.deltas: dict[int, dict[str, list[tuple]]] = {}
         self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
         self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
+        self._trace_hooks: ExitStack | None = None  # removes those when the trace ends
         self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
         # makes the mode to enter while a Python Function's backward runs (its torch calls
         # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
@@ -111,23 +114,31 @@ class BackwardCapture:
             )
 
     @contextmanager
-    def grad_write_hooks(self, leaves: list[torch.Tensor]):
-        """Recording post-accumulate hooks on the leaves, for the whole trace."""
+    def grad_write_hooks(self):
+        """The trace's lifetime for the recording post-accumulate hooks: removed on exit."""
         with ExitStack() as stack:
-            for leaf in leaves:
-                if leaf.requires_grad and leaf.grad_fn is None and id(leaf) not in self._acc_hooked:
-                    self._acc_hooked.add(id(leaf))
-                    if leaf._post_accumulate_grad_hooks is None:  # leave none behind, not {}
-                        stack.callback(_drop_if_empty, leaf)
-                    handle = leaf.register_post_accumulate_grad_hook(self._grad_write)
-                    # first of the leaf's post-accumulate hooks: the write happened just before
-                    # them all, whatever the model's own hooks then do to .grad
-                    hooks = cast(
-                        "OrderedDict[int, Any]", leaf._post_accumulate_grad_hooks
-                    )  # (an OrderedDict)
-                    hooks.move_to_end(handle.id, last=False)
-                    stack.callback(handle.remove)
-            yield
+            self._trace_hooks = stack
+            try:
+                yield
+            finally:
+                self._trace_hooks = None
+
+    def _hook_writes_first(self, leaf: torch.Tensor, hooks: OrderedDict[int, Any]) -> None:
+        """A recording hook first among the leaf's own post-accumulate hooks (they may change
+        ``.grad``; the write happened before them all). Put into the leaf's hook dict as
+        ``register_post_accumulate_grad_hook`` would, without calling it: inside a Python
+        Function's backward that call would be seen as the model registering a hook.
+        PyTorch runs the hooks in the dict's insertion order (``move_to_end`` does not change
+        it): the others are inserted again after it, in the same dict (PyTorch holds it)."""
+        if self._trace_hooks is None:
+            raise RuntimeError("gradtrace: a backward pass outside its trace's grad_write_hooks()")
+        self._acc_hooked.add(id(leaf))
+        handle = RemovableHandle(hooks)
+        others = list(hooks.items())
+        hooks.clear()
+        hooks[handle.id] = self._grad_write
+        hooks.update(others)
+        self._trace_hooks.callback(handle.remove)
 
     # ---- node hooks ---------------------------------------------------------------------
     def _make_hooks(self, node_id: str, node: Any, retained: list) -> tuple[Callable, Callable]:
@@ -158,6 +169,9 @@ class BackwardCapture:
             emit("node_pre", target=node_id, node=node_id, module=module, payload={"grad_outputs": summaries})
             if leaf is not None and leaf_id is not None:
                 self._before[leaf_id] = None if leaf.grad is None else summarize(leaf.grad)
+                hooks = leaf._post_accumulate_grad_hooks
+                if hooks and id(leaf) not in self._acc_hooked:
+                    self._hook_writes_first(leaf, cast("OrderedDict[int, Any]", hooks))
             if watched:
                 self._keep_deltas(node_id, grad_outputs, summaries)
             if make_mode is not None:
@@ -168,8 +182,8 @@ class BackwardCapture:
             if modes:
                 modes.pop().__exit__(None, None, None)
             rec.node_finished(node_id)
-            if leaf is not None and id(leaf) not in self._acc_hooked:
-                self._grad_write(leaf)  # a leaf made inside the forward: no post-acc hook
+            if leaf is not None and id(leaf) not in self._acc_hooked and _wrote(leaf, grad_outputs):
+                self._grad_write(leaf)  # no post-accumulate hook: the write just happened
             if len(slots) < len(grad_inputs):
                 slots[:] = self._slots(node_id, len(grad_inputs))
             inputs = [
