@@ -50,12 +50,6 @@ def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
     return None if grad is None else grad.detach()
 
 
-def _wrote(leaf: torch.Tensor, grad_outputs: tuple) -> bool:
-    """Whether an AccumulateGrad that just ran wrote ``.grad`` (it skips an undefined
-    gradient and a leaf that no longer requires grad)."""
-    return grad_outputs[0] is not None and leaf.requires_grad
-
-
 class BackwardCapture:
     def __init__(self, recorder: Recorder, watch: set[str]) -> None:
         self.recorder = recorder
@@ -73,17 +67,24 @@ class BackwardCapture:
 
     # ---- .grad writes -------------------------------------------------------------------
     def _grad_write(self, leaf: torch.Tensor) -> None:
+        """The recording post-accumulate hook (see ``_hook_writes_first``)."""
         rec = self.recorder
         leaf_id = rec.leaf_id(leaf)
-        if leaf_id is None or rec.phase != "backward":
-            return
+        if leaf_id is not None and rec.phase == "backward":
+            self._record_write(leaf, leaf_id, rec.by_id[leaf_id].module)
+
+    def _record_write(self, leaf: torch.Tensor, leaf_id: str, module: str | None) -> None:
         before = self._before.pop(leaf_id, None)
-        rec.emit(
+        self.recorder.emit(
             "grad_write",
             target=leaf_id,
             node=leaf_id,
-            module=rec.by_id[leaf_id].module,
-            payload={"before": before, "after": rec.summarize(leaf.grad), "accumulated": before is not None},
+            module=module,
+            payload={
+                "before": before,
+                "after": self.recorder.summarize(leaf.grad),
+                "accumulated": before is not None,
+            },
         )
 
     def _retained_by_node(self, retained: dict[str, torch.Tensor]) -> dict[str, list]:
@@ -145,12 +146,12 @@ class BackwardCapture:
         """The recording pre and post hooks of one node (everything they read per call is
         bound here: they run once per node per pass, ~1,000 times in a 500-node backward)."""
         rec = self.recorder
+        record = rec.by_id[node_id]
+        if record.variable is not None:  # an AccumulateGrad node: its leaf's tensor node
+            return self._accumulate_hooks(node_id, record.variable, node.variable, record.module)
         summarize = rec.summarize
         emit = rec.emit
-        record = rec.by_id[node_id]
         module = record.module
-        leaf_id = record.variable  # an AccumulateGrad node: its leaf's tensor node
-        leaf = node.variable if leaf_id is not None else None
         watched = node_id in self.watch
         make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
         modes: list[Any] = []  # the mode entered in pre, left in post
@@ -161,17 +162,9 @@ class BackwardCapture:
             if retained:
                 self._retained_writes(node_id, retained)
             rec.node_started(node_id)
-            if leaf is None:
-                summaries = [summarize(g) for g in grad_outputs]
-            else:  # (a detached alias: see _leaf_bound)
-                summaries = [summarize(_leaf_bound(g)) for g in grad_outputs]
+            summaries = [summarize(g) for g in grad_outputs]
             seen_outputs.append(summaries)
             emit("node_pre", target=node_id, node=node_id, module=module, payload={"grad_outputs": summaries})
-            if leaf is not None and leaf_id is not None:
-                self._before[leaf_id] = None if leaf.grad is None else summarize(leaf.grad)
-                hooks = leaf._post_accumulate_grad_hooks
-                if hooks and id(leaf) not in self._acc_hooked:
-                    self._hook_writes_first(leaf, cast("OrderedDict[int, Any]", hooks))
             if watched:
                 self._keep_deltas(node_id, grad_outputs, summaries)
             if make_mode is not None:
@@ -182,8 +175,6 @@ class BackwardCapture:
             if modes:
                 modes.pop().__exit__(None, None, None)
             rec.node_finished(node_id)
-            if leaf is not None and id(leaf) not in self._acc_hooked and _wrote(leaf, grad_outputs):
-                self._grad_write(leaf)  # no post-accumulate hook: the write just happened
             if len(slots) < len(grad_inputs):
                 slots[:] = self._slots(node_id, len(grad_inputs))
             inputs = [
@@ -204,6 +195,49 @@ class BackwardCapture:
             for value, (edge, _to_leaf) in zip(inputs, slots, strict=False):
                 if edge is not None:
                     edge.grads.append(EdgeGrad(pass_index=pass_index, seq=seq, value=repeat(value)))
+
+        return pre, post
+
+    def _accumulate_hooks(
+        self, node_id: str, leaf_id: str, leaf: torch.Tensor, module: str | None
+    ) -> tuple[Callable, Callable]:
+        """The hooks of a leaf's AccumulateGrad node: no edges out (its grad_inputs are
+        empty), never a Linear's output nor a retain_grad carrier; it writes ``.grad``."""
+        rec = self.recorder
+        summarize = rec.summarize
+        emit = rec.emit
+        seen_outputs: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
+
+        def pre(grad_outputs: tuple) -> None:
+            rec.node_started(node_id)
+            summaries = [summarize(_leaf_bound(g)) for g in grad_outputs]  # (see _leaf_bound)
+            seen_outputs.append(summaries)
+            emit("node_pre", target=node_id, node=node_id, module=module, payload={"grad_outputs": summaries})
+            grad = leaf.grad
+            self._before[leaf_id] = None if grad is None else summarize(grad)
+            hooks = leaf._post_accumulate_grad_hooks
+            if hooks and id(leaf) not in self._acc_hooked:
+                self._hook_writes_first(leaf, cast("OrderedDict[int, Any]", hooks))
+
+        def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
+            rec.node_finished(node_id)
+            # (AccumulateGrad skips an undefined gradient and a leaf that stopped requiring grad)
+            if grad_outputs[0] is not None and leaf.requires_grad and id(leaf) not in self._acc_hooked:
+                self._record_write(leaf, leaf_id, module)  # the write just happened
+            outputs = (
+                seen_outputs.pop() if seen_outputs else [summarize(_leaf_bound(g)) for g in grad_outputs]
+            )
+            repeat = summarize.repeat
+            emit(
+                "node_post",
+                target=node_id,
+                node=node_id,
+                module=module,
+                payload={
+                    "grad_inputs": [summarize(g) for g in grad_inputs],
+                    "grad_outputs": [repeat(v) for v in outputs],
+                },
+            )
 
         return pre, post
 
