@@ -59,7 +59,7 @@ class BackwardCapture:
         self.deltas: dict[int, dict[str, list[tuple]]] = {}
         self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
         self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
-        self._trace_hooks: ExitStack | None = None  # removes those when the trace ends
+        self._trace_hooks = ExitStack()  # removes those when the trace ends
         self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
         # makes the mode to enter while a Python Function's backward runs (its torch calls
         # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
@@ -117,12 +117,8 @@ class BackwardCapture:
     @contextmanager
     def grad_write_hooks(self):
         """The trace's lifetime for the recording post-accumulate hooks: removed on exit."""
-        with ExitStack() as stack:
-            self._trace_hooks = stack
-            try:
-                yield
-            finally:
-                self._trace_hooks = None
+        with self._trace_hooks:
+            yield
 
     def _hook_writes_first(self, leaf: torch.Tensor, hooks: OrderedDict[int, Any]) -> None:
         """A recording hook first among the leaf's own post-accumulate hooks (they may change
@@ -131,8 +127,6 @@ class BackwardCapture:
         Function's backward that call would be seen as the model registering a hook.
         PyTorch runs the hooks in the dict's insertion order (``move_to_end`` does not change
         it): the others are inserted again after it, in the same dict (PyTorch holds it)."""
-        if self._trace_hooks is None:
-            raise RuntimeError("gradtrace: a backward pass outside its trace's grad_write_hooks()")
         self._acc_hooked.add(id(leaf))
         handle = RemovableHandle(hooks)
         others = list(hooks.items())
