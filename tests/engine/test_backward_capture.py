@@ -110,3 +110,31 @@ def test_a_shared_weight_sums_both_gradients_and_records_the_sum() -> None:
         assert write.payload["before"] is None and not write.payload["accumulated"]
         after = tensor_array(write.payload["after"])
         assert np.array_equal(after, expected.numpy()), name
+
+
+def test_a_models_own_post_accumulate_hook_fires_after_the_write_is_recorded() -> None:
+    """A post-accumulate hook the model registered before the trace (it doubles ``.grad``):
+    the grad_write comes first, with the gradient PyTorch wrote (autograd.grad as oracle),
+    then the hook's event; the final ``.grad`` is the doubled one; no hook is left behind."""
+    x = torch.randn(5, 4)
+    model = _mlp()
+    weight = model[0].weight
+    oracle = torch.autograd.grad(model(x).pow(2).sum(), weight)[0]
+    model.zero_grad(set_to_none=True)
+
+    def double(p: torch.Tensor) -> None:
+        p.grad.mul_(2)
+
+    handle = weight.register_post_accumulate_grad_hook(double)
+    before = dict(weight._post_accumulate_grad_hooks)
+    trace = gradtrace.trace(model, x, lambda out: out.pow(2).sum())
+    assert dict(weight._post_accumulate_grad_hooks) == before  # (the model's wrapper restored)
+    events = trace.doc.events
+    leaf = next(n.id for n in trace.doc.graph.nodes if n.tensor == "0.weight")
+    kinds = [e.kind for e in events if e.node == leaf and e.kind in ("grad_write", "post_accumulate_grad")]
+    assert kinds == ["grad_write", "post_accumulate_grad"]
+    write = next(e for e in events if e.node == leaf and e.kind == "grad_write")
+    np.testing.assert_allclose(tensor_array(write.payload["after"]), oracle.numpy(), rtol=1e-6)
+    assert torch.allclose(weight.grad, 2 * oracle)
+    handle.remove()
+    assert not weight._post_accumulate_grad_hooks

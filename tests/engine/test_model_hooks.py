@@ -255,7 +255,7 @@ def test_hook_dicts_are_restored_when_installing_gradtraces_hooks_fails(monkeypa
     write hooks, the last but one) leaves nothing behind on the model."""
     from gradtrace.engine.backward_capture import BackwardCapture
 
-    def refuse(self: Any, leaves: Any) -> Any:
+    def refuse(self: Any) -> Any:
         raise RuntimeError("set-up failed")
 
     log: list[str] = []

@@ -18,6 +18,7 @@ from torch.profiler import profile
 from torch.utils.checkpoint import checkpoint
 
 import gradtrace
+from gradtrace.trace import tensor_array
 
 EVALUATE = "autograd::engine::evaluate_function: "
 
@@ -247,3 +248,36 @@ def test_a_spec_backward_of_an_input_leaf_records_its_grad_write() -> None:
     writes = [e for e in doc["events"] if e["kind"] == "grad_write"]
     assert [(w["target"], w["payload"]["after"]["values"]) for w in writes] == [(leaf["id"], [1.0])]
     assert doc["grads"]["w"]["values"] == [1.0] and doc["grads"]["v"] is None
+
+
+def test_a_post_accumulate_hook_inside_a_checkpoint_segment_runs_after_the_recorded_write() -> None:
+    """The model's own post-accumulate hook on a weight the recomputation reaches: gradtrace
+    puts its recording hook first from inside the nested run (where the discovery mode
+    watches hook registrations) without it counting as a model hook; the write recorded
+    is PyTorch's (autograd.grad as oracle), the model's hook then doubles it."""
+    model = Checkpointed().double()
+    weight = model.c[0].weight
+    ref = Checkpointed().double()  # the same computation without checkpoints
+    oracle = torch.autograd.grad(_loss(ref.c(torch.relu(ref.b(ref.a(X))))), ref.c[0].weight)[0]
+    fired: list[str] = []
+
+    def double(p: torch.Tensor) -> None:
+        fired.append("double")
+        p.grad.mul_(2)
+
+    handle = weight.register_post_accumulate_grad_hook(double)
+    trace = gradtrace.trace(model, X, _loss)
+    handle.remove()
+    assert fired == ["double"]
+    assert not weight._post_accumulate_grad_hooks  # nothing of gradtrace's left behind
+    leaf = next(n.id for n in trace.doc.graph.nodes if n.tensor == "c.0.weight")
+    kinds = [
+        e.kind
+        for e in trace.doc.events
+        if e.node == leaf and e.kind in ("grad_write", "post_accumulate_grad")
+    ]
+    assert kinds == ["grad_write", "post_accumulate_grad"]
+    assert {e.hook for e in trace.doc.events if e.hook is not None} == {0}  # the model's only hook
+    write = next(e for e in trace.doc.events if e.node == leaf and e.kind == "grad_write")
+    np.testing.assert_allclose(tensor_array(write.payload["after"]), oracle.numpy(), rtol=1e-12)
+    assert torch.allclose(weight.grad, 2 * oracle)

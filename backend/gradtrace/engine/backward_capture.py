@@ -5,9 +5,12 @@ backward (or autograd.grad) call; every handle is removed in ``finally`` (never 
 behind). The gradient along each edge is the target's ``grad_inputs[slot]`` (``grad_inputs[k]``
 goes to ``next_functions[k]``).
 
-``.grad`` writes are recorded by a post-accumulate-grad hook on each leaf, registered once per
-trace before any user hook, so the ``grad_write`` event fires right after the real write
-(the value "before" is read in the AccumulateGrad node's pre-hook).
+``.grad`` writes are recorded where they happen, inside the leaf's AccumulateGrad node (the
+value "before" is read in its pre-hook). Nothing runs between the write and the node's
+post-hooks but the leaf's post-accumulate-grad hooks, so a leaf without any gets its
+``grad_write`` from the node's recording post-hook. A leaf that has some (the model's, a spec's)
+gets a recording post-accumulate hook put first among them, in the node's pre-hook (just
+before the write: whatever was registered until then is seen), kept until the trace ends.
 
 A ``retain_grad()`` intermediate gets its ``.grad`` from the producing node's retains-grad hook,
 which the engine runs after the tensor hooks and just before the node's pre-hooks: so its
@@ -47,13 +50,6 @@ def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
     return None if grad is None else grad.detach()
 
 
-def _drop_if_empty(leaf: torch.Tensor) -> None:
-    """No post-accumulate hook left (the model may have registered one meanwhile): back to
-    the None the leaf had before gradtrace registered its own."""
-    if not leaf._post_accumulate_grad_hooks:
-        leaf._post_accumulate_grad_hooks = None  # type: ignore[assignment]  # (torch's stubs say dict; unset is None)
-
-
 class BackwardCapture:
     def __init__(self, recorder: Recorder, watch: set[str]) -> None:
         self.recorder = recorder
@@ -63,6 +59,7 @@ class BackwardCapture:
         self.deltas: dict[int, dict[str, list[tuple]]] = {}
         self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
         self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
+        self._trace_hooks = ExitStack()  # removes those when the trace ends
         self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
         # makes the mode to enter while a Python Function's backward runs (its torch calls
         # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
@@ -70,17 +67,24 @@ class BackwardCapture:
 
     # ---- .grad writes -------------------------------------------------------------------
     def _grad_write(self, leaf: torch.Tensor) -> None:
+        """The recording post-accumulate hook (see ``_hook_writes_first``)."""
         rec = self.recorder
         leaf_id = rec.leaf_id(leaf)
-        if leaf_id is None or rec.phase != "backward":
-            return
+        if leaf_id is not None and rec.phase == "backward":
+            self._record_write(leaf, leaf_id, rec.by_id[leaf_id].module)
+
+    def _record_write(self, leaf: torch.Tensor, leaf_id: str, module: str | None) -> None:
         before = self._before.pop(leaf_id, None)
-        rec.emit(
+        self.recorder.emit(
             "grad_write",
             target=leaf_id,
             node=leaf_id,
-            module=rec.by_id[leaf_id].module,
-            payload={"before": before, "after": rec.summarize(leaf.grad), "accumulated": before is not None},
+            module=module,
+            payload={
+                "before": before,
+                "after": self.recorder.summarize(leaf.grad),
+                "accumulated": before is not None,
+            },
         )
 
     def _retained_by_node(self, retained: dict[str, torch.Tensor]) -> dict[str, list]:
@@ -111,35 +115,37 @@ class BackwardCapture:
             )
 
     @contextmanager
-    def grad_write_hooks(self, leaves: list[torch.Tensor]):
-        """Recording post-accumulate hooks on the leaves, for the whole trace."""
-        with ExitStack() as stack:
-            for leaf in leaves:
-                if leaf.requires_grad and leaf.grad_fn is None and id(leaf) not in self._acc_hooked:
-                    self._acc_hooked.add(id(leaf))
-                    if leaf._post_accumulate_grad_hooks is None:  # leave none behind, not {}
-                        stack.callback(_drop_if_empty, leaf)
-                    handle = leaf.register_post_accumulate_grad_hook(self._grad_write)
-                    # first of the leaf's post-accumulate hooks: the write happened just before
-                    # them all, whatever the model's own hooks then do to .grad
-                    hooks = cast(
-                        "OrderedDict[int, Any]", leaf._post_accumulate_grad_hooks
-                    )  # (an OrderedDict)
-                    hooks.move_to_end(handle.id, last=False)
-                    stack.callback(handle.remove)
+    def grad_write_hooks(self):
+        """The trace's lifetime for the recording post-accumulate hooks: removed on exit."""
+        with self._trace_hooks:
             yield
+
+    def _hook_writes_first(self, leaf: torch.Tensor, hooks: OrderedDict[int, Any]) -> None:
+        """A recording hook first among the leaf's own post-accumulate hooks (they may change
+        ``.grad``; the write happened before them all). Put into the leaf's hook dict as
+        ``register_post_accumulate_grad_hook`` would, without calling it: inside a Python
+        Function's backward that call would be seen as the model registering a hook.
+        PyTorch runs the hooks in the dict's insertion order (``move_to_end`` does not change
+        it): the others are inserted again after it, in the same dict (PyTorch holds it)."""
+        self._acc_hooked.add(id(leaf))
+        handle = RemovableHandle(hooks)
+        others = list(hooks.items())
+        hooks.clear()
+        hooks[handle.id] = self._grad_write
+        hooks.update(others)
+        self._trace_hooks.callback(handle.remove)
 
     # ---- node hooks ---------------------------------------------------------------------
     def _make_hooks(self, node_id: str, node: Any, retained: list) -> tuple[Callable, Callable]:
         """The recording pre and post hooks of one node (everything they read per call is
         bound here: they run once per node per pass, ~1,000 times in a 500-node backward)."""
         rec = self.recorder
+        record = rec.by_id[node_id]
+        if record.variable is not None:  # an AccumulateGrad node: its leaf's tensor node
+            return self._accumulate_hooks(node_id, record.variable, node.variable, record.module)
         summarize = rec.summarize
         emit = rec.emit
-        record = rec.by_id[node_id]
         module = record.module
-        leaf_id = record.variable  # an AccumulateGrad node: its leaf's tensor node
-        leaf = node.variable if leaf_id is not None else None
         watched = node_id in self.watch
         make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
         modes: list[Any] = []  # the mode entered in pre, left in post
@@ -150,14 +156,9 @@ class BackwardCapture:
             if retained:
                 self._retained_writes(node_id, retained)
             rec.node_started(node_id)
-            if leaf is None:
-                summaries = [summarize(g) for g in grad_outputs]
-            else:  # (a detached alias: see _leaf_bound)
-                summaries = [summarize(_leaf_bound(g)) for g in grad_outputs]
+            summaries = [summarize(g) for g in grad_outputs]
             seen_outputs.append(summaries)
             emit("node_pre", target=node_id, node=node_id, module=module, payload={"grad_outputs": summaries})
-            if leaf is not None and leaf_id is not None:
-                self._before[leaf_id] = None if leaf.grad is None else summarize(leaf.grad)
             if watched:
                 self._keep_deltas(node_id, grad_outputs, summaries)
             if make_mode is not None:
@@ -168,8 +169,6 @@ class BackwardCapture:
             if modes:
                 modes.pop().__exit__(None, None, None)
             rec.node_finished(node_id)
-            if leaf is not None and id(leaf) not in self._acc_hooked:
-                self._grad_write(leaf)  # a leaf made inside the forward: no post-acc hook
             if len(slots) < len(grad_inputs):
                 slots[:] = self._slots(node_id, len(grad_inputs))
             inputs = [
@@ -190,6 +189,49 @@ class BackwardCapture:
             for value, (edge, _to_leaf) in zip(inputs, slots, strict=False):
                 if edge is not None:
                     edge.grads.append(EdgeGrad(pass_index=pass_index, seq=seq, value=repeat(value)))
+
+        return pre, post
+
+    def _accumulate_hooks(
+        self, node_id: str, leaf_id: str, leaf: torch.Tensor, module: str | None
+    ) -> tuple[Callable, Callable]:
+        """The hooks of a leaf's AccumulateGrad node: no edges out (its grad_inputs are
+        empty), never a Linear's output nor a retain_grad carrier; it writes ``.grad``."""
+        rec = self.recorder
+        summarize = rec.summarize
+        emit = rec.emit
+        seen_outputs: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
+
+        def pre(grad_outputs: tuple) -> None:
+            rec.node_started(node_id)
+            summaries = [summarize(_leaf_bound(g)) for g in grad_outputs]  # (see _leaf_bound)
+            seen_outputs.append(summaries)
+            emit("node_pre", target=node_id, node=node_id, module=module, payload={"grad_outputs": summaries})
+            grad = leaf.grad
+            self._before[leaf_id] = None if grad is None else summarize(grad)
+            hooks = leaf._post_accumulate_grad_hooks
+            if hooks and id(leaf) not in self._acc_hooked:
+                self._hook_writes_first(leaf, cast("OrderedDict[int, Any]", hooks))
+
+        def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
+            rec.node_finished(node_id)
+            # (AccumulateGrad skips an undefined gradient and a leaf that stopped requiring grad)
+            if grad_outputs[0] is not None and leaf.requires_grad and id(leaf) not in self._acc_hooked:
+                self._record_write(leaf, leaf_id, module)  # the write just happened
+            outputs = (
+                seen_outputs.pop() if seen_outputs else [summarize(_leaf_bound(g)) for g in grad_outputs]
+            )
+            repeat = summarize.repeat
+            emit(
+                "node_post",
+                target=node_id,
+                node=node_id,
+                module=module,
+                payload={
+                    "grad_inputs": [summarize(g) for g in grad_inputs],
+                    "grad_outputs": [repeat(v) for v in outputs],
+                },
+            )
 
         return pre, post
 
