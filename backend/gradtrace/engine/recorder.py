@@ -47,7 +47,10 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, tuple | list):
         plain = list(value)  # (sizes and strides: ints, as they are)
-        return plain if all(type(v) is int for v in plain) else [_plain(v) for v in plain]
+        for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
+            if type(item) is not int:
+                return [_plain(v) for v in plain]
+        return plain
     if isinstance(value, int | float):
         return value if not isinstance(value, float) or value == value else "NaN"
     if isinstance(value, torch.SymInt):
@@ -315,10 +318,11 @@ class Recorder:
             module = self._module_of_hook_node(obj, module)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
         saved = self._saved(obj, saved_tensors)  # (summarized before the value, as always)
+        node_id = f"n{len(self.nodes)}"
         record = self._add_node(
             obj,
             GraphNode(
-                id=self._new_id(),
+                id=node_id,
                 pass_index=self.pass_index,
                 kind="op",
                 label=name,
@@ -334,16 +338,17 @@ class Recorder:
                 value=None if tensor is None else self.summarize(tensor),
             ),
         )
-        node_id = record.id
         if saved_tensors:
             assert record.created_seq is not None  # (set by _add_node)
             self.memory.hold(node_id, obj, record.created_seq, saved_tensors)
         node_ids = self.node_ids
-        for slot, (source, output_nr) in enumerate(obj.next_functions):
+        slot = 0
+        for source, output_nr in obj.next_functions:
             # (None: no grad needed there; not found: never for real graphs, not walked)
             source_id = node_ids.get(source)
             if source_id is not None:
                 self._add_edge(source_id, node_id, "data", slot, output_nr)
+            slot += 1
 
     def _module_of_hook_node(self, obj: Any, current: str | None) -> str | None:
         """The module of a BackwardHookFunctionBackward node (other ops belong to the module
@@ -368,8 +373,11 @@ class Recorder:
         """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
         appended to ``tensors`` as (name, tensor), for the memory they hold."""
         out: list[SavedTensor] = []
+        plan = _saved_plan(obj)
+        if not plan:
+            return out
         summarize = self.summarize
-        for attr, raw_attr in _saved_plan(obj):
+        for attr, raw_attr in plan:
             if raw_attr is not None and _unpacking_runs_a_hook(getattr(obj, raw_attr, None)):
                 out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
                 continue
@@ -380,6 +388,8 @@ class Recorder:
             if isinstance(value, torch.Tensor):
                 out.append(SavedTensor(name=attr, value=summarize(value)))
                 tensors.append((attr, value))
+            elif type(value) is int or type(value) is bool or value is None:  # (flags, dims)
+                out.append(SavedTensor(name=attr, scalar=value))
             elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
                 for k, t in enumerate(value):
                     item = f"{attr}[{k}]"
