@@ -58,6 +58,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+_SavedVariable = torch._C._autograd.SavedTensor  # what ``node._raw_saved_<name>`` returns
 _HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
 
@@ -66,6 +67,8 @@ def _unpacking_runs_a_hook(raw: Any) -> bool:
     """Whether reading a saved value whose raw SavedVariable(s) are ``raw`` would run a
     saved-tensor unpack hook: user code, e.g. a non-reentrant checkpoint recomputing its
     segment (its module hooks firing once more)."""
+    if type(raw) is _SavedVariable:  # (the usual: one saved tensor)
+        return raw.unpack_hook is not None  # type: ignore[attr-defined]
     if isinstance(raw, tuple | list):
         return any(getattr(item, "unpack_hook", None) is not None for item in raw)
     return getattr(raw, "unpack_hook", None) is not None
