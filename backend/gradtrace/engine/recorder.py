@@ -321,11 +321,10 @@ class Recorder:
             module = self._module_of_hook_node(obj, module)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
         saved = self._saved(obj, saved_tensors)  # (summarized before the value, as always)
-        node_id = f"n{len(self.nodes)}"
         record = self._add_node(
             obj,
             GraphNode(
-                id=node_id,
+                id=self._new_id(),
                 pass_index=self.pass_index,
                 kind="op",
                 label=name,
@@ -341,17 +340,16 @@ class Recorder:
                 value=None if tensor is None else self.summarize(tensor),
             ),
         )
+        node_id = record.id
         if saved_tensors:
             assert record.created_seq is not None  # (set by _add_node)
             self.memory.hold(node_id, obj, record.created_seq, saved_tensors)
         node_ids = self.node_ids
-        slot = 0
-        for source, output_nr in obj.next_functions:
+        for slot, (source, output_nr) in enumerate(obj.next_functions):
             # (None: no grad needed there; not found: never for real graphs, not walked)
             source_id = node_ids.get(source)
             if source_id is not None:
                 self._add_edge(source_id, node_id, "data", slot, output_nr)
-            slot += 1
 
     def _module_of_hook_node(self, obj: Any, current: str | None) -> str | None:
         """The module of a BackwardHookFunctionBackward node (other ops belong to the module
