@@ -35,7 +35,8 @@ def test_sequence_nr_orders_creation_and_is_none_for_accumulate_grad() -> None:
     c = b.sum()
     orders = [raw_sequence_nr(t.grad_fn) for t in (a, b, c)]
     assert orders == sorted(orders) and len(set(orders)) == 3
-    assert orders[0] >= base
+    assert orders[0] == base  # the counter read before any node: the first node's number
+    assert sequence_base() == orders[-1] + 1  # and it only reads it
     acc = a.grad_fn.next_functions[0][0]
     assert acc._sequence_nr() == 2**64 - 1  # what JSON readers cannot hold
     assert raw_sequence_nr(acc) is None

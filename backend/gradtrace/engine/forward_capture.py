@@ -29,6 +29,8 @@ from torch.utils.hooks import RemovableHandle
 from gradtrace.engine.graph_walk import walk_new
 from gradtrace.engine.recorder import Recorder
 
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+
 
 def flat_tensors(obj: Any) -> list[torch.Tensor]:
     """Tensors inside a (nested) tuple/list/dict, in order."""
@@ -73,7 +75,7 @@ class _Quiet:
 
     def __enter__(self) -> None:
         if self.depth == 0:
-            self._disabled = torch._C.DisableTorchFunction()
+            self._disabled = _NO_TORCH_FUNCTION()
             self._disabled.__enter__()
         self.depth += 1
 
@@ -92,12 +94,13 @@ class _DiscoveryMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
         capture = self.capture
+        if capture.paused:  # (quiet() is entered and left around whole calls: still so after)
+            return func(*args, **kwargs)
         intercept = capture.intercepts.get(func)
-        if intercept is not None and not capture.paused:
+        if intercept is not None:
             return intercept(func, args, kwargs)
         out = func(*args, **kwargs)
-        if not capture.paused:
-            capture.after_op(args, kwargs, out)
+        capture.after_op(args, kwargs, out)
         return out
 
 
@@ -153,7 +156,9 @@ class ForwardCapture:
             consumer = next((fn for t in outs if (fn := t.grad_fn) is not None), None)
             if consumer is None:
                 return
-        with self._quiet:
+        # (inside the mode's own handler the mode is off already: only torch function
+        # dispatch, to subclasses and modes below ours, is turned off, not the whole quiet())
+        with _NO_TORCH_FUNCTION():
             self.discover_from(outs)
             for t in _arg_tensors(args, kwargs):
                 if not t.requires_grad and t.grad_fn is None:
@@ -262,7 +267,9 @@ class ForwardCapture:
         self.linear_calls.append(
             {
                 "module": path,
-                "weight": self.param_names.get(id(module.weight)),
+                # (from _parameters: module.weight goes through nn.Module.__getattr__'s slow
+                # fallback; a parametrized weight is in neither, as it is not a parameter)
+                "weight": self.param_names.get(id(module._parameters.get("weight"))),
                 "a": args[0].detach(),
                 "node": node_id,
                 "output_nr": output.output_nr,

@@ -181,6 +181,9 @@ class ModelHooks:
         tensor_registrations = (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook)
         try:
             self._ignore_current()
+            # every module is up to date now: gradtrace's own registrations (which moved
+            # RemovableHandle.next_id) do not make each module's first call look again
+            self._stale(self._modules)
             for func in tensor_registrations:
                 capture.intercepts[func] = self.register_tensor_hook
             yield

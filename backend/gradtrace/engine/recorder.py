@@ -47,7 +47,10 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, tuple | list):
         plain = list(value)  # (sizes and strides: ints, as they are)
-        return plain if all(type(v) is int for v in plain) else [_plain(v) for v in plain]
+        for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
+            if type(item) is not int:
+                return [_plain(v) for v in plain]
+        return plain
     if isinstance(value, int | float):
         return value if not isinstance(value, float) or value == value else "NaN"
     if isinstance(value, torch.SymInt):
@@ -55,6 +58,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+_SavedVariable = torch._C._autograd.SavedTensor  # what ``node._raw_saved_<name>`` returns
 _HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
 
@@ -63,6 +67,8 @@ def _unpacking_runs_a_hook(raw: Any) -> bool:
     """Whether reading a saved value whose raw SavedVariable(s) are ``raw`` would run a
     saved-tensor unpack hook: user code, e.g. a non-reentrant checkpoint recomputing its
     segment (its module hooks firing once more)."""
+    if type(raw) is _SavedVariable:  # (the usual: one saved tensor)
+        return raw.unpack_hook is not None  # type: ignore[attr-defined]
     if isinstance(raw, tuple | list):
         return any(getattr(item, "unpack_hook", None) is not None for item in raw)
     return getattr(raw, "unpack_hook", None) is not None
@@ -368,8 +374,11 @@ class Recorder:
         """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
         appended to ``tensors`` as (name, tensor), for the memory they hold."""
         out: list[SavedTensor] = []
+        plan = _saved_plan(obj)
+        if not plan:
+            return out
         summarize = self.summarize
-        for attr, raw_attr in _saved_plan(obj):
+        for attr, raw_attr in plan:
             if raw_attr is not None and _unpacking_runs_a_hook(getattr(obj, raw_attr, None)):
                 out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
                 continue
@@ -380,6 +389,8 @@ class Recorder:
             if isinstance(value, torch.Tensor):
                 out.append(SavedTensor(name=attr, value=summarize(value)))
                 tensors.append((attr, value))
+            elif type(value) is int or type(value) is bool or value is None:  # (flags, dims)
+                out.append(SavedTensor(name=attr, scalar=value))
             elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
                 for k, t in enumerate(value):
                     item = f"{attr}[{k}]"

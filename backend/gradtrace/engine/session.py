@@ -130,30 +130,42 @@ class TraceSession:
         parameter once, under its first name)."""
         params: dict[str, torch.Tensor] = {}
         seen: set[int] = set()
+        module_types = self.module_types
+        kinds: dict[type, str] = {}  # module class -> the type name the trace reports
         for path, module in root.named_modules():
             modules.append(module)
+            cls = type(module)
             if isinstance(module, nn.Linear):
-                linear_weights[f"{path}.weight" if path else "weight"] = module.weight
+                # (module.weight is nn.Module.__getattr__'s slow fallback; it stays for a
+                # parametrized weight, which is not in _parameters)
+                weight = module._parameters.get("weight")
+                linear_weights[f"{path}.weight" if path else "weight"] = (
+                    module.weight if weight is None else weight
+                )
             full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
             module_paths[id(module)] = full
             parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
             names: list[str] = []
-            own: set[int] = set()
             # (module.named_parameters(recurse=False) per module and root.named_parameters()
             # walked the model twice more, through generators: 3x the time of this loop)
-            for local, param in module._parameters.items():
-                if param is None or id(param) in own:
-                    continue
-                own.add(id(param))
-                name = f"{path}.{local}" if path else local
-                names.append(name)
-                if id(param) not in seen:
-                    seen.add(id(param))
-                    params[name] = param
-            # a module the spec built reports the spec's type ("Module" for a composite; a class
-            # attribute: asked of the class, as nn.Module's __getattr__ fails slowly for others)
-            kind = getattr(type(module), "spec_type", None) or type(module).__name__
-            self.module_types[full] = (kind, parent, names)
+            local_params = module._parameters
+            if local_params:
+                own: set[int] = set()
+                for local, param in local_params.items():
+                    if param is None or id(param) in own:
+                        continue
+                    own.add(id(param))
+                    name = f"{path}.{local}" if path else local
+                    names.append(name)
+                    if id(param) not in seen:
+                        seen.add(id(param))
+                        params[name] = param
+            kind = kinds.get(cls)
+            if kind is None:
+                # a module the spec built reports the spec's type ("Module" for a composite; a
+                # class attribute: asked of the class, as nn.Module's __getattr__ fails slowly)
+                kind = kinds[cls] = getattr(cls, "spec_type", None) or cls.__name__
+            module_types[full] = (kind, parent, names)
         self.params = params
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
