@@ -243,10 +243,10 @@ class Summarizer:
         object (each read of a node's `_saved_*` returns a new one): ``(first element's
         address, shape, strides, dtype, version, True on the CPU or the device type)``, which
         ``_snapshot`` reads back. Sparse and other layouts have no single data pointer: keyed
-        by the object, ``("id", id, version)``."""
-        if t.layout is not _STRIDED:
-            return ("id", id(t), version)
+        by the object instead, ``(None, shape, id, dtype, version, device)``."""
         # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+        if t.layout is not _STRIDED:
+            return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type)
         return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
 
     @overload
@@ -277,13 +277,14 @@ class Summarizer:
         """A per-event snapshot of a tensor not summarized before (at this version)."""
         numel = t.numel()
         cost = numel * LIST_COST if numel <= TINY_TENSOR else numel
-        numbers = cost <= self.budget_left and not _kind(t.dtype).complex
+        kind = _KINDS.get(key[3]) or _kind(key[3])
+        numbers = cost <= self.budget_left and not kind.complex
         if numbers:
             self.budget_left -= cost
         else:
             self.values_truncated += 1
             cost = 0
-        value = self._snapshot(t, key, numel, numbers)
+        value = self._snapshot(t, key, numel, numbers, kind)
         self._cache[key] = (t, value, numbers, cost)
         self._by_object[id(t)] = (t, version, value, cost)
         return value
@@ -303,14 +304,15 @@ class Summarizer:
         if hit is not None and hit[2]:  # already summarized with its numbers, at this version
             self.final_left -= min(numel, self.final_left)
             return hit[1]
-        if _kind(t.dtype).complex:  # no numbers for complex tensors: the stats of their magnitude
-            return self._snapshot(t, key, numel, False)
+        kind = _kind(key[3])
+        if kind.complex:  # no numbers for complex tensors: the stats of their magnitude
+            return self._snapshot(t, key, numel, False, kind)
         numbers = numel <= self.final_left
         if numbers:
             self.final_left -= numel
         else:
             self.finals_truncated += 1  # past the limit: the model is too big (a diagnostic)
-        return self._snapshot(t, key, numel, numbers)
+        return self._snapshot(t, key, numel, numbers, kind)
 
     def repeat(self, value: TensorValue | None) -> TensorValue | None:
         """The same summary appearing once more in the trace (charged to the budget again)."""
@@ -366,18 +368,20 @@ class Summarizer:
                 expected *= size
         return True
 
-    def _snapshot(self, t: torch.Tensor, key: tuple, numel: int, numbers: bool) -> TensorValue:
-        """The record of ``t`` (its cache ``key``) now: stats always, its numbers if ``numbers``."""
-        kind = _kind(t.dtype)
+    def _snapshot(
+        self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
+    ) -> TensorValue:
+        """The record of ``t`` (its cache ``key``, its dtype's ``kind``) now: stats always, its
+        numbers if ``numbers``."""
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
-        size = t.shape
+        size = key[1]
         shape = self._shapes.get(size)
         if shape is None:
             shape = self._shapes[size] = list(size)
         out = TensorValue(shape=shape, dtype=kind.name, stats=stats, truncated=not numbers)
         owner = True  # this record's stats are computed here (not shared with another's)
         contiguous = t.is_contiguous()
-        if numel and key[0] != "id" and (contiguous or self._is_dense(key[1], key[2])):
+        if numel and key[0] is not None and (contiguous or self._is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device), from the key
             memory = (key[0], numel, key[3], key[4], key[5])
             known = self._stats_by_memory.get(memory)
@@ -410,12 +414,20 @@ class Summarizer:
             plain = raw if raw is not None and numeric is native else numeric.tobytes()
             dtype = numeric.dtype
         if owner:
-            chunks, owners = self._stats_due.setdefault((dtype, numel), ([], []))
+            group = (dtype, numel)
+            due = self._stats_due.get(group)
+            if due is None:
+                due = self._stats_due[group] = ([], [])
+            chunks, owners = due
             chunks.append(plain)
             owners.append(stats)
         if numbers:
             if numel <= TINY_TENSOR:
-                chunks, records = self._lists_due.setdefault((dtype, numel), ([], []))
+                group = (dtype, numel)
+                due = self._lists_due.get(group)
+                if due is None:
+                    due = self._lists_due[group] = ([], [])
+                chunks, records = due
                 chunks.append(plain)
                 records.append(out)
             elif raw is not None:
