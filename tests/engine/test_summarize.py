@@ -239,3 +239,10 @@ def test_views_of_the_same_elements_share_their_stats_and_others_have_their_own(
         assert summary.stats.mean == pytest.approx(x.mean().item(), rel=1e-12)
         assert summary.stats.norm == pytest.approx(x.norm().item(), rel=1e-12)
         assert np.array_equal(tensor_array(summary), view.numpy())
+
+
+def test_a_sparse_tensor_is_summarized_as_its_dense_numbers() -> None:
+    dense = torch.tensor([[0.0, 2.0], [3.0, 0.0]])
+    [v] = _summaries(dense.to_sparse())
+    assert v.values == [0.0, 2.0, 3.0, 0.0] and v.shape == [2, 2]
+    assert v.stats.mean == 1.25 and v.stats.max == 3.0

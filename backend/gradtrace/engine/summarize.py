@@ -380,7 +380,7 @@ class Summarizer:
             shape = self._shapes[size] = list(size)
         out = TensorValue(shape=shape, dtype=kind.name, stats=stats, truncated=not numbers)
         owner = True  # this record's stats are computed here (not shared with another's)
-        contiguous = t.is_contiguous()
+        contiguous = key[0] is not None and t.is_contiguous()  # (sparse layouts cannot tell)
         if numel and key[0] is not None and (contiguous or self._is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device), from the key
             memory = (key[0], numel, key[3], key[4], key[5])
