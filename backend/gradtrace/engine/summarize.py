@@ -62,23 +62,25 @@ def finite_or_name(x: float) -> float | NonFinite:
     return "Infinity" if x > 0 else "-Infinity"
 
 
-# dtypes numpy holds as they are: their numpy array's bytes are the tensor's own bytes
-_NUMPY_NATIVE = frozenset(
-    {
-        torch.float64,
-        torch.float32,
-        torch.float16,
-        torch.int64,
-        torch.int32,
-        torch.int16,
-        torch.int8,
-        torch.uint8,
-        torch.uint16,
-        torch.uint32,
-        torch.uint64,
-        torch.bool,
-    }
-)
+# dtypes numpy holds as they are (their numpy array's bytes are the tensor's own bytes), with
+# numpy's name of each
+_NUMPY_NATIVE: dict[torch.dtype, np.dtype] = {
+    dtype: np.dtype(name)
+    for dtype, name in [
+        (torch.float64, "float64"),
+        (torch.float32, "float32"),
+        (torch.float16, "float16"),
+        (torch.int64, "int64"),
+        (torch.int32, "int32"),
+        (torch.int16, "int16"),
+        (torch.int8, "int8"),
+        (torch.uint8, "uint8"),
+        (torch.uint16, "uint16"),
+        (torch.uint32, "uint32"),
+        (torch.uint64, "uint64"),
+        (torch.bool, "bool"),
+    ]
+}
 # other dtypes (bfloat16, the float8s): their bytes read through an unsigned int of their size
 _BITS = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -101,12 +103,10 @@ _KINDS: dict[torch.dtype, _DtypeKind] = {}
 def _kind(dtype: torch.dtype) -> _DtypeKind:
     kind = _KINDS.get(dtype)
     if kind is None:
-        sample = torch.empty(0, dtype=dtype)
-        native = dtype in _NUMPY_NATIVE and not _BIG_ENDIAN
         kind = _KINDS[dtype] = _DtypeKind(
             name=str(dtype).removeprefix("torch."),
-            raw=sample.numpy().dtype if native else None,
-            size=sample.element_size(),
+            raw=None if _BIG_ENDIAN else _NUMPY_NATIVE.get(dtype),
+            size=dtype.itemsize,
             complex=dtype.is_complex,
         )
     return kind
