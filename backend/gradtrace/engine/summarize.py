@@ -101,6 +101,7 @@ _KINDS: dict[torch.dtype, _DtypeKind] = {}
 
 
 def _kind(dtype: torch.dtype) -> _DtypeKind:
+    """A dtype's facts, decided on first sight (the hot path reads ``_KINDS`` first)."""
     kind = _KINDS.get(dtype)
     if kind is None:
         kind = _KINDS[dtype] = _DtypeKind(
@@ -380,7 +381,7 @@ class Summarizer:
             shape = self._shapes[size] = list(size)
         out = TensorValue(shape=shape, dtype=kind.name, stats=stats, truncated=not numbers)
         owner = True  # this record's stats are computed here (not shared with another's)
-        contiguous = key[0] is not None and t.is_contiguous()  # (sparse layouts cannot tell)
+        contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
         if numel and key[0] is not None and (contiguous or self._is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device), from the key
             memory = (key[0], numel, key[3], key[4], key[5])
