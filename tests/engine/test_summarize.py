@@ -197,3 +197,52 @@ def test_many_small_tensors_summarized_in_blocks_each_get_their_own_stats() -> N
         for key, want in _expected_stats(t / scale).items():
             assert getattr(v.stats, key) / scale == pytest.approx(want, rel=1e-9, abs=1e-12), key
         assert np.array_equal(tensor_array(v), t.numpy(), equal_nan=True)
+
+
+@pytest.mark.parametrize("numel", [5, 100])  # a list; base64 (both copied at capture, finished later)
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_numbers_are_copied_at_capture_even_when_a_write_skips_the_version(
+    numel: int, requires_grad: bool
+) -> None:
+    s = Summarizer()
+    t = torch.zeros(numel, requires_grad=requires_grad)
+    before = s(t)
+    t.data.add_(5.0)  # a write through .data: t._version does not move
+    s.finalize()
+    assert np.array_equal(tensor_array(before), np.zeros(numel, np.float32))
+    assert before.stats.max == 0.0 and before.stats.norm == 0.0
+
+
+def _views(base: torch.Tensor) -> list[torch.Tensor]:
+    return [
+        base,
+        base.permute(2, 0, 1),
+        base.transpose(0, 2),
+        base.reshape(6, 4),
+        base[:, :, :2],  # not dense: a gap after every second element
+        base[:1],  # dense, but fewer elements
+        base.unsqueeze(1).permute(3, 1, 0, 2),  # a dim of size 1 with any stride
+        base[0, 0, :1].expand(3, 3),  # stride 0: the same element again
+    ]
+
+
+def test_views_of_the_same_elements_share_their_stats_and_others_have_their_own() -> None:
+    base = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(3))
+    s = Summarizer()
+    summaries = [s(v) for v in _views(base)]
+    s.finalize()
+    for view, summary in zip(_views(base), summaries, strict=True):
+        order = sorted(range(view.dim()), key=lambda d: -view.stride()[d])
+        dense = view.permute(order).is_contiguous() and view.numel() == base.numel()
+        assert (summary.stats is summaries[0].stats) == dense, (view.shape, view.stride())
+        x = view.double()
+        assert summary.stats.mean == pytest.approx(x.mean().item(), rel=1e-12)
+        assert summary.stats.norm == pytest.approx(x.norm().item(), rel=1e-12)
+        assert np.array_equal(tensor_array(summary), view.numpy())
+
+
+def test_a_sparse_tensor_is_summarized_as_its_dense_numbers() -> None:
+    dense = torch.tensor([[0.0, 2.0], [3.0, 0.0]])
+    [v] = _summaries(dense.to_sparse())
+    assert v.values == [0.0, 2.0, 3.0, 0.0] and v.shape == [2, 2]
+    assert v.stats.mean == 1.25 and v.stats.max == 3.0

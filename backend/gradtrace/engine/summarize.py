@@ -25,10 +25,11 @@ Struct: about as cheap to build as a dict).
 from __future__ import annotations
 
 import binascii
+import ctypes
 import math
 import sys
 from collections.abc import Iterator
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import torch
@@ -61,37 +62,60 @@ def finite_or_name(x: float) -> float | NonFinite:
     return "Infinity" if x > 0 else "-Infinity"
 
 
-# dtypes numpy holds as they are: their numpy array's bytes are the tensor's own bytes
-_NUMPY_NATIVE = frozenset(
-    {
-        torch.float64,
-        torch.float32,
-        torch.float16,
-        torch.int64,
-        torch.int32,
-        torch.int16,
-        torch.int8,
-        torch.uint8,
-        torch.uint16,
-        torch.uint32,
-        torch.uint64,
-        torch.bool,
-    }
-)
+# dtypes numpy holds as they are (their numpy array's bytes are the tensor's own bytes), with
+# numpy's name of each
+_NUMPY_NATIVE: dict[torch.dtype, np.dtype] = {
+    dtype: np.dtype(name)
+    for dtype, name in [
+        (torch.float64, "float64"),
+        (torch.float32, "float32"),
+        (torch.float16, "float16"),
+        (torch.int64, "int64"),
+        (torch.int32, "int32"),
+        (torch.int16, "int16"),
+        (torch.int8, "int8"),
+        (torch.uint8, "uint8"),
+        (torch.uint16, "uint16"),
+        (torch.uint32, "uint32"),
+        (torch.uint64, "uint64"),
+        (torch.bool, "bool"),
+    ]
+}
 # other dtypes (bfloat16, the float8s): their bytes read through an unsigned int of their size
 _BITS = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
-_DTYPE_NAMES: dict[torch.dtype, str] = {}
+_BIG_ENDIAN = sys.byteorder == "big"
+_STRIDED = torch.strided
+_string_at = ctypes.string_at  # bytes at an address: a copy of a tensor's memory
+
+
+class _DtypeKind(NamedTuple):
+    """What the summarizer needs to know of a dtype, decided once per dtype."""
+
+    name: str  # the trace's name: "float32", "bfloat16", "bool", …
+    raw: np.dtype | None  # numpy's dtype when the memory of such a tensor is numpy's own bytes
+    size: int  # bytes per element
+    complex: bool
+
+
+_KINDS: dict[torch.dtype, _DtypeKind] = {}
+
+
+def _kind(dtype: torch.dtype) -> _DtypeKind:
+    """A dtype's facts, decided on first sight (the hot path reads ``_KINDS`` first)."""
+    kind = _KINDS.get(dtype)
+    if kind is None:
+        kind = _KINDS[dtype] = _DtypeKind(
+            name=str(dtype).removeprefix("torch."),
+            raw=None if _BIG_ENDIAN else _NUMPY_NATIVE.get(dtype),
+            size=dtype.itemsize,
+            complex=dtype.is_complex,
+        )
+    return kind
 
 
 def dtype_name(t: torch.Tensor) -> str:
     """The trace's name of a tensor's dtype: "float32", "bfloat16", "bool", …"""
-    name = _DTYPE_NAMES.get(t.dtype)
-    if name is None:
-        name = _DTYPE_NAMES[t.dtype] = str(t.dtype).removeprefix("torch.")
-    return name
-
-
-_BIG_ENDIAN = sys.byteorder == "big"
+    return _kind(t.dtype).name
 
 
 def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
@@ -180,6 +204,10 @@ class Summarizer:
     Capture only snapshots the numbers (a copy: later in-place writes must not change what
     was seen) and returns the record; :meth:`finalize` fills every pending one at the end, with
     the stats of all small tensors computed together.
+
+    Capture calls this thousands of times per trace, so the hot paths are written for speed:
+    the same tensor object again costs one dict lookup; a new small tensor reads each of its
+    attributes once and, when it lies contiguous in CPU memory, copies its bytes directly.
     """
 
     def __init__(
@@ -191,16 +219,17 @@ class Summarizer:
         self.final_value_limit = final_value_limit
         self.final_left = final_value_limit
         self.finals_truncated = 0  # final values reduced to stats only (model too big)
-        # key -> (tensor kept alive, its record, whether the record carries the numbers)
-        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, bool]] = {}
+        # key (see _key) -> (tensor kept alive, its record, whether the record carries the
+        # numbers, what another appearance of it charges to the budget: 0 without numbers)
+        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, bool, int]] = {}
         # what finalize() completes, from row-major byte copies taken at capture, grouped by
         # (numpy dtype, numel) so that each group is summarized as one block:
         # stats to compute, numbers to write as JSON lists (tiny), and as base64 (small)
         self._stats_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorStats]]] = {}
         self._lists_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorValue]]] = {}
         self._data_due: list[tuple[bytes, TensorValue]] = []
-        # id(tensor) -> (tensor kept alive, version, its record, numbers?)
-        self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue, bool]] = {}
+        # id(tensor) -> (tensor kept alive, version, its record, charge of another appearance)
+        self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue, int]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
         # (first element's address, numel, dtype, version, device) -> the shared stats
         self._stats_by_memory: dict[tuple, TensorStats] = {}
@@ -212,11 +241,13 @@ class Summarizer:
     @staticmethod
     def _key(t: torch.Tensor, version: int) -> tuple:
         """Same memory, layout, dtype and version: same numbers, even through another tensor
-        object (each read of a node's `_saved_*` returns a new one). ``_snapshot`` reads the
-        first element's address, dtype, version and device back from it."""
-        if t.layout != torch.strided:  # sparse and other layouts have no single data pointer
-            return ("id", id(t), version)
+        object (each read of a node's `_saved_*` returns a new one): ``(first element's
+        address, shape, strides, dtype, version, True on the CPU or the device type)``, which
+        ``_snapshot`` reads back. Sparse and other layouts have no single data pointer: keyed
+        by the object instead, ``(None, shape, id, dtype, version, device)``."""
         # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+        if t.layout is not _STRIDED:
+            return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type)
         return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
 
     @overload
@@ -227,27 +258,36 @@ class Summarizer:
         """A per-event snapshot of ``t`` (its numbers while ``value_budget`` lasts)."""
         if not isinstance(t, torch.Tensor):
             return None
-        # fast path: this very tensor object, unchanged since it was summarized
-        quick = self._by_object.get(id(t))
         version = t._version
-        if quick is not None and quick[0] is t and quick[1] == version:
-            return self._reuse(quick[2], quick[3])
-        # The held reference keeps the memory from being reused by another tensor.
-        key = self._key(t, version)
-        hit = self._cache.get(key)
-        if hit is not None:
-            self._by_object[id(t)] = (t, version, hit[1], hit[2])
-            return self._reuse(hit[1], hit[2])
+        # fast path: this very tensor object, unchanged since it was summarized
+        seen = self._by_object.get(id(t))
+        if seen is None or seen[0] is not t or seen[1] != version:
+            # The held reference keeps the memory from being reused by another tensor.
+            key = self._key(t, version)
+            seen = self._cache.get(key)
+            if seen is None:
+                return self._new(t, key, version)
+            seen = self._by_object[id(t)] = (t, version, seen[1], seen[3])
+        charge = seen[3]
+        if charge <= self.budget_left:  # (0: stats only, nothing to charge)
+            self.budget_left -= charge
+            return seen[2]
+        return self._over_budget(seen[2])
+
+    def _new(self, t: torch.Tensor, key: tuple, version: int) -> TensorValue:
+        """A per-event snapshot of a tensor not summarized before (at this version)."""
         numel = t.numel()
-        cost = self._cost(numel)
-        numbers = cost <= self.budget_left and not t.dtype.is_complex
+        cost = numel * LIST_COST if numel <= TINY_TENSOR else numel
+        kind = _KINDS.get(key[3]) or _kind(key[3])
+        numbers = cost <= self.budget_left and not kind.complex
         if numbers:
             self.budget_left -= cost
         else:
             self.values_truncated += 1
-        value = self._snapshot(t, key, numel, numbers)
-        self._cache[key] = (t, value, numbers)
-        self._by_object[id(t)] = (t, version, value, numbers)
+            cost = 0
+        value = self._snapshot(t, key, numel, numbers, kind)
+        self._cache[key] = (t, value, numbers, cost)
+        self._by_object[id(t)] = (t, version, value, cost)
         return value
 
     @overload
@@ -265,26 +305,32 @@ class Summarizer:
         if hit is not None and hit[2]:  # already summarized with its numbers, at this version
             self.final_left -= min(numel, self.final_left)
             return hit[1]
-        if t.dtype.is_complex:  # no numbers for complex tensors: the stats of their magnitude
-            return self._snapshot(t, key, numel, False)
+        kind = _kind(key[3])
+        if kind.complex:  # no numbers for complex tensors: the stats of their magnitude
+            return self._snapshot(t, key, numel, False, kind)
         numbers = numel <= self.final_left
         if numbers:
             self.final_left -= numel
         else:
             self.finals_truncated += 1  # past the limit: the model is too big (a diagnostic)
-        return self._snapshot(t, key, numel, numbers)
+        return self._snapshot(t, key, numel, numbers, kind)
 
     def repeat(self, value: TensorValue | None) -> TensorValue | None:
         """The same summary appearing once more in the trace (charged to the budget again)."""
-        if value is None:
-            return None
-        return self._reuse(value, not value.truncated)
+        if value is None or value.truncated:
+            return value
+        numel = value.stats.numel
+        cost = numel * LIST_COST if numel <= TINY_TENSOR else numel
+        if cost <= self.budget_left:
+            self.budget_left -= cost
+            return value
+        return self._over_budget(value)
 
     def known(self, t: torch.Tensor) -> TensorValue | None:
         """The summary already made of this very tensor at its current version (no charge)."""
-        quick = self._by_object.get(id(t))
-        if quick is not None and quick[0] is t and quick[1] == t._version:
-            return quick[2]
+        seen = self._by_object.get(id(t))
+        if seen is not None and seen[0] is t and seen[1] == t._version:
+            return seen[2]
         return None
 
     @overload
@@ -299,48 +345,44 @@ class Summarizer:
         if value.truncated:
             self.values_truncated += 1
             return value
-        return self._reuse(value, True)
+        return self.repeat(value)
 
-    @staticmethod
-    def _cost(numel: int) -> int:
-        return numel * LIST_COST if numel <= TINY_TENSOR else numel
-
-    def _reuse(self, value: TensorValue, numbers: bool) -> TensorValue:
-        if not numbers:
-            return value
-        cost = self._cost(value.stats.numel)
-        if cost <= self.budget_left:
-            self.budget_left -= cost
-            return value
+    def _over_budget(self, value: TensorValue) -> TensorValue:
+        """Another appearance of ``value``'s numbers that the budget no longer pays for."""
         self.values_truncated += 1
         # the stats are shared: finalize() fills them for both
         return TensorValue(shape=value.shape, dtype=value.dtype, stats=value.stats, truncated=True)
 
     @staticmethod
-    def _is_dense(t: torch.Tensor) -> bool:
-        """Whether non-contiguous ``t``'s elements fill one block of memory from its first element (in some
-        order of its dims): a transposed weight, a permuted activation. Such tensors with the
-        same first element, numel, dtype and version hold the same elements, so the same stats.
+    def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
+        """Whether the elements of a tensor of this shape and strides fill one block of memory
+        from its first element (in some order of its dims): a transposed weight, a permuted
+        activation. Such tensors with the same first element, numel, dtype and version hold
+        the same elements, so the same stats. (What ``t.permute(dims by decreasing stride)
+        .is_contiguous()`` answers, from the key's numbers: no tensor, no autograd node.)
         """
-        strides = t.stride()
-        order = sorted(range(t.dim()), key=lambda d: -strides[d])
-        return t.permute(order).is_contiguous()
+        expected = 1
+        for stride, size in sorted(zip(strides, shape, strict=True)):
+            if size != 1:  # (a dim of size 1 can have any stride)
+                if stride != expected:
+                    return False
+                expected *= size
+        return True
 
-    def _snapshot(self, t: torch.Tensor, key: tuple, numel: int, numbers: bool) -> TensorValue:
-        """The record of ``t`` (its cache ``key``) now: stats always, its numbers if ``numbers``."""
-        # detached first: .numpy() refuses a tensor that requires grad, and a permute of one
-        # would make an autograd node (and shift every later node's creation order). No
-        # torch.no_grad() here: entering it cost ~200 µs per call.
-        if t.requires_grad:
-            t = t.detach()
+    def _snapshot(
+        self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
+    ) -> TensorValue:
+        """The record of ``t`` (its cache ``key``, its dtype's ``kind``) now: stats always, its
+        numbers if ``numbers``."""
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
-        size = t.shape
+        size = key[1]
         shape = self._shapes.get(size)
         if shape is None:
             shape = self._shapes[size] = list(size)
-        out = TensorValue(shape=shape, dtype=dtype_name(t), stats=stats, truncated=not numbers)
+        out = TensorValue(shape=shape, dtype=kind.name, stats=stats, truncated=not numbers)
         owner = True  # this record's stats are computed here (not shared with another's)
-        if numel and key[0] != "id" and (t.is_contiguous() or self._is_dense(t)):
+        contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
+        if numel and key[0] is not None and (contiguous or self._is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device), from the key
             memory = (key[0], numel, key[3], key[4], key[5])
             known = self._stats_by_memory.get(memory)
@@ -351,9 +393,9 @@ class Summarizer:
                 if not numbers:
                     return out
                 owner = False
-        native, numeric = native_and_numeric(t)
         if numel > BATCH_STATS:
             # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
+            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
@@ -361,15 +403,32 @@ class Summarizer:
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
-        raw = None if native is None else native.tobytes()
-        plain = raw if raw is not None and numeric is native else numeric.tobytes()
+        if contiguous and kind.raw is not None and key[5] is True and not t.is_neg():
+            # its bytes as they lie in CPU memory, numpy's own: one copy, no numpy array
+            raw = plain = _string_at(key[0], numel * kind.size)
+            dtype = kind.raw
+        else:
+            # detached first: .numpy() refuses a tensor that requires grad. No
+            # torch.no_grad() here: entering it cost ~200 µs per call.
+            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
+            raw = None if native is None else native.tobytes()
+            plain = raw if raw is not None and numeric is native else numeric.tobytes()
+            dtype = numeric.dtype
         if owner:
-            chunks, owners = self._stats_due.setdefault((numeric.dtype, numel), ([], []))
+            group = (dtype, numel)
+            due = self._stats_due.get(group)
+            if due is None:
+                due = self._stats_due[group] = ([], [])
+            chunks, owners = due
             chunks.append(plain)
             owners.append(stats)
         if numbers:
             if numel <= TINY_TENSOR:
-                chunks, records = self._lists_due.setdefault((numeric.dtype, numel), ([], []))
+                group = (dtype, numel)
+                due = self._lists_due.get(group)
+                if due is None:
+                    due = self._lists_due[group] = ([], [])
+                chunks, records = due
                 chunks.append(plain)
                 records.append(out)
             elif raw is not None:
