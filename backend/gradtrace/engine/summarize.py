@@ -264,10 +264,10 @@ class Summarizer:
         if seen is None or seen[0] is not t or seen[1] != version:
             # The held reference keeps the memory from being reused by another tensor.
             key = self._key(t, version)
-            seen = self._cache.get(key)
-            if seen is None:
+            cached = self._cache.get(key)
+            if cached is None:
                 return self._new(t, key, version)
-            seen = self._by_object[id(t)] = (t, version, seen[1], seen[3])
+            seen = self._by_object[id(t)] = (t, version, cached[1], cached[3])
         charge = seen[3]
         if charge <= self.budget_left:  # (0: stats only, nothing to charge)
             self.budget_left -= charge
@@ -403,6 +403,7 @@ class Summarizer:
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
+        raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
         if contiguous and kind.raw is not None and key[5] is True and not t.is_neg():
             # its bytes as they lie in CPU memory, numpy's own: one copy, no numpy array
             raw = plain = _string_at(key[0], numel * kind.size)
@@ -415,22 +416,18 @@ class Summarizer:
             plain = raw if raw is not None and numeric is native else numeric.tobytes()
             dtype = numeric.dtype
         if owner:
-            group = (dtype, numel)
-            due = self._stats_due.get(group)
-            if due is None:
-                due = self._stats_due[group] = ([], [])
-            chunks, owners = due
-            chunks.append(plain)
-            owners.append(stats)
+            stats_due = self._stats_due.get((dtype, numel))
+            if stats_due is None:
+                stats_due = self._stats_due[(dtype, numel)] = ([], [])
+            stats_due[0].append(plain)
+            stats_due[1].append(stats)
         if numbers:
             if numel <= TINY_TENSOR:
-                group = (dtype, numel)
-                due = self._lists_due.get(group)
-                if due is None:
-                    due = self._lists_due[group] = ([], [])
-                chunks, records = due
-                chunks.append(plain)
-                records.append(out)
+                lists_due = self._lists_due.get((dtype, numel))
+                if lists_due is None:
+                    lists_due = self._lists_due[(dtype, numel)] = ([], [])
+                lists_due[0].append(plain)
+                lists_due[1].append(out)
             elif raw is not None:
                 self._data_due.append((raw, out))
         return out
