@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,33 +96,36 @@ def test_a_forked_child_starts_its_own_process_and_leaves_the_parents_alone(
     assert layout_of(renderer, trace_dict())["nodes"]
 
 
-def _fresh_renderer_in(cache: Path | str, monkeypatch: pytest.MonkeyPatch) -> node_tool.NodeRenderer:
+@contextmanager
+def _fresh_renderer_in(
+    cache: Path | str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[node_tool.NodeRenderer]:
+    """A new renderer process keeping its layouts in ``cache``, stopped on exit."""
     monkeypatch.setenv("GRADTRACE_CACHE_DIR", str(cache))
-    return node_tool.NodeRenderer()
+    renderer = node_tool.NodeRenderer()
+    try:
+        yield renderer
+    finally:
+        renderer.stop()
 
 
 def test_a_new_process_reads_the_layout_an_earlier_one_kept_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     doc = trace_dict()
-    first = _fresh_renderer_in(tmp_path, monkeypatch)
-    try:
+    with _fresh_renderer_in(tmp_path, monkeypatch) as first:
         layout = layout_of(first, doc)
         svg = first.request(json.dumps(doc).encode(), ["--format", "svg"])
         assert first.layouts_read == 0 and first.layouts_reused == 1
-    finally:
-        first.stop()
     assert len(list((tmp_path / "layouts").glob("*.json"))) == 1
-    second = _fresh_renderer_in(tmp_path, monkeypatch)  # another process: nothing in its memory
-    try:
+    # another process: nothing in its memory
+    with _fresh_renderer_in(tmp_path, monkeypatch) as second:
         assert layout_of(second, doc) == layout
         assert second.layouts_read == 1
         assert second.request(json.dumps(doc).encode(), ["--format", "svg"]) == svg
         # another graph is laid out, and kept beside the first
         doc["graph"]["nodes"][0]["label"] = "a_much_longer_name_than_before"
         assert layout_of(second, doc) != layout and second.layouts_read == 1
-    finally:
-        second.stop()
     assert len(list((tmp_path / "layouts").glob("*.json"))) == 2
 
 
@@ -128,42 +133,30 @@ def test_a_torn_layout_file_is_laid_out_again_and_written_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     doc = trace_dict()
-    first = _fresh_renderer_in(tmp_path, monkeypatch)
-    try:
+    with _fresh_renderer_in(tmp_path, monkeypatch) as first:
         layout = layout_of(first, doc)
-    finally:
-        first.stop()
     (kept,) = (tmp_path / "layouts").glob("*.json")
     kept.write_text('{"nodes": [')
-    second = _fresh_renderer_in(tmp_path, monkeypatch)
-    try:
+    with _fresh_renderer_in(tmp_path, monkeypatch) as second:
         assert layout_of(second, doc) == layout and second.layouts_read == 0
-    finally:
-        second.stop()
     assert json.loads(kept.read_text()) == layout
 
 
 def test_off_keeps_nothing_and_an_unwritable_place_is_said_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    off = _fresh_renderer_in("off", monkeypatch)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    try:
+    with _fresh_renderer_in("off", monkeypatch) as off:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
         assert node_tool.layout_cache_dir() is None and layout_of(off, trace_dict())["nodes"]
-    finally:
-        off.stop()
     assert not (tmp_path / "xdg").exists()
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
-    stuck = _fresh_renderer_in(blocker, monkeypatch)
-    try:
+    with _fresh_renderer_in(blocker, monkeypatch) as stuck:
         with caplog.at_level("WARNING", logger="gradtrace.render.node_tool"):
             assert layout_of(stuck, trace_dict())["nodes"]  # drawn all the same
             doc = trace_dict()
             doc["graph"]["nodes"][0]["label"] = "another_graph"
             assert layout_of(stuck, doc)["nodes"]
-    finally:
-        stuck.stop()
     warnings = [r.getMessage() for r in caplog.records if "layouts are not kept" in r.getMessage()]
     assert len(warnings) == 1 and str(blocker) in warnings[0]
 
