@@ -149,6 +149,7 @@ def bench_capture(bm: BenchModel, repeats: int, notes: list[str], workdir: Path)
     doc = trace.to_dict()
     nodes = len(doc["graph"]["nodes"])
     json_bytes = len(trace.to_json())
+    notebook_bytes = len(trace._repr_html_().encode())  # the cell a notebook shows for `trace`
     svg_path = workdir / f"{bm.key}.svg"
     svg_reason = None
     try:
@@ -190,15 +191,22 @@ def bench_capture(bm: BenchModel, repeats: int, notes: list[str], workdir: Path)
     m = {k: med(v) for k, v in t.items()}
     cap_ser = [a + b for a, b in zip(t["capture"], t["serialise"], strict=True)]
     m["capture+serialise"] = med(cap_ser)
-    return {"model": bm, "nodes": nodes, "json_mb": json_bytes / 1e6, "m": m, "trace_path": trace_path}
+    return {
+        "model": bm,
+        "nodes": nodes,
+        "json_mb": json_bytes / 1e6,
+        "notebook_mb": notebook_bytes / 1e6,
+        "m": m,
+        "trace_path": trace_path,
+    }
 
 
 def capture_table(rows: list[dict[str, object]]) -> str:
     head = (
         "| model | nodes | bare f+b | gradtrace capture | serialise | capture + serialise | "
-        "JSON | torchviz make_dot | torchviz + dot SVG | TorchLens | TorchLens ÷ gradtrace | "
+        "JSON | notebook cell | torchviz make_dot | torchviz + dot SVG | TorchLens | TorchLens ÷ gradtrace | "
         "gradtrace SVG (warm) | gradtrace SVG ÷ torchviz SVG |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     lines = []
     for r in rows:
@@ -208,7 +216,7 @@ def capture_table(rows: list[dict[str, object]]) -> str:
             f"| {r['model'].description} | {r['nodes']:,} | {fmt_ms(b)} | "
             f"{fmt_ms(m['capture'])} ({fmt_ratio(m['capture'], b)}) | "
             f"{fmt_ms(m['serialise'])} ({fmt_ratio(m['serialise'], b)}) | "
-            f"**{fmt_ratio(m['capture+serialise'], b)}** | {r['json_mb']:.2f} MB | "
+            f"**{fmt_ratio(m['capture+serialise'], b)}** | {r['json_mb']:.2f} MB | {r['notebook_mb']:.2f} MB | "
             f"{fmt_ms(m['viz'])} ({fmt_ratio(m['viz'], b)}) | {fmt_ms(m['viz_svg'])} | "
             f"{fmt_ms(m['lens'])} ({fmt_ratio(m['lens'], b)}) | **{fmt_ratio(m['lens'], m['capture+serialise'])}** | "
             f"{fmt_ms(m['svg'])} | {fmt_ratio(m['svg'], m['viz_svg'])} |"
