@@ -40,6 +40,12 @@ CHIP_OFF_PATH = """() => {
 }"""
 
 
+def _open_expanded_at(page: Any, live_server: str, example_id: str, step: int) -> None:
+    """The example opened with every module expanded, at ``step``."""
+    open_example(page, live_server, example_id, f"&step={step}&collapsed=-")
+    wait_step(page, step)
+
+
 @pytest.mark.parametrize(
     "example_id", ["tiny-attention", "conv-net", "hook-no-input-grad", "two-layer-linear"]
 )
@@ -48,8 +54,7 @@ def test_each_gradient_chip_sits_on_its_edge(
 ) -> None:
     trace = example_traces[example_id]
     step = next(p["last_seq"] for p in trace["passes"] if p["phase"] == "backward")
-    open_example(page, live_server, example_id, f"&step={step}&collapsed=-")
-    wait_step(page, step)
+    _open_expanded_at(page, live_server, example_id, step)
     chips = page.evaluate(CHIP_OFF_PATH)
     with_grads = {e["id"] for e in trace["graph"]["edges"] if any(g["seq"] <= step for g in e["grads"])}
     assert chips and {k.split("~")[0] for k in chips} <= with_grads
@@ -102,8 +107,7 @@ def test_each_grad_and_value_chip_sits_next_to_its_node(
 ) -> None:
     trace = example_traces[example_id]
     step = max(p["last_seq"] for p in trace["passes"] if p["phase"] == "backward")
-    open_example(page, live_server, example_id, f"&step={step}&collapsed=-")
-    wait_step(page, step)
+    _open_expanded_at(page, live_server, example_id, step)
     chips = page.evaluate(NODE_CHIP_GAPS)
     written = {ev["node"] for ev in trace["events"] if ev["kind"] == "grad_write" and ev["seq"] <= step}
     shown = {c["node"] for c in chips if c["text"].startswith(".grad")}
