@@ -244,6 +244,13 @@ class Recorder:
         record.created_seq = self.emit("node_created", target=node_id, node=node_id, module=record.module)
         return record
 
+    def _add_op_node(self, obj: Any, **fields: Any) -> GraphNode:
+        """Register an autograd node (``obj``) of this pass: an op record with ``fields``."""
+        record = GraphNode(
+            id=self._new_id(), pass_index=self.pass_index, kind="op", requires_grad=True, **fields
+        )
+        return self._add_node(obj, record)
+
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
         key = id(tensor)
@@ -293,21 +300,15 @@ class Recorder:
     def _add_accumulate(self, obj: Any) -> None:
         leaf_id = self.leaf(obj.variable)
         leaf = self.by_id[leaf_id]
-        record = self._add_node(
+        record = self._add_op_node(
             obj,
-            GraphNode(
-                id=self._new_id(),
-                pass_index=self.pass_index,
-                kind="op",
-                label="AccumulateGrad",
-                op="AccumulateGrad",
-                role=None,
-                module=leaf.module,
-                creation_order=None,
-                variable=leaf_id,
-                requires_grad=True,
-                tensor=leaf.tensor,
-            ),
+            label="AccumulateGrad",
+            op="AccumulateGrad",
+            role=None,
+            module=leaf.module,
+            creation_order=None,
+            variable=leaf_id,
+            tensor=leaf.tensor,
         )
         leaf.grad_fn = record.id
         self._add_edge(leaf_id, record.id, "leaf", None, 0)
@@ -321,24 +322,18 @@ class Recorder:
             module = self._module_of_hook_node(obj, module)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
         saved = self._saved(obj, saved_tensors)  # (summarized before the value, as always)
-        record = self._add_node(
+        record = self._add_op_node(
             obj,
-            GraphNode(
-                id=self._new_id(),
-                pass_index=self.pass_index,
-                kind="op",
-                label=name,
-                op=name,
-                role="intermediate",
-                module=module,
-                requires_grad=True,
-                creation_order=None if raw is None else raw - self.sequence_base,
-                inserted=name == _HOOK_NODE,
-                saved=saved,
-                shape=None if tensor is None else list(tensor.shape),
-                dtype=None if tensor is None else dtype_name(tensor),
-                value=None if tensor is None else self.summarize(tensor),
-            ),
+            label=name,
+            op=name,
+            role="intermediate",
+            module=module,
+            creation_order=None if raw is None else raw - self.sequence_base,
+            inserted=name == _HOOK_NODE,
+            saved=saved,
+            shape=None if tensor is None else list(tensor.shape),
+            dtype=None if tensor is None else dtype_name(tensor),
+            value=None if tensor is None else self.summarize(tensor),
         )
         node_id = record.id
         if saved_tensors:
