@@ -2,6 +2,8 @@
 // for every page that shows a graph: the full viewer puts it under the inspector, the embed and
 // the standalone file over the graph. Pages hold an empty <ul class="legend">.
 
+import { h } from "./dom.js";
+
 /** [swatch classes, text, hover title] */
 const ENTRIES = [
   ["sw sw-input", "input (no grad)"],
@@ -14,20 +16,14 @@ const ENTRIES = [
   ["ln ln-dashed", "no gradient"],
 ];
 
-const span = (className, textContent = "") => Object.assign(document.createElement("span"), { className, textContent });
+const swatch = (cls) => h("span", { class: cls });
 
-function entry(swatch, text, title) {
-  const li = document.createElement("li");
-  if (title) li.title = title;
-  li.append(span(swatch), text);
-  return li;
-}
+const entry = (cls, text, title) => h("li", { title }, [swatch(cls), text]);
 
 /** Fill every legend list of the page. */
 export function drawLegends(root = document) {
   for (const ul of root.querySelectorAll("ul.legend")) {
-    const states = entry("sw sw-active", "running · ");
-    states.append(span("tick", "✓"), " done");
+    const states = h("li", {}, [swatch("sw sw-active"), "running · ", h("span", { class: "tick", text: "✓" }), " done"]);
     ul.replaceChildren(...ENTRIES.map((e) => entry(...e)), states);
   }
 }
