@@ -4,7 +4,7 @@
 // puts the caret on its line. No network besides loading momoa: loaders.js runs specs.
 
 import { h } from "./dom.js";
-import { locatePointer, syntaxErrorAt } from "./jsonpos.js";
+import { locatePointers, syntaxErrorAt } from "./jsonpos.js";
 import { createUnderlines } from "./underline.js";
 import { loadMomoa } from "./vendor.js";
 
@@ -114,10 +114,13 @@ export function createEditor({ textarea, gutter, errorEl }) {
     /** An ApiError: every problem it lists, each at the line of its JSON Pointer (or the key it quotes). */
     async showApiError(err) {
       const listed = err.errors?.length ? err.errors : [{ path: err.path, message: err.message }];
-      const m = listed.some((p) => p.path !== null && p.path !== undefined) ? await momoa : null;
+      const hasPath = (p) => p.path !== null && p.path !== undefined;
+      const m = listed.some(hasPath) ? await momoa : null;
+      // one parse of the spec for the whole list, not one per problem
+      const locs = m ? locatePointers(m, textarea.value, listed.map((p) => ({ pointer: p.path, message: p.message }))) : [];
       show(
-        listed.map((p) => {
-          const loc = m && p.path !== null && p.path !== undefined ? locatePointer(m, textarea.value, p.path, p.message) : null;
+        listed.map((p, k) => {
+          const loc = m && hasPath(p) ? locs[k] : null;
           return loc ? { line: loc.line, path: loc.pointer, message: p.message, start: loc.start, end: loc.end } : { line: p.path ? 1 : null, path: p.path, message: p.message };
         }),
       );
