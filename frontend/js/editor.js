@@ -4,7 +4,7 @@
 // puts the caret on its line. No network besides loading momoa: loaders.js runs specs.
 
 import { h } from "./dom.js";
-import { locatePointer, syntaxErrorAt } from "./jsonpos.js";
+import { locatePointers, syntaxErrorAt } from "./jsonpos.js";
 import { createUnderlines } from "./underline.js";
 import { loadMomoa } from "./vendor.js";
 
@@ -52,10 +52,9 @@ export function createEditor({ textarea, gutter, errorEl }) {
     delete errorEl.dataset.path;
   }
 
-  /** Select a problem's text (or the start of its line) and scroll its line into view. */
+  /** Select a placed problem's text (or put the caret at the start of its line) and scroll its line into view. */
   function reveal(p) {
-    const start = p.start ?? lineStart(textarea.value, p.line);
-    textarea.setSelectionRange(start, p.end ?? start);
+    textarea.setSelectionRange(p.start, p.selectEnd);
     const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 18;
     textarea.scrollTop = Math.max(0, (p.line - 3) * lineHeight);
   }
@@ -70,7 +69,15 @@ export function createEditor({ textarea, gutter, errorEl }) {
    * Show problems, each {line, message, path?, start?, end?} (line null: no place in the text):
    * the gutter and an underline mark their lines, a list under the editor names them all.
    */
-  function show(problems) {
+  function show(shown) {
+    // Each placed problem's offsets, worked out once: its text (else its whole line) to underline,
+    // and what to select on a jump to it (its text, else just a caret at its line's start).
+    const text = textarea.value;
+    const problems = shown.map((p) => {
+      if (!p.line) return p;
+      const start = p.start ?? lineStart(text, p.line);
+      return { ...p, start, end: p.end ?? lineStart(text, p.line + 1), selectEnd: p.end ?? start };
+    });
     const placed = problems.filter((p) => p.line);
     errorLines = new Set(placed.map((p) => p.line));
     const first = problems[0];
@@ -84,7 +91,7 @@ export function createEditor({ textarea, gutter, errorEl }) {
     errorEl.replaceChildren(...[heading, h("ol", { class: "spec-errors" }, items)].filter(Boolean));
     textarea.setAttribute("aria-invalid", "true");
     renderGutter();
-    underlines.show(placed.map((p) => ({ start: p.start ?? lineStart(textarea.value, p.line), end: p.end ?? lineStart(textarea.value, p.line + 1) })));
+    underlines.show(placed.map((p) => ({ start: p.start, end: p.end })));
     if (placed.length) reveal(placed[0]);
   }
 
@@ -114,10 +121,13 @@ export function createEditor({ textarea, gutter, errorEl }) {
     /** An ApiError: every problem it lists, each at the line of its JSON Pointer (or the key it quotes). */
     async showApiError(err) {
       const listed = err.errors?.length ? err.errors : [{ path: err.path, message: err.message }];
-      const m = listed.some((p) => p.path !== null && p.path !== undefined) ? await momoa : null;
+      const hasPath = (p) => p.path !== null && p.path !== undefined;
+      const m = listed.some(hasPath) ? await momoa : null;
+      // one parse of the spec for the whole list, not one per problem
+      const locs = m ? locatePointers(m, textarea.value, listed.map((p) => ({ pointer: p.path, message: p.message }))) : [];
       show(
-        listed.map((p) => {
-          const loc = m && p.path !== null && p.path !== undefined ? locatePointer(m, textarea.value, p.path, p.message) : null;
+        listed.map((p, k) => {
+          const loc = m && hasPath(p) ? locs[k] : null;
           return loc ? { line: loc.line, path: loc.pointer, message: p.message, start: loc.start, end: loc.end } : { line: p.path ? 1 : null, path: p.path, message: p.message };
         }),
       );

@@ -14,12 +14,25 @@ const at = (node) => ({ line: node.loc.start.line, column: node.loc.start.column
  * object's own keys (the API's "unknown 'type' 'Lineaar'" about /modules/f0), that member is it.
  */
 export function locatePointer(momoa, text, pointer, message = "") {
+  return locatePointers(momoa, text, [{ pointer, message }])[0];
+}
+
+/**
+ * locatePointer for each of `queries` ({pointer, message?}), parsing `text` once: an array of
+ * places (each as locatePointer's), all null if `text` is not JSON.
+ */
+export function locatePointers(momoa, text, queries) {
   let doc;
   try {
     doc = momoa.parse(text);
   } catch {
-    return null;
+    return queries.map(() => null);
   }
+  return queries.map(({ pointer, message = "" }) => placeIn(doc, pointer, message));
+}
+
+/** The place of `pointer` in momoa document `doc` (see locatePointer). */
+function placeIn(doc, pointer, message) {
   let node = doc.body;
   let place = node;
   let found = "";

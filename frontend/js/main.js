@@ -27,6 +27,9 @@ import { graphCssText } from "./download.js";
 const $ = (id) => document.getElementById(id);
 const body = document.body;
 const embedded = readEmbeddedData();
+/** Playback at this many events/s or more is "fast": no travelling pulse, a throttled event list. */
+const FAST_SPEED = 15;
+const isFast = (speed) => speed >= FAST_SPEED;
 const mode = embedded?.mode || body.dataset.mode || "full";
 body.dataset.mode = mode;
 
@@ -108,7 +111,7 @@ function paint() {
     banner.hidden = !(ev && ev.kind === "error");
     if (!banner.hidden) banner.textContent = `${ev.payload?.exception || "Error"}: ${ev.message || ""}`;
   }
-  events.setCurrent(step, { throttle: player.playing && body.classList.contains("is-fast") });
+  events.setCurrent(step, { throttle: player.playing && isFast(store.get().speed) });
   memoryStrip?.show(step);
   body.dataset.step = String(step);
   body.dataset.phase = frame.pass.phase;
@@ -294,11 +297,11 @@ function stepSvg() {
   return compare ? { ...still, text: compare.decorate(still.text, trace) } : still;
 }
 
-/** Fast playback (≥ 15 events/s) skips the travelling pulse: it could not be followed anyway,
- * and repainting the whole SVG for it every frame costs frames on big graphs. */
+/** Fast playback (≥ FAST_SPEED events/s) skips the travelling pulse: it could not be followed
+ * anyway, and repainting the whole SVG for it every frame costs frames on big graphs. */
 function setSpeed(speed) {
   player.setSpeed(speed);
-  body.classList.toggle("is-fast", speed >= 15);
+  body.classList.toggle("is-fast", isFast(speed));
 }
 
 applyTheme();

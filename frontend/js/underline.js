@@ -20,10 +20,16 @@ function firstLines(text, ranges) {
 export function createUnderlines(textarea) {
   const mirror = h("div", { class: "editor-marks", "aria-hidden": "true" });
   textarea.parentElement.classList.add("has-marks");
+  mirror.hidden = true; // nothing underlined yet (an empty mirror shows nothing either way)
   textarea.after(mirror);
 
-  /** Put the mirror on the textarea's text box (not its scrollbars), scrolled as it is. */
+  /**
+   * Put the mirror on the textarea's text box (not its scrollbars), scrolled as it is. Only while
+   * something is underlined: show() places it again when it appears, so a hidden mirror needs no
+   * measuring on every scroll and resize.
+   */
   function place() {
+    if (mirror.hidden) return;
     Object.assign(mirror.style, {
       left: `${textarea.offsetLeft}px`,
       top: `${textarea.offsetTop}px`,

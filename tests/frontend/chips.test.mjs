@@ -10,6 +10,11 @@ const elk = new ELK();
 const box = (c) => ({ x: c.x - c.width / 2, y: c.y - CHIP_HEIGHT / 2, width: c.width, height: CHIP_HEIGHT });
 const overlap = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
+// The tiny trace and every golden trace, each with its ELK layout: read and laid out once for all
+// the tests below (which only read the layouts). Awaited per test; a failure fails those tests.
+const laidOut = Promise.all([["tiny", tinyTrace()], ...goldenTraces()].map(async ([name, trace]) => ({ name, trace, layout: await layoutGraph(trace, { elk }) })));
+laidOut.catch(() => {}); // reported by the tests that await it
+
 test("chip texts", () => {
   const tv = { shape: [2], dtype: "float32", stats: { numel: 2, norm: 2.5, nan: 0, inf: 0 }, values: [1.5, -2] };
   assert.equal(leafChipText(tv), ".grad [1.50, −2.00]");
@@ -18,8 +23,7 @@ test("chip texts", () => {
 });
 
 test("placed chips overlap no node and no other chip", async () => {
-  for (const [name, trace] of [["tiny", tinyTrace()], ...goldenTraces()]) {
-    const layout = await layoutGraph(trace, { elk });
+  for (const { name, trace, layout } of await laidOut) {
     const spots = placeChips(layout, trace);
     const placed = [...spots.leaf.values(), ...spots.value.values(), ...spots.edge.values()].map(box);
     assert.ok(placed.length > 0, name);
@@ -58,8 +62,7 @@ function pathToBox(points, b) {
 }
 
 test("every gradient chip sits on its own edge, or right beside its line", async () => {
-  for (const [name, trace] of [["tiny", tinyTrace()], ...goldenTraces()]) {
-    const layout = await layoutGraph(trace, { elk });
+  for (const { name, trace, layout } of await laidOut) {
     const spots = placeChips(layout, trace);
     for (const e of layout.edges) {
       const spot = spots.edge.get(e.id);
@@ -81,8 +84,7 @@ const NODE_CHIP_REACH = 16;
 
 test("every .grad and value chip sits next to its own node, nearer to it than to any other", async () => {
   const gap = (a, b) => Math.hypot(Math.max(b.x - (a.x + a.width), 0, a.x - (b.x + b.width)), Math.max(b.y - (a.y + a.height), 0, a.y - (b.y + b.height)));
-  for (const [name, trace] of [["tiny", tinyTrace()], ...goldenTraces()]) {
-    const layout = await layoutGraph(trace, { elk });
+  for (const { name, trace, layout } of await laidOut) {
     const spots = placeChips(layout, trace);
     const nodes = new Map(layout.nodes.map((n) => [n.id, n]));
     const writes = new Set(trace.events.filter((ev) => ev.kind === "grad_write").map((ev) => ev.node));
@@ -117,8 +119,7 @@ function scaled(trace, k) {
 test("a layout drawn again with other numbers gets the spots a fresh placement gives", async () => {
   // placeChips keeps the last spots per layout (a warm renderer draws trace after trace of one
   // model): with the same chip widths they are reused, with others placed again.
-  for (const [name, trace] of [["tiny", tinyTrace()], ...goldenTraces()]) {
-    const layout = await layoutGraph(trace, { elk });
+  for (const { name, trace, layout } of await laidOut) {
     const first = placeChips(layout, trace);
     assert.equal(placeChips(layout, structuredClone(trace)), first, `${name}: same widths, same spots`);
     for (const k of [1000, -0.001]) {

@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,18 +42,12 @@ import gradtrace
 from gradtrace.render import diagram
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import MODELS, BenchModel, loss_of  # noqa: E402
+from bench_models import MODELS, BenchModel, loss_of, timed  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- timing helpers -----------------------------------------------------------------------
-def timed(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 def med(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 

@@ -22,8 +22,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -36,13 +34,7 @@ from gradtrace.render.node_tool import run_render
 from gradtrace.render.source import drawing_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import MODELS, loss_of  # noqa: E402
-
-
-def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+from bench_models import MODELS, loss_of, timed  # noqa: E402
 
 
 def bench(key: str, rounds: int, out: Path, training: bool = False) -> dict[str, float]:

@@ -14,7 +14,6 @@ import cProfile
 import pstats
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -22,13 +21,7 @@ import torch
 import gradtrace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models import MODELS, loss_of  # noqa: E402
-
-
-def _timed(fn) -> float:  # noqa: ANN001
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+from bench_models import MODELS, loss_of, timed  # noqa: E402
 
 
 def ratios(key: str, rounds: int) -> tuple[float, float, float]:
@@ -47,8 +40,8 @@ def ratios(key: str, rounds: int) -> tuple[float, float, float]:
     traced()
     b, g = [], []
     for _ in range(rounds):
-        b.append(_timed(bare))
-        g.append(_timed(traced))
+        b.append(timed(bare))
+        g.append(timed(traced))
     return (
         statistics.median(b),
         statistics.median(g),
