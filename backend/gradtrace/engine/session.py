@@ -82,9 +82,9 @@ class TraceSession:
         none, its hooks are the spec's)."""
         self.root = root
         self.summarize = Summarizer(value_budget, final_value_limit)
-        # the final .grad of every named leaf and retained tensor as numpy arrays (set by
-        # finish): see final_grad_arrays
-        self._grad_arrays: dict[str, Any] = {}
+        # the final .grad of every named leaf and retained tensor (the tensors, set by finish;
+        # copied to numpy only when asked): see final_grad_arrays
+        self._final_grads: dict[str, torch.Tensor | None] = {}
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -407,8 +407,8 @@ class TraceSession:
         }
         final_grads.update({name: t.grad for name, t in self.retained.items()})
         final_grads = dict(sorted(final_grads.items()))
-        # copied now, while nothing can change a .grad yet (and the GC is still paused)
-        self._grad_arrays = {n: None if g is None else exact_array(g) for n, g in final_grads.items()}
+        # (kept as references: final_grad_arrays copies them, only for a caller that wants them)
+        self._final_grads = final_grads
         grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
         values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
         values.update({n: self.summarize.final(t) for n, t in self.env.items()})
@@ -443,10 +443,11 @@ class TraceSession:
                 self.grad_norms.append(grad_norm(name, module, None, t.grad))
 
     def final_grad_arrays(self) -> dict[str, Any]:
-        """The final gradients as numpy arrays copied by finish() (the library's
-        ``Trace.grads``: exact whatever the serialised trace could keep; None where there is
-        no gradient)."""
-        return dict(self._grad_arrays)
+        """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever
+        the serialised trace could keep; None where there is no gradient). Call it right after
+        finish(), nothing run in between (the .grad tensors finish() kept are copied now), still
+        inside the GC pause; a caller that does not want them skips the copies."""
+        return {n: None if g is None else exact_array(g) for n, g in self._final_grads.items()}
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
