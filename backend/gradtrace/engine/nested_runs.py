@@ -18,6 +18,7 @@ created (``create_graph``) and closes the pass.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,12 @@ ENGINE_CALLS: dict[Any, str] = {
     torch.Tensor.backward: "backward",
     torch.autograd.grad: "autograd.grad",
 }
-_SIGNATURES = {func: inspect.signature(func) for func in ENGINE_CALLS}  # (20 us each to make)
+
+
+@functools.cache
+def _signature(func: Callable) -> inspect.Signature:
+    """An engine call's signature, made on first use (20 us each: not at every import)."""
+    return inspect.signature(func)
 
 
 class NestedRuns:
@@ -87,7 +93,7 @@ class NestedRuns:
         """Run an engine call (the mode is off while it runs) as a nested pass."""
         rec = self.recorder
         capture = self.forward_capture
-        call = _SIGNATURES[func].bind(*args, **kwargs).arguments
+        call = _signature(func).bind(*args, **kwargs).arguments
         roots = flat_tensors(call.get("self", call.get("tensors", call.get("outputs"))))
         step = rec.passes[rec.pass_index].step if rec.in_pass else None
         label = self._label(ENGINE_CALLS[func])
