@@ -253,10 +253,10 @@ class Recorder:
 
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
+        known = self.leaf_id(tensor)
+        if known is not None:
+            return known
         key = id(tensor)
-        known = self._leaf_ids.get(key)
-        if known is not None and known[0] is tensor:
-            return known[1]
         named = self.leaf_names.get(key)
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
@@ -449,4 +449,4 @@ class Recorder:
         if record.value is None and record.kind == "op":
             record.shape = list(tensor.shape)
             record.value = self.summarize(tensor)
-            record.dtype = str(tensor.dtype).removeprefix("torch.")
+            record.dtype = dtype_name(tensor)
