@@ -184,7 +184,7 @@ class TraceSession:
             )
             self._stack.enter_context(self.model_hooks.wrapped())  # before gradtrace's own hooks
         self._stack.enter_context(self.forward_capture.hooks_installed())
-        self._stack.enter_context(self.backward_capture.grad_write_hooks())
+        self._stack.enter_context(self.backward_capture.grad_write_hooks)
         if self.model_hooks is not None:
             self._stack.enter_context(self.model_hooks.following())
         NestedRuns(
