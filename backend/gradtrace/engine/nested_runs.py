@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -63,10 +64,20 @@ class NestedRuns:
         self.on_error = on_error  # records an error event in the nested pass, where it broke
         self.diagnostics = diagnostics
 
-    def install(self) -> None:
-        """Engine calls seen by the discovery mode become nested passes."""
-        self.forward_capture.intercepts.update(dict.fromkeys(ENGINE_CALLS, self.run))
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Engine calls seen by the discovery mode become nested passes inside this block.
+        Undone on exit: the interception points back at the session (``on_error``), and left
+        in place it would keep the session alive in a cycle after the trace."""
+        intercepts = self.forward_capture.intercepts
+        intercepts.update(dict.fromkeys(ENGINE_CALLS, self.run))
         self.backward_capture.python_node_mode = self.forward_capture.new_mode
+        try:
+            yield
+        finally:
+            self.backward_capture.python_node_mode = None
+            for func in ENGINE_CALLS:
+                intercepts.pop(func, None)
 
     def _label(self, what: str) -> str:
         rec = self.recorder

@@ -187,7 +187,7 @@ class TraceSession:
         self._stack.enter_context(self.backward_capture.grad_write_hooks)
         if self.model_hooks is not None:
             self._stack.enter_context(self.model_hooks.following())
-        NestedRuns(
+        nested = NestedRuns(
             self.recorder,
             self.forward_capture,
             self.backward_capture,
@@ -195,14 +195,14 @@ class TraceSession:
             self.all_leaves,
             self.error_event,
             self.diagnostics,
-        ).install()
+        )
+        self._stack.enter_context(nested.installed())
 
     def close(self) -> None:
+        # (this also undoes NestedRuns' interception, which points back at this session: with
+        # no cycle left the session and every tensor it holds are freed when the trace is done,
+        # by reference counting, not by a later full GC pass over all of them)
         self._stack.close()
-        # the engine-run interception points back at this session (NestedRuns -> error_event):
-        # without this cycle the session and every tensor it holds are freed when the trace is
-        # done, by reference counting, not by a later full GC pass over all of them
-        self.forward_capture.intercepts.clear()
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
