@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
-from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm, grad_norms
+from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norms
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.model_hooks import ModelHooks
@@ -430,17 +430,27 @@ class TraceSession:
     def _note_final_grad_norms(self, grads: dict[str, TensorValue | None]) -> None:
         """The norm of every leaf's final ``.grad``: its final value's ``stats.norm`` (the
         same float64 norm, already computed), or torch's where the stats leave non-finite
-        numbers out (the norm is then NaN or infinite)."""
+        numbers out (the norm is then NaN or infinite), all of those in one batch."""
+        norms: list[GradNorm | None] = []
+        fallbacks: list[tuple[str, str | None, torch.Tensor]] = []
+        at: list[int] = []  # where each fallback's norm goes in ``norms``
         for name, t in self.all_leaves_named():
-            if t.grad is None:
+            grad = t.grad
+            if grad is None:
                 continue
             module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
             value = None if name in self.retained else grads.get(name)  # (a retained name: its own)
             stats = None if value is None else value.stats
             if stats is not None and stats.norm is not None and not stats.nan and not stats.inf:
-                self.grad_norms.append(GradNorm(name=name, module=module, pass_index=None, norm=stats.norm))
+                norms.append(GradNorm(name=name, module=module, pass_index=None, norm=stats.norm))
             else:
-                self.grad_norms.append(grad_norm(name, module, None, t.grad))
+                at.append(len(norms))
+                norms.append(None)
+                fallbacks.append((name, module, grad))
+        if fallbacks:
+            for k, norm in zip(at, grad_norms(fallbacks, None), strict=True):
+                norms[k] = norm
+        self.grad_norms += [norm for norm in norms if norm is not None]
 
     def final_grad_arrays(self) -> dict[str, Any]:
         """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever
