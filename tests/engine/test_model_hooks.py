@@ -251,9 +251,9 @@ def test_hook_dicts_are_restored_after_a_forward_that_raises() -> None:
 
 
 def test_hook_dicts_are_restored_when_installing_gradtraces_hooks_fails(monkeypatch: Any) -> None:
-    """A step of the set-up failing after the model's hooks were wrapped (here the .grad
-    write hooks, the last but one) leaves nothing behind on the model."""
-    from gradtrace.engine.backward_capture import BackwardCapture
+    """A step of the set-up failing after the model's hooks were wrapped (here the forward
+    capture's module hooks, installed right after) leaves nothing behind on the model."""
+    from gradtrace.engine.forward_capture import ForwardCapture
 
     def refuse(self: Any) -> Any:
         raise RuntimeError("set-up failed")
@@ -262,7 +262,7 @@ def test_hook_dicts_are_restored_when_installing_gradtraces_hooks_fails(monkeypa
     net = build(log)
     net.block.late = "not yet"
     before = hook_state(net)
-    monkeypatch.setattr(BackwardCapture, "grad_write_hooks", refuse)
+    monkeypatch.setattr(ForwardCapture, "hooks_installed", refuse)
     with pytest.raises(RuntimeError, match="set-up failed"):
         gradtrace.trace(net, X, loss_fn)
     assert hook_state(net) == before

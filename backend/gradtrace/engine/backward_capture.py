@@ -59,7 +59,8 @@ class BackwardCapture:
         self.deltas: dict[int, dict[str, list[tuple]]] = {}
         self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
         self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
-        self._trace_hooks = ExitStack()  # removes those when the trace ends
+        # removes those when the trace ends (the session enters it for the trace's lifetime)
+        self.grad_write_hooks = ExitStack()
         self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
         # makes the mode to enter while a Python Function's backward runs (its torch calls
         # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
@@ -114,12 +115,6 @@ class BackwardCapture:
                 payload={"before": before, "after": rec.summarize(grad), "accumulated": before is not None},
             )
 
-    @contextmanager
-    def grad_write_hooks(self):
-        """The trace's lifetime for the recording post-accumulate hooks: removed on exit."""
-        with self._trace_hooks:
-            yield
-
     def _hook_writes_first(self, leaf: torch.Tensor, hooks: OrderedDict[int, Any]) -> None:
         """A recording hook first among the leaf's own post-accumulate hooks (they may change
         ``.grad``; the write happened before them all). Put into the leaf's hook dict as
@@ -133,7 +128,7 @@ class BackwardCapture:
         hooks.clear()
         hooks[handle.id] = self._grad_write
         hooks.update(others)
-        self._trace_hooks.callback(handle.remove)
+        self.grad_write_hooks.callback(handle.remove)
 
     # ---- node hooks ---------------------------------------------------------------------
     def _make_hooks(self, node_id: str, node: Any, retained: list) -> tuple[Callable, Callable]:

@@ -27,19 +27,24 @@ import torch
 from gradtrace.trace_schema import Event, MemoryAnalysis, MemoryPoint, NodeMemory
 
 StorageKey = tuple[int, int, str]  # (data pointer, bytes, device): one block of memory
-_SavedVariable = torch._C._autograd.SavedTensor  # what ``node._raw_saved_<name>`` returns
-_PROBES: dict[tuple[type, str], str] = {}  # (node class, saved attribute) -> the attribute to read
+SavedVariable = torch._C._autograd.SavedTensor  # what ``node._raw_saved_<name>`` returns
+# node class -> its saved attributes (sorted), each with the name of its raw SavedVariable(s)
+# when the class has one (a hook-packed saved tensor is seen there; the cheapest probe of a
+# release), else None. (dir() is slow: once per class.)
+_SAVED_PLANS: dict[type, dict[str, str | None]] = {}
 
 
-def _probe_attribute(node: Any, attr: str) -> str:
-    """The cheapest attribute telling whether ``node.<attr>`` was freed: its raw
-    SavedVariable where the node class has one, else the attribute itself."""
-    key = (type(node), attr)
-    probe = _PROBES.get(key)
-    if probe is None:
-        raw = "_raw" + attr
-        probe = _PROBES[key] = raw if hasattr(type(node), raw) else attr
-    return probe
+def saved_plan(node: Any) -> dict[str, str | None]:
+    """A node's saved attributes and their raw SavedVariables (the recorder reads the
+    attributes; SavedMemory probes the raw ones, to see them released)."""
+    cls = type(node)
+    plan = _SAVED_PLANS.get(cls)
+    if plan is None:
+        names = sorted(a for a in dir(node) if a.startswith("_saved_"))
+        plan = _SAVED_PLANS[cls] = {
+            attr: "_raw" + attr if hasattr(cls, "_raw" + attr) else None for attr in names
+        }
+    return plan
 
 
 def storage_of(t: torch.Tensor) -> tuple[StorageKey, int] | None:
@@ -76,7 +81,9 @@ class SavedMemory:
         self.storages[node_id] = held
         self.created_at[node_id] = seq
         self._nodes[node_id] = node
-        self._probe[node_id] = _probe_attribute(node, saved[0][0].split("[", 1)[0])
+        # (what to read: the raw SavedVariable where the node class has one, else the attribute)
+        attr = saved[0][0].split("[", 1)[0]
+        self._probe[node_id] = saved_plan(node).get(attr) or attr
 
     def after_backward(self, events: list[Event], first_seq: int) -> None:
         """After a backward pass (its events from ``first_seq``): which nodes the engine freed."""
@@ -98,7 +105,7 @@ class SavedMemory:
         except RuntimeError:  # "Trying to backward through the graph a second time ..."
             return True  # (a released list of saved tensors, or a saved value without a raw one)
         # (torch's stubs lack SavedTensor.data: None once the engine released it)
-        return isinstance(saved, _SavedVariable) and saved.data is None  # type: ignore[attr-defined]
+        return isinstance(saved, SavedVariable) and saved.data is None  # type: ignore[attr-defined]
 
     def build(self) -> MemoryAnalysis:
         """``analyses.memory``: per-node saved bytes and the live bytes at every change."""

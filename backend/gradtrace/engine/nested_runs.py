@@ -18,8 +18,10 @@ created (``create_graph``) and closes the pass.
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -35,7 +37,12 @@ ENGINE_CALLS: dict[Any, str] = {
     torch.Tensor.backward: "backward",
     torch.autograd.grad: "autograd.grad",
 }
-_SIGNATURES = {func: inspect.signature(func) for func in ENGINE_CALLS}  # (20 us each to make)
+
+
+@functools.cache
+def _signature(func: Callable) -> inspect.Signature:
+    """An engine call's signature, made on first use (20 us each: not at every import)."""
+    return inspect.signature(func)
 
 
 class NestedRuns:
@@ -57,10 +64,20 @@ class NestedRuns:
         self.on_error = on_error  # records an error event in the nested pass, where it broke
         self.diagnostics = diagnostics
 
-    def install(self) -> None:
-        """Engine calls seen by the discovery mode become nested passes."""
-        self.forward_capture.intercepts.update(dict.fromkeys(ENGINE_CALLS, self.run))
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Engine calls seen by the discovery mode become nested passes inside this block.
+        Undone on exit: the interception points back at the session (``on_error``), and left
+        in place it would keep the session alive in a cycle after the trace."""
+        intercepts = self.forward_capture.intercepts
+        intercepts.update(dict.fromkeys(ENGINE_CALLS, self.run))
         self.backward_capture.python_node_mode = self.forward_capture.new_mode
+        try:
+            yield
+        finally:
+            self.backward_capture.python_node_mode = None
+            for func in ENGINE_CALLS:
+                intercepts.pop(func, None)
 
     def _label(self, what: str) -> str:
         rec = self.recorder
@@ -87,7 +104,7 @@ class NestedRuns:
         """Run an engine call (the mode is off while it runs) as a nested pass."""
         rec = self.recorder
         capture = self.forward_capture
-        call = _SIGNATURES[func].bind(*args, **kwargs).arguments
+        call = _signature(func).bind(*args, **kwargs).arguments
         roots = flat_tensors(call.get("self", call.get("tensors", call.get("outputs"))))
         step = rec.passes[rec.pass_index].step if rec.in_pass else None
         label = self._label(ENGINE_CALLS[func])

@@ -20,25 +20,9 @@ from gradtrace.engine.graph_walk import (
     op_name,
     raw_sequence_nr,
 )
-from gradtrace.engine.memory import SavedMemory
+from gradtrace.engine.memory import SavedMemory, SavedVariable, saved_plan
 from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import EdgeKind, Event, EventKind, GraphEdge, GraphNode, Pass, Phase, SavedTensor
-
-# node class -> its saved attributes, each with the name of its raw SavedVariable(s) when the
-# class has one (a hook-packed saved tensor is seen there), else None. (dir() is slow: once
-# per class.)
-_SAVED_PLANS: dict[type, tuple[tuple[str, str | None], ...]] = {}
-
-
-def _saved_plan(node: Any) -> tuple[tuple[str, str | None], ...]:
-    cls = type(node)
-    plan = _SAVED_PLANS.get(cls)
-    if plan is None:
-        names = sorted(a for a in dir(node) if a.startswith("_saved_"))
-        plan = _SAVED_PLANS[cls] = tuple(
-            (attr, "_raw" + attr if hasattr(cls, "_raw" + attr) else None) for attr in names
-        )
-    return plan
 
 
 def _plain(value: Any) -> Any:
@@ -58,7 +42,6 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-_SavedVariable = torch._C._autograd.SavedTensor  # what ``node._raw_saved_<name>`` returns
 _HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
 
@@ -67,7 +50,7 @@ def _unpacking_runs_a_hook(raw: Any) -> bool:
     """Whether reading a saved value whose raw SavedVariable(s) are ``raw`` would run a
     saved-tensor unpack hook: user code, e.g. a non-reentrant checkpoint recomputing its
     segment (its module hooks firing once more)."""
-    if type(raw) is _SavedVariable:  # (the usual: one saved tensor)
+    if type(raw) is SavedVariable:  # (the usual: one saved tensor)
         return raw.unpack_hook is not None  # type: ignore[attr-defined]
     if isinstance(raw, tuple | list):
         return any(getattr(item, "unpack_hook", None) is not None for item in raw)
@@ -253,10 +236,10 @@ class Recorder:
 
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
+        known = self.leaf_id(tensor)
+        if known is not None:
+            return known
         key = id(tensor)
-        known = self._leaf_ids.get(key)
-        if known is not None and known[0] is tensor:
-            return known[1]
         named = self.leaf_names.get(key)
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
@@ -369,11 +352,11 @@ class Recorder:
         """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
         appended to ``tensors`` as (name, tensor), for the memory they hold."""
         out: list[SavedTensor] = []
-        plan = _saved_plan(obj)
+        plan = saved_plan(obj)
         if not plan:
             return out
         summarize = self.summarize
-        for attr, raw_attr in plan:
+        for attr, raw_attr in plan.items():
             if raw_attr is not None and _unpacking_runs_a_hook(getattr(obj, raw_attr, None)):
                 out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
                 continue
@@ -449,4 +432,4 @@ class Recorder:
         if record.value is None and record.kind == "op":
             record.shape = list(tensor.shape)
             record.value = self.summarize(tensor)
-            record.dtype = str(tensor.dtype).removeprefix("torch.")
+            record.dtype = dtype_name(tensor)

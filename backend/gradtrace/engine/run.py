@@ -65,9 +65,17 @@ def trace_module(
     retained = _retained_names(retain_grad)
     with gc_paused():  # the session is made, used and dropped inside the pause
         doc, grads = _traced(
-            model, inputs, loss_fn, retained, max_nodes, value_budget, final_value_limit, title
+            model,
+            inputs,
+            loss_fn,
+            retained,
+            max_nodes,
+            value_budget,
+            final_value_limit,
+            title,
+            grads_out is not None,
         )
-    if grads_out is not None:
+    if grads is not None and grads_out is not None:
         grads_out.update(grads)
     return doc
 
@@ -81,8 +89,10 @@ def _traced(
     value_budget: int,
     final_value_limit: int,
     title: str | None,
-) -> tuple[TraceDoc, dict[str, Any]]:
-    """The trace of one forward and backward, and the final gradients as numpy arrays."""
+    want_grads: bool,
+) -> tuple[TraceDoc, dict[str, Any] | None]:
+    """The trace of one forward and backward, and (``want_grads``) the final gradients as
+    numpy arrays."""
     session = TraceSession(
         model,
         _input_names(inputs),
@@ -114,7 +124,7 @@ def _traced(
         doc = session.finish(
             source="module", spec=None, title=title or f"{type(model).__name__} forward and backward"
         )
-        return doc, session.final_grad_arrays()
+        return doc, session.final_grad_arrays() if want_grads else None
     finally:
         session.close()
 

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
-from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norm, grad_norms
+from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norms
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.model_hooks import ModelHooks
@@ -82,9 +82,9 @@ class TraceSession:
         none, its hooks are the spec's)."""
         self.root = root
         self.summarize = Summarizer(value_budget, final_value_limit)
-        # the final .grad of every named leaf and retained tensor as numpy arrays (set by
-        # finish): see final_grad_arrays
-        self._grad_arrays: dict[str, Any] = {}
+        # the final .grad of every named leaf and retained tensor (the tensors, set by finish;
+        # copied to numpy only when asked): see final_grad_arrays
+        self._final_grads: dict[str, torch.Tensor | None] = {}
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -184,10 +184,10 @@ class TraceSession:
             )
             self._stack.enter_context(self.model_hooks.wrapped())  # before gradtrace's own hooks
         self._stack.enter_context(self.forward_capture.hooks_installed())
-        self._stack.enter_context(self.backward_capture.grad_write_hooks())
+        self._stack.enter_context(self.backward_capture.grad_write_hooks)
         if self.model_hooks is not None:
             self._stack.enter_context(self.model_hooks.following())
-        NestedRuns(
+        nested = NestedRuns(
             self.recorder,
             self.forward_capture,
             self.backward_capture,
@@ -195,14 +195,14 @@ class TraceSession:
             self.all_leaves,
             self.error_event,
             self.diagnostics,
-        ).install()
+        )
+        self._stack.enter_context(nested.installed())
 
     def close(self) -> None:
+        # (this also undoes NestedRuns' interception, which points back at this session: with
+        # no cycle left the session and every tensor it holds are freed when the trace is done,
+        # by reference counting, not by a later full GC pass over all of them)
         self._stack.close()
-        # the engine-run interception points back at this session (NestedRuns -> error_event):
-        # without this cycle the session and every tensor it holds are freed when the trace is
-        # done, by reference counting, not by a later full GC pass over all of them
-        self.forward_capture.intercepts.clear()
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
@@ -407,8 +407,8 @@ class TraceSession:
         }
         final_grads.update({name: t.grad for name, t in self.retained.items()})
         final_grads = dict(sorted(final_grads.items()))
-        # copied now, while nothing can change a .grad yet (and the GC is still paused)
-        self._grad_arrays = {n: None if g is None else exact_array(g) for n, g in final_grads.items()}
+        # (kept as references: final_grad_arrays copies them, only for a caller that wants them)
+        self._final_grads = final_grads
         grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
         values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
         values.update({n: self.summarize.final(t) for n, t in self.env.items()})
@@ -430,23 +430,34 @@ class TraceSession:
     def _note_final_grad_norms(self, grads: dict[str, TensorValue | None]) -> None:
         """The norm of every leaf's final ``.grad``: its final value's ``stats.norm`` (the
         same float64 norm, already computed), or torch's where the stats leave non-finite
-        numbers out (the norm is then NaN or infinite)."""
+        numbers out (the norm is then NaN or infinite), all of those in one batch."""
+        norms: list[GradNorm | None] = []
+        fallbacks: list[tuple[str, str | None, torch.Tensor]] = []
+        at: list[int] = []  # where each fallback's norm goes in ``norms``
         for name, t in self.all_leaves_named():
-            if t.grad is None:
+            grad = t.grad
+            if grad is None:
                 continue
             module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
             value = None if name in self.retained else grads.get(name)  # (a retained name: its own)
             stats = None if value is None else value.stats
             if stats is not None and stats.norm is not None and not stats.nan and not stats.inf:
-                self.grad_norms.append(GradNorm(name=name, module=module, pass_index=None, norm=stats.norm))
+                norms.append(GradNorm(name=name, module=module, pass_index=None, norm=stats.norm))
             else:
-                self.grad_norms.append(grad_norm(name, module, None, t.grad))
+                at.append(len(norms))
+                norms.append(None)
+                fallbacks.append((name, module, grad))
+        if fallbacks:
+            for k, norm in zip(at, grad_norms(fallbacks, None), strict=True):
+                norms[k] = norm
+        self.grad_norms += [norm for norm in norms if norm is not None]
 
     def final_grad_arrays(self) -> dict[str, Any]:
-        """The final gradients as numpy arrays copied by finish() (the library's
-        ``Trace.grads``: exact whatever the serialised trace could keep; None where there is
-        no gradient)."""
-        return dict(self._grad_arrays)
+        """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever
+        the serialised trace could keep; None where there is no gradient). Call it right after
+        finish(), nothing run in between (the .grad tensors finish() kept are copied now), still
+        inside the GC pause; a caller that does not want them skips the copies."""
+        return {n: None if g is None else exact_array(g) for n, g in self._final_grads.items()}
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
