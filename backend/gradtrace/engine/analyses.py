@@ -41,9 +41,6 @@ class LinearAnalysis:
         self._after: dict[int, dict[str, torch.Tensor | None]] = {}
         # per pass: weight name -> (its live .grad, that tensor's version) right after the pass
         self._live: dict[int, dict[str, tuple[torch.Tensor, int]]] = {}
-        # for (deltas, passes): the layers reached, reconstructed, and their stacked factors
-        # (build and per_sample share them)
-        self._reconstructed: tuple[tuple[int, tuple[int, ...]], list[LayerPass], Factors] | None = None
 
     @staticmethod
     def _copies(grads: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:
@@ -58,32 +55,29 @@ class LinearAnalysis:
         self._after[pass_index] = self._copies(grads)
         self._live[pass_index] = {name: (g, g._version) for name, g in grads.items() if g is not None}
 
-    def build(
-        self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
-    ) -> list[LinearReconstruction]:
-        layers, _factors = self.layer_passes(deltas)
+    def build(self, layers: list[LayerPass], summarize: Summarizer) -> list[LinearReconstruction]:
+        """The reconstruction record of every layer from :meth:`layer_passes`."""
         return [self._record(layer, summarize) for layer in layers]
 
+    @staticmethod
     def per_sample(
-        self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
+        layers: list[LayerPass], factors: Factors, summarize: Summarizer
     ) -> list[PerSampleContributions]:
-        """Each sample's and each token's share of every Linear's W.grad (see per_sample.py)."""
-        return per_sample_records(*self.layer_passes(deltas), summarize)
+        """Each sample's and each token's share of every Linear's W.grad (see per_sample.py),
+        from :meth:`layer_passes`."""
+        return per_sample_records(layers, factors, summarize)
 
     def layer_passes(self, deltas: dict[int, dict[str, list[tuple]]]) -> tuple[list[LayerPass], Factors]:
         """Every Linear weight the backward reached and that received a gradient, per pass,
-        with its reconstruction compared, and the factors stacked by shape (computed once
-        for build and per_sample)."""
-        key = (id(deltas), tuple(self._after))
-        if self._reconstructed is None or self._reconstructed[0] != key:
-            reached = [
-                (pass_index, weight, calls, grad)
-                for pass_index, weight, calls in self.grouped(deltas)
-                if (grad := self.pass_grad(weight, pass_index)) is not None
-            ]
-            factors = Factors((calls, grad.dtype) for _pass, _weight, calls, grad in reached)
-            self._reconstructed = (key, reconstruct(reached, factors), factors)
-        return self._reconstructed[1], self._reconstructed[2]
+        with its reconstruction compared, and the factors stacked by shape (what both
+        :meth:`build` and :meth:`per_sample` read: computed once for the two)."""
+        reached = [
+            (pass_index, weight, calls, grad)
+            for pass_index, weight, calls in self.grouped(deltas)
+            if (grad := self.pass_grad(weight, pass_index)) is not None
+        ]
+        factors = Factors((calls, grad.dtype) for _pass, _weight, calls, grad in reached)
+        return reconstruct(reached, factors), factors
 
     def grouped(self, deltas: dict[int, dict[str, list[tuple]]]):
         """(pass, weight, [(call, a, δ, δ's summary)]) for every Linear call the backward reached."""
