@@ -153,10 +153,7 @@ def reconstruct(
     rebuilt: list[torch.Tensor] = []
     single: dict[int, list[tuple[int, int]]] = {}  # stack -> (layer, position) of one-call layers
     several: list[int] = []  # layers called more than once in the pass
-    call = 0
-    for k, (_pass, _weight, calls, _grad) in enumerate(reached):
-        spots = factors.where[call : call + len(calls)]
-        call += len(calls)
+    for k, spots in enumerate(factors.where):
         if len(spots) == 1:
             stack, position = spots[0]
             single.setdefault(stack, []).append((k, position))
@@ -175,7 +172,10 @@ def reconstruct(
             compared[k] = result
     for k in several:
         compared[k] = compare_stacked(rebuilt[k].unsqueeze(0), reached[k][3].unsqueeze(0))[0]
-    return [LayerPass(*layer, rebuilt[k], *compared[k]) for k, layer in enumerate(reached)]
+    return [
+        LayerPass(*layer, rebuilt[k], *compared[k], spots)
+        for k, (layer, spots) in enumerate(zip(reached, factors.where, strict=True))
+    ]
 
 
 def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float, bool]:
