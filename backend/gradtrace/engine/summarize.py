@@ -53,6 +53,12 @@ DEFAULT_FINAL_VALUE_LIMIT = 64_000_000
 LIST_COST = 4
 
 
+def _cost(numel: int) -> int:
+    """What one appearance of a tensor's numbers charges to the snapshot budget: LIST_COST
+    per number as a JSON list (tiny), one per number as base64."""
+    return numel * LIST_COST if numel <= TINY_TENSOR else numel
+
+
 def finite_or_name(x: float) -> float | NonFinite:
     """A float as JSON allows it: non-finite numbers become "NaN"/"Infinity"/"-Infinity"."""
     if math.isfinite(x):
@@ -277,7 +283,7 @@ class Summarizer:
     def _new(self, t: torch.Tensor, key: tuple, version: int) -> TensorValue:
         """A per-event snapshot of a tensor not summarized before (at this version)."""
         numel = t.numel()
-        cost = numel * LIST_COST if numel <= TINY_TENSOR else numel
+        cost = _cost(numel)
         kind = _KINDS.get(key[3]) or _kind(key[3])
         numbers = cost <= self.budget_left and not kind.complex
         if numbers:
@@ -319,8 +325,7 @@ class Summarizer:
         """The same summary appearing once more in the trace (charged to the budget again)."""
         if value is None or value.truncated:
             return value
-        numel = value.stats.numel
-        cost = numel * LIST_COST if numel <= TINY_TENSOR else numel
+        cost = _cost(value.stats.numel)
         if cost <= self.budget_left:
             self.budget_left -= cost
             return value
