@@ -225,9 +225,9 @@ class Summarizer:
         self.final_value_limit = final_value_limit
         self.final_left = final_value_limit
         self.finals_truncated = 0  # final values reduced to stats only (model too big)
-        # key (see _key) -> (tensor kept alive, its record, whether the record carries the
-        # numbers, what another appearance of it charges to the budget: 0 without numbers)
-        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, bool, int]] = {}
+        # key (see _key) -> (tensor kept alive, its record, what another appearance of it
+        # charges to the budget: 0 without numbers)
+        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, int]] = {}
         # what finalize() completes, from row-major byte copies taken at capture, grouped by
         # (numpy dtype, numel) so that each group is summarized as one block:
         # stats to compute, numbers to write as JSON lists (tiny), and as base64 (small)
@@ -273,7 +273,7 @@ class Summarizer:
             cached = self._cache.get(key)
             if cached is None:
                 return self._new(t, key, version)
-            seen = self._by_object[id(t)] = (t, version, cached[1], cached[3])
+            seen = self._by_object[id(t)] = (t, version, cached[1], cached[2])
         charge = seen[3]
         if charge <= self.budget_left:  # (0: stats only, nothing to charge)
             self.budget_left -= charge
@@ -292,7 +292,7 @@ class Summarizer:
             self.values_truncated += 1
             cost = 0
         value = self._snapshot(t, key, numel, numbers, kind)
-        self._cache[key] = (t, value, numbers, cost)
+        self._cache[key] = (t, value, cost)
         self._by_object[id(t)] = (t, version, value, cost)
         return value
 
@@ -308,7 +308,8 @@ class Summarizer:
         numel = t.numel()
         key = self._key(t, t._version)
         hit = self._cache.get(key)
-        if hit is not None and hit[2]:  # already summarized with its numbers, at this version
+        # already summarized with its numbers, at this version
+        if hit is not None and not hit[1].truncated:
             self.final_left -= min(numel, self.final_left)
             return hit[1]
         kind = _kind(key[3])
