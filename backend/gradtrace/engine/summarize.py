@@ -148,10 +148,9 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     return bits.astype(bits.dtype.newbyteorder("<")) if _BIG_ENDIAN else bits, t.to(torch.float32).numpy()
 
 
-def base64_of(native: np.ndarray) -> str:
-    """base64 of an array's bytes, row-major."""
-    wire = np.ascontiguousarray(native).data  # (b2a reads a contiguous array in place)
-    return binascii.b2a_base64(wire, newline=False).decode("ascii")
+def base64_of(raw: bytes | memoryview) -> str:
+    """base64 of a contiguous buffer's bytes (bytes, or a contiguous array's memory)."""
+    return binascii.b2a_base64(raw, newline=False).decode("ascii")
 
 
 def json_lists(block: np.ndarray) -> list[list[Any]]:
@@ -405,7 +404,7 @@ class Summarizer:
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out.data = base64_of(native)
+                out.data = base64_of(np.ascontiguousarray(native).data)  # (read in place)
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
@@ -451,6 +450,5 @@ class Summarizer:
             for first, block in _blocks(dtype, numel, chunks):
                 for out, numbers in zip(records[first : first + len(block)], json_lists(block), strict=True):
                     out.values = numbers
-        b2a = binascii.b2a_base64
         for raw, out in data_due:
-            out.data = b2a(raw, newline=False).decode("ascii")
+            out.data = base64_of(raw)
