@@ -178,6 +178,12 @@ def reconstruct(
     ]
 
 
+def _close(error: float, scale: float) -> bool:
+    """The match rule: the finite part's max error within 1e-6 of the larger of 1 and the
+    real tensor's largest finite magnitude (``scale``)."""
+    return error <= 1e-6 * max(1.0, scale)
+
+
 def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float, bool]:
     """(max error over the positions where both are finite, whether they match).
 
@@ -191,15 +197,14 @@ def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float,
     difference = (rebuilt - real).abs().max()
     if bool(torch.isfinite(difference)):  # the usual case: all finite on both sides
         error = float(difference)
-        return error, error <= 1e-6 * max(1.0, float(real.abs().max()))
+        return error, _close(error, float(real.abs().max()))
     both_finite = torch.isfinite(rebuilt) & torch.isfinite(real)
     same_non_finite = (torch.isnan(rebuilt) & torch.isnan(real)) | (torch.isinf(real) & (rebuilt == real))
     agree_non_finite = bool((both_finite | same_non_finite).all())
     if not bool(both_finite.any()):
         return 0.0, agree_non_finite
     error = float((rebuilt - real)[both_finite].abs().max())
-    scale = max(1.0, float(real[both_finite].abs().max()))
-    return error, agree_non_finite and error <= 1e-6 * scale
+    return error, agree_non_finite and _close(error, float(real[both_finite].abs().max()))
 
 
 _SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -230,7 +235,7 @@ def compare_stacked(rebuilt: torch.Tensor, real: torch.Tensor) -> list[tuple[flo
     scales = real64.abs().amax(dim=1).tolist()
     for k, error, scale in zip(differ, errors, scales, strict=True):
         if math.isfinite(error):  # the usual case: all finite on both sides
-            out[k] = (error, error <= 1e-6 * max(1.0, scale), False)
+            out[k] = (error, _close(error, scale), False)
         else:
             out[k] = (*compare_nan_aware(rebuilt[k], real[k]), False)
     return out
