@@ -41,9 +41,6 @@ class LinearAnalysis:
         self._after: dict[int, dict[str, torch.Tensor | None]] = {}
         # per pass: weight name -> (its live .grad, that tensor's version) right after the pass
         self._live: dict[int, dict[str, tuple[torch.Tensor, int]]] = {}
-        # for (deltas, passes): the layers reached, reconstructed, and their stacked factors
-        # (build and per_sample share them)
-        self._reconstructed: tuple[tuple[int, tuple[int, ...]], list[LayerPass], Factors] | None = None
 
     @staticmethod
     def _copies(grads: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:
@@ -58,32 +55,29 @@ class LinearAnalysis:
         self._after[pass_index] = self._copies(grads)
         self._live[pass_index] = {name: (g, g._version) for name, g in grads.items() if g is not None}
 
-    def build(
-        self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
-    ) -> list[LinearReconstruction]:
-        layers, _factors = self.layer_passes(deltas)
+    def build(self, layers: list[LayerPass], summarize: Summarizer) -> list[LinearReconstruction]:
+        """The reconstruction record of every layer from :meth:`layer_passes`."""
         return [self._record(layer, summarize) for layer in layers]
 
+    @staticmethod
     def per_sample(
-        self, deltas: dict[int, dict[str, list[tuple]]], summarize: Summarizer
+        layers: list[LayerPass], factors: Factors, summarize: Summarizer
     ) -> list[PerSampleContributions]:
-        """Each sample's and each token's share of every Linear's W.grad (see per_sample.py)."""
-        return per_sample_records(*self.layer_passes(deltas), summarize)
+        """Each sample's and each token's share of every Linear's W.grad (see per_sample.py),
+        from :meth:`layer_passes`."""
+        return per_sample_records(layers, factors, summarize)
 
     def layer_passes(self, deltas: dict[int, dict[str, list[tuple]]]) -> tuple[list[LayerPass], Factors]:
         """Every Linear weight the backward reached and that received a gradient, per pass,
-        with its reconstruction compared, and the factors stacked by shape (computed once
-        for build and per_sample)."""
-        key = (id(deltas), tuple(self._after))
-        if self._reconstructed is None or self._reconstructed[0] != key:
-            reached = [
-                (pass_index, weight, calls, grad)
-                for pass_index, weight, calls in self.grouped(deltas)
-                if (grad := self.pass_grad(weight, pass_index)) is not None
-            ]
-            factors = Factors((calls, grad.dtype) for _pass, _weight, calls, grad in reached)
-            self._reconstructed = (key, reconstruct(reached, factors), factors)
-        return self._reconstructed[1], self._reconstructed[2]
+        with its reconstruction compared, and the factors stacked by shape (what both
+        :meth:`build` and :meth:`per_sample` read: computed once for the two)."""
+        reached = [
+            (pass_index, weight, calls, grad)
+            for pass_index, weight, calls in self.grouped(deltas)
+            if (grad := self.pass_grad(weight, pass_index)) is not None
+        ]
+        factors = Factors((calls, grad.dtype) for _pass, _weight, calls, grad in reached)
+        return reconstruct(reached, factors), factors
 
     def grouped(self, deltas: dict[int, dict[str, list[tuple]]]):
         """(pass, weight, [(call, a, δ, δ's summary)]) for every Linear call the backward reached."""
@@ -159,10 +153,7 @@ def reconstruct(
     rebuilt: list[torch.Tensor] = []
     single: dict[int, list[tuple[int, int]]] = {}  # stack -> (layer, position) of one-call layers
     several: list[int] = []  # layers called more than once in the pass
-    call = 0
-    for k, (_pass, _weight, calls, _grad) in enumerate(reached):
-        spots = factors.where[call : call + len(calls)]
-        call += len(calls)
+    for k, spots in enumerate(factors.where):
         if len(spots) == 1:
             stack, position = spots[0]
             single.setdefault(stack, []).append((k, position))
@@ -181,7 +172,16 @@ def reconstruct(
             compared[k] = result
     for k in several:
         compared[k] = compare_stacked(rebuilt[k].unsqueeze(0), reached[k][3].unsqueeze(0))[0]
-    return [LayerPass(*layer, rebuilt[k], *compared[k]) for k, layer in enumerate(reached)]
+    return [
+        LayerPass(*layer, rebuilt[k], *compared[k], spots)
+        for k, (layer, spots) in enumerate(zip(reached, factors.where, strict=True))
+    ]
+
+
+def _close(error: float, scale: float) -> bool:
+    """The match rule: the finite part's max error within 1e-6 of the larger of 1 and the
+    real tensor's largest finite magnitude (``scale``)."""
+    return error <= 1e-6 * max(1.0, scale)
 
 
 def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float, bool]:
@@ -197,15 +197,14 @@ def compare_nan_aware(rebuilt: torch.Tensor, real: torch.Tensor) -> tuple[float,
     difference = (rebuilt - real).abs().max()
     if bool(torch.isfinite(difference)):  # the usual case: all finite on both sides
         error = float(difference)
-        return error, error <= 1e-6 * max(1.0, float(real.abs().max()))
+        return error, _close(error, float(real.abs().max()))
     both_finite = torch.isfinite(rebuilt) & torch.isfinite(real)
     same_non_finite = (torch.isnan(rebuilt) & torch.isnan(real)) | (torch.isinf(real) & (rebuilt == real))
     agree_non_finite = bool((both_finite | same_non_finite).all())
     if not bool(both_finite.any()):
         return 0.0, agree_non_finite
     error = float((rebuilt - real)[both_finite].abs().max())
-    scale = max(1.0, float(real[both_finite].abs().max()))
-    return error, agree_non_finite and error <= 1e-6 * scale
+    return error, agree_non_finite and _close(error, float(real[both_finite].abs().max()))
 
 
 _SAME_SIZE_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -236,7 +235,7 @@ def compare_stacked(rebuilt: torch.Tensor, real: torch.Tensor) -> list[tuple[flo
     scales = real64.abs().amax(dim=1).tolist()
     for k, error, scale in zip(differ, errors, scales, strict=True):
         if math.isfinite(error):  # the usual case: all finite on both sides
-            out[k] = (error, error <= 1e-6 * max(1.0, scale), False)
+            out[k] = (error, _close(error, scale), False)
         else:
             out[k] = (*compare_nan_aware(rebuilt[k], real[k]), False)
     return out

@@ -33,6 +33,7 @@ class LayerPass:
     max_error: float  # see LinearReconstruction
     matches: bool
     identical: bool  # the reconstruction has the very bits of grad
+    spots: list[tuple[int, int]]  # (stack, position) in the Factors of each call, in order
 
     @property
     def module(self) -> str:
@@ -69,20 +70,23 @@ class Factors:
     """Every call's (a, δ), stacked by shape across layers and passes (a stack holds up to
     STACK_NUMBERS numbers, or one call).
 
-    ``where[c]`` is (stack, position in it) of the c-th call, counting calls layer by layer
-    in the order given.
+    ``where[k][c]`` is (stack, position in it) of the k-th layer's c-th call, layers in the
+    order given.
     """
 
     def __init__(self, layers: Iterable[tuple[list[Call], torch.dtype]]) -> None:
         flat: list[Call] = []
+        spot_of: list[tuple[int, int]] = []  # per call in flat: (its layer, its index in the layer)
+        self.where: list[list[tuple[int, int]]] = []
         by_shape: dict[tuple, list[int]] = {}
         for calls, grad_dtype in layers:
-            for call in calls:
+            for c, call in enumerate(calls):
                 a, delta = call[1], call[2]
                 key = (a.shape, delta.shape, a.dtype, delta.dtype, a.device, grad_dtype)
                 by_shape.setdefault(key, []).append(len(flat))
                 flat.append(call)
-        self.where: list[tuple[int, int]] = [(0, 0)] * len(flat)
+                spot_of.append((len(self.where), c))
+            self.where.append([(0, 0)] * len(calls))
         self.stacks: list[FactorStack] = []
         for (a_shape, delta_shape, *_, grad_dtype), members in by_shape.items():
             samples, tokens = samples_and_tokens(a_shape)
@@ -92,7 +96,8 @@ class Factors:
             for start in range(0, len(members), size):
                 chunk = members[start : start + size]
                 for position, c in enumerate(chunk):
-                    self.where[c] = (len(self.stacks), position)
+                    layer, index = spot_of[c]
+                    self.where[layer][index] = (len(self.stacks), position)
                 inputs = _stack([flat[c][1] for c in chunk]).reshape(len(chunk), samples, tokens, d_in)
                 deltas = _stack([flat[c][2] for c in chunk]).reshape(len(chunk), samples, tokens, d_out)
                 self.stacks.append(FactorStack(inputs, deltas, grad_dtype))

@@ -71,14 +71,12 @@ def per_sample_records(
         )
         norms.append((by_position.unbind(0), None if by_sample is None else by_sample.unbind(0)))
     out: list[PerSampleContributions] = []
-    row = 0
     for layer in layers:
         d_out, d_in = layer.grad.shape
         records = []
         positions = 0
-        for _call, a, delta, _summary in layer.calls:
+        for (_call, a, delta, _summary), (stack, position) in zip(layer.calls, layer.spots, strict=True):
             dims = list(a.shape[:-1])
-            stack, position = factors.where[row]
             by_positions, by_samples = norms[stack]
             by_position = by_positions[position]
             by_sample = None if by_samples is None else by_samples[position]
@@ -93,7 +91,6 @@ def per_sample_records(
                     sample_norms=_sample_norms(summarize, dims, by_position, by_sample, position_norms),
                 )
             )
-            row += 1
         out.append(
             PerSampleContributions(
                 module=layer.module,

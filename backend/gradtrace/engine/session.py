@@ -365,6 +365,7 @@ class TraceSession:
             )
             for path, (typ, parent, params) in self.module_types.items()
         ]
+        linear_layers, linear_factors = self.linear.layer_passes(self.backward_capture.deltas)
         # (in this order: the analyses summarize tensors, then the limits count what was cut)
         doc = TraceDoc(
             torch_version=str(torch.__version__),
@@ -377,11 +378,11 @@ class TraceSession:
             values=values,
             grads=grads,
             analyses=Analyses(
-                linear=self.linear.build(self.backward_capture.deltas, self.summarize),
+                linear=self.linear.build(linear_layers, self.summarize),
                 grad_norms=self.grad_norms,
                 diagnostics=self.diagnostics,
                 memory=rec.memory.build(),
-                per_sample=self.linear.per_sample(self.backward_capture.deltas, self.summarize),
+                per_sample=self.linear.per_sample(linear_layers, linear_factors, self.summarize),
             ),
             limits=Limits(
                 max_nodes=rec.max_nodes,

@@ -53,6 +53,12 @@ DEFAULT_FINAL_VALUE_LIMIT = 64_000_000
 LIST_COST = 4
 
 
+def _cost(numel: int) -> int:
+    """What one appearance of a tensor's numbers charges to the snapshot budget: LIST_COST
+    per number as a JSON list (tiny), one per number as base64."""
+    return numel * LIST_COST if numel <= TINY_TENSOR else numel
+
+
 def finite_or_name(x: float) -> float | NonFinite:
     """A float as JSON allows it: non-finite numbers become "NaN"/"Infinity"/"-Infinity"."""
     if math.isfinite(x):
@@ -142,10 +148,9 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     return bits.astype(bits.dtype.newbyteorder("<")) if _BIG_ENDIAN else bits, t.to(torch.float32).numpy()
 
 
-def base64_of(native: np.ndarray) -> str:
-    """base64 of an array's bytes, row-major."""
-    wire = np.ascontiguousarray(native).data  # (b2a reads a contiguous array in place)
-    return binascii.b2a_base64(wire, newline=False).decode("ascii")
+def base64_of(raw: bytes | memoryview) -> str:
+    """base64 of a contiguous buffer's bytes (bytes, or a contiguous array's memory)."""
+    return binascii.b2a_base64(raw, newline=False).decode("ascii")
 
 
 def json_lists(block: np.ndarray) -> list[list[Any]]:
@@ -219,9 +224,9 @@ class Summarizer:
         self.final_value_limit = final_value_limit
         self.final_left = final_value_limit
         self.finals_truncated = 0  # final values reduced to stats only (model too big)
-        # key (see _key) -> (tensor kept alive, its record, whether the record carries the
-        # numbers, what another appearance of it charges to the budget: 0 without numbers)
-        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, bool, int]] = {}
+        # key (see _key) -> (tensor kept alive, its record, what another appearance of it
+        # charges to the budget: 0 without numbers)
+        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, int]] = {}
         # what finalize() completes, from row-major byte copies taken at capture, grouped by
         # (numpy dtype, numel) so that each group is summarized as one block:
         # stats to compute, numbers to write as JSON lists (tiny), and as base64 (small)
@@ -267,7 +272,7 @@ class Summarizer:
             cached = self._cache.get(key)
             if cached is None:
                 return self._new(t, key, version)
-            seen = self._by_object[id(t)] = (t, version, cached[1], cached[3])
+            seen = self._by_object[id(t)] = (t, version, cached[1], cached[2])
         charge = seen[3]
         if charge <= self.budget_left:  # (0: stats only, nothing to charge)
             self.budget_left -= charge
@@ -277,7 +282,7 @@ class Summarizer:
     def _new(self, t: torch.Tensor, key: tuple, version: int) -> TensorValue:
         """A per-event snapshot of a tensor not summarized before (at this version)."""
         numel = t.numel()
-        cost = numel * LIST_COST if numel <= TINY_TENSOR else numel
+        cost = _cost(numel)
         kind = _KINDS.get(key[3]) or _kind(key[3])
         numbers = cost <= self.budget_left and not kind.complex
         if numbers:
@@ -286,7 +291,7 @@ class Summarizer:
             self.values_truncated += 1
             cost = 0
         value = self._snapshot(t, key, numel, numbers, kind)
-        self._cache[key] = (t, value, numbers, cost)
+        self._cache[key] = (t, value, cost)
         self._by_object[id(t)] = (t, version, value, cost)
         return value
 
@@ -302,7 +307,8 @@ class Summarizer:
         numel = t.numel()
         key = self._key(t, t._version)
         hit = self._cache.get(key)
-        if hit is not None and hit[2]:  # already summarized with its numbers, at this version
+        # already summarized with its numbers, at this version
+        if hit is not None and not hit[1].truncated:
             self.final_left -= min(numel, self.final_left)
             return hit[1]
         kind = _kind(key[3])
@@ -319,8 +325,7 @@ class Summarizer:
         """The same summary appearing once more in the trace (charged to the budget again)."""
         if value is None or value.truncated:
             return value
-        numel = value.stats.numel
-        cost = numel * LIST_COST if numel <= TINY_TENSOR else numel
+        cost = _cost(value.stats.numel)
         if cost <= self.budget_left:
             self.budget_left -= cost
             return value
@@ -399,7 +404,7 @@ class Summarizer:
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out.data = base64_of(native)
+                out.data = base64_of(np.ascontiguousarray(native).data)  # (read in place)
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
@@ -445,6 +450,5 @@ class Summarizer:
             for first, block in _blocks(dtype, numel, chunks):
                 for out, numbers in zip(records[first : first + len(block)], json_lists(block), strict=True):
                     out.values = numbers
-        b2a = binascii.b2a_base64
         for raw, out in data_due:
-            out.data = b2a(raw, newline=False).decode("ascii")
+            out.data = base64_of(raw)
