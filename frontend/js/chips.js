@@ -5,7 +5,7 @@
 // a neighbour. Pure: positions and texts only; scene.js draws them.
 
 import { CHIP_HEIGHT, chipWidth, textWidth } from "./metrics.js";
-import { formatNumber, formatTensorChip, hasNonFinite, smallTensorNumbers } from "./format.js";
+import { formatChipNumbers, formatNumber, formatTensorChip, hasNonFinite, smallTensorNumbers } from "./format.js";
 
 const H = CHIP_HEIGHT;
 const MARGIN = 3;
@@ -19,7 +19,7 @@ export function gradChipText(tv) {
   if (!tv) return null;
   const flag = hasNonFinite(tv) ? " ⚠" : "";
   const nums = smallTensorNumbers(tv, 3);
-  if (nums && nums.length <= 3) return formatTensorChip(tv) + flag;
+  if (nums) return formatChipNumbers(nums, tv.shape) + flag;
   const norm = tv.stats && tv.stats.norm;
   return (norm === null || norm === undefined ? formatTensorChip(tv) : `‖g‖ ${formatNumber(norm)}`) + flag;
 }
@@ -34,7 +34,7 @@ export function compactGradText(tv) {
 /** Chip text for a forward value: only small tensors (the shape is already the node's sublabel). */
 export function valueChipText(tv) {
   const nums = smallTensorNumbers(tv, 3);
-  return nums && nums.length <= 3 ? formatTensorChip(tv) : null;
+  return nums ? formatChipNumbers(nums, tv.shape) : null;
 }
 
 /** The text a .grad chip shows (a leaf's, or a retained intermediate's). */
@@ -46,7 +46,7 @@ export function tensorTitle(tv) {
   if (!tv) return "no gradient (None)";
   const nums = smallTensorNumbers(tv, 8);
   const flag = hasNonFinite(tv) ? " ⚠ contains NaN/inf" : "";
-  if (nums && nums.length <= 8) return `[${nums.join(", ")}]${flag}`;
+  if (nums) return `[${nums.join(", ")}]${flag}`;
   return `shape (${tv.shape.join(", ")}) norm ${formatNumber(tv.stats?.norm)}${flag}`;
 }
 
