@@ -5,7 +5,7 @@
 // a neighbour. Pure: positions and texts only; scene.js draws them.
 
 import { CHIP_HEIGHT, chipWidth, textWidth } from "./metrics.js";
-import { formatNumber, formatTensorChip, hasNonFinite, smallTensorNumbers } from "./format.js";
+import { formatChipNumbers, formatNumber, formatTensorChip, hasNonFinite, smallTensorNumbers } from "./format.js";
 
 const H = CHIP_HEIGHT;
 const MARGIN = 3;
@@ -19,7 +19,7 @@ export function gradChipText(tv) {
   if (!tv) return null;
   const flag = hasNonFinite(tv) ? " ⚠" : "";
   const nums = smallTensorNumbers(tv, 3);
-  if (nums && nums.length <= 3) return formatTensorChip(tv) + flag;
+  if (nums) return formatChipNumbers(nums, tv.shape) + flag;
   const norm = tv.stats && tv.stats.norm;
   return (norm === null || norm === undefined ? formatTensorChip(tv) : `‖g‖ ${formatNumber(norm)}`) + flag;
 }
@@ -34,7 +34,7 @@ export function compactGradText(tv) {
 /** Chip text for a forward value: only small tensors (the shape is already the node's sublabel). */
 export function valueChipText(tv) {
   const nums = smallTensorNumbers(tv, 3);
-  return nums && nums.length <= 3 ? formatTensorChip(tv) : null;
+  return nums ? formatChipNumbers(nums, tv.shape) : null;
 }
 
 /** The text a .grad chip shows (a leaf's, or a retained intermediate's). */
@@ -46,7 +46,7 @@ export function tensorTitle(tv) {
   if (!tv) return "no gradient (None)";
   const nums = smallTensorNumbers(tv, 8);
   const flag = hasNonFinite(tv) ? " ⚠ contains NaN/inf" : "";
-  if (nums && nums.length <= 8) return `[${nums.join(", ")}]${flag}`;
+  if (nums) return `[${nums.join(", ")}]${flag}`;
   return `shape (${tv.shape.join(", ")}) norm ${formatNumber(tv.stats?.norm)}${flag}`;
 }
 
@@ -302,31 +302,26 @@ export function createPlacer(layout, hooked = new Set()) {
   lineBoxes.forEach(lines.add);
   layout.nodes.forEach(nodes.add);
   const boxAt = (c, width) => ({ x: c.x, y: c.y - H / 2, width, height: H });
-  /** The chip's box at `c` if it overlaps no node, module title, hook badge or chip (nor, with
-   * `avoidEdges`, an edge line); else null. */
-  function fits(c, width, avoidEdges) {
+  /** The chip's box at `c` if it overlaps no node, module title, hook badge or chip; else null. */
+  function fits(c, width) {
     const box = boxAt(c, width);
     if (box.x < 0 || box.y < 0) return null;
-    if (avoidEdges && lines.hits(box)) return null;
     return taken.hits(box) ? null : box;
   }
   /** The first free spot among the candidates, then outwards from the first on its row, right
    * and left alternately, nearest first: never overlapping. */
-  function place(candidates, width, { avoidEdges = true, scan = true } = {}) {
+  function place(candidates, width, { scan = true } = {}) {
     let from = null;
     for (const c of candidates) {
       from ??= c;
-      const box = fits(c, width, avoidEdges);
+      const box = fits(c, width);
       if (box) return taken.add(box) || c;
     }
     if (!scan || !from) return null;
-    // First clear of edge lines too (where the caller asked), then not.
-    for (const clear of avoidEdges ? [true, false] : [false]) {
-      for (let k = 1; k < 400; k++) {
-        for (const c of [{ x: from.x + k * 12, y: from.y }, { x: from.x - k * 12, y: from.y }]) {
-          const box = fits(c, width, clear);
-          if (box) return taken.add(box) || c;
-        }
+    for (let k = 1; k < 400; k++) {
+      for (const c of [{ x: from.x + k * 12, y: from.y }, { x: from.x - k * 12, y: from.y }]) {
+        const box = fits(c, width);
+        if (box) return taken.add(box) || c;
       }
     }
     return null;
@@ -539,7 +534,7 @@ function placeWanted(layout, wanted) {
   const mw = chipWidth(GRAD_MARK);
   const marks = new Map();
   for (const { e } of wanted.edges) {
-    const at = placer.place(onEdge(e.points, mw), mw, { avoidEdges: false, scan: false });
+    const at = placer.place(onEdge(e.points, mw), mw, { scan: false });
     if (at) marks.set(e.id, at);
   }
   for (const { e, w, nw } of wanted.edges) {
@@ -555,14 +550,14 @@ function placeWanted(layout, wanted) {
     let spot = null;
     for (const tier of tries) {
       const [candidates, width, form, beside] = tier();
-      const at = placer.place(candidates, width, { avoidEdges: false, scan: false });
+      const at = placer.place(candidates, width, { scan: false });
       if (at) {
         spot = { ...centre(at, width), form, ...(beside ? { beside } : {}) };
         break;
       }
     }
     if (!spot) {
-      const at = placer.place(onEdge(e.points, mw), mw, { avoidEdges: false });
+      const at = placer.place(onEdge(e.points, mw), mw);
       spot = at && { ...centre(at, mw), form: "mark", beside: true };
     }
     if (spot) out.edge.set(e.id, spot);

@@ -145,10 +145,15 @@ export function smallTensorNumbers(tv, most) {
 /** A short chip text for a tensor: the number itself for one element, else the shape. */
 export function formatTensorChip(tv) {
   if (!tv) return "None";
-  const nums = smallTensorNumbers(tv, 3);
+  return formatChipNumbers(smallTensorNumbers(tv, 3), tv.shape);
+}
+
+/** formatTensorChip of numbers already decoded (`nums`: smallTensorNumbers(tv, 3), null when
+ * there are none to print) and the tensor's shape. */
+export function formatChipNumbers(nums, shape) {
   if (nums && nums.length === 1) return formatNumber(nums[0]);
   if (nums && nums.length <= 3) return `[${nums.map((n) => formatNumber(n, 3)).join(", ")}]`;
-  return formatShape(tv.shape);
+  return formatShape(shape);
 }
 
 /** A compact one-line rendering of small tensors ("[0.1, −0.2]"), shape + stats otherwise. */

@@ -9,7 +9,7 @@
 //        [--theme light] [--no-values] [--in trace.json] [--out file] [--cache-dir DIR]
 //   node frontend/tools/render.mjs --serve [--cache-dir DIR]   (requests on stdin, answers on stdout:)
 //     request:  {"args": [same options as above], "length": N}\n  + N bytes of trace JSON
-//     answer:   {"ok": true, "length": N, "layout_reused": bool, "layout_from": "memory"|"disk"|"elk", "warning"?: "…"}\n
+//     answer:   {"ok": true, "length": N, "layout_from": "memory"|"disk"|"elk", "warning"?: "…"}\n
 //               + N bytes   |   {"ok": false, "bad": bool, "error": "…"}\n
 //
 // --cache-dir keeps layouts on disk too (DIR/layouts), so a new process drawing a model drawn
@@ -229,7 +229,7 @@ async function serve(cacheDir) {
       opts["cache-dir"] ??= cacheDir;
       const { output, from, warning } = await render(body.toString("utf8"), opts);
       const out = Buffer.from(output, "utf8");
-      process.stdout.write(JSON.stringify({ ok: true, length: out.length, layout_reused: from === "memory", layout_from: from, warning }) + "\n");
+      process.stdout.write(JSON.stringify({ ok: true, length: out.length, layout_from: from, warning }) + "\n");
       process.stdout.write(out);
     } catch (err) {
       process.stdout.write(JSON.stringify({ ok: false, bad: isBadInput(err), error: err.message }) + "\n");

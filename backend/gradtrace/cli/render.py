@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if is_trace_json(data):
         trace: Any = data
     else:
+        # (is_trace again: json reads some JSON msgspec refuses, a lone surrogate escape "\\ud800")
         doc = parse_json(data, args.spec)
         trace = doc if is_trace(doc) else _traced(args.spec, doc)
     if trace is None:

@@ -185,8 +185,9 @@ class NodeRenderer:
             if not header.get("bad"):
                 log.warning("render.mjs %s failed: %s", " ".join(args), "\n".join(self._stderr_tail))
             raise RenderError(str(header.get("error")))
-        self.layouts_reused += bool(header.get("layout_reused"))
-        self.layouts_read += header.get("layout_from") == "disk"
+        layout_from = header.get("layout_from")
+        self.layouts_reused += layout_from == "memory"
+        self.layouts_read += layout_from == "disk"
         warning = header.get("warning")
         if warning and warning not in self._warned:  # (once: the same one would come every time)
             self._warned.add(warning)
