@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import pybase64
 
 from gradtrace.trace_schema import SCHEMA_VERSION, Event, TensorValue, TraceDoc
 
@@ -55,7 +55,7 @@ def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
         flat = np.array(decoded, dtype=np.float32 if dtype_name == "bfloat16" else wire)
     else:
         assert data is not None
-        flat = np.frombuffer(base64.b64decode(data), dtype=wire)
+        flat = np.frombuffer(pybase64.b64decode(data), dtype=wire)
         if dtype_name == "bfloat16":  # a bfloat16 is the top half of the float32 it rounds to
             flat = (flat.astype(np.uint32) << 16).view(np.float32)
         flat = flat.astype(flat.dtype.newbyteorder("="))  # native order, writable

