@@ -150,6 +150,7 @@ def reconstruct(
         deltas = factor_stack.deltas.flatten(1, 2).to(factor_stack.grad_dtype)
         inputs = factor_stack.inputs.flatten(1, 2).to(factor_stack.grad_dtype)
         products.append(torch.bmm(deltas.transpose(1, 2), inputs))
+    by_call = [stack.unbind(0) for stack in products]  # (one call per stack, not one per layer)
     rebuilt: list[torch.Tensor] = []
     single: dict[int, list[tuple[int, int]]] = {}  # stack -> (layer, position) of one-call layers
     several: list[int] = []  # layers called more than once in the pass
@@ -157,9 +158,9 @@ def reconstruct(
         if len(spots) == 1:
             stack, position = spots[0]
             single.setdefault(stack, []).append((k, position))
-            rebuilt.append(products[stack][position])
+            rebuilt.append(by_call[stack][position])
         else:  # summed call by call, as autograd accumulates them into .grad
-            rebuilt.append(functools.reduce(operator.add, (products[g][p] for g, p in spots)))
+            rebuilt.append(functools.reduce(operator.add, (by_call[g][p] for g, p in spots)))
             several.append(k)
     compared: list[tuple[float, bool, bool]] = [(0.0, True, True)] * len(reached)
     for stack, members in single.items():

@@ -54,11 +54,14 @@ def samples_and_tokens(shape: torch.Size) -> tuple[int, int]:
 @dataclass(slots=True)
 class FactorStack:
     """The calls of one shape: a and δ as (calls, samples, tokens, width) in their own dtype,
-    and the dtype of their weights' gradients."""
+    the dtype of their weights' gradients, and the shape of each call's a and δ (one list
+    for every record of these calls: read-only, as the Summarizer's shape lists)."""
 
     inputs: torch.Tensor
     deltas: torch.Tensor
     grad_dtype: torch.dtype
+    a_shape: list[int]
+    delta_shape: list[int]
 
 
 # numbers per stack, counting a, δ and the d_out x d_in product of each call: bounds the
@@ -91,6 +94,7 @@ class Factors:
         for (a_shape, delta_shape, *_, grad_dtype), members in by_shape.items():
             samples, tokens = samples_and_tokens(a_shape)
             d_in, d_out = a_shape[-1], delta_shape[-1]
+            a_list, delta_list = list(a_shape), list(delta_shape)
             per_call = samples * tokens * (d_in + d_out) + d_out * d_in
             size = max(1, STACK_NUMBERS // max(1, per_call))
             for start in range(0, len(members), size):
@@ -100,7 +104,7 @@ class Factors:
                     self.where[layer][index] = (len(self.stacks), position)
                 inputs = _stack([flat[c][1] for c in chunk]).reshape(len(chunk), samples, tokens, d_in)
                 deltas = _stack([flat[c][2] for c in chunk]).reshape(len(chunk), samples, tokens, d_out)
-                self.stacks.append(FactorStack(inputs, deltas, grad_dtype))
+                self.stacks.append(FactorStack(inputs, deltas, grad_dtype, a_list, delta_list))
 
 
 def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:

@@ -63,29 +63,38 @@ def per_sample_records(
 ) -> list[PerSampleContributions]:
     """One ``analyses.per_sample`` record per layer and pass (every call of the layer in that
     pass), from the layers' stacked factors."""
-    # per stack: ‖δ_p ⊗ a_p‖ per position and ‖C_b‖ per sample of each call (None: one token)
-    norms: list[tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...] | None]] = []
+    # per stack: its calls' sample dims, positions per call, ‖δ_p ⊗ a_p‖ per position (shaped
+    # as the sample dims) and ‖C_b‖ per sample (None: one token) of each call
+    norms: list[tuple[list[int], int, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...] | None]] = []
     for factor_stack in factors.stacks:
         by_position, by_sample = _norms(
             factor_stack.inputs.to(torch.float64), factor_stack.deltas.to(torch.float64)
         )
-        norms.append((by_position.unbind(0), None if by_sample is None else by_sample.unbind(0)))
+        calls, samples, tokens = by_position.shape
+        dims = factor_stack.a_shape[:-1]
+        norms.append(
+            (
+                dims,
+                samples * tokens,
+                by_position.reshape(calls, *dims).unbind(0),
+                None if by_sample is None else by_sample.unbind(0),
+            )
+        )
     out: list[PerSampleContributions] = []
     for layer in layers:
         d_out, d_in = layer.grad.shape
         records = []
         positions = 0
-        for (_call, a, delta, _summary), (stack, position) in zip(layer.calls, layer.spots, strict=True):
-            dims = list(a.shape[:-1])
-            by_positions, by_samples = norms[stack]
+        for stack, position in layer.spots:
+            dims, numel, by_positions, by_samples = norms[stack]
             by_position = by_positions[position]
             by_sample = None if by_samples is None else by_samples[position]
-            positions += by_position.numel()
-            position_norms = summarize(by_position.reshape(dims))
+            positions += numel
+            position_norms = summarize(by_position)
             records.append(
                 CallContributions(
-                    a_shape=list(a.shape),
-                    delta_shape=list(delta.shape),
+                    a_shape=factors.stacks[stack].a_shape,
+                    delta_shape=factors.stacks[stack].delta_shape,
                     sample_dims=dims,
                     position_norms=position_norms,
                     sample_norms=_sample_norms(summarize, dims, by_position, by_sample, position_norms),
