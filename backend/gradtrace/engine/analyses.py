@@ -55,9 +55,11 @@ class LinearAnalysis:
         self._after[pass_index] = self._copies(grads)
         self._live[pass_index] = {name: (g, g._version) for name, g in grads.items() if g is not None}
 
-    def build(self, layers: list[LayerPass], summarize: Summarizer) -> list[LinearReconstruction]:
+    def build(
+        self, layers: list[LayerPass], factors: Factors, summarize: Summarizer
+    ) -> list[LinearReconstruction]:
         """The reconstruction record of every layer from :meth:`layer_passes`."""
-        return [self._record(layer, summarize) for layer in layers]
+        return [self._record(layer, factors, summarize) for layer in layers]
 
     @staticmethod
     def per_sample(
@@ -104,7 +106,7 @@ class LinearAnalysis:
         before = self._before[pass_index].get(weight)
         return after if before is None else after - before
 
-    def _record(self, layer: LayerPass, summarize: Summarizer) -> LinearReconstruction:
+    def _record(self, layer: LayerPass, factors: Factors, summarize: Summarizer) -> LinearReconstruction:
         weight, pass_index = layer.weight, layer.pass_index
         before = self._before[pass_index].get(weight)
         w = self.weights[weight]
@@ -122,13 +124,13 @@ class LinearAnalysis:
         # a reconstruction with the very bits of grad: one summary for both, accounted as two
         reconstructed = grad_value() if layer.identical else summarize(layer.reconstructed)
         grad = summarize.like_new(reconstructed) if layer.identical else grad_value()
-        first = layer.calls[0]
+        first = factors.stacks[layer.spots[0][0]]  # (its first call's stack: their shapes)
         return LinearReconstruction(
             module=layer.module,
             weight=weight,
             pass_index=pass_index,
-            a_shape=list(first[1].shape),
-            delta_shape=list(first[2].shape),
+            a_shape=first.a_shape,
+            delta_shape=first.delta_shape,
             reconstructed=reconstructed,
             grad=grad,
             max_error=layer.max_error,

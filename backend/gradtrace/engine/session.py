@@ -378,7 +378,7 @@ class TraceSession:
             values=values,
             grads=grads,
             analyses=Analyses(
-                linear=self.linear.build(linear_layers, self.summarize),
+                linear=self.linear.build(linear_layers, linear_factors, self.summarize),
                 grad_norms=self.grad_norms,
                 diagnostics=self.diagnostics,
                 memory=rec.memory.build(),
