@@ -90,3 +90,44 @@ def test_seed_000_storage_payoff() -> None:
     assert rec.factor_numbers == 8_192
     # the shares' sum is the reconstruction: checked however large the layer
     assert rec.matches is True and rec.sum_max_error == trace.doc.analyses.linear[0].max_error
+
+
+class ThreeShapes(nn.Module):
+    """One Linear called on three shapes in one pass: (B, T, d), a single vector (no sample
+    dim) and (B, 1, d) (one token per sample, two sample dims)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x).pow(2).sum() + self.fc(x[0, 0]).sum() + self.fc(x[:, :1]).pow(3).sum()
+
+
+def test_calls_of_several_shapes_against_pytorch() -> None:
+    torch.manual_seed(0)
+    model = ThreeShapes().double()
+    x = torch.randn(4, 5, 3, dtype=torch.float64)
+    trace = gradtrace.trace(model, x)
+    (rec,) = trace.doc.analyses.per_sample
+    # the oracle, without hooks: each call's input a and the gradient δ at its output
+    inputs = [x, x[0, 0], x[:, :1]]
+    outputs = [model.fc(a) for a in inputs]
+    loss = outputs[0].pow(2).sum() + outputs[1].sum() + outputs[2].pow(3).sum()
+    deltas = torch.autograd.grad(loss, outputs)
+    assert [c.a_shape for c in rec.calls] == [[4, 5, 3], [3], [4, 1, 3]]
+    assert [c.delta_shape for c in rec.calls] == [[4, 5, 2], [2], [4, 1, 2]]
+    assert [c.sample_dims for c in rec.calls] == [[4, 5], [], [4, 1]]
+    for call, a, delta in zip(rec.calls, inputs, deltas, strict=True):
+        expected = (delta.norm(dim=-1) * a.norm(dim=-1)).numpy()
+        np.testing.assert_allclose(tensor_array(call.position_norms), expected, rtol=1e-12)
+        if not call.sample_dims:
+            assert call.sample_norms is None  # a single vector: no sample to split by
+            continue
+        shares = torch.einsum("bto,bti->boi", delta.flatten(1, -2), a.flatten(1, -2))  # C_b
+        np.testing.assert_allclose(
+            tensor_array(call.sample_norms), shares.flatten(1).norm(dim=1).numpy(), rtol=1e-12
+        )
+    assert rec.matches is True and rec.factor_numbers == (20 + 1 + 4) * (3 + 2)
+    [linear] = trace.doc.analyses.linear
+    assert linear.a_shape == [4, 5, 3] and linear.delta_shape == [4, 5, 2]  # its first call's
