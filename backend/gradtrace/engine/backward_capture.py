@@ -37,6 +37,7 @@ import torch
 from torch.autograd.function import BackwardCFunction
 from torch.utils.hooks import RemovableHandle
 
+from gradtrace.engine.node_hook_sets import hooks_on
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import EdgeGrad, GraphEdge
 
@@ -259,17 +260,11 @@ class BackwardCapture:
         retained_at = self._retained_by_node(retained or {})
         depth = rec.engine_depth()
         mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
-        handles: list[RemovableHandle] = []
         self._hooked.update(i for i, _n in mine)
         try:
-            for node_id, node in mine:
-                pre, post = self._make_hooks(node_id, node, retained_at.get(node_id, []))
-                handles.append(node.register_prehook(pre))
-                handles.append(node.register_hook(post))
-            yield
+            with hooks_on((n, *self._make_hooks(i, n, retained_at.get(i, []))) for i, n in mine):
+                yield
         finally:
-            for handle in handles:
-                handle.remove()
             self._hooked.difference_update(i for i, _n in mine)
             # an exception may leave this run's nodes open: the recorder notes the failed one
             rec.engine_run_ended(depth)

@@ -1,0 +1,80 @@
+"""Pre and post hooks on many autograd nodes at once, all removed together.
+
+``Node.register_prehook``/``register_hook`` cost ~1.5 µs each and their handle's ``remove()``
+~0.6 µs, a fifth of a recorded backward's own cost on a 500-node graph: most of it is the
+``RemovableHandle`` PyTorch makes per hook (a weak reference, a class counter). PyTorch's C++
+``registerFunctionHook``/``registerFunctionPreHook`` look up
+``torch.autograd.Function._register_hook(hooks_dict, hook)`` on every call: it puts the hook
+into the node's dict (a new one on the node's first hook, which the node then keeps) and
+returns ``(dict, handle)``. While :func:`hooks_on` registers, this thread's lookups find
+:func:`_register_noted` instead: the same insertion, the same key counter (so a key never
+collides with a hook registered any other way), and the ``(dict, key)`` noted for removal
+instead of a handle. Other threads, and every registration outside the loop, get PyTorch's
+own: the swap is undone when the last thread using it is done.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from torch.autograd.function import _HookMixin
+from torch.utils.hooks import RemovableHandle
+
+_PYTORCH_REGISTER = _HookMixin.__dict__["_register_hook"]  # (a staticmethod)
+_noting = threading.local()  # .added: the (dict, key) list of this thread's registrations
+_swap_lock = threading.Lock()
+_swap_users = 0  # threads registering through _register_noted now
+
+
+def _register_noted(backward_hooks: dict[int, Any] | None, hook: Callable) -> tuple[dict[int, Any], None]:
+    """``_HookMixin._register_hook`` as PyTorch does it, noting ``(dict, key)`` when this
+    thread registers through :func:`hooks_on` (PyTorch's own, with its handle, otherwise)."""
+    added: list[tuple[dict[int, Any], int]] | None = getattr(_noting, "added", None)
+    if added is None:
+        return _PYTORCH_REGISTER.__func__(backward_hooks, hook)
+    if backward_hooks is None:
+        backward_hooks = OrderedDict()
+    key = RemovableHandle.next_id
+    RemovableHandle.next_id = key + 1
+    backward_hooks[key] = hook
+    added.append((backward_hooks, key))
+    return backward_hooks, None
+
+
+@contextmanager
+def _noting_into(added: list[tuple[dict[int, Any], int]]) -> Iterator[None]:
+    global _swap_users
+    with _swap_lock:
+        if _swap_users == 0:
+            _HookMixin._register_hook = staticmethod(_register_noted)  # type: ignore[method-assign]
+        _swap_users += 1
+    _noting.added = added
+    try:
+        yield
+    finally:
+        _noting.added = None
+        with _swap_lock:
+            _swap_users -= 1
+            if _swap_users == 0:
+                _HookMixin._register_hook = _PYTORCH_REGISTER  # type: ignore[method-assign]
+
+
+@contextmanager
+def hooks_on(hooks: Iterable[tuple[Any, Callable, Callable]]) -> Iterator[None]:
+    """For each ``(node, pre, post)``: ``pre`` as a pre-hook and ``post`` as a post-hook of
+    ``node`` (after the node's own), for the ``with`` block; every one of them removed when
+    it ends, however it ends (also when making the hooks raised halfway)."""
+    added: list[tuple[dict[int, Any], int]] = []
+    try:
+        with _noting_into(added):
+            for node, pre, post in hooks:
+                node.register_prehook(pre)
+                node.register_hook(post)
+        yield
+    finally:
+        for hooks_dict, key in added:
+            hooks_dict.pop(key, None)

@@ -1,0 +1,131 @@
+"""Node hooks registered in bulk (node_hook_sets.hooks_on): they fire like PyTorch's own,
+after the node's existing hooks, and every one is gone when the block ends, however it ends;
+nobody else's registration is touched."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from torch.autograd.function import _HookMixin
+from torch.utils.hooks import RemovableHandle
+
+from gradtrace.engine.node_hook_sets import _PYTORCH_REGISTER, hooks_on
+
+
+class _Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return grad * 2
+
+
+def _graph() -> tuple[torch.Tensor, torch.Tensor, list]:
+    """A leaf, a scalar root, and every node of the graph (a C++ node, a Python Function's
+    node, an AccumulateGrad)."""
+    x = torch.randn(3, requires_grad=True)
+    root = _Double.apply(x.sin()).sum()
+    nodes, todo = [], [root.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in nodes:
+            nodes.append(node)
+            todo += [next_node for next_node, _nr in node.next_functions]
+    return x, root, nodes
+
+
+def _recording(log: list, nodes: list) -> list:
+    return [
+        (
+            node,
+            lambda g, name=node.name(): log.append(("pre", name)),
+            lambda gi, go, name=node.name(): log.append(("post", name)),
+        )
+        for node in nodes
+    ]
+
+
+def test_the_hooks_fire_in_engine_order_and_are_all_gone_after_the_block() -> None:
+    x, root, nodes = _graph()
+    log: list = []
+    with hooks_on(_recording(log, nodes)):
+        root.backward(retain_graph=True)
+    names = [node.name() for node in nodes]
+    assert sorted(log) == sorted([("pre", n) for n in names] + [("post", n) for n in names])
+    for name in names:  # each node's pre just before its post
+        assert log.index(("pre", name)) + 1 == log.index(("post", name))
+    oracle = x.grad.clone()
+    log.clear()
+    x.grad = None
+    root.backward()
+    assert log == []
+    assert torch.equal(x.grad, oracle)
+    assert _HookMixin.__dict__["_register_hook"] is _PYTORCH_REGISTER
+
+
+def test_every_hook_is_removed_when_the_block_raises() -> None:
+    _x, root, nodes = _graph()
+    log: list = []
+    with pytest.raises(ValueError), hooks_on(_recording(log, nodes)):
+        raise ValueError("the backward failed")
+    root.backward()
+    assert log == []
+
+
+def test_hooks_made_before_a_failure_while_making_them_are_removed() -> None:
+    _x, root, nodes = _graph()
+    log: list = []
+
+    def made():
+        yield from _recording(log, nodes[:2])
+        raise RuntimeError("making a hook failed")
+
+    with pytest.raises(RuntimeError), hooks_on(made()):
+        pass
+    root.backward()
+    assert log == []
+    assert _HookMixin.__dict__["_register_hook"] is _PYTORCH_REGISTER
+
+
+def test_the_nodes_own_hooks_run_first_and_stay() -> None:
+    _x, root, nodes = _graph()
+    log: list = []
+    own = nodes[0].register_hook(lambda gi, go: log.append("own"))
+    assert isinstance(own, RemovableHandle)
+    with hooks_on([(nodes[0], lambda g: log.append("pre"), lambda gi, go: log.append("post"))]):
+        root.backward(retain_graph=True)
+    assert log == ["pre", "own", "post"]
+    log.clear()
+    root.backward(retain_graph=True)
+    assert log == ["own"]
+    own.remove()
+    root.backward()
+    assert log == ["own"]
+
+
+def test_another_thread_registering_meanwhile_gets_pytorchs_handle() -> None:
+    _x, root, nodes = _graph()
+    log: list = []
+    handles: list = []
+
+    def other_thread() -> None:
+        handles.append(nodes[1].register_hook(lambda gi, go: log.append("other")))
+
+    def made():
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        yield from _recording([], nodes[:1])
+
+    with hooks_on(made()):
+        pass
+    assert isinstance(handles[0], RemovableHandle)
+    root.backward(retain_graph=True)
+    assert log == ["other"]
+    handles[0].remove()
+    root.backward()
+    assert log == ["other"]
