@@ -7,14 +7,15 @@
 ``torch.autograd.Function._register_hook(hooks_dict, hook)`` on every call: it puts the hook
 into the node's dict (a new one on the node's first hook, which the node then keeps) and
 returns ``(dict, handle)``. While :func:`hooks_on` registers, this thread's lookups find
-:func:`_register_noted` instead: the same insertion, the same key counter (so a key never
-collides with a hook registered any other way), and the ``(dict, key)`` noted for removal
-instead of a handle. Other threads, and every registration outside the loop, get PyTorch's
+:func:`_register_noted` instead: the same insertion, under a key of its own (negative:
+PyTorch's handle ids count up from 0, so a key never collides with a hook registered any
+other way), and the ``(dict, key)`` noted for removal instead of a handle. Other threads, and every registration outside the loop, get PyTorch's
 own: the swap is undone when the last thread using it is done.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -22,12 +23,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from torch.autograd.function import _HookMixin
-from torch.utils.hooks import RemovableHandle
 
 _PYTORCH_REGISTER = _HookMixin.__dict__["_register_hook"]  # (a staticmethod)
 _noting = threading.local()  # .added: the (dict, key) list of this thread's registrations
 _swap_lock = threading.Lock()
 _swap_users = 0  # threads registering through _register_noted now
+_keys = itertools.count(-1, -1)  # (RemovableHandle's ids count up from 0)
 
 
 def _register_noted(backward_hooks: dict[int, Any] | None, hook: Callable) -> tuple[dict[int, Any], None]:
@@ -38,8 +39,7 @@ def _register_noted(backward_hooks: dict[int, Any] | None, hook: Callable) -> tu
         return _PYTORCH_REGISTER.__func__(backward_hooks, hook)
     if backward_hooks is None:
         backward_hooks = OrderedDict()
-    key = RemovableHandle.next_id
-    RemovableHandle.next_id = key + 1
+    key = next(_keys)
     backward_hooks[key] = hook
     added.append((backward_hooks, key))
     return backward_hooks, None
