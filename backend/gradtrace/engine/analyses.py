@@ -279,9 +279,11 @@ def grad_norms(grads: list[tuple[str, str | None, torch.Tensor]], pass_index: in
             alone += members
             continue
         # (stacked as they are, then one row each: the rows are each gradient's elements in
-        # order, as its reshape(-1) would give them, without a reshape per gradient)
-        rows = torch.stack([tensors[k] for k in members]).reshape(len(members), -1).to(torch.float64)
-        for k, norm in zip(members, torch.linalg.vector_norm(rows, dim=1).tolist(), strict=True):
+        # order, as its reshape(-1) would give them, without a reshape per gradient; reduced
+        # in float64 without a float64 copy)
+        rows = torch.stack([tensors[k] for k in members]).reshape(len(members), -1)
+        row_norms = torch.linalg.vector_norm(rows, dim=1, dtype=torch.float64).tolist()
+        for k, norm in zip(members, row_norms, strict=True):
             norms[k] = finite_or_name(norm)
     for k in alone:
         # (the float64 reduction without a float64 copy: torch._foreach_norm with
