@@ -218,6 +218,9 @@ class BackwardCapture:
         # removes those when the trace ends (the session enters it for the trace's lifetime)
         self.grad_write_hooks = ExitStack()
         self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
+        # the AccumulateGrad nodes hooked so far (every node's sources were discovered, and so
+        # hooked, no later than the node itself)
+        self._accumulate_nodes: set[str] = set()
         # makes the mode to enter while a Python Function's backward runs (its torch calls
         # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
         self.python_node_mode: Callable[[], Any] | None = None
@@ -292,6 +295,7 @@ class BackwardCapture:
         record = self.recorder.by_id[node_id]
         hooks: _OpHooks | _AccumulateHooks
         if record.variable is not None:  # an AccumulateGrad node: its leaf's tensor node
+            self._accumulate_nodes.add(node_id)
             hooks = _AccumulateHooks(self, node_id, record.variable, node.variable, record.module)
         else:
             make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
@@ -301,11 +305,10 @@ class BackwardCapture:
     def _slots(self, node_id: str, count: int) -> tuple[list[GraphEdge | None], list[bool] | None]:
         """Per slot of a node's grad_inputs: its data edge; and whether it feeds a leaf's
         AccumulateGrad (None: no slot does)."""
-        rec = self.recorder
-        edge_at = rec.edge_at
-        by_id = rec.by_id
+        edge_at = self.recorder.edge_at
+        accumulate = self._accumulate_nodes
         edges = [edge_at.get((node_id, slot)) for slot in range(count)]
-        to_leaf = [edge is not None and by_id[edge.source].variable is not None for edge in edges]
+        to_leaf = [edge is not None and edge.source in accumulate for edge in edges]
         return edges, (to_leaf if any(to_leaf) else None)
 
     def _keep_deltas(self, node_id: str, grad_outputs: tuple, summaries: list) -> None:
