@@ -5,6 +5,7 @@ nobody else's registration is touched."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 import torch
@@ -129,3 +130,30 @@ def test_another_thread_registering_meanwhile_gets_pytorchs_handle() -> None:
     handles[0].remove()
     root.backward()
     assert log == ["other"]
+
+
+def test_a_set_made_while_another_is_being_registered_leaves_both_complete() -> None:
+    """(A nested engine run hooks its new nodes while the outer run's hooks are on; should
+    one ever be made mid-registration, each set still removes exactly its own.)"""
+    _x, root, nodes = _graph()
+    log: list = []
+
+    def outer():
+        yield from _recording(log, nodes[:1])
+        with hooks_on(_recording(log, nodes[1:2])):
+            root.backward(retain_graph=True)
+        yield from _recording(log, nodes[2:3])
+
+    with hooks_on(outer()):
+        inner_run = list(log)
+        log.clear()
+        root.backward(retain_graph=True)
+
+    def fired(*hooked: Any) -> list:
+        return sorted((kind, node.name()) for node in hooked for kind in ("pre", "post"))
+
+    assert sorted(inner_run) == fired(nodes[0], nodes[1])  # (the outer's first hooks were on)
+    assert sorted(log) == fired(nodes[0], nodes[2])
+    log.clear()
+    root.backward()
+    assert log == []

@@ -52,11 +52,12 @@ def _noting_into(added: list[tuple[dict[int, Any], int]]) -> Iterator[None]:
         if _swap_users == 0:
             _HookMixin._register_hook = staticmethod(_register_noted)  # type: ignore[method-assign]
         _swap_users += 1
+    outer = getattr(_noting, "added", None)  # (None: this thread is not noting already)
     _noting.added = added
     try:
         yield
     finally:
-        _noting.added = None
+        _noting.added = outer
         with _swap_lock:
             _swap_users -= 1
             if _swap_users == 0:
