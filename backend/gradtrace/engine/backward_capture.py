@@ -29,7 +29,7 @@ saved tensor): the ``error`` event names the node whose pre fired without its po
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any, cast
 
@@ -77,7 +77,7 @@ class _OpHooks:
         module: str | None,
         watched: bool,
         make_mode: Callable[[], Any] | None,
-        retained: list,
+        retained: Sequence,
     ) -> None:
         self.capture = capture
         self.node_id = node_id
@@ -168,7 +168,7 @@ class _AccumulateHooks:
         node_id = self.node_id
         rec.node_started(node_id)
         summarize = capture.summarize
-        summaries = [summarize(_leaf_bound(g)) for g in grad_outputs]  # (see _leaf_bound)
+        summaries = list(map(summarize, map(_leaf_bound, grad_outputs)))  # (see _leaf_bound)
         self.seen.append(summaries)
         rec.emit(
             "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
@@ -260,7 +260,7 @@ class BackwardCapture:
                 out.setdefault(node_id, []).append((tensor, state, summary))
         return out
 
-    def _retained_writes(self, node_id: str, watched: list) -> None:
+    def _retained_writes(self, node_id: str, watched: Sequence) -> None:
         rec = self.recorder
         for tensor, (old, version), before in watched:
             grad = tensor.grad
@@ -290,7 +290,7 @@ class BackwardCapture:
         self.grad_write_hooks.callback(handle.remove)
 
     # ---- node hooks ---------------------------------------------------------------------
-    def _make_hooks(self, node_id: str, node: Any, retained: list) -> tuple[Callable, Callable]:
+    def _make_hooks(self, node_id: str, node: Any, retained: Sequence) -> tuple[Callable, Callable]:
         """The recording pre and post hooks of one node."""
         record = self.recorder.by_id[node_id]
         hooks: _OpHooks | _AccumulateHooks
@@ -332,7 +332,7 @@ class BackwardCapture:
         mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
         self._hooked.update(i for i, _n in mine)
         try:
-            with hooks_on((n, *self._make_hooks(i, n, retained_at.get(i, []))) for i, n in mine):
+            with hooks_on((n, *self._make_hooks(i, n, retained_at.get(i, ()))) for i, n in mine):
                 yield
         finally:
             self._hooked.difference_update(i for i, _n in mine)
