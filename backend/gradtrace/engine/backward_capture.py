@@ -2,8 +2,8 @@
 
 A pre-hook and a post-hook on every known autograd node for the duration of one backward (or
 autograd.grad) call, registered in bulk and every one removed when the call ends, however it
-ends (``node_hook_sets.hooks_on``: never leave a hook behind). The gradient along each edge is the target's ``grad_inputs[slot]`` (``grad_inputs[k]``
-goes to ``next_functions[k]``).
+ends (``node_hook_sets.hooks_on``: never leave a hook behind). The gradient along each edge
+is the target's ``grad_inputs[slot]`` (``grad_inputs[k]`` goes to ``next_functions[k]``).
 
 ``.grad`` writes are recorded where they happen, inside the leaf's AccumulateGrad node (the
 value "before" is read in its pre-hook). Nothing runs between the write and the node's
@@ -17,8 +17,9 @@ which the engine runs after the tensor hooks and just before the node's pre-hook
 ``grad_write`` (targeting the op node that carries the tensor) is emitted first thing in that
 node's pre-hook, when ``.grad`` really changed.
 
-Why every node keeps its own pre-hook (with the post-hook, ~2.4 µs per node with empty bodies:
-made, registered, called by the engine and removed; ~10% of this module's cost): between a node's pre and post hooks PyTorch runs the node itself, and that is where
+Why every node keeps its own pre-hook (with the post-hook, ~2.4 µs per node with empty
+bodies: made, registered, called by the engine and removed; ~10% of this module's cost):
+between a node's pre and post hooks PyTorch runs the node itself, and that is where
 a Python Function's backward (user code, nested engine runs, a module's full backward hooks), a
 saved-tensor unpack hook (non-reentrant checkpoint recomputation) and an AccumulateGrad's
 write with the post-accumulate hooks happen, and where a node raises (a freed or modified
