@@ -30,7 +30,7 @@ saved tensor): the ``error`` event names the node whose pre fired without its po
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any, cast
 
@@ -291,17 +291,23 @@ class BackwardCapture:
         self.grad_write_hooks.callback(handle.remove)
 
     # ---- node hooks ---------------------------------------------------------------------
-    def _make_hooks(self, node_id: str, node: Any, retained: Sequence) -> tuple[Callable, Callable]:
-        """The recording pre and post hooks of one node."""
-        record = self.recorder.by_id[node_id]
-        hooks: _OpHooks | _AccumulateHooks
-        if record.variable is not None:  # an AccumulateGrad node: its leaf's tensor node
-            self._accumulate_nodes.add(node_id)
-            hooks = _AccumulateHooks(self, node_id, record.variable, node.variable, record.module)
-        else:
-            make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
-            hooks = _OpHooks(self, node_id, record.module, node_id in self.watch, make_mode, retained)
-        return hooks.pre, hooks.post
+    def _hooks_of(
+        self, nodes: list[tuple[str, Any]], retained_at: dict[str, list]
+    ) -> Iterator[tuple[Any, Callable, Callable]]:
+        """Each of ``nodes`` (id, autograd node) with its recording pre and post hooks."""
+        by_id = self.recorder.by_id
+        watch = self.watch
+        for node_id, node in nodes:
+            record = by_id[node_id]
+            hooks: _OpHooks | _AccumulateHooks
+            if record.variable is not None:  # an AccumulateGrad node: its leaf's tensor node
+                self._accumulate_nodes.add(node_id)
+                hooks = _AccumulateHooks(self, node_id, record.variable, node.variable, record.module)
+            else:
+                make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
+                retained = retained_at.get(node_id, ())
+                hooks = _OpHooks(self, node_id, record.module, node_id in watch, make_mode, retained)
+            yield node, hooks.pre, hooks.post
 
     def _slots(self, node_id: str, count: int) -> tuple[list[GraphEdge | None], list[bool] | None]:
         """Per slot of a node's grad_inputs: its data edge; and whether it feeds a leaf's
@@ -333,7 +339,7 @@ class BackwardCapture:
         mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
         self._hooked.update(i for i, _n in mine)
         try:
-            with hooks_on((n, *self._make_hooks(i, n, retained_at.get(i, ()))) for i, n in mine):
+            with hooks_on(self._hooks_of(mine, retained_at)):
                 yield
         finally:
             self._hooked.difference_update(i for i, _n in mine)
