@@ -40,7 +40,7 @@ from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.node_hook_sets import hooks_on
 from gradtrace.engine.recorder import Recorder
-from gradtrace.trace_schema import EdgeGrad, GraphEdge
+from gradtrace.trace_schema import EdgeGrad, GraphEdge, TensorValue
 
 
 def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
@@ -123,6 +123,7 @@ class _OpHooks:
             self.edges, self.to_leaf = capture._slots(node_id, len(grad_inputs))
         summarize = capture.summarize
         to_leaf = self.to_leaf
+        inputs: list[TensorValue | None]
         if to_leaf is None:
             inputs = list(map(summarize, grad_inputs))
         else:
