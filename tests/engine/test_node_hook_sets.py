@@ -157,3 +157,20 @@ def test_a_set_made_while_another_is_being_registered_leaves_both_complete() -> 
     log.clear()
     root.backward()
     assert log == []
+
+
+def test_pytorchs_own_registration_works_on_a_node_whose_hook_dict_a_set_made() -> None:
+    """The first hook of a node makes the dict the node keeps: later PyTorch registrations
+    (inside the block or after it) use it, and their handles (weak references) work."""
+    _x, root, nodes = _graph()
+    log: list = []
+    with hooks_on([(nodes[0], lambda g: log.append("pre"), lambda gi, go: log.append("post"))]):
+        inside = nodes[0].register_hook(lambda gi, go: log.append("inside"))
+    after = nodes[0].register_prehook(lambda g: log.append("after"))
+    root.backward(retain_graph=True)
+    assert log == ["after", "inside"]
+    inside.remove()
+    after.remove()
+    log.clear()
+    root.backward()
+    assert log == []

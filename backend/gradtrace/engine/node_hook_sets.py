@@ -40,7 +40,7 @@ def _register_noted(backward_hooks: dict[int, Any] | None, hook: Callable) -> tu
     if added is None:
         return _PYTORCH_REGISTER.__func__(backward_hooks, hook)
     if backward_hooks is None:
-        backward_hooks = OrderedDict()
+        backward_hooks = OrderedDict()  # (not a dict: a later RemovableHandle weak-refs it)
     key = next(_keys)
     backward_hooks[key] = hook
     added.append((backward_hooks, key))
