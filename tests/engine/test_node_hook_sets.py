@@ -12,7 +12,9 @@ import torch
 from torch.autograd.function import _HookMixin
 from torch.utils.hooks import RemovableHandle
 
-from gradtrace.engine.node_hook_sets import _PYTORCH_REGISTER, hooks_on
+from gradtrace.engine.node_hook_sets import hooks_on
+
+PYTORCH_REGISTER = _HookMixin.__dict__["_register_hook"]
 
 
 class _Double(torch.autograd.Function):
@@ -65,7 +67,7 @@ def test_the_hooks_fire_in_engine_order_and_are_all_gone_after_the_block() -> No
     root.backward()
     assert log == []
     assert torch.equal(x.grad, oracle)
-    assert _HookMixin.__dict__["_register_hook"] is _PYTORCH_REGISTER
+    assert _HookMixin.__dict__["_register_hook"] is PYTORCH_REGISTER
 
 
 def test_every_hook_is_removed_when_the_block_raises() -> None:
@@ -89,7 +91,7 @@ def test_hooks_made_before_a_failure_while_making_them_are_removed() -> None:
         pass
     root.backward()
     assert log == []
-    assert _HookMixin.__dict__["_register_hook"] is _PYTORCH_REGISTER
+    assert _HookMixin.__dict__["_register_hook"] is PYTORCH_REGISTER
 
 
 def test_the_nodes_own_hooks_run_first_and_stay() -> None:
@@ -174,3 +176,31 @@ def test_pytorchs_own_registration_works_on_a_node_whose_hook_dict_a_set_made() 
     log.clear()
     root.backward()
     assert log == []
+
+
+def test_a_registrar_someone_else_put_in_place_is_used_by_others_and_put_back() -> None:
+    _x, root, nodes = _graph()
+    calls: list = []
+
+    def theirs(backward_hooks: Any, hook: Any) -> Any:
+        calls.append(hook)
+        return PYTORCH_REGISTER.__func__(backward_hooks, hook)
+
+    def other_thread() -> None:
+        nodes[1].register_hook(lambda gi, go: None).remove()
+
+    def made():
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        yield from _recording([], nodes[:1])
+
+    _HookMixin._register_hook = staticmethod(theirs)  # type: ignore[method-assign]
+    try:
+        replaced = _HookMixin.__dict__["_register_hook"]
+        with hooks_on(made()):
+            pass
+        assert _HookMixin.__dict__["_register_hook"] is replaced
+        assert len(calls) == 1  # the other thread's, not the set's
+    finally:
+        _HookMixin._register_hook = PYTORCH_REGISTER  # type: ignore[method-assign]

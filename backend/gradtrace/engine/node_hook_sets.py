@@ -26,19 +26,21 @@ from typing import Any
 
 from torch.autograd.function import _HookMixin
 
-_PYTORCH_REGISTER = _HookMixin.__dict__["_register_hook"]  # (a staticmethod)
 _noting = threading.local()  # .added: the (dict, key) list of this thread's registrations
 _swap_lock = threading.Lock()
 _swap_users = 0  # threads registering through _register_noted now
+# what the swap replaced and puts back (PyTorch's staticmethod, or whatever was there then)
+_replaced: Any = _HookMixin.__dict__["_register_hook"]
 _keys = itertools.count(-1, -1)  # (RemovableHandle's ids count up from 0)
 
 
 def _register_noted(backward_hooks: dict[int, Any] | None, hook: Callable) -> tuple[dict[int, Any], None]:
     """``_HookMixin._register_hook`` as PyTorch does it, noting ``(dict, key)`` when this
-    thread registers through :func:`hooks_on` (PyTorch's own, with its handle, otherwise)."""
+    thread registers through :func:`hooks_on` (the one it replaced, PyTorch's with its handle,
+    otherwise)."""
     added: list[tuple[dict[int, Any], int]] | None = getattr(_noting, "added", None)
     if added is None:
-        return _PYTORCH_REGISTER.__func__(backward_hooks, hook)
+        return _replaced.__get__(None, _HookMixin)(backward_hooks, hook)
     if backward_hooks is None:
         backward_hooks = OrderedDict()  # (not a dict: a later RemovableHandle weak-refs it)
     key = next(_keys)
@@ -49,9 +51,10 @@ def _register_noted(backward_hooks: dict[int, Any] | None, hook: Callable) -> tu
 
 @contextmanager
 def _noting_into(added: list[tuple[dict[int, Any], int]]) -> Iterator[None]:
-    global _swap_users
+    global _swap_users, _replaced
     with _swap_lock:
         if _swap_users == 0:
+            _replaced = _HookMixin.__dict__["_register_hook"]
             _HookMixin._register_hook = staticmethod(_register_noted)  # type: ignore[method-assign]
         _swap_users += 1
     outer = getattr(_noting, "added", None)  # (None: this thread is not noting already)
@@ -63,7 +66,7 @@ def _noting_into(added: list[tuple[dict[int, Any], int]]) -> Iterator[None]:
         with _swap_lock:
             _swap_users -= 1
             if _swap_users == 0:
-                _HookMixin._register_hook = _PYTORCH_REGISTER  # type: ignore[method-assign]
+                _HookMixin._register_hook = _replaced  # type: ignore[method-assign]
 
 
 @contextmanager
