@@ -204,3 +204,38 @@ def test_a_registrar_someone_else_put_in_place_is_used_by_others_and_put_back() 
         assert len(calls) == 1  # the other thread's, not the set's
     finally:
         _HookMixin._register_hook = PYTORCH_REGISTER  # type: ignore[method-assign]
+
+
+def test_traces_in_threads_at_once_are_the_trace_made_alone() -> None:
+    """Several threads tracing at once (the swap of the registrar is process-wide): each
+    trace is byte for byte the one made alone, and nothing stays swapped."""
+    from torch import nn
+
+    import gradtrace
+
+    def model() -> nn.Module:
+        return nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(6, 6), nn.Tanh())])
+
+    torch.manual_seed(0)
+    models = [model() for _ in range(7)]  # (the same weights: built one after the other)
+    for m in models[1:]:
+        m.load_state_dict(models[0].state_dict())
+    x = torch.randn(3, 6)
+
+    def traced(m: nn.Module) -> bytes:
+        return gradtrace.trace(m, x, lambda out: out.pow(2).sum()).to_json_bytes()
+
+    alone = traced(models[0])
+    results: list[bytes] = []
+
+    def worker(mine: list) -> None:
+        results.extend(traced(m) for m in mine)
+
+    threads = [threading.Thread(target=worker, args=(models[1 + 2 * k : 3 + 2 * k],)) for k in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 6
+    assert all(result == alone for result in results)
+    assert _HookMixin.__dict__["_register_hook"] is PYTORCH_REGISTER
