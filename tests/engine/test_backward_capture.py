@@ -68,13 +68,14 @@ def test_grad_norms_per_pass_are_torchs_float64_norms() -> None:
 
 
 def test_batched_grad_norms_equal_one_by_one_bit_for_bit() -> None:
-    """Stacked rows (same shape, small), a single _foreach_norm (the rest), one by one
+    """Stacked rows (same shape, small), a float64 reduction each (the rest), one by one
     (sparse): the same float64 numbers as torch.linalg.vector_norm of each gradient."""
     torch.manual_seed(0)
     grads = []
     for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
         for shape in [(8, 8)] * 3 + [(8,)] * 3 + [(), (0, 4), (3, 5), (70, 70)]:
             grads.append(torch.randn(shape).to(dtype) * 7)
+        grads.append(torch.randn(400, 300).to(dtype).t() * 7)  # large, not contiguous
     grads.append(torch.tensor([float("inf"), 1.0]))
     grads.append(torch.tensor([float("nan"), 1.0]))
     named = [(f"p{k}", None, g) for k, g in enumerate(grads)]
@@ -82,6 +83,9 @@ def test_batched_grad_norms_equal_one_by_one_bit_for_bit() -> None:
     assert grad_norms(named, 3) == expected
     mixed = [*named, ("sparse", None, torch.eye(3).to_sparse())]
     assert grad_norms(mixed, 3) == [*expected, grad_norm("sparse", None, 3, torch.eye(3))]
+    # a create_graph gradient (requires grad) and shapes of its group's
+    graph_grads = [(f"g{k}", "m", torch.randn(8, 8, requires_grad=True) * 3) for k in range(3)]
+    assert grad_norms(graph_grads, None) == [grad_norm(n, m, None, g) for n, m, g in graph_grads]
 
 
 class _Tied(nn.Module):

@@ -1,9 +1,9 @@
 """Recording a backward pass in the engine's real order.
 
-``register_prehook`` + ``register_hook`` on every known autograd node for the duration of one
-backward (or autograd.grad) call; every handle is removed in ``finally`` (never leave a hook
-behind). The gradient along each edge is the target's ``grad_inputs[slot]`` (``grad_inputs[k]``
-goes to ``next_functions[k]``).
+A pre-hook and a post-hook on every known autograd node for the duration of one backward (or
+autograd.grad) call, registered in bulk and every one removed when the call ends, however it
+ends (``node_hook_sets.hooks_on``: never leave a hook behind). The gradient along each edge
+is the target's ``grad_inputs[slot]`` (``grad_inputs[k]`` goes to ``next_functions[k]``).
 
 ``.grad`` writes are recorded where they happen, inside the leaf's AccumulateGrad node (the
 value "before" is read in its pre-hook). Nothing runs between the write and the node's
@@ -17,8 +17,9 @@ which the engine runs after the tensor hooks and just before the node's pre-hook
 ``grad_write`` (targeting the op node that carries the tensor) is emitted first thing in that
 node's pre-hook, when ``.grad`` really changed.
 
-Why every node keeps its own pre-hook (the handles are ~1.4 µs each, ~40% of this module's
-own cost): between a node's pre and post hooks PyTorch runs the node itself, and that is where
+Why every node keeps its own pre-hook (with the post-hook, ~2.4 µs per node with empty
+bodies: made, registered, called by the engine and removed; ~10% of this module's cost):
+between a node's pre and post hooks PyTorch runs the node itself, and that is where
 a Python Function's backward (user code, nested engine runs, a module's full backward hooks), a
 saved-tensor unpack hook (non-reentrant checkpoint recomputation) and an AccumulateGrad's
 write with the post-accumulate hooks happen, and where a node raises (a freed or modified
@@ -29,7 +30,7 @@ saved tensor): the ``error`` event names the node whose pre fired without its po
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any, cast
 
@@ -37,8 +38,9 @@ import torch
 from torch.autograd.function import BackwardCFunction
 from torch.utils.hooks import RemovableHandle
 
+from gradtrace.engine.node_hook_sets import hooks_on
 from gradtrace.engine.recorder import Recorder
-from gradtrace.trace_schema import EdgeGrad, GraphEdge
+from gradtrace.trace_schema import EdgeGrad, GraphEdge, TensorValue
 
 
 def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
@@ -50,9 +52,165 @@ def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
     return None if grad is None else grad.detach()
 
 
+class _OpHooks:
+    """The recording pre and post hooks of one op node, registered as bound methods. They run
+    once per node per pass (~1,000 calls in a 500-node backward) and are made for every node
+    of every pass: what they read is bound here, in as few objects as it takes (the object
+    and its two methods; closures over a dozen cells cost twice as much to make and free)."""
+
+    __slots__ = (
+        "capture",
+        "node_id",
+        "module",
+        "watched",
+        "make_mode",
+        "retained",
+        "modes",
+        "seen",
+        "edges",
+        "to_leaf",
+    )
+
+    def __init__(
+        self,
+        capture: BackwardCapture,
+        node_id: str,
+        module: str | None,
+        watched: bool,
+        make_mode: Callable[[], Any] | None,
+        retained: Sequence,
+    ) -> None:
+        self.capture = capture
+        self.node_id = node_id
+        self.module = module
+        self.watched = watched
+        self.make_mode = make_mode
+        self.retained = retained
+        self.modes: list[Any] = []  # the mode entered in pre, left in post
+        self.seen: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
+        # per grad_inputs slot (made by the first post): its data edge, and the slots that
+        # feed a leaf's AccumulateGrad (None: none does)
+        self.edges: list[GraphEdge | None] = []
+        self.to_leaf: list[bool] | None = None
+
+    def pre(self, grad_outputs: tuple) -> None:
+        capture = self.capture
+        node_id = self.node_id
+        if self.retained:
+            capture._retained_writes(node_id, self.retained)
+        rec = capture.recorder
+        rec.node_started(node_id)
+        summaries = list(map(capture.summarize, grad_outputs))
+        self.seen.append(summaries)
+        rec.emit(
+            "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
+        )
+        if self.watched:
+            capture._keep_deltas(node_id, grad_outputs, summaries)
+        if self.make_mode is not None:
+            mode = self.make_mode()
+            self.modes.append(mode)
+            mode.__enter__()
+
+    def post(self, grad_inputs: tuple, grad_outputs: tuple) -> None:
+        if self.modes:
+            self.modes.pop().__exit__(None, None, None)
+        capture = self.capture
+        rec = capture.recorder
+        node_id = self.node_id
+        rec.node_finished(node_id)
+        if len(self.edges) < len(grad_inputs):
+            self.edges, self.to_leaf = capture._slots(node_id, len(grad_inputs))
+        summarize = capture.summarize
+        to_leaf = self.to_leaf
+        inputs: list[TensorValue | None]
+        if to_leaf is None:
+            inputs = list(map(summarize, grad_inputs))
+        else:
+            inputs = [
+                summarize(_leaf_bound(g) if leaf else g)
+                for g, leaf in zip(grad_inputs, to_leaf, strict=False)
+            ]
+        # the engine hands post the same grad_outputs as pre: reuse those summaries
+        seen = self.seen
+        outputs = seen.pop() if seen else list(map(summarize, grad_outputs))
+        repeat = capture.repeat
+        seq = rec.emit(
+            "node_post",
+            target=node_id,
+            node=node_id,
+            module=self.module,
+            payload={"grad_inputs": inputs, "grad_outputs": list(map(repeat, outputs))},
+        )
+        pass_index = rec.pass_index
+        for value, edge in zip(inputs, self.edges, strict=False):
+            if edge is not None:
+                edge.grads.append(EdgeGrad(pass_index=pass_index, seq=seq, value=repeat(value)))
+
+
+class _AccumulateHooks:
+    """The hooks of a leaf's AccumulateGrad node: no edges out (its grad_inputs are empty),
+    never a Linear's output nor a retain_grad carrier; it writes ``.grad``."""
+
+    __slots__ = ("capture", "node_id", "leaf_id", "leaf", "module", "seen")
+
+    def __init__(
+        self, capture: BackwardCapture, node_id: str, leaf_id: str, leaf: torch.Tensor, module: str | None
+    ) -> None:
+        self.capture = capture
+        self.node_id = node_id
+        self.leaf_id = leaf_id
+        self.leaf = leaf
+        self.module = module
+        self.seen: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
+
+    def pre(self, grad_outputs: tuple) -> None:
+        capture = self.capture
+        rec = capture.recorder
+        node_id = self.node_id
+        rec.node_started(node_id)
+        summarize = capture.summarize
+        summaries = list(map(summarize, map(_leaf_bound, grad_outputs)))  # (see _leaf_bound)
+        self.seen.append(summaries)
+        rec.emit(
+            "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
+        )
+        leaf = self.leaf
+        grad = leaf.grad
+        capture._before[self.leaf_id] = None if grad is None else summarize(grad)
+        hooks = leaf._post_accumulate_grad_hooks
+        if hooks and id(leaf) not in capture._acc_hooked:
+            capture._hook_writes_first(leaf, cast("OrderedDict[int, Any]", hooks))
+
+    def post(self, grad_inputs: tuple, grad_outputs: tuple) -> None:
+        capture = self.capture
+        rec = capture.recorder
+        node_id = self.node_id
+        rec.node_finished(node_id)
+        leaf = self.leaf
+        # (AccumulateGrad skips an undefined gradient and a leaf that stopped requiring grad)
+        if grad_outputs[0] is not None and leaf.requires_grad and id(leaf) not in capture._acc_hooked:
+            capture._record_write(leaf, self.leaf_id, self.module)  # the write just happened
+        summarize = capture.summarize
+        seen = self.seen
+        outputs = seen.pop() if seen else [summarize(_leaf_bound(g)) for g in grad_outputs]
+        rec.emit(
+            "node_post",
+            target=node_id,
+            node=node_id,
+            module=self.module,
+            payload={
+                "grad_inputs": list(map(summarize, grad_inputs)),
+                "grad_outputs": list(map(capture.repeat, outputs)),
+            },
+        )
+
+
 class BackwardCapture:
     def __init__(self, recorder: Recorder, watch: set[str]) -> None:
         self.recorder = recorder
+        self.summarize = recorder.summarize
+        self.repeat = recorder.summarize.repeat
         self.watch = watch  # node ids whose incoming gradient (δ) the analyses need
         # per pass: node id -> per run of the node, its grad_outputs as (copy, summary) pairs
         # (the summary made in node_pre: the analyses repeat it instead of summarizing the copy)
@@ -62,6 +220,9 @@ class BackwardCapture:
         # removes those when the trace ends (the session enters it for the trace's lifetime)
         self.grad_write_hooks = ExitStack()
         self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
+        # the AccumulateGrad nodes hooked so far (every node's sources were discovered, and so
+        # hooked, no later than the node itself)
+        self._accumulate_nodes: set[str] = set()
         # makes the mode to enter while a Python Function's backward runs (its torch calls
         # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
         self.python_node_mode: Callable[[], Any] | None = None
@@ -101,7 +262,7 @@ class BackwardCapture:
                 out.setdefault(node_id, []).append((tensor, state, summary))
         return out
 
-    def _retained_writes(self, node_id: str, watched: list) -> None:
+    def _retained_writes(self, node_id: str, watched: Sequence) -> None:
         rec = self.recorder
         for tensor, (old, version), before in watched:
             grad = tensor.grad
@@ -131,114 +292,32 @@ class BackwardCapture:
         self.grad_write_hooks.callback(handle.remove)
 
     # ---- node hooks ---------------------------------------------------------------------
-    def _make_hooks(self, node_id: str, node: Any, retained: list) -> tuple[Callable, Callable]:
-        """The recording pre and post hooks of one node (everything they read per call is
-        bound here: they run once per node per pass, ~1,000 times in a 500-node backward)."""
-        rec = self.recorder
-        record = rec.by_id[node_id]
-        if record.variable is not None:  # an AccumulateGrad node: its leaf's tensor node
-            return self._accumulate_hooks(node_id, record.variable, node.variable, record.module)
-        summarize = rec.summarize
-        emit = rec.emit
-        module = record.module
-        watched = node_id in self.watch
-        make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
-        modes: list[Any] = []  # the mode entered in pre, left in post
-        seen_outputs: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
-        slots: list[tuple[GraphEdge | None, bool]] = []  # per grad_inputs slot, made by the first post
+    def _hooks_of(
+        self, nodes: list[tuple[str, Any]], retained_at: dict[str, list]
+    ) -> Iterator[tuple[Any, Callable, Callable]]:
+        """Each of ``nodes`` (id, autograd node) with its recording pre and post hooks."""
+        by_id = self.recorder.by_id
+        watch = self.watch
+        for node_id, node in nodes:
+            record = by_id[node_id]
+            hooks: _OpHooks | _AccumulateHooks
+            if record.variable is not None:  # an AccumulateGrad node: its leaf's tensor node
+                self._accumulate_nodes.add(node_id)
+                hooks = _AccumulateHooks(self, node_id, record.variable, node.variable, record.module)
+            else:
+                make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
+                retained = retained_at.get(node_id, ())
+                hooks = _OpHooks(self, node_id, record.module, node_id in watch, make_mode, retained)
+            yield node, hooks.pre, hooks.post
 
-        def pre(grad_outputs: tuple) -> None:
-            if retained:
-                self._retained_writes(node_id, retained)
-            rec.node_started(node_id)
-            summaries = [summarize(g) for g in grad_outputs]
-            seen_outputs.append(summaries)
-            emit("node_pre", target=node_id, node=node_id, module=module, payload={"grad_outputs": summaries})
-            if watched:
-                self._keep_deltas(node_id, grad_outputs, summaries)
-            if make_mode is not None:
-                modes.append(make_mode())
-                modes[-1].__enter__()
-
-        def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
-            if modes:
-                modes.pop().__exit__(None, None, None)
-            rec.node_finished(node_id)
-            if len(slots) < len(grad_inputs):
-                slots[:] = self._slots(node_id, len(grad_inputs))
-            inputs = [
-                summarize(_leaf_bound(g) if to_leaf else g)
-                for g, (_edge, to_leaf) in zip(grad_inputs, slots, strict=False)
-            ]
-            # the engine hands post the same grad_outputs as pre: reuse those summaries
-            outputs = seen_outputs.pop() if seen_outputs else [summarize(g) for g in grad_outputs]
-            repeat = summarize.repeat
-            seq = emit(
-                "node_post",
-                target=node_id,
-                node=node_id,
-                module=module,
-                payload={"grad_inputs": inputs, "grad_outputs": [repeat(v) for v in outputs]},
-            )
-            pass_index = rec.pass_index
-            for value, (edge, _to_leaf) in zip(inputs, slots, strict=False):
-                if edge is not None:
-                    edge.grads.append(EdgeGrad(pass_index=pass_index, seq=seq, value=repeat(value)))
-
-        return pre, post
-
-    def _accumulate_hooks(
-        self, node_id: str, leaf_id: str, leaf: torch.Tensor, module: str | None
-    ) -> tuple[Callable, Callable]:
-        """The hooks of a leaf's AccumulateGrad node: no edges out (its grad_inputs are
-        empty), never a Linear's output nor a retain_grad carrier; it writes ``.grad``."""
-        rec = self.recorder
-        summarize = rec.summarize
-        emit = rec.emit
-        seen_outputs: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
-
-        def pre(grad_outputs: tuple) -> None:
-            rec.node_started(node_id)
-            summaries = [summarize(_leaf_bound(g)) for g in grad_outputs]  # (see _leaf_bound)
-            seen_outputs.append(summaries)
-            emit("node_pre", target=node_id, node=node_id, module=module, payload={"grad_outputs": summaries})
-            grad = leaf.grad
-            self._before[leaf_id] = None if grad is None else summarize(grad)
-            hooks = leaf._post_accumulate_grad_hooks
-            if hooks and id(leaf) not in self._acc_hooked:
-                self._hook_writes_first(leaf, cast("OrderedDict[int, Any]", hooks))
-
-        def post(grad_inputs: tuple, grad_outputs: tuple) -> None:
-            rec.node_finished(node_id)
-            # (AccumulateGrad skips an undefined gradient and a leaf that stopped requiring grad)
-            if grad_outputs[0] is not None and leaf.requires_grad and id(leaf) not in self._acc_hooked:
-                self._record_write(leaf, leaf_id, module)  # the write just happened
-            outputs = (
-                seen_outputs.pop() if seen_outputs else [summarize(_leaf_bound(g)) for g in grad_outputs]
-            )
-            repeat = summarize.repeat
-            emit(
-                "node_post",
-                target=node_id,
-                node=node_id,
-                module=module,
-                payload={
-                    "grad_inputs": [summarize(g) for g in grad_inputs],
-                    "grad_outputs": [repeat(v) for v in outputs],
-                },
-            )
-
-        return pre, post
-
-    def _slots(self, node_id: str, count: int) -> list[tuple[GraphEdge | None, bool]]:
-        """Per slot of a node's grad_inputs: its data edge, and whether it feeds a leaf's
-        AccumulateGrad."""
-        rec = self.recorder
-        out: list[tuple[GraphEdge | None, bool]] = []
-        for slot in range(count):
-            edge = rec.edge_at.get((node_id, slot))
-            out.append((edge, edge is not None and rec.by_id[edge.source].variable is not None))
-        return out
+    def _slots(self, node_id: str, count: int) -> tuple[list[GraphEdge | None], list[bool] | None]:
+        """Per slot of a node's grad_inputs: its data edge; and whether it feeds a leaf's
+        AccumulateGrad (None: no slot does)."""
+        edge_at = self.recorder.edge_at
+        accumulate = self._accumulate_nodes
+        edges = [edge_at.get((node_id, slot)) for slot in range(count)]
+        to_leaf = [edge is not None and edge.source in accumulate for edge in edges]
+        return edges, (to_leaf if any(to_leaf) else None)
 
     def _keep_deltas(self, node_id: str, grad_outputs: tuple, summaries: list) -> None:
         """A copy of the gradient arriving at a watched node (a Linear's output): the analyses'
@@ -259,17 +338,11 @@ class BackwardCapture:
         retained_at = self._retained_by_node(retained or {})
         depth = rec.engine_depth()
         mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
-        handles: list[RemovableHandle] = []
         self._hooked.update(i for i, _n in mine)
         try:
-            for node_id, node in mine:
-                pre, post = self._make_hooks(node_id, node, retained_at.get(node_id, []))
-                handles.append(node.register_prehook(pre))
-                handles.append(node.register_hook(post))
-            yield
+            with hooks_on(self._hooks_of(mine, retained_at)):
+                yield
         finally:
-            for handle in handles:
-                handle.remove()
             self._hooked.difference_update(i for i, _n in mine)
             # an exception may leave this run's nodes open: the recorder notes the failed one
             rec.engine_run_ended(depth)
