@@ -13,13 +13,7 @@ from typing import Any
 import torch
 
 from gradtrace.engine.errors import TraceError
-from gradtrace.engine.graph_walk import (
-    creation_sorted,
-    is_accumulate_grad,
-    next_nodes,
-    op_name,
-    raw_sequence_nr,
-)
+from gradtrace.engine.graph_walk import ACCUMULATE, creation_sorted, next_nodes, op_name, raw_sequence_nr
 from gradtrace.engine.memory import SavedMemory, SavedVariable, saved_plan
 from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import EdgeKind, Event, EventKind, GraphEdge, GraphNode, Pass, Phase, SavedTensor
@@ -55,6 +49,28 @@ def _unpacking_runs_a_hook(raw: Any) -> bool:
     if isinstance(raw, tuple | list):
         return any(getattr(item, "unpack_hook", None) is not None for item in raw)
     return getattr(raw, "unpack_hook", None) is not None
+
+
+class _OpClass:
+    """What every autograd node of one class has in common, decided on first sight: a C++
+    node class is one op (a custom Function's backward class is generated per Function)."""
+
+    __slots__ = ("name", "accumulate", "inserted", "saved")
+
+    def __init__(self, node: Any) -> None:
+        self.name = op_name(node)
+        self.accumulate = self.name == ACCUMULATE  # (a leaf's node, if it has a variable)
+        self.inserted = self.name == _HOOK_NODE
+        # its saved attributes, each with its raw SavedVariable's attribute (or None)
+        self.saved = tuple(saved_plan(node).items())
+
+
+_OP_CLASSES: dict[type, _OpClass] = {}
+
+
+def _op_class(node: Any) -> _OpClass:
+    facts = _OP_CLASSES[type(node)] = _OpClass(node)
+    return facts
 
 
 class Recorder:
@@ -215,42 +231,51 @@ class Recorder:
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
 
-    def _add_node(self, obj: Any, record: GraphNode) -> GraphNode:
-        """Register a new node's record (made with the id ``_new_id()`` gave) and emit its
-        node_created event. ``obj``: the autograd node (None for a leaf tensor)."""
+    def _add_node(self, obj: Any, record: GraphNode) -> None:
+        """Register a new node's record (made with the id ``_new_id()`` gave and
+        ``created_seq`` the seq of the next event) and emit its node_created event.
+        ``obj``: the autograd node (None for a leaf tensor)."""
         node_id = record.id
         self.nodes.append(record)
         self.by_id[node_id] = record
         if obj is not None:
             self.node_ids[obj] = node_id
             self.node_objects[node_id] = obj
-        record.created_seq = self.emit("node_created", target=node_id, node=node_id, module=record.module)
-        return record
-
-    def _add_op_node(self, obj: Any, **fields: Any) -> GraphNode:
-        """Register an autograd node (``obj``) of this pass: an op record with ``fields``."""
-        record = GraphNode(
-            id=self._new_id(), pass_index=self.pass_index, kind="op", requires_grad=True, **fields
+        events = self.events
+        # (emit() inlined: this runs once per node of the graph)
+        events.append(
+            Event(
+                seq=len(events),
+                pass_index=self.pass_index,
+                phase=self.phase,
+                kind="node_created",
+                target=node_id,
+                node=node_id,
+                module=record.module,
+            )
         )
-        return self._add_node(obj, record)
 
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
-        known = self.leaf_id(tensor)
-        if known is not None:
-            return known
         key = id(tensor)
+        known = self._leaf_ids.get(key)
+        if known is not None and known[0] is tensor:
+            return known[1]
         named = self.leaf_names.get(key)
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
-        labelled = self.leaf_labels.get(key)
-        label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
+        if name:
+            label = name
+        else:
+            labelled = self.leaf_labels.get(key)
+            label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
         requires_grad = tensor.requires_grad
+        node_id = f"n{len(self.nodes)}"
         record = GraphNode(
-            id=self._new_id(),
+            id=node_id,
             pass_index=self.pass_index,
             kind="tensor",
-            label=name or label,
+            label=label,
             tensor=name,
             role="parameter" if requires_grad else "input",
             shape=list(tensor.shape),
@@ -258,10 +283,11 @@ class Recorder:
             module=module,
             requires_grad=requires_grad,
             value=self.summarize(tensor),
+            created_seq=len(self.events),
         )
         self._add_node(None, record)
-        self._leaf_ids[key] = (tensor, record.id)
-        return record.id
+        self._leaf_ids[key] = (tensor, node_id)
+        return node_id
 
     def discover(self, new_nodes: list[Any], produced: dict[Any, torch.Tensor]) -> None:
         """Give ids to autograd nodes not seen before, emit their node_created events.
@@ -274,60 +300,89 @@ class Recorder:
             raise TraceError(
                 "too_many_nodes", f"the autograd graph has more than max_nodes={self.max_nodes} nodes"
             )
+        classes = _OP_CLASSES
         for obj in creation_sorted(new_nodes):
-            if is_accumulate_grad(obj):
+            facts = classes.get(type(obj)) or _op_class(obj)
+            if facts.accumulate and hasattr(obj, "variable"):
                 self._add_accumulate(obj)
             else:
-                self._add_op(obj, produced.get(obj))
+                self._add_op(obj, facts, produced.get(obj))
 
     def _add_accumulate(self, obj: Any) -> None:
         leaf_id = self.leaf(obj.variable)
         leaf = self.by_id[leaf_id]
-        record = self._add_op_node(
-            obj,
+        node_id = f"n{len(self.nodes)}"
+        record = GraphNode(
+            id=node_id,
+            pass_index=self.pass_index,
+            kind="op",
+            requires_grad=True,
             label="AccumulateGrad",
             op="AccumulateGrad",
-            role=None,
             module=leaf.module,
-            creation_order=None,
             variable=leaf_id,
             tensor=leaf.tensor,
+            created_seq=len(self.events),
         )
-        leaf.grad_fn = record.id
-        self._add_edge(leaf_id, record.id, "leaf", None, 0)
+        self._add_node(obj, record)
+        leaf.grad_fn = node_id
+        self._add_edge(leaf_id, node_id, "leaf", None, 0)
 
-    def _add_op(self, obj: Any, tensor: torch.Tensor | None) -> None:
+    def _add_op(self, obj: Any, facts: _OpClass, tensor: torch.Tensor | None) -> None:
         raw = raw_sequence_nr(obj)
-        name = op_name(obj)
         stack = self._module_stack
         module = stack[-1] if stack else None
-        if name == _HOOK_NODE:
+        if facts.inserted:
             module = self._module_of_hook_node(obj, module)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
-        saved = self._saved(obj, saved_tensors)  # (summarized before the value, as always)
-        record = self._add_op_node(
-            obj,
+        # (summarized before the value, as always)
+        saved = self._saved(obj, facts.saved, saved_tensors) if facts.saved else []
+        if tensor is None:
+            shape = dtype = value = None
+        else:
+            shape = list(tensor.shape)
+            dtype = dtype_name(tensor)
+            value = self.summarize(tensor)
+        node_id = f"n{len(self.nodes)}"
+        seq = len(self.events)
+        name = facts.name
+        record = GraphNode(
+            id=node_id,
+            pass_index=self.pass_index,
+            kind="op",
+            requires_grad=True,
             label=name,
             op=name,
             role="intermediate",
             module=module,
             creation_order=None if raw is None else raw - self.sequence_base,
-            inserted=name == _HOOK_NODE,
+            inserted=facts.inserted,
             saved=saved,
-            shape=None if tensor is None else list(tensor.shape),
-            dtype=None if tensor is None else dtype_name(tensor),
-            value=None if tensor is None else self.summarize(tensor),
+            shape=shape,
+            dtype=dtype,
+            value=value,
+            created_seq=seq,
         )
-        node_id = record.id
+        self._add_node(obj, record)
         if saved_tensors:
-            assert record.created_seq is not None  # (set by _add_node)
-            self.memory.hold(node_id, obj, record.created_seq, saved_tensors)
+            self.memory.hold(node_id, obj, seq, saved_tensors)
         node_ids = self.node_ids
+        edges = self.edges
+        edge_at = self.edge_at
         for slot, (source, output_nr) in enumerate(obj.next_functions):
             # (None: no grad needed there; not found: never for real graphs, not walked)
             source_id = node_ids.get(source)
             if source_id is not None:
-                self._add_edge(source_id, node_id, "data", slot, output_nr)
+                # (_add_edge inlined: a data edge, once per input of every node)
+                edge = GraphEdge(
+                    id=f"e{len(edges)}",
+                    source=source_id,
+                    target=node_id,
+                    slot=slot,
+                    output_nr=output_nr,
+                )
+                edges.append(edge)
+                edge_at[(node_id, slot)] = edge
 
     def _module_of_hook_node(self, obj: Any, current: str | None) -> str | None:
         """The module of a BackwardHookFunctionBackward node (other ops belong to the module
@@ -348,18 +403,24 @@ class Recorder:
                 return inner
         return current
 
-    def _saved(self, obj: Any, tensors: list[tuple[str, torch.Tensor]]) -> list[SavedTensor]:
-        """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
-        appended to ``tensors`` as (name, tensor), for the memory they hold."""
+    def _saved(
+        self, obj: Any, plan: tuple[tuple[str, str | None], ...], tensors: list[tuple[str, torch.Tensor]]
+    ) -> list[SavedTensor]:
+        """Saved tensors/values (``plan``: the node class's saved attributes, see saved_plan),
+        read now: backward frees them (DESIGN). The tensors are also appended to ``tensors``
+        as (name, tensor), for the memory they hold."""
         out: list[SavedTensor] = []
-        plan = saved_plan(obj)
-        if not plan:
-            return out
         summarize = self.summarize
-        for attr, raw_attr in plan.items():
-            if raw_attr is not None and _unpacking_runs_a_hook(getattr(obj, raw_attr, None)):
-                out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
-                continue
+        for attr, raw_attr in plan:
+            if raw_attr is not None:
+                raw = getattr(obj, raw_attr, None)
+                if type(raw) is SavedVariable:  # (the usual, one saved tensor: tested inline)
+                    hooked = raw.unpack_hook is not None  # type: ignore[attr-defined]
+                else:
+                    hooked = _unpacking_runs_a_hook(raw)
+                if hooked:
+                    out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
+                    continue
             try:
                 value = getattr(obj, attr)
             except RuntimeError:  # already freed or modified in place: nothing to show
