@@ -26,7 +26,8 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
-from gradtrace.engine.graph_walk import walk_new
+from gradtrace.engine.graph_walk import sequence_base, walk_new
+from gradtrace.engine.memory import saved_tensor_hooks_active
 from gradtrace.engine.recorder import Recorder
 
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
@@ -99,8 +100,9 @@ class _DiscoveryMode(TorchFunctionMode):
         intercept = capture.intercepts.get(func)
         if intercept is not None:
             return intercept(func, args, kwargs)
+        first = sequence_base()  # (the number the nodes this call makes start from)
         out = func(*args, **kwargs)
-        capture.after_op(args, kwargs, out)
+        capture.after_op(args, kwargs, out, first)
         return out
 
 
@@ -145,7 +147,8 @@ class ForwardCapture:
         return self._quiet
 
     # ---- discovery ----------------------------------------------------------------------
-    def after_op(self, args: tuple, kwargs: dict, out: Any) -> None:
+    def after_op(self, args: tuple, kwargs: dict, out: Any, first: int) -> None:
+        """A torch call returned ``out``; the nodes it made are numbered from ``first`` on."""
         if isinstance(out, torch.Tensor):  # (most ops)
             consumer = out.grad_fn
             if consumer is None:
@@ -159,7 +162,7 @@ class ForwardCapture:
         # (inside the mode's own handler the mode is off already: only torch function
         # dispatch, to subclasses and modes below ours, is turned off, not the whole quiet())
         with _NO_TORCH_FUNCTION():
-            self.discover_from(outs)
+            self.discover_from(outs, first)
             for t in _arg_tensors(args, kwargs):
                 if not t.requires_grad and t.grad_fn is None:
                     self.recorder.no_grad_input(t, consumer)
@@ -177,8 +180,13 @@ class ForwardCapture:
             self.recorder.discover(new, {})
         self.discover_from(tensors)
 
-    def discover_from(self, tensors: list[torch.Tensor]) -> None:
-        """Discover every unseen node behind ``tensors`` (used after backward passes too)."""
+    def discover_from(self, tensors: list[torch.Tensor], made_from: int | None = None) -> None:
+        """Discover every unseen node behind ``tensors`` (used after backward passes too).
+
+        ``made_from``: right after a torch call, the number its nodes start from (see
+        Recorder.discover's ``fresh_from``); None when user code may have run since the
+        nodes were made.
+        """
         rec = self.recorder
         seen = rec.node_ids
         # each unseen node with the (first) tensor it produced: its value
@@ -188,7 +196,9 @@ class ForwardCapture:
             if fn is not None and fn not in seen and fn not in produced:
                 produced[fn] = t
         if produced:  # (usually nothing new: a module's inputs, a name for a known tensor)
-            rec.discover(walk_new(produced, seen), produced)
+            if made_from is not None and saved_tensor_hooks_active():
+                made_from = None  # (their saved tensors were packed by the hooks)
+            rec.discover(walk_new(produced, seen), produced, made_from)
 
     # ---- module hooks -------------------------------------------------------------------
     def _global_pre_hook(self, module: nn.Module, args: tuple) -> None:

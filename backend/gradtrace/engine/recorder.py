@@ -289,10 +289,16 @@ class Recorder:
         self._leaf_ids[key] = (tensor, node_id)
         return node_id
 
-    def discover(self, new_nodes: list[Any], produced: dict[Any, torch.Tensor]) -> None:
+    def discover(
+        self, new_nodes: list[Any], produced: dict[Any, torch.Tensor], fresh_from: int | None = None
+    ) -> None:
         """Give ids to autograd nodes not seen before, emit their node_created events.
 
         ``produced`` maps a node to the tensor it produced (its value), where known.
+        ``fresh_from``: the nodes numbered from it on (raw ``_sequence_nr``) were made by the
+        torch call that just returned, with no saved-tensor hooks on: no unpack hook can be
+        on their saved tensors (none was on when they were made, and no user code ran since
+        that could register one), so their saved values are read without probing for one.
         """
         if not new_nodes:
             return
@@ -306,7 +312,7 @@ class Recorder:
             if facts.accumulate and hasattr(obj, "variable"):
                 self._add_accumulate(obj)
             else:
-                self._add_op(obj, facts, produced.get(obj))
+                self._add_op(obj, facts, produced.get(obj), fresh_from)
 
     def _add_accumulate(self, obj: Any) -> None:
         leaf_id = self.leaf(obj.variable)
@@ -328,15 +334,18 @@ class Recorder:
         leaf.grad_fn = node_id
         self._add_edge(leaf_id, node_id, "leaf", None, 0)
 
-    def _add_op(self, obj: Any, facts: _OpClass, tensor: torch.Tensor | None) -> None:
+    def _add_op(self, obj: Any, facts: _OpClass, tensor: torch.Tensor | None, fresh_from: int | None) -> None:
         raw = raw_sequence_nr(obj)
         stack = self._module_stack
         module = stack[-1] if stack else None
         if facts.inserted:
             module = self._module_of_hook_node(obj, module)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
-        # (summarized before the value, as always)
-        saved = self._saved(obj, facts.saved, saved_tensors) if facts.saved else []
+        if facts.saved:  # (summarized before the value, as always)
+            hooks_possible = fresh_from is None or raw is None or raw < fresh_from
+            saved = self._saved(obj, facts.saved, saved_tensors, hooks_possible)
+        else:
+            saved = []
         if tensor is None:
             shape = dtype = value = None
         else:
@@ -404,15 +413,20 @@ class Recorder:
         return current
 
     def _saved(
-        self, obj: Any, plan: tuple[tuple[str, str | None], ...], tensors: list[tuple[str, torch.Tensor]]
+        self,
+        obj: Any,
+        plan: tuple[tuple[str, str | None], ...],
+        tensors: list[tuple[str, torch.Tensor]],
+        hooks_possible: bool,
     ) -> list[SavedTensor]:
         """Saved tensors/values (``plan``: the node class's saved attributes, see saved_plan),
         read now: backward frees them (DESIGN). The tensors are also appended to ``tensors``
-        as (name, tensor), for the memory they hold."""
+        as (name, tensor), for the memory they hold. ``hooks_possible``: a saved tensor may
+        have an unpack hook (then it is not read: see _HOOK_PACKED)."""
         out: list[SavedTensor] = []
         summarize = self.summarize
         for attr, raw_attr in plan:
-            if raw_attr is not None:
+            if raw_attr is not None and hooks_possible:
                 raw = getattr(obj, raw_attr, None)
                 if type(raw) is SavedVariable:  # (the usual, one saved tensor: tested inline)
                     hooked = raw.unpack_hook is not None  # type: ignore[attr-defined]
