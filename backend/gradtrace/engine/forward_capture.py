@@ -50,16 +50,24 @@ def flat_tensors(obj: Any) -> list[torch.Tensor]:
     return []
 
 
-def _arg_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    out = []
+def _no_grad_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensor arguments of a torch call that need no grad: plain arguments first, then
+    those in list/tuple arguments, then keyword ones. (Mostly none: one pass, no list of
+    every tensor argument.)"""
+    out: list[torch.Tensor] = []
+    nested = False
     for a in args:
         if isinstance(a, torch.Tensor):
-            out.append(a)
-    for a in args:
-        if isinstance(a, tuple | list):
-            out.extend(t for t in a if isinstance(t, torch.Tensor))
+            if not a.requires_grad:
+                out.append(a)
+        elif isinstance(a, tuple | list):
+            nested = True
+    if nested:
+        for a in args:
+            if isinstance(a, tuple | list):
+                out.extend(t for t in a if isinstance(t, torch.Tensor) and not t.requires_grad)
     if kwargs:
-        out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor))
+        out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor) and not v.requires_grad)
     return out
 
 
@@ -163,8 +171,8 @@ class ForwardCapture:
         # dispatch, to subclasses and modes below ours, is turned off, not the whole quiet())
         with _NO_TORCH_FUNCTION():
             self.discover_from(outs, first)
-            for t in _arg_tensors(args, kwargs):
-                if not t.requires_grad and t.grad_fn is None:
+            for t in _no_grad_args(args, kwargs):
+                if t.grad_fn is None:
                     self.recorder.no_grad_input(t, consumer)
 
     def discover_roots(self, tensors: list[torch.Tensor]) -> None:
