@@ -62,12 +62,16 @@ def _no_grad_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
                 out.append(a)
         elif isinstance(a, tuple | list):
             nested = True
-    if nested:
+    if nested:  # (loops, not generators: these are mostly sizes, e.g. layer_norm's shape)
         for a in args:
             if isinstance(a, tuple | list):
-                out.extend(t for t in a if isinstance(t, torch.Tensor) and not t.requires_grad)
+                for t in a:
+                    if isinstance(t, torch.Tensor) and not t.requires_grad:
+                        out.append(t)
     if kwargs:
-        out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor) and not v.requires_grad)
+        for v in kwargs.values():
+            if isinstance(v, torch.Tensor) and not v.requires_grad:
+                out.append(v)
     return out
 
 
