@@ -271,6 +271,7 @@ class Recorder:
             label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
         requires_grad = tensor.requires_grad
         node_id = f"n{len(self.nodes)}"
+        value = self.summarize(tensor)
         record = GraphNode(
             id=node_id,
             pass_index=self.pass_index,
@@ -278,11 +279,11 @@ class Recorder:
             label=label,
             tensor=name,
             role="parameter" if requires_grad else "input",
-            shape=list(tensor.shape),
-            dtype=dtype_name(tensor),
+            shape=value.shape,  # (the summary's: the same list, read-only, shared)
+            dtype=value.dtype,
             module=module,
             requires_grad=requires_grad,
-            value=self.summarize(tensor),
+            value=value,
             created_seq=len(self.events),
         )
         self._add_node(None, record)
@@ -348,10 +349,10 @@ class Recorder:
             saved = []
         if tensor is None:
             shape = dtype = value = None
-        else:
-            shape = list(tensor.shape)
-            dtype = dtype_name(tensor)
+        else:  # (its summary knows its shape and dtype: the same list, read-only, shared)
             value = self.summarize(tensor)
+            shape = value.shape
+            dtype = value.dtype
         node_id = f"n{len(self.nodes)}"
         seq = len(self.events)
         name = facts.name
