@@ -37,7 +37,8 @@ def flat_tensors(obj: Any) -> list[torch.Tensor]:
     """Tensors inside a (nested) tuple/list/dict, in order."""
     if isinstance(obj, torch.Tensor):
         return [obj]
-    if isinstance(obj, tuple | list):
+    # (a tuple of types, not `tuple | list`: that builds a union object at every call)
+    if isinstance(obj, (tuple, list)):
         out: list[torch.Tensor] = []
         for item in obj:
             if isinstance(item, torch.Tensor):  # (the usual: a module's args, an op's outputs)
@@ -60,11 +61,11 @@ def _no_grad_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
         if isinstance(a, torch.Tensor):
             if not a.requires_grad:
                 out.append(a)
-        elif isinstance(a, tuple | list):
+        elif isinstance(a, (tuple, list)):
             nested = True
     if nested:  # (loops, not generators: these are mostly sizes, e.g. layer_norm's shape)
         for a in args:
-            if isinstance(a, tuple | list):
+            if isinstance(a, (tuple, list)):
                 for t in a:
                     if isinstance(t, torch.Tensor) and not t.requires_grad:
                         out.append(t)

@@ -23,13 +23,14 @@ def _plain(value: Any) -> Any:
     """A saved non-tensor value as JSON: ints (SymInts too), floats, lists, else its str."""
     if type(value) is int or type(value) is bool or value is None:  # (most: sizes, flags)
         return value
-    if isinstance(value, tuple | list):
+    # (a tuple of types, not `tuple | list`: that builds a union object at every call)
+    if isinstance(value, (tuple, list)):
         plain = list(value)  # (sizes and strides: ints, as they are)
         for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
             if type(item) is not int:
                 return [_plain(v) for v in plain]
         return plain
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return value if not isinstance(value, float) or value == value else "NaN"
     if isinstance(value, torch.SymInt):
         return int(value)
@@ -46,7 +47,7 @@ def _unpacking_runs_a_hook(raw: Any) -> bool:
     segment (its module hooks firing once more)."""
     if type(raw) is SavedVariable:  # (the usual: one saved tensor)
         return raw.unpack_hook is not None  # type: ignore[attr-defined]
-    if isinstance(raw, tuple | list):
+    if isinstance(raw, (tuple, list)):
         return any(getattr(item, "unpack_hook", None) is not None for item in raw)
     return getattr(raw, "unpack_hook", None) is not None
 
@@ -445,7 +446,7 @@ class Recorder:
                 tensors.append((attr, value))
             elif type(value) is int or type(value) is bool or value is None:  # (flags, dims)
                 out.append(SavedTensor(name=attr, scalar=value))
-            elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
+            elif isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
                 for k, t in enumerate(value):
                     item = f"{attr}[{k}]"
                     out.append(SavedTensor(name=item, value=summarize(t)))
