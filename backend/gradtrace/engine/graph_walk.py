@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-ACCUMULATE = "AccumulateGrad"  # the op name of a leaf's node
+_ACCUMULATE = "AccumulateGrad"
 # AccumulateGrad nodes report UINT64_MAX, which JSON readers cannot hold
 _NO_SEQUENCE = 2**63
 
@@ -34,7 +34,7 @@ def op_name(node: Any) -> str:
 
 
 def is_accumulate_grad(node: Any) -> bool:
-    return op_name(node) == ACCUMULATE and hasattr(node, "variable")
+    return op_name(node) == _ACCUMULATE and hasattr(node, "variable")
 
 
 def raw_sequence_nr(node: Any) -> int | None:

@@ -13,7 +13,13 @@ from typing import Any
 import torch
 
 from gradtrace.engine.errors import TraceError
-from gradtrace.engine.graph_walk import ACCUMULATE, creation_sorted, next_nodes, op_name, raw_sequence_nr
+from gradtrace.engine.graph_walk import (
+    creation_sorted,
+    is_accumulate_grad,
+    next_nodes,
+    op_name,
+    raw_sequence_nr,
+)
 from gradtrace.engine.memory import SavedMemory, SavedVariable, saved_plan
 from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import EdgeKind, Event, EventKind, GraphEdge, GraphNode, Pass, Phase, SavedTensor
@@ -60,7 +66,7 @@ class _OpClass:
 
     def __init__(self, node: Any) -> None:
         self.name = op_name(node)
-        self.accumulate = self.name == ACCUMULATE  # (a leaf's node, if it has a variable)
+        self.accumulate = is_accumulate_grad(node)  # (a leaf's node)
         self.inserted = self.name == _HOOK_NODE
         # its saved attributes, each with its raw SavedVariable's attribute (or None)
         self.saved = tuple(saved_plan(node).items())
@@ -70,6 +76,7 @@ _OP_CLASSES: dict[type, _OpClass] = {}
 
 
 def _op_class(node: Any) -> _OpClass:
+    """The facts of a node class seen for the first time (the hot path reads _OP_CLASSES)."""
     facts = _OP_CLASSES[type(node)] = _OpClass(node)
     return facts
 
@@ -311,7 +318,7 @@ class Recorder:
         classes = _OP_CLASSES
         for obj in creation_sorted(new_nodes):
             facts = classes.get(type(obj)) or _op_class(obj)
-            if facts.accumulate and hasattr(obj, "variable"):
+            if facts.accumulate:
                 self._add_accumulate(obj)
             else:
                 self._add_op(obj, facts, produced.get(obj), fresh_from)
