@@ -385,22 +385,11 @@ class Recorder:
         if saved_tensors:
             self.memory.hold(node_id, obj, seq, saved_tensors)
         node_ids = self.node_ids
-        edges = self.edges
-        edge_at = self.edge_at
         for slot, (source, output_nr) in enumerate(obj.next_functions):
             # (None: no grad needed there; not found: never for real graphs, not walked)
             source_id = node_ids.get(source)
             if source_id is not None:
-                # (_add_edge inlined: a data edge, once per input of every node)
-                edge = GraphEdge(
-                    id=f"e{len(edges)}",
-                    source=source_id,
-                    target=node_id,
-                    slot=slot,
-                    output_nr=output_nr,
-                )
-                edges.append(edge)
-                edge_at[(node_id, slot)] = edge
+                self._add_edge(source_id, node_id, "data", slot, output_nr)
 
     def _module_of_hook_node(self, obj: Any, current: str | None) -> str | None:
         """The module of a BackwardHookFunctionBackward node (other ops belong to the module
