@@ -278,7 +278,7 @@ class Recorder:
             labelled = self.leaf_labels.get(key)
             label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
         requires_grad = tensor.requires_grad
-        node_id = f"n{len(self.nodes)}"
+        node_id = self._new_id()
         value = self.summarize(tensor)
         record = GraphNode(
             id=node_id,
@@ -326,7 +326,7 @@ class Recorder:
     def _add_accumulate(self, obj: Any) -> None:
         leaf_id = self.leaf(obj.variable)
         leaf = self.by_id[leaf_id]
-        node_id = f"n{len(self.nodes)}"
+        node_id = self._new_id()
         record = GraphNode(
             id=node_id,
             pass_index=self.pass_index,
@@ -361,7 +361,7 @@ class Recorder:
             value = self.summarize(tensor)
             shape = value.shape
             dtype = value.dtype
-        node_id = f"n{len(self.nodes)}"
+        node_id = self._new_id()
         seq = len(self.events)
         name = facts.name
         record = GraphNode(
