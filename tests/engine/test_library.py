@@ -180,3 +180,39 @@ def test_save_json_and_unknown_suffix(tmp_path) -> None:  # noqa: ANN001
     assert again.to_dict() == trace.to_dict()
     with pytest.raises(ValueError, match="cannot save a trace as '.txt'"):
         trace.save(tmp_path / "t.txt")
+
+
+class _ConstantsEverywhere(nn.Module):
+    """Tensors outside autograd reaching ops as plain, list and keyword arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor([[1.0, -2.0]]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = torch.tensor([[3.0, 4.0]])
+        pad = torch.tensor([[5.0, 6.0]])
+        shift = torch.tensor([[7.0, 8.0]])
+        h = self.w * scale  # a plain argument
+        both = torch.cat([h, pad, x], dim=0)  # in a list argument, after the one needing grad
+        return torch.add(both, other=torch.cat([shift, shift, shift], dim=0))  # a keyword one
+
+
+def test_tensors_needing_no_grad_get_dashed_edges_whatever_way_they_are_passed() -> None:
+    model = _ConstantsEverywhere()
+    x = torch.tensor([[0.5, 0.25]])
+    trace = gradtrace.trace(model, x, lambda out: out.sum())
+    doc = trace.doc
+    by_id = {n.id: n for n in doc.graph.nodes}
+    dashed = [(by_id[e.source], by_id[e.target].op) for e in doc.graph.edges if e.kind == "no_grad"]
+    # one dashed edge per tensor each op consumed that needs no grad, in argument order
+    assert [(leaf.kind, leaf.role, op) for leaf, op in dashed] == [
+        ("tensor", "input", "MulBackward0"),
+        ("tensor", "input", "CatBackward0"),
+        ("tensor", "input", "CatBackward0"),
+        ("tensor", "input", "AddBackward0"),
+    ]
+    assert [leaf.value.values for leaf, _ in dashed] == [[3.0, 4.0], [5.0, 6.0], [0.5, 0.25], [7.0, 8.0] * 3]
+    assert dashed[2][0].tensor == "x"  # the model's input, named
+    expected = _oracle(model, (x,), lambda out: out.sum())
+    np.testing.assert_array_equal(trace.grads["w"], expected["w"].numpy())

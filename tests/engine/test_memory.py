@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import gradtrace
-from gradtrace.engine.memory import SavedMemory
+from gradtrace.engine.memory import SavedMemory, saved_tensor_hooks_active
 from gradtrace.examples import get_example
 
 
@@ -153,3 +153,74 @@ def test_freed_probe_agrees_with_reading_the_saved_tensor(retain: bool) -> None:
     loss.backward(retain_graph=retain)
     for k, (node, saved) in enumerate(nodes):
         assert memory._freed(ids[k]) == _oracle_freed(node, saved[0][0]) == (not retain), node.name()
+
+
+def test_saved_tensor_hooks_active_sees_every_way_of_turning_them_on() -> None:
+    # NOTE: private PyTorch API underneath; this test is the canary for a PyTorch change.
+    assert not saved_tensor_hooks_active()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        assert saved_tensor_hooks_active()
+    with torch.autograd.graph.save_on_cpu():
+        assert saved_tensor_hooks_active()
+    assert not saved_tensor_hooks_active()
+
+
+class _CountingHooks:
+    """saved_tensors_hooks that count their unpacks (user code gradtrace must not run)."""
+
+    def __init__(self) -> None:
+        self.unpacked = 0
+
+    def __call__(self) -> torch.autograd.graph.saved_tensors_hooks:
+        return torch.autograd.graph.saved_tensors_hooks(lambda t: t, self._unpack)
+
+    def _unpack(self, t: torch.Tensor) -> torch.Tensor:
+        self.unpacked += 1
+        return t
+
+
+class _PartlyHooked(nn.Module):
+    def __init__(self, hooks: _CountingHooks) -> None:
+        super().__init__()
+        torch.manual_seed(1)
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 1)
+        self.hooks = hooks
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with self.hooks():
+            h = torch.tanh(self.a(x))
+        return self.b(h * x)
+
+
+# (session reads the non-leaf input's .grad, and PyTorch warns: not what this test is about)
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_saved_tensors_under_hooks_are_never_unpacked_and_the_others_are_read() -> None:
+    """Nodes made inside a saved_tensors_hooks block, and an input's history made under hooks
+    before the trace (discovered later, by a module's pre-hook), say "packed" without running
+    the unpack hook; nodes made outside show their saved values."""
+
+    def run(trace: bool) -> tuple[int, gradtrace.Trace | None]:
+        hooks = _CountingHooks()
+        base = torch.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+        with hooks():
+            x = torch.sigmoid(base)  # SigmoidBackward0 saves its result under the hooks
+        model = _PartlyHooked(hooks)
+        if not trace:
+            model(x).sum().backward()
+            return hooks.unpacked, None
+        result = gradtrace.trace(model, x, lambda out: out.sum())
+        return hooks.unpacked, result
+
+    clean_unpacks, _ = run(trace=False)
+    unpacks, trace = run(trace=True)
+    assert trace is not None
+    assert unpacks == clean_unpacks > 0  # only the backward unpacked them, as without gradtrace
+    saved = {n.op: n.saved for n in trace.doc.graph.nodes if n.kind == "op" and n.saved}
+    packed = "saved_tensors_hooks pack hook"
+    for op in ("SigmoidBackward0", "TanhBackward0"):
+        assert [s.name for s in saved[op]] == ["_saved_result"], op
+        assert packed in str(saved[op][0].scalar) and saved[op][0].value is None, op
+    mul = {s.name: s for s in saved["MulBackward0"]}
+    assert mul["_saved_self"].value is not None and mul["_saved_other"].value is not None
+    assert not any(packed in str(s.scalar) for s in saved["MulBackward0"])

@@ -26,7 +26,8 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
-from gradtrace.engine.graph_walk import walk_new
+from gradtrace.engine.graph_walk import sequence_base, walk_new
+from gradtrace.engine.memory import saved_tensor_hooks_active
 from gradtrace.engine.recorder import Recorder
 
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
@@ -36,7 +37,8 @@ def flat_tensors(obj: Any) -> list[torch.Tensor]:
     """Tensors inside a (nested) tuple/list/dict, in order."""
     if isinstance(obj, torch.Tensor):
         return [obj]
-    if isinstance(obj, tuple | list):
+    # (a tuple of types, not `tuple | list`: that builds a union object at every call)
+    if isinstance(obj, (tuple, list)):
         out: list[torch.Tensor] = []
         for item in obj:
             if isinstance(item, torch.Tensor):  # (the usual: a module's args, an op's outputs)
@@ -49,16 +51,28 @@ def flat_tensors(obj: Any) -> list[torch.Tensor]:
     return []
 
 
-def _arg_tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    out = []
+def _no_grad_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensor arguments of a torch call that need no grad: plain arguments first, then
+    those in list/tuple arguments, then keyword ones. (Mostly none: one pass, no list of
+    every tensor argument.)"""
+    out: list[torch.Tensor] = []
+    nested = False
     for a in args:
         if isinstance(a, torch.Tensor):
-            out.append(a)
-    for a in args:
-        if isinstance(a, tuple | list):
-            out.extend(t for t in a if isinstance(t, torch.Tensor))
+            if not a.requires_grad:
+                out.append(a)
+        elif isinstance(a, (tuple, list)):
+            nested = True
+    if nested:  # (loops, not generators: these are mostly sizes, e.g. layer_norm's shape)
+        for a in args:
+            if isinstance(a, (tuple, list)):
+                for t in a:
+                    if isinstance(t, torch.Tensor) and not t.requires_grad:
+                        out.append(t)
     if kwargs:
-        out.extend(v for v in kwargs.values() if isinstance(v, torch.Tensor))
+        for v in kwargs.values():
+            if isinstance(v, torch.Tensor) and not v.requires_grad:
+                out.append(v)
     return out
 
 
@@ -99,8 +113,9 @@ class _DiscoveryMode(TorchFunctionMode):
         intercept = capture.intercepts.get(func)
         if intercept is not None:
             return intercept(func, args, kwargs)
+        first = sequence_base()  # (the number the nodes this call makes start from)
         out = func(*args, **kwargs)
-        capture.after_op(args, kwargs, out)
+        capture.after_op(args, kwargs, out, first)
         return out
 
 
@@ -145,7 +160,8 @@ class ForwardCapture:
         return self._quiet
 
     # ---- discovery ----------------------------------------------------------------------
-    def after_op(self, args: tuple, kwargs: dict, out: Any) -> None:
+    def after_op(self, args: tuple, kwargs: dict, out: Any, first: int) -> None:
+        """A torch call returned ``out``; the nodes it made are numbered from ``first`` on."""
         if isinstance(out, torch.Tensor):  # (most ops)
             consumer = out.grad_fn
             if consumer is None:
@@ -159,9 +175,9 @@ class ForwardCapture:
         # (inside the mode's own handler the mode is off already: only torch function
         # dispatch, to subclasses and modes below ours, is turned off, not the whole quiet())
         with _NO_TORCH_FUNCTION():
-            self.discover_from(outs)
-            for t in _arg_tensors(args, kwargs):
-                if not t.requires_grad and t.grad_fn is None:
+            self.discover_from(outs, first)
+            for t in _no_grad_args(args, kwargs):
+                if t.grad_fn is None:
                     self.recorder.no_grad_input(t, consumer)
 
     def discover_roots(self, tensors: list[torch.Tensor]) -> None:
@@ -177,8 +193,13 @@ class ForwardCapture:
             self.recorder.discover(new, {})
         self.discover_from(tensors)
 
-    def discover_from(self, tensors: list[torch.Tensor]) -> None:
-        """Discover every unseen node behind ``tensors`` (used after backward passes too)."""
+    def discover_from(self, tensors: list[torch.Tensor], made_from: int | None = None) -> None:
+        """Discover every unseen node behind ``tensors`` (used after backward passes too).
+
+        ``made_from``: right after a torch call, the number its nodes start from (see
+        Recorder.discover's ``fresh_from``); None when user code may have run since the
+        nodes were made.
+        """
         rec = self.recorder
         seen = rec.node_ids
         # each unseen node with the (first) tensor it produced: its value
@@ -188,7 +209,9 @@ class ForwardCapture:
             if fn is not None and fn not in seen and fn not in produced:
                 produced[fn] = t
         if produced:  # (usually nothing new: a module's inputs, a name for a known tensor)
-            rec.discover(walk_new(produced, seen), produced)
+            if made_from is not None and saved_tensor_hooks_active():
+                made_from = None  # (their saved tensors were packed by the hooks)
+            rec.discover(walk_new(produced, seen), produced, made_from)
 
     # ---- module hooks -------------------------------------------------------------------
     def _global_pre_hook(self, module: nn.Module, args: tuple) -> None:

@@ -47,6 +47,17 @@ def saved_plan(node: Any) -> dict[str, str | None]:
     return plan
 
 
+def saved_tensor_hooks_active() -> bool:
+    """Whether saved-tensor default hooks are on (``torch.autograd.graph.saved_tensors_hooks``,
+    a non-reentrant checkpoint, ``save_on_cpu``): a node made now packs its saved tensors
+    through them, and unpacking one runs the unpack hook.
+
+    NOTE: ``_top_saved_tensors_default_hooks`` is private PyTorch API (torch._functorch uses
+    it; checked by tests/engine/test_memory.py). ``True``: the hooks even while tracing.
+    """
+    return torch._C._autograd._top_saved_tensors_default_hooks(True) is not None
+
+
 def storage_of(t: torch.Tensor) -> tuple[StorageKey, int] | None:
     """The storage a tensor keeps alive, with its size in bytes (None for tensors without one)."""
     try:

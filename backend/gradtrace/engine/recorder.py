@@ -29,13 +29,14 @@ def _plain(value: Any) -> Any:
     """A saved non-tensor value as JSON: ints (SymInts too), floats, lists, else its str."""
     if type(value) is int or type(value) is bool or value is None:  # (most: sizes, flags)
         return value
-    if isinstance(value, tuple | list):
+    # (a tuple of types, not `tuple | list`: that builds a union object at every call)
+    if isinstance(value, (tuple, list)):
         plain = list(value)  # (sizes and strides: ints, as they are)
         for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
             if type(item) is not int:
                 return [_plain(v) for v in plain]
         return plain
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return value if not isinstance(value, float) or value == value else "NaN"
     if isinstance(value, torch.SymInt):
         return int(value)
@@ -52,9 +53,32 @@ def _unpacking_runs_a_hook(raw: Any) -> bool:
     segment (its module hooks firing once more)."""
     if type(raw) is SavedVariable:  # (the usual: one saved tensor)
         return raw.unpack_hook is not None  # type: ignore[attr-defined]
-    if isinstance(raw, tuple | list):
+    if isinstance(raw, (tuple, list)):
         return any(getattr(item, "unpack_hook", None) is not None for item in raw)
     return getattr(raw, "unpack_hook", None) is not None
+
+
+class _OpClass:
+    """What every autograd node of one class has in common, decided on first sight: a C++
+    node class is one op (a custom Function's backward class is generated per Function)."""
+
+    __slots__ = ("name", "accumulate", "inserted", "saved")
+
+    def __init__(self, node: Any) -> None:
+        self.name = op_name(node)
+        self.accumulate = is_accumulate_grad(node)  # (a leaf's node)
+        self.inserted = self.name == _HOOK_NODE
+        # its saved attributes, each with its raw SavedVariable's attribute (or None)
+        self.saved = tuple(saved_plan(node).items())
+
+
+_OP_CLASSES: dict[type, _OpClass] = {}
+
+
+def _op_class(node: Any) -> _OpClass:
+    """The facts of a node class seen for the first time (the hot path reads _OP_CLASSES)."""
+    facts = _OP_CLASSES[type(node)] = _OpClass(node)
+    return facts
 
 
 class Recorder:
@@ -215,58 +239,75 @@ class Recorder:
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
 
-    def _add_node(self, obj: Any, record: GraphNode) -> GraphNode:
-        """Register a new node's record (made with the id ``_new_id()`` gave) and emit its
-        node_created event. ``obj``: the autograd node (None for a leaf tensor)."""
+    def _add_node(self, obj: Any, record: GraphNode) -> None:
+        """Register a new node's record (made with the id ``_new_id()`` gave and
+        ``created_seq`` the seq of the next event) and emit its node_created event.
+        ``obj``: the autograd node (None for a leaf tensor)."""
         node_id = record.id
         self.nodes.append(record)
         self.by_id[node_id] = record
         if obj is not None:
             self.node_ids[obj] = node_id
             self.node_objects[node_id] = obj
-        record.created_seq = self.emit("node_created", target=node_id, node=node_id, module=record.module)
-        return record
-
-    def _add_op_node(self, obj: Any, **fields: Any) -> GraphNode:
-        """Register an autograd node (``obj``) of this pass: an op record with ``fields``."""
-        record = GraphNode(
-            id=self._new_id(), pass_index=self.pass_index, kind="op", requires_grad=True, **fields
+        events = self.events
+        # (emit() inlined: this runs once per node of the graph)
+        events.append(
+            Event(
+                seq=len(events),
+                pass_index=self.pass_index,
+                phase=self.phase,
+                kind="node_created",
+                target=node_id,
+                node=node_id,
+                module=record.module,
+            )
         )
-        return self._add_node(obj, record)
 
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
-        known = self.leaf_id(tensor)
-        if known is not None:
-            return known
         key = id(tensor)
+        known = self._leaf_ids.get(key)
+        if known is not None and known[0] is tensor:
+            return known[1]
         named = self.leaf_names.get(key)
         name = named[1] if named is not None and named[0] is tensor else None
         module = name.rsplit(".", 1)[0] if name and "." in name else None
-        labelled = self.leaf_labels.get(key)
-        label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
+        if name:
+            label = name
+        else:
+            labelled = self.leaf_labels.get(key)
+            label = labelled[1] if labelled is not None and labelled[0] is tensor else "tensor"
         requires_grad = tensor.requires_grad
+        node_id = self._new_id()
+        value = self.summarize(tensor)
         record = GraphNode(
-            id=self._new_id(),
+            id=node_id,
             pass_index=self.pass_index,
             kind="tensor",
-            label=name or label,
+            label=label,
             tensor=name,
             role="parameter" if requires_grad else "input",
-            shape=list(tensor.shape),
-            dtype=dtype_name(tensor),
+            shape=value.shape,  # (the summary's: the same list, read-only, shared)
+            dtype=value.dtype,
             module=module,
             requires_grad=requires_grad,
-            value=self.summarize(tensor),
+            value=value,
+            created_seq=len(self.events),
         )
         self._add_node(None, record)
-        self._leaf_ids[key] = (tensor, record.id)
-        return record.id
+        self._leaf_ids[key] = (tensor, node_id)
+        return node_id
 
-    def discover(self, new_nodes: list[Any], produced: dict[Any, torch.Tensor]) -> None:
+    def discover(
+        self, new_nodes: list[Any], produced: dict[Any, torch.Tensor], fresh_from: int | None = None
+    ) -> None:
         """Give ids to autograd nodes not seen before, emit their node_created events.
 
         ``produced`` maps a node to the tensor it produced (its value), where known.
+        ``fresh_from``: the nodes numbered from it on (raw ``_sequence_nr``) were made by the
+        torch call that just returned, with no saved-tensor hooks on: no unpack hook can be
+        on their saved tensors (none was on when they were made, and no user code ran since
+        that could register one), so their saved values are read without probing for one.
         """
         if not new_nodes:
             return
@@ -274,54 +315,75 @@ class Recorder:
             raise TraceError(
                 "too_many_nodes", f"the autograd graph has more than max_nodes={self.max_nodes} nodes"
             )
+        classes = _OP_CLASSES
         for obj in creation_sorted(new_nodes):
-            if is_accumulate_grad(obj):
+            facts = classes.get(type(obj)) or _op_class(obj)
+            if facts.accumulate:
                 self._add_accumulate(obj)
             else:
-                self._add_op(obj, produced.get(obj))
+                self._add_op(obj, facts, produced.get(obj), fresh_from)
 
     def _add_accumulate(self, obj: Any) -> None:
         leaf_id = self.leaf(obj.variable)
         leaf = self.by_id[leaf_id]
-        record = self._add_op_node(
-            obj,
+        node_id = self._new_id()
+        record = GraphNode(
+            id=node_id,
+            pass_index=self.pass_index,
+            kind="op",
+            requires_grad=True,
             label="AccumulateGrad",
             op="AccumulateGrad",
-            role=None,
             module=leaf.module,
-            creation_order=None,
             variable=leaf_id,
             tensor=leaf.tensor,
+            created_seq=len(self.events),
         )
-        leaf.grad_fn = record.id
-        self._add_edge(leaf_id, record.id, "leaf", None, 0)
+        self._add_node(obj, record)
+        leaf.grad_fn = node_id
+        self._add_edge(leaf_id, node_id, "leaf", None, 0)
 
-    def _add_op(self, obj: Any, tensor: torch.Tensor | None) -> None:
+    def _add_op(self, obj: Any, facts: _OpClass, tensor: torch.Tensor | None, fresh_from: int | None) -> None:
         raw = raw_sequence_nr(obj)
-        name = op_name(obj)
         stack = self._module_stack
         module = stack[-1] if stack else None
-        if name == _HOOK_NODE:
+        if facts.inserted:
             module = self._module_of_hook_node(obj, module)
         saved_tensors: list[tuple[str, torch.Tensor]] = []
-        saved = self._saved(obj, saved_tensors)  # (summarized before the value, as always)
-        record = self._add_op_node(
-            obj,
+        if facts.saved:  # (summarized before the value, as always)
+            hooks_possible = fresh_from is None or raw is None or raw < fresh_from
+            saved = self._saved(obj, facts.saved, saved_tensors, hooks_possible)
+        else:
+            saved = []
+        if tensor is None:
+            shape = dtype = value = None
+        else:  # (its summary knows its shape and dtype: the same list, read-only, shared)
+            value = self.summarize(tensor)
+            shape = value.shape
+            dtype = value.dtype
+        node_id = self._new_id()
+        seq = len(self.events)
+        name = facts.name
+        record = GraphNode(
+            id=node_id,
+            pass_index=self.pass_index,
+            kind="op",
+            requires_grad=True,
             label=name,
             op=name,
             role="intermediate",
             module=module,
             creation_order=None if raw is None else raw - self.sequence_base,
-            inserted=name == _HOOK_NODE,
+            inserted=facts.inserted,
             saved=saved,
-            shape=None if tensor is None else list(tensor.shape),
-            dtype=None if tensor is None else dtype_name(tensor),
-            value=None if tensor is None else self.summarize(tensor),
+            shape=shape,
+            dtype=dtype,
+            value=value,
+            created_seq=seq,
         )
-        node_id = record.id
+        self._add_node(obj, record)
         if saved_tensors:
-            assert record.created_seq is not None  # (set by _add_node)
-            self.memory.hold(node_id, obj, record.created_seq, saved_tensors)
+            self.memory.hold(node_id, obj, seq, saved_tensors)
         node_ids = self.node_ids
         for slot, (source, output_nr) in enumerate(obj.next_functions):
             # (None: no grad needed there; not found: never for real graphs, not walked)
@@ -348,18 +410,29 @@ class Recorder:
                 return inner
         return current
 
-    def _saved(self, obj: Any, tensors: list[tuple[str, torch.Tensor]]) -> list[SavedTensor]:
-        """Saved tensors/values, read now: backward frees them (DESIGN). The tensors are also
-        appended to ``tensors`` as (name, tensor), for the memory they hold."""
+    def _saved(
+        self,
+        obj: Any,
+        plan: tuple[tuple[str, str | None], ...],
+        tensors: list[tuple[str, torch.Tensor]],
+        hooks_possible: bool,
+    ) -> list[SavedTensor]:
+        """Saved tensors/values (``plan``: the node class's saved attributes, see saved_plan),
+        read now: backward frees them (DESIGN). The tensors are also appended to ``tensors``
+        as (name, tensor), for the memory they hold. ``hooks_possible``: a saved tensor may
+        have an unpack hook (then it is not read: see _HOOK_PACKED)."""
         out: list[SavedTensor] = []
-        plan = saved_plan(obj)
-        if not plan:
-            return out
         summarize = self.summarize
-        for attr, raw_attr in plan.items():
-            if raw_attr is not None and _unpacking_runs_a_hook(getattr(obj, raw_attr, None)):
-                out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
-                continue
+        for attr, raw_attr in plan:
+            if raw_attr is not None and hooks_possible:
+                raw = getattr(obj, raw_attr, None)
+                if type(raw) is SavedVariable:  # (the usual, one saved tensor: tested inline)
+                    hooked = raw.unpack_hook is not None  # type: ignore[attr-defined]
+                else:
+                    hooked = _unpacking_runs_a_hook(raw)
+                if hooked:
+                    out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
+                    continue
             try:
                 value = getattr(obj, attr)
             except RuntimeError:  # already freed or modified in place: nothing to show
@@ -369,7 +442,7 @@ class Recorder:
                 tensors.append((attr, value))
             elif type(value) is int or type(value) is bool or value is None:  # (flags, dims)
                 out.append(SavedTensor(name=attr, scalar=value))
-            elif isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
+            elif isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
                 for k, t in enumerate(value):
                     item = f"{attr}[{k}]"
                     out.append(SavedTensor(name=item, value=summarize(t)))
