@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,19 @@ def test_tensors_needing_no_grad_get_dashed_edges_whatever_way_they_are_passed()
     assert dashed[2][0].tensor == "x"  # the model's input, named
     expected = _oracle(model, (x,), lambda out: out.sum())
     np.testing.assert_array_equal(trace.grads["w"], expected["w"].numpy())
+
+
+def test_an_input_computed_from_other_tensors_is_no_leaf_and_its_grad_is_never_read() -> None:
+    # the output of an earlier stage fed to the model: its .grad stays None (not a leaf), and
+    # reading it made PyTorch warn; the trace lists no final gradient for it
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    stage = torch.randn(4, 3, requires_grad=True)
+    x = stage * 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trace = gradtrace.trace(model, x, lambda out: out.sum())
+    assert sorted(trace.doc.grads) == ["bias", "weight"]
+    expected = _oracle(model, (x,), lambda out: out.sum())
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(trace.grads[name], expected[name].numpy())

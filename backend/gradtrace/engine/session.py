@@ -293,7 +293,7 @@ class TraceSession:
             self.forward_capture.discover_from(tensors)
 
     def all_leaves(self) -> list[torch.Tensor]:
-        return list(self.params.values()) + [t for t in self.leaves.values() if t.requires_grad]
+        return [t for _name, t in self.all_leaves_named()]
 
     def _note_grad_norms(self, pass_index: int) -> None:
         grads = [
@@ -401,11 +401,7 @@ class TraceSession:
     def _final_values(self) -> tuple[dict[str, TensorValue | None], dict[str, TensorValue]]:
         """The serialised ``grads`` and ``values``, exact and first (Summarizer.final), and
         the in-memory ones; one diagnostic when the model is too big for them."""
-        final_grads: dict[str, torch.Tensor | None] = {
-            name: t.grad
-            for name, t in list(self.params.items()) + list(self.leaves.items())
-            if t.requires_grad
-        }
+        final_grads: dict[str, torch.Tensor | None] = {name: t.grad for name, t in self.all_leaves_named()}
         final_grads.update({name: t.grad for name, t in self.retained.items()})
         final_grads = dict(sorted(final_grads.items()))
         # (kept as references: final_grad_arrays copies them, only for a caller that wants them)
@@ -461,4 +457,8 @@ class TraceSession:
         return {n: None if g is None else exact_array(g) for n, g in self._final_grads.items()}
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
-        return list(self.params.items()) + [(n, t) for n, t in self.leaves.items() if t.requires_grad]
+        """The parameters and the named inputs whose ``.grad`` a backward fills: leaves that
+        require grad. (An input computed from other tensors is no leaf: its ``.grad`` stays
+        None, and reading it makes PyTorch warn.)"""
+        leaves = [(n, t) for n, t in self.leaves.items() if t.requires_grad and t.is_leaf]
+        return list(self.params.items()) + leaves
