@@ -186,6 +186,20 @@ def _fill(stats: TensorStats, row: StatsRow) -> None:
     stats.min, stats.max, stats.mean, stats.std, stats.norm, stats.nan, stats.inf = row
 
 
+def _key(t: torch.Tensor, version: int) -> tuple:
+    """The Summarizer's cache key of a tensor at a version. Same memory, layout, dtype and
+    version: same numbers, even through another tensor object (each read of a node's
+    `_saved_*` returns a new one): ``(first element's address, shape, strides, dtype, version,
+    True on the CPU or the device type)``, which ``Summarizer._snapshot`` reads back. Sparse
+    and other layouts have no single data pointer: keyed by the object instead, ``(None,
+    shape, id, dtype, version, device)``. (A plain function: looked up faster than a method
+    on the hot path.)"""
+    # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+    if t.layout is not _STRIDED:
+        return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type)
+    return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
+
+
 def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
@@ -246,18 +260,6 @@ class Summarizer:
         # and each list is one more object the cyclic GC traverses
         self._shapes: dict[torch.Size, list[int]] = {}
 
-    @staticmethod
-    def _key(t: torch.Tensor, version: int) -> tuple:
-        """Same memory, layout, dtype and version: same numbers, even through another tensor
-        object (each read of a node's `_saved_*` returns a new one): ``(first element's
-        address, shape, strides, dtype, version, True on the CPU or the device type)``, which
-        ``_snapshot`` reads back. Sparse and other layouts have no single data pointer: keyed
-        by the object instead, ``(None, shape, id, dtype, version, device)``."""
-        # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
-        if t.layout is not _STRIDED:
-            return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type)
-        return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
-
     @overload
     def __call__(self, t: torch.Tensor) -> TensorValue: ...
     @overload
@@ -271,32 +273,30 @@ class Summarizer:
         seen = self._by_object.get(id(t))
         if seen is None or seen[0] is not t or seen[1] != version:
             # The held reference keeps the memory from being reused by another tensor.
-            key = self._key(t, version)
+            key = _key(t, version)
             cached = self._cache.get(key)
             if cached is None:
-                return self._new(t, key, version)
+                # not summarized before (at this version): a new record, charged now (inline
+                # rather than a method: this runs thousands of times per trace)
+                numel = t.numel()
+                cost = _cost(numel)
+                kind = _KINDS.get(key[3]) or _kind(key[3])
+                numbers = cost <= self.budget_left and not kind.complex
+                if numbers:
+                    self.budget_left -= cost
+                else:
+                    self.values_truncated += 1
+                    cost = 0
+                value = self._snapshot(t, key, numel, numbers, kind)
+                self._cache[key] = (t, value, cost)
+                self._by_object[id(t)] = (t, version, value, cost)
+                return value
             seen = self._by_object[id(t)] = (t, version, cached[1], cached[2])
         charge = seen[3]
         if charge <= self.budget_left:  # (0: stats only, nothing to charge)
             self.budget_left -= charge
             return seen[2]
         return self._over_budget(seen[2])
-
-    def _new(self, t: torch.Tensor, key: tuple, version: int) -> TensorValue:
-        """A per-event snapshot of a tensor not summarized before (at this version)."""
-        numel = t.numel()
-        cost = _cost(numel)
-        kind = _KINDS.get(key[3]) or _kind(key[3])
-        numbers = cost <= self.budget_left and not kind.complex
-        if numbers:
-            self.budget_left -= cost
-        else:
-            self.values_truncated += 1
-            cost = 0
-        value = self._snapshot(t, key, numel, numbers, kind)
-        self._cache[key] = (t, value, cost)
-        self._by_object[id(t)] = (t, version, value, cost)
-        return value
 
     @overload
     def final(self, t: torch.Tensor) -> TensorValue: ...
@@ -308,7 +308,7 @@ class Summarizer:
         if not isinstance(t, torch.Tensor):
             return None
         numel = t.numel()
-        key = self._key(t, t._version)
+        key = _key(t, t._version)
         hit = self._cache.get(key)
         # already summarized with its numbers, at this version
         if hit is not None and not hit[1].truncated:
@@ -392,11 +392,8 @@ class Summarizer:
         contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
         if numel and key[0] is not None and (contiguous or self._is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device), from the key
-            memory = (key[0], numel, key[3], key[4], key[5])
-            known = self._stats_by_memory.get(memory)
-            if known is None:
-                self._stats_by_memory[memory] = stats
-            else:
+            known = self._stats_by_memory.setdefault((key[0], numel, key[3], key[4], key[5]), stats)
+            if known is not stats:
                 out.stats = known  # filled now, or by finalize() with its first owner
                 if not numbers:
                     return out
