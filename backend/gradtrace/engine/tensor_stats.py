@@ -37,7 +37,7 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     x = arr.astype(np.float64).ravel("K")  # (astype keeps the layout: ravel is then a view)
     low, high = float(x.min()), float(x.max())  # (NaN if any element is NaN)
     extreme = max(-low, high)
-    if not 1 / _HUGE <= extreme <= _HUGE and extreme != 0.0:  # (also False for NaN: redone)
+    if not 1 / _HUGE <= extreme <= _HUGE and extreme != 0.0:  # (a NaN fails the range: unusual)
         return _stats_of_unusual(x)
     n = int(x.size)
     mean = float(x.sum()) / n  # (at most n·1e150: no overflow)
