@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+_FLOAT32 = np.dtype(np.float32)
 _HUGE = 1e150  # past this magnitude (or under its inverse) stats are computed scaled
 
 # (min, max, mean, std, norm, nan, inf): the first five None when no element is finite
@@ -35,7 +36,12 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     # a flat copy, even of float64 input: it is centred in place below (the order of the
     # elements does not matter: any layout, e.g. a transposed weight, is read as it lies)
     x = arr.astype(np.float64).ravel("K")  # (astype keeps the layout: ravel is then a view)
-    low, high = float(x.min()), float(x.max())  # (NaN if any element is NaN)
+    # (NaN if any element is NaN.) float32's own min and max read half the bytes and are the
+    # same numbers (float64 holds every float32 exactly, in the same order), but for which
+    # zero, 0.0 or -0.0, a tie between them gives: that is left to float64's, as before
+    low, high = (float(arr.min()), float(arr.max())) if arr.dtype == _FLOAT32 else (0.0, 0.0)
+    if low == 0.0 or high == 0.0:
+        low, high = float(x.min()), float(x.max())
     extreme = max(-low, high)
     if not 1 / _HUGE <= extreme <= _HUGE and extreme != 0.0:  # (a NaN fails the range: unusual)
         return _stats_of_unusual(x)
