@@ -25,6 +25,7 @@ Struct: about as cheap to build as a dict).
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import sys
 from collections.abc import Iterator
@@ -200,6 +201,25 @@ def _key(t: torch.Tensor, version: int) -> tuple:
     return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
+    """Whether the elements of a tensor of this shape and strides fill one block of memory
+    from its first element (in some order of its dims): a transposed weight, a permuted
+    activation. Such tensors with the same first element, numel, dtype and version hold
+    the same elements, so the same stats. (What ``t.permute(dims by decreasing stride)
+    .is_contiguous()`` answers, from the key's numbers: no tensor, no autograd node.)
+    Remembered per layout: a model repeats a few layouts many times (~1.7 µs to sort and
+    check, ~0.1 µs to look up).
+    """
+    expected = 1
+    for stride, size in sorted(zip(strides, shape, strict=True)):
+        if size != 1:  # (a dim of size 1 can have any stride)
+            if stride != expected:
+                return False
+            expected *= size
+    return True
+
+
 def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
@@ -361,22 +381,6 @@ class Summarizer:
         # the stats are shared: finalize() fills them for both
         return TensorValue(shape=value.shape, dtype=value.dtype, stats=value.stats, truncated=True)
 
-    @staticmethod
-    def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
-        """Whether the elements of a tensor of this shape and strides fill one block of memory
-        from its first element (in some order of its dims): a transposed weight, a permuted
-        activation. Such tensors with the same first element, numel, dtype and version hold
-        the same elements, so the same stats. (What ``t.permute(dims by decreasing stride)
-        .is_contiguous()`` answers, from the key's numbers: no tensor, no autograd node.)
-        """
-        expected = 1
-        for stride, size in sorted(zip(strides, shape, strict=True)):
-            if size != 1:  # (a dim of size 1 can have any stride)
-                if stride != expected:
-                    return False
-                expected *= size
-        return True
-
     def _snapshot(
         self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
     ) -> TensorValue:
@@ -390,7 +394,7 @@ class Summarizer:
         out = TensorValue(shape=shape, dtype=kind.name, stats=stats, truncated=not numbers)
         owner = True  # this record's stats are computed here (not shared with another's)
         contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
-        if numel and key[0] is not None and (contiguous or self._is_dense(key[1], key[2])):
+        if numel and key[0] is not None and (contiguous or _is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device), from the key
             known = self._stats_by_memory.setdefault((key[0], numel, key[3], key[4], key[5]), stats)
             if known is not stats:
