@@ -138,6 +138,8 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
         t = t.to_dense()
     if not t.is_cpu:
         t = t.cpu()
+    if t.is_neg():  # a lazily negated view: numpy sees memory, so the negation is applied first
+        t = t.resolve_neg()
     if t.dtype in _NUMPY_NATIVE:
         numeric = t.numpy()
         if _BIG_ENDIAN:
@@ -188,17 +190,18 @@ def _fill(stats: TensorStats, row: StatsRow) -> None:
 
 
 def _key(t: torch.Tensor, version: int) -> tuple:
-    """The Summarizer's cache key of a tensor at a version. Same memory, layout, dtype and
-    version: same numbers, even through another tensor object (each read of a node's
-    `_saved_*` returns a new one): ``(first element's address, shape, strides, dtype, version,
-    True on the CPU or the device type)``, which ``Summarizer._snapshot`` reads back. Sparse
-    and other layouts have no single data pointer: keyed by the object instead, ``(None,
-    shape, id, dtype, version, device)``. (A plain function: looked up faster than a method
-    on the hot path.)"""
+    """The Summarizer's cache key of a tensor at a version. Same memory, layout, dtype,
+    version and negation: same numbers, even through another tensor object (each read of a
+    node's `_saved_*` returns a new one): ``(first element's address, shape, strides, dtype,
+    version, True on the CPU or the device type, negated)``, which ``Summarizer._snapshot``
+    reads back. Negated: a lazily negated view (``z.conj().imag``) shares its memory with the
+    unnegated one (``z.imag``) but not its numbers. Sparse and other layouts have no single
+    data pointer: keyed by the object instead, ``(None, shape, id, dtype, version, device,
+    negated)``. (A plain function: looked up faster than a method on the hot path.)"""
     # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
     if t.layout is not _STRIDED:
-        return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type)
-    return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
+        return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type, t.is_neg())
+    return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type, t.is_neg())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -224,7 +227,8 @@ def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
     which holds every one of their values exactly."""
-    t = t.detach()
+    # (a lazy negation or conjugation applied first: numpy sees the memory as it lies)
+    t = t.detach().resolve_conj().resolve_neg()
     if t.layout != torch.strided:
         t = t.to_dense()
     if not t.is_cpu:
@@ -395,8 +399,8 @@ class Summarizer:
         owner = True  # this record's stats are computed here (not shared with another's)
         contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
         if numel and key[0] is not None and (contiguous or _is_dense(key[1], key[2])):
-            # (first element's address, numel, dtype, version, device), from the key
-            known = self._stats_by_memory.setdefault((key[0], numel, key[3], key[4], key[5]), stats)
+            # (first element's address, numel, dtype, version, device, negated), from the key
+            known = self._stats_by_memory.setdefault((key[0], numel, *key[3:]), stats)
             if known is not stats:
                 out.stats = known  # filled now, or by finalize() with its first owner
                 if not numbers:
@@ -413,7 +417,7 @@ class Summarizer:
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
         raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
-        if contiguous and kind.raw is not None and key[5] is True and not t.is_neg():
+        if contiguous and kind.raw is not None and key[5] is True and not key[6]:
             # its bytes as they lie in CPU memory, numpy's own: one copy, no numpy array
             raw = plain = _string_at(key[0], numel * kind.size)
             dtype = kind.raw
