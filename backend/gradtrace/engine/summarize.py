@@ -400,7 +400,8 @@ class Summarizer:
         contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
         if numel and key[0] is not None and (contiguous or _is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device, negated), from the key
-            known = self._stats_by_memory.setdefault((key[0], numel, *key[3:]), stats)
+            memory = (key[0], numel, key[3], key[4], key[5], key[6])
+            known = self._stats_by_memory.setdefault(memory, stats)
             if known is not stats:
                 out.stats = known  # filled now, or by finalize() with its first owner
                 if not numbers:
