@@ -53,6 +53,8 @@ CASES = {
     "under 1e-150": np.full(2000, 5e-151),
     "near float64's limit": _with(_NORMAL, 1e305),  # (the norm, ~2e306, is still a float64)
     "nan": _with(_NORMAL, float("nan")),
+    "float32 nan": _with(_NORMAL, float("nan")).astype(np.float32),
+    "float32 inf": _with(_NORMAL, float("-inf")).astype(np.float32),
     "inf": _with(_NORMAL, float("inf")),
     "both infinities": _with(_with(_NORMAL, float("inf"), 5), float("-inf"), 3),
     "all nan": np.full(2000, float("nan")),

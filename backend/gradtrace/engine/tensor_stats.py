@@ -38,7 +38,8 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     x = arr.astype(np.float64).ravel("K")  # (astype keeps the layout: ravel is then a view)
     # (NaN if any element is NaN.) float32's own min and max read half the bytes and are the
     # same numbers (float64 holds every float32 exactly, in the same order), but for which
-    # zero, 0.0 or -0.0, a tie between them gives: that is left to float64's, as before
+    # zero, 0.0 or -0.0, a tie between them gives: that is left to float64's, as before (and
+    # other dtypes' min and max come from the float64 copy: the zeros send them there)
     low, high = (float(arr.min()), float(arr.max())) if arr.dtype == _FLOAT32 else (0.0, 0.0)
     if low == 0.0 or high == 0.0:
         low, high = float(x.min()), float(x.max())
