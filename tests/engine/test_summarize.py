@@ -246,3 +246,52 @@ def test_a_sparse_tensor_is_summarized_as_its_dense_numbers() -> None:
     [v] = _summaries(dense.to_sparse())
     assert v.values == [0.0, 2.0, 3.0, 0.0] and v.shape == [2, 2]
     assert v.stats.mean == 1.25 and v.stats.max == 3.0
+
+
+@pytest.mark.parametrize("numel", [12, 300, 3000])  # a list; base64 (small, then large)
+def test_a_lazily_negated_view_has_its_own_numbers_not_those_of_its_memory(numel: int) -> None:
+    """``z.conj().imag`` is ``z.imag``'s memory with a negation pending: the same address,
+    layout, dtype and version, other numbers. Each gets its own record, both right."""
+    z = torch.randn(numel, dtype=torch.complex64, generator=torch.Generator().manual_seed(numel))
+    plain, negated = z.imag, z.conj().imag
+    assert negated.is_neg() and negated.data_ptr() == plain.data_ptr()
+    s = Summarizer()
+    records = [s(plain), s(negated), s(negated.reshape(-1, 1).t())]  # and a view of the view
+    s.finalize()
+    for t, v in zip([plain, negated, negated.reshape(-1, 1).t()], records, strict=True):
+        assert np.array_equal(tensor_array(v), t.resolve_neg().numpy())
+        assert v.stats.mean == pytest.approx(t.double().mean().item(), rel=1e-12)
+        assert v.stats.min == t.min().item() and v.stats.max == t.max().item()
+    assert records[0].stats.mean == -records[1].stats.mean
+
+
+def test_a_model_reading_the_imaginary_part_of_a_conjugate_traces_with_torchs_numbers() -> None:
+    """A real tensor with a pending negation flows through a model: the trace keeps its
+    numbers (numpy cannot read such a tensor as it lies) and the gradients are PyTorch's."""
+    import gradtrace
+
+    class ConjImag(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            z = torch.view_as_complex(self.lin(x).reshape(-1, 4, 2))
+            return z.conj().imag * 2
+
+    torch.manual_seed(0)
+    model, x = ConjImag(), torch.randn(300, 8)
+    trace = gradtrace.trace(model, x, lambda y: (y**2).sum())
+    out = model(x)
+    assert np.array_equal(trace.values["output"], out.detach().numpy())
+    want = torch.autograd.grad((out**2).sum(), list(model.parameters()))
+    for (name, _), grad in zip(model.named_parameters(), want, strict=True):
+        assert np.allclose(trace.grads[name], grad.numpy(), rtol=1e-5, atol=1e-6), name
+
+
+def test_exact_arrays_apply_a_pending_negation_or_conjugation() -> None:
+    from gradtrace.engine.summarize import exact_array
+
+    z = torch.tensor([1 + 2j, 3 - 4j])
+    assert np.array_equal(exact_array(z.conj()), np.array([1 - 2j, 3 + 4j]))
+    assert np.array_equal(exact_array(z.conj().imag), np.array([-2.0, 4.0], np.float32))

@@ -25,6 +25,7 @@ Struct: about as cheap to build as a dict).
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import sys
 from collections.abc import Iterator
@@ -137,6 +138,8 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
         t = t.to_dense()
     if not t.is_cpu:
         t = t.cpu()
+    if t.is_neg():  # a lazily negated view: numpy sees memory, so the negation is applied first
+        t = t.resolve_neg()
     if t.dtype in _NUMPY_NATIVE:
         numeric = t.numpy()
         if _BIG_ENDIAN:
@@ -186,11 +189,46 @@ def _fill(stats: TensorStats, row: StatsRow) -> None:
     stats.min, stats.max, stats.mean, stats.std, stats.norm, stats.nan, stats.inf = row
 
 
+def _key(t: torch.Tensor, version: int) -> tuple:
+    """The Summarizer's cache key of a tensor at a version. Same memory, layout, dtype,
+    version and negation: same numbers, even through another tensor object (each read of a
+    node's `_saved_*` returns a new one): ``(first element's address, shape, strides, dtype,
+    version, True on the CPU or the device type, negated)``, which ``Summarizer._snapshot``
+    reads back. Negated: a lazily negated view (``z.conj().imag``) shares its memory with the
+    unnegated one (``z.imag``) but not its numbers. Sparse and other layouts have no single
+    data pointer: keyed by the object instead, ``(None, shape, id, dtype, version, device,
+    negated)``. (A plain function: looked up faster than a method on the hot path.)"""
+    # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+    if t.layout is not _STRIDED:
+        return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type, t.is_neg())
+    return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type, t.is_neg())
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
+    """Whether the elements of a tensor of this shape and strides fill one block of memory
+    from its first element (in some order of its dims): a transposed weight, a permuted
+    activation. Such tensors with the same first element, numel, dtype and version hold
+    the same elements, so the same stats. (What ``t.permute(dims by decreasing stride)
+    .is_contiguous()`` answers, from the key's numbers: no tensor, no autograd node.)
+    Remembered per layout: a model repeats a few layouts many times (~1.7 µs to sort and
+    check, ~0.1 µs to look up).
+    """
+    expected = 1
+    for stride, size in sorted(zip(strides, shape, strict=True)):
+        if size != 1:  # (a dim of size 1 can have any stride)
+            if stride != expected:
+                return False
+            expected *= size
+    return True
+
+
 def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
     which holds every one of their values exactly."""
-    t = t.detach()
+    # (a lazy negation or conjugation applied first: numpy sees the memory as it lies)
+    t = t.detach().resolve_conj().resolve_neg()
     if t.layout != torch.strided:
         t = t.to_dense()
     if not t.is_cpu:
@@ -246,18 +284,6 @@ class Summarizer:
         # and each list is one more object the cyclic GC traverses
         self._shapes: dict[torch.Size, list[int]] = {}
 
-    @staticmethod
-    def _key(t: torch.Tensor, version: int) -> tuple:
-        """Same memory, layout, dtype and version: same numbers, even through another tensor
-        object (each read of a node's `_saved_*` returns a new one): ``(first element's
-        address, shape, strides, dtype, version, True on the CPU or the device type)``, which
-        ``_snapshot`` reads back. Sparse and other layouts have no single data pointer: keyed
-        by the object instead, ``(None, shape, id, dtype, version, device)``."""
-        # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
-        if t.layout is not _STRIDED:
-            return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type)
-        return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type)
-
     @overload
     def __call__(self, t: torch.Tensor) -> TensorValue: ...
     @overload
@@ -271,32 +297,30 @@ class Summarizer:
         seen = self._by_object.get(id(t))
         if seen is None or seen[0] is not t or seen[1] != version:
             # The held reference keeps the memory from being reused by another tensor.
-            key = self._key(t, version)
+            key = _key(t, version)
             cached = self._cache.get(key)
             if cached is None:
-                return self._new(t, key, version)
+                # not summarized before (at this version): a new record, charged now (inline
+                # rather than a method: this runs thousands of times per trace)
+                numel = t.numel()
+                cost = _cost(numel)
+                kind = _KINDS.get(key[3]) or _kind(key[3])
+                numbers = cost <= self.budget_left and not kind.complex
+                if numbers:
+                    self.budget_left -= cost
+                else:
+                    self.values_truncated += 1
+                    cost = 0
+                value = self._snapshot(t, key, numel, numbers, kind)
+                self._cache[key] = (t, value, cost)
+                self._by_object[id(t)] = (t, version, value, cost)
+                return value
             seen = self._by_object[id(t)] = (t, version, cached[1], cached[2])
         charge = seen[3]
         if charge <= self.budget_left:  # (0: stats only, nothing to charge)
             self.budget_left -= charge
             return seen[2]
         return self._over_budget(seen[2])
-
-    def _new(self, t: torch.Tensor, key: tuple, version: int) -> TensorValue:
-        """A per-event snapshot of a tensor not summarized before (at this version)."""
-        numel = t.numel()
-        cost = _cost(numel)
-        kind = _KINDS.get(key[3]) or _kind(key[3])
-        numbers = cost <= self.budget_left and not kind.complex
-        if numbers:
-            self.budget_left -= cost
-        else:
-            self.values_truncated += 1
-            cost = 0
-        value = self._snapshot(t, key, numel, numbers, kind)
-        self._cache[key] = (t, value, cost)
-        self._by_object[id(t)] = (t, version, value, cost)
-        return value
 
     @overload
     def final(self, t: torch.Tensor) -> TensorValue: ...
@@ -308,7 +332,7 @@ class Summarizer:
         if not isinstance(t, torch.Tensor):
             return None
         numel = t.numel()
-        key = self._key(t, t._version)
+        key = _key(t, t._version)
         hit = self._cache.get(key)
         # already summarized with its numbers, at this version
         if hit is not None and not hit[1].truncated:
@@ -361,22 +385,6 @@ class Summarizer:
         # the stats are shared: finalize() fills them for both
         return TensorValue(shape=value.shape, dtype=value.dtype, stats=value.stats, truncated=True)
 
-    @staticmethod
-    def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
-        """Whether the elements of a tensor of this shape and strides fill one block of memory
-        from its first element (in some order of its dims): a transposed weight, a permuted
-        activation. Such tensors with the same first element, numel, dtype and version hold
-        the same elements, so the same stats. (What ``t.permute(dims by decreasing stride)
-        .is_contiguous()`` answers, from the key's numbers: no tensor, no autograd node.)
-        """
-        expected = 1
-        for stride, size in sorted(zip(strides, shape, strict=True)):
-            if size != 1:  # (a dim of size 1 can have any stride)
-                if stride != expected:
-                    return False
-                expected *= size
-        return True
-
     def _snapshot(
         self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
     ) -> TensorValue:
@@ -390,13 +398,11 @@ class Summarizer:
         out = TensorValue(shape=shape, dtype=kind.name, stats=stats, truncated=not numbers)
         owner = True  # this record's stats are computed here (not shared with another's)
         contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
-        if numel and key[0] is not None and (contiguous or self._is_dense(key[1], key[2])):
-            # (first element's address, numel, dtype, version, device), from the key
-            memory = (key[0], numel, key[3], key[4], key[5])
-            known = self._stats_by_memory.get(memory)
-            if known is None:
-                self._stats_by_memory[memory] = stats
-            else:
+        if numel and key[0] is not None and (contiguous or _is_dense(key[1], key[2])):
+            # (first element's address, numel, dtype, version, device, negated), from the key
+            memory = (key[0], numel, key[3], key[4], key[5], key[6])
+            known = self._stats_by_memory.setdefault(memory, stats)
+            if known is not stats:
                 out.stats = known  # filled now, or by finalize() with its first owner
                 if not numbers:
                     return out
@@ -412,7 +418,7 @@ class Summarizer:
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
         raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
-        if contiguous and kind.raw is not None and key[5] is True and not t.is_neg():
+        if contiguous and kind.raw is not None and key[5] is True and not key[6]:
             # its bytes as they lie in CPU memory, numpy's own: one copy, no numpy array
             raw = plain = _string_at(key[0], numel * kind.size)
             dtype = kind.raw

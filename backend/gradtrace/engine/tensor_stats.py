@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+_FLOAT32 = np.dtype(np.float32)
 _HUGE = 1e150  # past this magnitude (or under its inverse) stats are computed scaled
 
 # (min, max, mean, std, norm, nan, inf): the first five None when no element is finite
@@ -25,14 +26,41 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     a busy box; torch.var_mean took ~200 µs for 16k elements). One float64 copy, centred in
     place; the norm comes from the same sum of squares, ``|x|² = Σ(x-m)² + n·m²`` (two
     non-negative terms: no cancellation), so ~2.5x fewer passes than before.
+
+    min and max come first: when both are finite and of moderate magnitude (the usual case)
+    nothing below can overflow or meet a NaN, so no ``np.errstate`` is entered (~1 µs a call,
+    a tenth of the whole for a 32 KB tensor); otherwise ``_stats_of_unusual`` handles it.
     """
-    numel = int(arr.size)
+    if arr.size == 0:
+        return (None, None, None, None, None, 0, 0)
     # a flat copy, even of float64 input: it is centred in place below (the order of the
     # elements does not matter: any layout, e.g. a transposed weight, is read as it lies)
     x = arr.astype(np.float64).ravel("K")  # (astype keeps the layout: ravel is then a view)
+    # (NaN if any element is NaN.) float32's own min and max read half the bytes and are the
+    # same numbers (float64 holds every float32 exactly, in the same order), but for which
+    # zero, 0.0 or -0.0, a tie between them gives: that is left to float64's, as before (and
+    # other dtypes' min and max come from the float64 copy: the zeros send them there)
+    low, high = (float(arr.min()), float(arr.max())) if arr.dtype == _FLOAT32 else (0.0, 0.0)
+    if low == 0.0 or high == 0.0:
+        low, high = float(x.min()), float(x.max())
+    extreme = max(-low, high)
+    if not 1 / _HUGE <= extreme <= _HUGE and extreme != 0.0:  # (a NaN fails the range: unusual)
+        return _stats_of_unusual(x)
+    n = int(x.size)
+    mean = float(x.sum()) / n  # (at most n·1e150: no overflow)
+    np.subtract(x, mean, out=x)
+    squares = float(np.einsum("i,i->", x, x))  # Σ(x-m)², einsum's own loop (no BLAS)
+    return (low, high, mean, math.sqrt(squares / n), math.sqrt(squares + n * mean * mean), 0, 0)
+
+
+def _stats_of_unusual(x: np.ndarray) -> StatsRow:
+    """``stats_of`` of a flat float64 copy ``x`` holding a NaN or an infinity, or magnitudes
+    past 1e150 or under 1e-150 (whose squares, and sums, over/underflow): over the finite
+    elements, scaled by a power of two where needed."""
+    numel = int(x.size)
     nan = inf = 0
     with np.errstate(over="ignore", invalid="ignore"):  # a float64 sum past 1e308: redone scaled
-        total = float(x.sum()) if numel else 0.0
+        total = float(x.sum())
     if not math.isfinite(total):  # some NaN or infinity, or a float64 sum past 1e308
         finite = np.isfinite(x)
         nan = int(np.isnan(x).sum())
