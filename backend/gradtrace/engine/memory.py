@@ -53,9 +53,20 @@ def saved_tensor_hooks_active() -> bool:
     through them, and unpacking one runs the unpack hook.
 
     NOTE: ``_top_saved_tensors_default_hooks`` is private PyTorch API (torch._functorch uses
-    it; checked by tests/engine/test_memory.py). ``True``: the hooks even while tracing.
+    it; checked by tests/engine/test_memory.py). ``True``: the hooks even while tracing. A
+    PyTorch without it (or with another signature) answers True: every node is probed.
     """
-    return torch._C._autograd._top_saved_tensors_default_hooks(True) is not None
+    try:
+        return _top_saved_tensor_hooks(True) is not None
+    except TypeError:  # another signature: assume hooks, the safe answer
+        return True
+
+
+def _no_such_query(ignore_is_tracing: bool) -> object:
+    return True  # (not None: "hooks may be on")
+
+
+_top_saved_tensor_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", _no_such_query)
 
 
 def storage_of(t: torch.Tensor) -> tuple[StorageKey, int] | None:
