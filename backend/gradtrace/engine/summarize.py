@@ -125,7 +125,7 @@ def dtype_name(t: torch.Tensor) -> str:
     return _kind(t.dtype).name
 
 
-def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
+def native_and_numeric(t: torch.Tensor, numpy_own: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
     """A detached tensor as numpy arrays of its shape (views where possible): ``(native, numeric)``.
 
     ``native``'s bytes are the tensor's own, little-endian (what ``data`` carries; None for
@@ -133,7 +133,13 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     are made of: the same array where numpy has the dtype (on a little-endian machine), else
     float32 (exact for bfloat16 and float8) or, for complex tensors, the magnitude. Both keep
     torch's strides: ``tobytes()`` reads them row-major, as ``data`` is.
+
+    ``numpy_own``: the caller knows ``t`` lies in CPU memory as numpy holds it (strided, not
+    negated, a dtype numpy has, a little-endian machine): one array, none of the checks below.
     """
+    if numpy_own:
+        numeric = t.numpy()
+        return numeric, numeric
     if t.layout != torch.strided:
         t = t.to_dense()
     if not t.is_cpu:
@@ -407,25 +413,28 @@ class Summarizer:
                 if not numbers:
                     return out
                 owner = False
+        # its elements lie in CPU memory as numpy holds them (strided, not negated, a dtype
+        # numpy has): read as they are, with none of native_and_numeric's checks
+        numpy_own = key[0] is not None and key[5] is True and not key[6] and kind.raw is not None
         if numel > BATCH_STATS:
             # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
-            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
+            # (detached first: .numpy() refuses a tensor that requires grad. No
+            # torch.no_grad() here: entering it cost ~200 µs per call.)
+            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out.data = base64_of(np.ascontiguousarray(native).data)  # (read in place)
+                out.data = base64_of(np.ascontiguousarray(native))  # (read in place)
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
         raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
-        if contiguous and kind.raw is not None and key[5] is True and not key[6]:
-            # its bytes as they lie in CPU memory, numpy's own: one copy, no numpy array
+        if contiguous and numpy_own:
+            # its bytes as they lie in CPU memory: one copy, no numpy array
             raw = plain = _string_at(key[0], numel * kind.size)
             dtype = kind.raw
         else:
-            # detached first: .numpy() refuses a tensor that requires grad. No
-            # torch.no_grad() here: entering it cost ~200 µs per call.
-            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
+            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
             raw = None if native is None else native.tobytes()
             plain = raw if raw is not None and numeric is native else numeric.tobytes()
             dtype = numeric.dtype
