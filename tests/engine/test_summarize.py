@@ -295,3 +295,28 @@ def test_exact_arrays_apply_a_pending_negation_or_conjugation() -> None:
     z = torch.tensor([1 + 2j, 3 - 4j])
     assert np.array_equal(exact_array(z.conj()), np.array([1 - 2j, 3 + 4j]))
     assert np.array_equal(exact_array(z.conj().imag), np.array([-2.0, 4.0], np.float32))
+
+
+@pytest.mark.parametrize("rows", [8, 64])  # 8x32 and its transpose: small; 64x32: large
+def test_parameters_and_their_transposes_travel_row_major_with_their_own_numbers(rows: int) -> None:
+    """A tensor that requires grad (a weight, its ``.t()`` saved by Linear) is read through
+    numpy as it lies in memory: its numbers row-major, its stats those of its elements."""
+    w = torch.nn.Parameter(torch.randn(rows, 32, generator=torch.Generator().manual_seed(rows)))
+    records = _summaries(w, w.t())
+    for t, v in zip([w, w.t()], records, strict=True):
+        assert v.data is not None and v.shape == list(t.shape)
+        assert np.array_equal(tensor_array(v), t.detach().numpy())
+        want = _expected_stats(t)
+        assert v.stats.min == want["min"] and v.stats.max == want["max"]
+        assert v.stats.mean == pytest.approx(want["mean"], rel=1e-12)
+        assert v.stats.norm == pytest.approx(want["norm"], rel=1e-12)
+
+
+def test_the_exact_array_of_a_tensor_that_requires_grad_is_a_copy() -> None:
+    from gradtrace.engine.summarize import exact_array
+
+    w = torch.nn.Parameter(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    got = exact_array(w.t())
+    with torch.no_grad():
+        w.mul_(10)  # a later write does not reach the copy
+    assert got.dtype == np.float32 and np.array_equal(got, np.array([[1.0, 3.0], [2.0, 4.0]]))
