@@ -299,10 +299,11 @@ class Recorder:
         return node_id
 
     def discover(
-        self, new_nodes: list[Any], produced: dict[Any, torch.Tensor], fresh_from: int | None = None
+        self, new_nodes: dict[Any, tuple], produced: dict[Any, torch.Tensor], fresh_from: int | None = None
     ) -> None:
         """Give ids to autograd nodes not seen before, emit their node_created events.
 
+        ``new_nodes``: each with its ``next_functions``, as graph_walk.walk_new found them.
         ``produced`` maps a node to the tensor it produced (its value), where known.
         ``fresh_from``: the nodes numbered from it on (raw ``_sequence_nr``) were made by the
         torch call that just returned, with no saved-tensor hooks on: no unpack hook can be
@@ -321,7 +322,7 @@ class Recorder:
             if facts.accumulate:
                 self._add_accumulate(obj)
             else:
-                self._add_op(obj, facts, produced.get(obj), fresh_from)
+                self._add_op(obj, facts, new_nodes[obj], produced.get(obj), fresh_from)
 
     def _add_accumulate(self, obj: Any) -> None:
         leaf_id = self.leaf(obj.variable)
@@ -343,7 +344,15 @@ class Recorder:
         leaf.grad_fn = node_id
         self._add_edge(leaf_id, node_id, "leaf", None, 0)
 
-    def _add_op(self, obj: Any, facts: _OpClass, tensor: torch.Tensor | None, fresh_from: int | None) -> None:
+    def _add_op(
+        self,
+        obj: Any,
+        facts: _OpClass,
+        inputs: tuple,
+        tensor: torch.Tensor | None,
+        fresh_from: int | None,
+    ) -> None:
+        """An op node (``inputs``: its next_functions), its data edges from known nodes."""
         raw = raw_sequence_nr(obj)
         stack = self._module_stack
         module = stack[-1] if stack else None
@@ -385,7 +394,7 @@ class Recorder:
         if saved_tensors:
             self.memory.hold(node_id, obj, seq, saved_tensors)
         node_ids = self.node_ids
-        for slot, (source, output_nr) in enumerate(obj.next_functions):
+        for slot, (source, output_nr) in enumerate(inputs):
             # (None: no grad needed there; not found: never for real graphs, not walked)
             source_id = node_ids.get(source)
             if source_id is not None:
