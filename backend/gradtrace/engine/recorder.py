@@ -31,11 +31,7 @@ def _plain(value: Any) -> Any:
         return value
     # (a tuple of types, not `tuple | list`: that builds a union object at every call)
     if isinstance(value, (tuple, list)):
-        plain = list(value)  # (sizes and strides: ints, as they are)
-        for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
-            if type(item) is not int:
-                return [_plain(v) for v in plain]
-        return plain
+        return _plain_list(value)
     if isinstance(value, (int, float)):
         return value if not isinstance(value, float) or value == value else "NaN"
     if isinstance(value, torch.SymInt):
@@ -43,6 +39,16 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _plain_list(value: tuple | list) -> list[Any]:
+    """A saved tuple or list as JSON (see _plain)."""
+    plain = list(value)  # (sizes and strides: ints, as they are)
+    for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
+        if type(item) is not int:
+            return [_plain(v) for v in plain]
+    return plain
+
+
+_TENSOR = torch.Tensor  # (read once: a module attribute lookup less per saved value)
 _HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
 
@@ -433,7 +439,7 @@ class Recorder:
         out: list[SavedTensor] = []
         summarize = self.summarize
         for attr, raw_attr in plan:
-            if raw_attr is not None and hooks_possible:
+            if hooks_possible and raw_attr is not None:
                 raw = getattr(obj, raw_attr, None)
                 if type(raw) is SavedVariable:  # (the usual, one saved tensor: tested inline)
                     hooked = raw.unpack_hook is not None  # type: ignore[attr-defined]
@@ -446,16 +452,19 @@ class Recorder:
                 value = getattr(obj, attr)
             except RuntimeError:  # already freed or modified in place: nothing to show
                 continue
-            if isinstance(value, torch.Tensor):
+            if isinstance(value, _TENSOR):
                 out.append(SavedTensor(name=attr, value=summarize(value)))
                 tensors.append((attr, value))
             elif type(value) is int or type(value) is bool or value is None:  # (flags, dims)
                 out.append(SavedTensor(name=attr, scalar=value))
-            elif isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
-                for k, t in enumerate(value):
-                    item = f"{attr}[{k}]"
-                    out.append(SavedTensor(name=item, value=summarize(t)))
-                    tensors.append((item, t))
+            elif isinstance(value, (tuple, list)):  # (sizes, strides; lists of tensors)
+                if value and isinstance(value[0], _TENSOR):
+                    for k, t in enumerate(value):
+                        item = f"{attr}[{k}]"
+                        out.append(SavedTensor(name=item, value=summarize(t)))
+                        tensors.append((item, t))
+                else:
+                    out.append(SavedTensor(name=attr, scalar=_plain_list(value)))
             else:
                 out.append(SavedTensor(name=attr, scalar=_plain(value)))
         return out
