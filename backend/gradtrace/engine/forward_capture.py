@@ -232,7 +232,9 @@ class ForwardCapture:
         if path is None:  # not this model's (the process-wide hook sees every module)
             return
         rec = self.recorder
-        with self._quiet:
+        # (torch function dispatch off, as in quiet(): nothing in here can reach the mode, nor
+        # enter quiet(); the C context manager costs less than quiet's Python one)
+        with _NO_TORCH_FUNCTION():
             # nodes behind the inputs belong to the caller: discover them before entering
             # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
             tensors = flat_tensors(args)
@@ -251,7 +253,7 @@ class ForwardCapture:
         if path is None:
             return
         try:
-            with self._quiet:
+            with _NO_TORCH_FUNCTION():  # (see _pre_hook)
                 self._record_output(path, module, args, output)
         finally:
             self.recorder.exit_module(path)
