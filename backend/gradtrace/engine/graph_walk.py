@@ -77,7 +77,10 @@ def walk_new(roots: Iterable[Any], seen: set[Any] | dict[Any, Any]) -> dict[Any,
     modified.
     """
     found: dict[Any, tuple] = {}
-    stack = [r for r in roots if r is not None and r not in seen]
+    stack = []
+    for r in roots:  # (a loop, not a list comprehension: no frame of its own on Python 3.11)
+        if r is not None and r not in seen:
+            stack.append(r)
     while stack:
         node = stack.pop()
         if node in found:
