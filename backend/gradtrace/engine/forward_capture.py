@@ -51,6 +51,11 @@ def flat_tensors(obj: Any) -> list[torch.Tensor]:
     return []
 
 
+def _same_tensors(seen: list[torch.Tensor], now: tuple | list) -> bool:
+    """Whether ``now`` holds exactly the tensor objects ``seen``, in order."""
+    return len(seen) == len(now) and all(map(operator.is_, seen, now))
+
+
 def _no_grad_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
     """The tensor arguments of a torch call that need no grad: plain arguments first, then
     those in list/tuple arguments, then keyword ones. (Mostly none: one pass, no list of
@@ -227,14 +232,17 @@ class ForwardCapture:
         if path is None:  # not this model's (the process-wide hook sees every module)
             return
         rec = self.recorder
-        with self._quiet:
+        # (torch function dispatch off, as in quiet(): nothing in here can reach the mode, nor
+        # enter quiet(); the C context manager costs less than quiet's Python one)
+        with _NO_TORCH_FUNCTION():
             # nodes behind the inputs belong to the caller: discover them before entering
             # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
             tensors = flat_tensors(args)
-            self.discover_from(tensors)
+            # (usually one input, made by a known node or none: nothing to discover, no call)
+            if len(tensors) != 1 or ((fn := tensors[0].grad_fn) is not None and fn not in rec.node_ids):
+                self.discover_from(tensors)
             rec.enter_module(path)
-            summarize = rec.summarize
-            inputs = [summarize(t) for t in tensors]
+            inputs = list(map(rec.summarize, tensors))
             self._inputs.append((tensors, inputs))  # module_forward repeats them
             rec.emit("module_forward_pre", target=path, module=path, payload={"inputs": inputs})
         if self.on_module_start is not None:
@@ -245,7 +253,7 @@ class ForwardCapture:
         if path is None:
             return
         try:
-            with self._quiet:
+            with _NO_TORCH_FUNCTION():  # (see _pre_hook)
                 self._record_output(path, module, args, output)
         finally:
             self.recorder.exit_module(path)
@@ -255,29 +263,27 @@ class ForwardCapture:
     def _record_output(self, path: str, module: nn.Module, args: tuple, output: Any) -> None:
         rec = self.recorder
         outputs = flat_tensors(output)
-        self.discover_from(outputs)
         fn = outputs[0].grad_fn if outputs else None
-        tensors = flat_tensors(args)
+        # (usually one output, made by a node its op's call discovered: nothing new, no call)
+        if len(outputs) != 1 or (fn is not None and fn not in rec.node_ids):
+            self.discover_from(outputs)
+        summarize = rec.summarize
         seen_tensors, seen = self._inputs.pop() if self._inputs else ([], None)
-        same = (
-            seen is not None
-            and len(seen_tensors) == len(tensors)
-            and all(map(operator.is_, seen_tensors, tensors))
-        )
         # a forward-pre hook may have replaced the inputs: then summarize what forward got
-        if same and seen is not None:
-            inputs = [rec.summarize.repeat(v) for v in seen]
+        # (the usual: ``args`` are the very tensors the pre hook saw, none nested: compared
+        # as they are, not flattened again)
+        if seen is not None and (
+            _same_tensors(seen_tensors, args) or _same_tensors(seen_tensors, flat_tensors(args))
+        ):
+            inputs = list(map(summarize.repeat, seen))
         else:
-            inputs = [rec.summarize(t) for t in tensors]
+            inputs = list(map(summarize, flat_tensors(args)))
         rec.emit(
             "module_forward",
             target=path,
             module=path,
             node=rec.node_ids.get(fn) if fn is not None else None,
-            payload={
-                "inputs": inputs,
-                "outputs": [rec.summarize(t) for t in outputs],
-            },
+            payload={"inputs": inputs, "outputs": list(map(summarize, outputs))},
         )
         if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):
             self._note_linear(path, module, args, output)

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 import torch
@@ -64,44 +65,52 @@ def next_nodes(node: Any) -> list[tuple[int, Any, int]]:
     return [(slot, fn, nr) for slot, (fn, nr) in enumerate(node.next_functions) if fn is not None]
 
 
-def walk_new(roots: Iterable[Any], seen: set[Any] | dict[Any, Any]) -> list[Any]:
-    """Every node reachable from ``roots`` that is not in ``seen``, without entering seen nodes.
+_first = itemgetter(0)
+
+
+def walk_new(roots: Iterable[Any], seen: set[Any] | dict[Any, Any]) -> dict[Any, tuple]:
+    """Every node reachable from ``roots`` that is not in ``seen``, without entering seen
+    nodes, each with its ``next_functions`` (read once here: the callers need them again,
+    and each read builds new tuples).
 
     Iterative DFS; the result is unordered (callers sort by creation order). ``seen`` is not
     modified.
     """
-    found: dict[Any, None] = {}
-    stack = [r for r in roots if r is not None and r not in seen]
+    found: dict[Any, tuple] = {}
+    stack = []
+    for r in roots:  # (a loop, not a list comprehension: no frame of its own on Python 3.11)
+        if r is not None and r not in seen:
+            stack.append(r)
     while stack:
         node = stack.pop()
         if node in found:
             continue
-        found[node] = None
-        for fn, _nr in node.next_functions:
+        found[node] = inputs = node.next_functions
+        for fn, _nr in inputs:
             if fn is not None and fn not in seen and fn not in found:
                 stack.append(fn)
-    return list(found)
+    return found
 
 
-def creation_sorted(nodes: list[Any]) -> list[Any]:
-    """Nodes in forward creation order, each AccumulateGrad just before its first consumer.
+def creation_sorted(found: dict[Any, tuple]) -> list[Any]:
+    """The nodes of ``found`` (node -> its next_functions, as :func:`walk_new` gives them) in
+    forward creation order, each AccumulateGrad just before its first consumer.
 
     A leaf "appears when first used": sorting op nodes by sequence number and pulling in
     their not-yet-placed AccumulateGrad inputs gives that order deterministically.
     """
-    if len(nodes) == 1:  # (most calls: one op run, one new node)
-        return list(nodes)
-    members = set(nodes)
-    numbered = [(nr, n) for n in nodes if (nr := raw_sequence_nr(n)) is not None]
-    numbered.sort(key=lambda item: item[0])
+    if len(found) == 1:  # (most calls: one op run, one new node)
+        return list(found)
+    numbered = [(nr, n) for n in found if (nr := raw_sequence_nr(n)) is not None]
+    numbered.sort(key=_first)
     placed: dict[Any, None] = {}
     for _nr, op in numbered:
-        for fn, _out in op.next_functions:
-            if fn is not None and fn in members and fn not in placed and raw_sequence_nr(fn) is None:
+        for fn, _out in found[op]:
+            if fn is not None and fn in found and fn not in placed and raw_sequence_nr(fn) is None:
                 placed[fn] = None
         placed[op] = None
     # AccumulateGrad roots (a leaf used directly as a root) come last, in input order
-    for n in nodes:
+    for n in found:
         if n not in placed:
             placed[n] = None
     return list(placed)

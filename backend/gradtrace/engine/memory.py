@@ -69,17 +69,6 @@ def _no_such_query(ignore_is_tracing: bool) -> object:
 _top_saved_tensor_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", _no_such_query)
 
 
-def storage_of(t: torch.Tensor) -> tuple[StorageKey, int] | None:
-    """The storage a tensor keeps alive, with its size in bytes (None for tensors without one)."""
-    try:
-        storage = t.untyped_storage()
-    except (RuntimeError, NotImplementedError):  # sparse, nested, functional wrappers
-        return None
-    nbytes = storage.nbytes()
-    # (str(t.device) costs half of this function: CPU tensors, nearly all, skip it)
-    return (storage.data_ptr(), nbytes, "cpu" if t.is_cpu else str(t.device)), nbytes
-
-
 class SavedMemory:
     """Per-node saved storages, when they were created and when the engine freed them."""
 
@@ -92,12 +81,18 @@ class SavedMemory:
         self._probe: dict[str, str] = {}  # node id -> what to read to see one saved tensor freed
 
     def hold(self, node_id: str, node: Any, seq: int, saved: list[tuple[str, torch.Tensor]]) -> None:
-        """``node`` (created at event ``seq``) saved these tensors (attribute, tensor)."""
+        """``node`` (created at event ``seq``) saved these tensors (attribute, tensor): the
+        storages they keep alive, with their sizes in bytes. (Read here, in one loop: this
+        runs for every saved tensor of the graph.)"""
         held: dict[StorageKey, int] = {}
         for _attr, t in saved:
-            found = storage_of(t)
-            if found is not None:
-                held[found[0]] = found[1]
+            try:
+                storage = t.untyped_storage()
+            except (RuntimeError, NotImplementedError):  # sparse, nested, functional wrappers
+                continue
+            nbytes = storage.nbytes()
+            # (str(t.device) costs as much as the rest: CPU tensors, nearly all, skip it)
+            held[storage.data_ptr(), nbytes, "cpu" if t.is_cpu else str(t.device)] = nbytes
         if not held:
             return
         self.storages[node_id] = held

@@ -31,11 +31,7 @@ def _plain(value: Any) -> Any:
         return value
     # (a tuple of types, not `tuple | list`: that builds a union object at every call)
     if isinstance(value, (tuple, list)):
-        plain = list(value)  # (sizes and strides: ints, as they are)
-        for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
-            if type(item) is not int:
-                return [_plain(v) for v in plain]
-        return plain
+        return _plain_list(value)
     if isinstance(value, (int, float)):
         return value if not isinstance(value, float) or value == value else "NaN"
     if isinstance(value, torch.SymInt):
@@ -43,6 +39,43 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _plain_list(value: tuple | list) -> list[Any]:
+    """A saved tuple or list as JSON (see _plain)."""
+    plain = list(value)  # (sizes and strides: ints, as they are)
+    for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
+        if type(item) is not int:
+            return [_plain(v) for v in plain]
+    return plain
+
+
+class _Ids:
+    """The ids ``n0, n1, …`` (or ``e…``), made once per process and shared by every trace:
+    strings are immutable, and formatting one costs ~3x looking it up (a trace makes one per
+    node and per edge: ~2% of the forward's own cost on chain60). Grown by replacing the
+    tuple, so threads tracing at once each read a whole one; ids past ``_CACHED_IDS`` are
+    made as needed, not kept."""
+
+    __slots__ = ("prefix", "made")
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.made: tuple[str, ...] = ()
+
+    def grow(self, k: int) -> str:
+        """Id number ``k`` (not in ``made`` yet)."""
+        if k >= _CACHED_IDS:
+            return f"{self.prefix}{k}"
+        made = self.made
+        size = min(max(2 * len(made), k + 1, 1024), _CACHED_IDS)
+        made += tuple(f"{self.prefix}{i}" for i in range(len(made), size))
+        self.made = made
+        return made[k]
+
+
+_CACHED_IDS = 1 << 15
+_NODE_IDS = _Ids("n")
+_EDGE_IDS = _Ids("e")
+_TENSOR = torch.Tensor  # (read once: a module attribute lookup less per saved value)
 _HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
 
@@ -237,7 +270,9 @@ class Recorder:
 
     # ---- nodes --------------------------------------------------------------------------
     def _new_id(self) -> str:
-        return f"n{len(self.nodes)}"
+        k = len(self.nodes)
+        made = _NODE_IDS.made
+        return made[k] if k < len(made) else _NODE_IDS.grow(k)
 
     def _add_node(self, obj: Any, record: GraphNode) -> None:
         """Register a new node's record (made with the id ``_new_id()`` gave and
@@ -299,10 +334,11 @@ class Recorder:
         return node_id
 
     def discover(
-        self, new_nodes: list[Any], produced: dict[Any, torch.Tensor], fresh_from: int | None = None
+        self, new_nodes: dict[Any, tuple], produced: dict[Any, torch.Tensor], fresh_from: int | None = None
     ) -> None:
         """Give ids to autograd nodes not seen before, emit their node_created events.
 
+        ``new_nodes``: each with its ``next_functions``, as graph_walk.walk_new found them.
         ``produced`` maps a node to the tensor it produced (its value), where known.
         ``fresh_from``: the nodes numbered from it on (raw ``_sequence_nr``) were made by the
         torch call that just returned, with no saved-tensor hooks on: no unpack hook can be
@@ -321,7 +357,7 @@ class Recorder:
             if facts.accumulate:
                 self._add_accumulate(obj)
             else:
-                self._add_op(obj, facts, produced.get(obj), fresh_from)
+                self._add_op(obj, facts, new_nodes[obj], produced.get(obj), fresh_from)
 
     def _add_accumulate(self, obj: Any) -> None:
         leaf_id = self.leaf(obj.variable)
@@ -343,7 +379,15 @@ class Recorder:
         leaf.grad_fn = node_id
         self._add_edge(leaf_id, node_id, "leaf", None, 0)
 
-    def _add_op(self, obj: Any, facts: _OpClass, tensor: torch.Tensor | None, fresh_from: int | None) -> None:
+    def _add_op(
+        self,
+        obj: Any,
+        facts: _OpClass,
+        inputs: tuple,
+        tensor: torch.Tensor | None,
+        fresh_from: int | None,
+    ) -> None:
+        """An op node (``inputs``: its next_functions), its data edges from known nodes."""
         raw = raw_sequence_nr(obj)
         stack = self._module_stack
         module = stack[-1] if stack else None
@@ -385,7 +429,7 @@ class Recorder:
         if saved_tensors:
             self.memory.hold(node_id, obj, seq, saved_tensors)
         node_ids = self.node_ids
-        for slot, (source, output_nr) in enumerate(obj.next_functions):
+        for slot, (source, output_nr) in enumerate(inputs):
             # (None: no grad needed there; not found: never for real graphs, not walked)
             source_id = node_ids.get(source)
             if source_id is not None:
@@ -424,7 +468,7 @@ class Recorder:
         out: list[SavedTensor] = []
         summarize = self.summarize
         for attr, raw_attr in plan:
-            if raw_attr is not None and hooks_possible:
+            if hooks_possible and raw_attr is not None:
                 raw = getattr(obj, raw_attr, None)
                 if type(raw) is SavedVariable:  # (the usual, one saved tensor: tested inline)
                     hooked = raw.unpack_hook is not None  # type: ignore[attr-defined]
@@ -437,16 +481,19 @@ class Recorder:
                 value = getattr(obj, attr)
             except RuntimeError:  # already freed or modified in place: nothing to show
                 continue
-            if isinstance(value, torch.Tensor):
+            if isinstance(value, _TENSOR):
                 out.append(SavedTensor(name=attr, value=summarize(value)))
                 tensors.append((attr, value))
             elif type(value) is int or type(value) is bool or value is None:  # (flags, dims)
                 out.append(SavedTensor(name=attr, scalar=value))
-            elif isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
-                for k, t in enumerate(value):
-                    item = f"{attr}[{k}]"
-                    out.append(SavedTensor(name=item, value=summarize(t)))
-                    tensors.append((item, t))
+            elif isinstance(value, (tuple, list)):  # (sizes, strides; lists of tensors)
+                if value and isinstance(value[0], _TENSOR):
+                    for k, t in enumerate(value):
+                        item = f"{attr}[{k}]"
+                        out.append(SavedTensor(name=item, value=summarize(t)))
+                        tensors.append((item, t))
+                else:
+                    out.append(SavedTensor(name=attr, scalar=_plain_list(value)))
             else:
                 out.append(SavedTensor(name=attr, scalar=_plain(value)))
         return out
@@ -454,8 +501,10 @@ class Recorder:
     def _add_edge(
         self, source: str, target: str, kind: EdgeKind, slot: int | None, output_nr: int
     ) -> GraphEdge:
+        k = len(self.edges)
+        made = _EDGE_IDS.made
         edge = GraphEdge(
-            id=f"e{len(self.edges)}",
+            id=made[k] if k < len(made) else _EDGE_IDS.grow(k),
             source=source,
             target=target,
             kind=kind,
