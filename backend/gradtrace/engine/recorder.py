@@ -48,33 +48,6 @@ def _plain_list(value: tuple | list) -> list[Any]:
     return plain
 
 
-class _Ids:
-    """The ids ``n0, n1, …`` (or ``e…``), made once per process and shared by every trace:
-    strings are immutable, and formatting one costs ~3x looking it up (a trace makes one per
-    node and per edge: ~2% of the forward's own cost on chain60). Grown by replacing the
-    tuple, so threads tracing at once each read a whole one; ids past ``_CACHED_IDS`` are
-    made as needed, not kept."""
-
-    __slots__ = ("prefix", "made")
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self.made: tuple[str, ...] = ()
-
-    def grow(self, k: int) -> str:
-        """Id number ``k`` (not in ``made`` yet)."""
-        if k >= _CACHED_IDS:
-            return f"{self.prefix}{k}"
-        made = self.made
-        size = min(max(2 * len(made), k + 1, 1024), _CACHED_IDS)
-        made += tuple(f"{self.prefix}{i}" for i in range(len(made), size))
-        self.made = made
-        return made[k]
-
-
-_CACHED_IDS = 1 << 15
-_NODE_IDS = _Ids("n")
-_EDGE_IDS = _Ids("e")
 _TENSOR = torch.Tensor  # (read once: a module attribute lookup less per saved value)
 _HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
@@ -270,9 +243,7 @@ class Recorder:
 
     # ---- nodes --------------------------------------------------------------------------
     def _new_id(self) -> str:
-        k = len(self.nodes)
-        made = _NODE_IDS.made
-        return made[k] if k < len(made) else _NODE_IDS.grow(k)
+        return f"n{len(self.nodes)}"
 
     def _add_node(self, obj: Any, record: GraphNode) -> None:
         """Register a new node's record (made with the id ``_new_id()`` gave and
@@ -501,10 +472,8 @@ class Recorder:
     def _add_edge(
         self, source: str, target: str, kind: EdgeKind, slot: int | None, output_nr: int
     ) -> GraphEdge:
-        k = len(self.edges)
-        made = _EDGE_IDS.made
         edge = GraphEdge(
-            id=made[k] if k < len(made) else _EDGE_IDS.grow(k),
+            id=f"e{len(self.edges)}",
             source=source,
             target=target,
             kind=kind,
