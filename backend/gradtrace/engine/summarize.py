@@ -420,7 +420,9 @@ class Summarizer:
                 owner = False
         # its elements lie in CPU memory as numpy holds them (strided, not negated, a dtype
         # numpy has): read as they are, with none of native_and_numeric's checks
-        numpy_own = key[0] is not None and key[5] is True and not key[6] and kind.raw is not None
+        # (its numpy dtype then, else None)
+        own_dtype = kind.raw if key[0] is not None and key[5] is True and not key[6] else None
+        numpy_own = own_dtype is not None
         if numel > BATCH_STATS:
             # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
             # (detached first: .numpy() refuses a tensor that requires grad. No
@@ -429,15 +431,15 @@ class Summarizer:
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out.data = base64_of(np.ascontiguousarray(native))  # (read in place)
+                out.data = base64_of(np.ascontiguousarray(native).data)  # (read in place)
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
         raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
-        if contiguous and numpy_own:
+        if contiguous and own_dtype is not None:
             # its bytes as they lie in CPU memory: one copy, no numpy array
             raw = plain = _string_at(key[0], numel * kind.size)
-            dtype = kind.raw
+            dtype = own_dtype
         else:
             native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
             raw = None if native is None else native.tobytes()
