@@ -170,8 +170,8 @@ class _AccumulateHooks:
         self.module = module
         self.outputs: list[Any] | None = None  # node_pre's summaries, repeated by node_post
         # the gradient a producer's post handed on last (see hand_over): a weak reference to
-        # the engine's tensor, its version then, and the alias it summarized
-        self.handed: tuple[weakref.ref, int, torch.Tensor] | None = None
+        # the engine's tensor, its version and address then, and the alias it summarized
+        self.handed: tuple[weakref.ref, int, int, torch.Tensor] | None = None
 
     def hand_over(self, grad: torch.Tensor) -> torch.Tensor:
         """What a producer's post summarizes of a gradient it sends here (see _leaf_bound),
@@ -180,16 +180,26 @@ class _AccumulateHooks:
         of yet another alias. Only a weak reference to the engine's tensor is kept, so that
         AccumulateGrad may still take it as ``.grad``."""
         alias = grad.detach()
-        self.handed = (weakref.ref(grad), grad._version, alias)
+        # (a sparse gradient has no address: never handed over)
+        strided = grad.layout is torch.strided
+        self.handed = (weakref.ref(grad), grad._version, grad.data_ptr(), alias) if strided else None
         return alias
 
     def _arrived(self, grad: torch.Tensor | None) -> torch.Tensor | None:
         """What to summarize of the gradient the engine hands this node: the alias handed
         over with it when it is that very tensor, unchanged since (not a sum of several
-        producers' gradients, nor replaced or changed in place by a tensor hook)."""
+        producers' gradients, nor replaced or changed by a tensor hook: an in-place op bumps
+        the version, one that changes the shape too; assigning ``.data`` does not, but moves
+        the address)."""
         handed = self.handed
-        if handed is not None and grad is not None and handed[0]() is grad and handed[1] == grad._version:
-            return handed[2]
+        if (
+            handed is not None
+            and grad is not None
+            and handed[0]() is grad
+            and handed[1] == grad._version
+            and handed[2] == grad.data_ptr()
+        ):
+            return handed[3]
         return _leaf_bound(grad)
 
     def pre(self, grad_outputs: tuple) -> None:
@@ -350,7 +360,7 @@ class BackwardCapture:
         accumulate = self._accumulate_hooks
         edges = [edge_at.get((node_id, slot)) for slot in range(count)]
         to_leaf = [None if edge is None else accumulate.get(edge.source) for edge in edges]
-        return edges, (to_leaf if any(hooks is not None for hooks in to_leaf) else None)
+        return edges, (to_leaf if any(to_leaf) else None)  # (hooks objects are true)
 
     def _keep_deltas(self, node_id: str, grad_outputs: tuple, summaries: list) -> None:
         """A copy of the gradient arriving at a watched node (a Linear's output): the analyses'
