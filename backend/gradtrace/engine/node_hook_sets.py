@@ -10,11 +10,11 @@ into the node's dict (a new one on the node's first hook, which the node then ke
 returns ``(dict, handle)``. While :func:`hooks_on` registers, this thread's lookups find
 :func:`_register_noted` instead: the same insertion, under the set's own key (one per set,
 negative: PyTorch's handle ids count up from 0, so a key never collides with a hook
-registered any other way), and the dict noted for removal instead of a handle (one key per
-set rather than per hook: ~0.5 µs less per node, a fifth of the registering and removing).
-Other threads,
-and every registration outside the loop, get PyTorch's own: the swap is undone when the
-last thread using it is done.
+registered any other way), and the dict noted for removal instead of a handle. (One key
+per set rather than one per hook: on a loaded machine, a pair with empty bodies went from
+3.45 to 2.75 µs per node over a plain backward.) Other threads, and every registration
+outside the loop, get PyTorch's own: the swap is undone when the last thread using it is
+done.
 """
 
 from __future__ import annotations
