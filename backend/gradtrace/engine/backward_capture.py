@@ -171,7 +171,7 @@ class _AccumulateHooks:
         self.outputs: list[Any] | None = None  # node_pre's summaries, repeated by node_post
         # the gradient a producer's post handed on last (see hand_over): a weak reference to
         # the engine's tensor, its version and address then, and the alias it summarized
-        self.handed: tuple[weakref.ref, int, int, torch.Tensor] | None = None
+        self.handed: tuple[weakref.ref[torch.Tensor], int, int, torch.Tensor] | None = None
 
     def hand_over(self, grad: torch.Tensor) -> torch.Tensor:
         """What a producer's post summarizes of a gradient it sends here (see _leaf_bound),
@@ -194,8 +194,8 @@ class _AccumulateHooks:
         handed = self.handed
         if (
             handed is not None
-            and grad is not None
             and handed[0]() is grad
+            and grad is not None
             and handed[1] == grad._version
             and handed[2] == grad.data_ptr()
         ):
