@@ -49,7 +49,8 @@ def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
     alias (same memory, same version: the same record). The engine lets AccumulateGrad take
     the gradient itself as ``.grad`` only when nobody else holds it; the summarizer keeps what
     it is given, so given the engine's tensor it would make PyTorch copy it into a new
-    ``.grad``, which then needs a snapshot of its own."""
+    ``.grad``, which then needs a snapshot of its own. (The producer's alias is handed on to
+    the AccumulateGrad's hooks: see ``_AccumulateHooks.hand_over``.)"""
     return None if grad is None else grad.detach()
 
 
