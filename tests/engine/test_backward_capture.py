@@ -142,3 +142,78 @@ def test_a_models_own_post_accumulate_hook_fires_after_the_write_is_recorded() -
     assert torch.allclose(weight.grad, 2 * oracle)
     handle.remove()
     assert not weight._post_accumulate_grad_hooks
+
+
+def _incoming_gradient_addresses(model: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, list]]:
+    """A graph kept alive (its AccumulateGrad nodes are the ones the next forward uses) and a
+    pre-hook on each parameter's AccumulateGrad noting the address of the gradient the engine
+    hands it (the address only: holding the tensor would make PyTorch copy it)."""
+    kept = model(x)
+    seen: dict[str, list] = {}
+    for name, p in model.named_parameters():
+        node = p.view_as(p).grad_fn.next_functions[0][0]  # (the parameter's AccumulateGrad)
+        seen[name] = []
+        node.register_prehook(lambda go, out=seen[name]: out.append(go[0].data_ptr()))
+    return kept, seen
+
+
+def test_accumulate_grad_still_takes_the_engines_gradient_itself_as_grad() -> None:
+    """The recording keeps no reference to a gradient on its way to a leaf (it summarizes a
+    detached alias, and the AccumulateGrad's hooks recognize the tensor by a weak reference):
+    each .grad lies where the engine's gradient lay, as in a backward without the trace."""
+    x = torch.randn(5, 4)
+    model = _mlp()
+    kept, seen = _incoming_gradient_addresses(model, x)
+    model(x).pow(2).sum().backward()
+    plain = {name: p.grad.data_ptr() for name, p in model.named_parameters()}
+    assert plain == {name: addresses[-1] for name, addresses in seen.items()}  # (the oracle holds)
+    model.zero_grad(set_to_none=True)
+    trace = gradtrace.trace(model, x, lambda out: out.pow(2).sum())
+    assert {name: p.grad.data_ptr() for name, p in model.named_parameters()} == {
+        name: addresses[-1] for name, addresses in seen.items()
+    }
+    assert len(trace.doc.passes) == 2 and kept is not None
+
+
+def _triple_data(g: torch.Tensor) -> None:
+    g.data = g * 3
+
+
+class _HookedBias(nn.Module):
+    """A tensor hook on a leaf changes the gradient between its producer and its
+    AccumulateGrad: it returns a new tensor, writes into the engine's tensor in place, or
+    gives the engine's tensor other memory (``.data``: no version bump)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = nn.Linear(4, 3)
+        hooks = {"new": lambda g: g * 3, "in place": lambda g: g.mul_(3), "data": _triple_data}
+        self.layer.bias.register_hook(hooks[how])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+
+def test_a_gradient_a_tensor_hook_changed_reaches_the_accumulate_grad_as_changed() -> None:
+    """The producer's node_post shows the gradient it sent, the AccumulateGrad's node_pre and
+    the grad_write the one the hook made of it (new, or the same tensor changed): autograd.grad
+    of the unhooked model as oracle."""
+    x = torch.randn(5, 4)
+    plain = nn.Linear(4, 3)
+    for how in ("new", "in place", "data"):
+        model = _HookedBias(how)
+        plain.load_state_dict(model.layer.state_dict())
+        sent = torch.autograd.grad(plain(x).pow(2).sum(), plain.bias)[0]
+        trace = gradtrace.trace(model, x, lambda out: out.pow(2).sum())
+        nodes = trace.doc.graph.nodes
+        events = trace.doc.events
+        accumulate = next(n for n in nodes if n.op == "AccumulateGrad" and n.tensor == "layer.bias")
+        edge = next(e for e in trace.doc.graph.edges if e.source == accumulate.id)
+        post = next(e for e in events if e.kind == "node_post" and e.node == edge.target)
+        np.testing.assert_array_equal(tensor_array(post.payload["grad_inputs"][edge.slot]), sent.numpy())
+        pre = next(e for e in events if e.kind == "node_pre" and e.node == accumulate.id)
+        np.testing.assert_array_equal(tensor_array(pre.payload["grad_outputs"][0]), 3 * sent.numpy())
+        write = next(e for e in events if e.kind == "grad_write" and e.node == accumulate.variable)
+        np.testing.assert_array_equal(tensor_array(write.payload["after"]), 3 * sent.numpy())
+        assert torch.equal(model.layer.bias.grad, 3 * sent)

@@ -29,6 +29,7 @@ saved tensor): the ``error`` event names the node whose pre fired without its po
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -48,7 +49,8 @@ def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
     alias (same memory, same version: the same record). The engine lets AccumulateGrad take
     the gradient itself as ``.grad`` only when nobody else holds it; the summarizer keeps what
     it is given, so given the engine's tensor it would make PyTorch copy it into a new
-    ``.grad``, which then needs a snapshot of its own."""
+    ``.grad``, which then needs a snapshot of its own. (The producer's alias is handed on to
+    the AccumulateGrad's hooks: see ``_AccumulateHooks.hand_over``.)"""
     return None if grad is None else grad.detach()
 
 
@@ -65,8 +67,8 @@ class _OpHooks:
         "watched",
         "make_mode",
         "retained",
-        "modes",
-        "seen",
+        "mode",
+        "outputs",
         "edges",
         "to_leaf",
     )
@@ -86,12 +88,14 @@ class _OpHooks:
         self.watched = watched
         self.make_mode = make_mode
         self.retained = retained
-        self.modes: list[Any] = []  # the mode entered in pre, left in post
-        self.seen: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
-        # per grad_inputs slot (made by the first post): its data edge, and the slots that
-        # feed a leaf's AccumulateGrad (None: none does)
-        self.edges: list[GraphEdge | None] = []
-        self.to_leaf: list[bool] | None = None
+        # (one value each, not a list: a node's pre and post alternate, a node runs once per
+        # engine run; a list per node cost more to make and free than it could ever hold)
+        self.mode: Any = None  # the mode entered in pre, left in post
+        self.outputs: list[Any] | None = None  # node_pre's summaries, repeated by node_post
+        # per grad_inputs slot (made by the first post): its data edge, and the hooks of the
+        # leaf's AccumulateGrad it feeds (None: no slot feeds one)
+        self.edges: Sequence[GraphEdge | None] = ()
+        self.to_leaf: list[_AccumulateHooks | None] | None = None
 
     def pre(self, grad_outputs: tuple) -> None:
         capture = self.capture
@@ -100,21 +104,21 @@ class _OpHooks:
             capture._retained_writes(node_id, self.retained)
         rec = capture.recorder
         rec.node_started(node_id)
-        summaries = list(map(capture.summarize, grad_outputs))
-        self.seen.append(summaries)
+        summaries = self.outputs = list(map(capture.summarize, grad_outputs))
         rec.emit(
             "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
         )
         if self.watched:
             capture._keep_deltas(node_id, grad_outputs, summaries)
         if self.make_mode is not None:
-            mode = self.make_mode()
-            self.modes.append(mode)
+            mode = self.mode = self.make_mode()
             mode.__enter__()
 
     def post(self, grad_inputs: tuple, grad_outputs: tuple) -> None:
-        if self.modes:
-            self.modes.pop().__exit__(None, None, None)
+        mode = self.mode
+        if mode is not None:
+            self.mode = None
+            mode.__exit__(None, None, None)
         capture = self.capture
         rec = capture.recorder
         node_id = self.node_id
@@ -128,12 +132,15 @@ class _OpHooks:
             inputs = list(map(summarize, grad_inputs))
         else:
             inputs = [
-                summarize(_leaf_bound(g) if leaf else g)
+                summarize(g if leaf is None or g is None else leaf.hand_over(g))
                 for g, leaf in zip(grad_inputs, to_leaf, strict=False)
             ]
         # the engine hands post the same grad_outputs as pre: reuse those summaries
-        seen = self.seen
-        outputs = seen.pop() if seen else list(map(summarize, grad_outputs))
+        outputs = self.outputs
+        if outputs is None:
+            outputs = list(map(summarize, grad_outputs))
+        else:
+            self.outputs = None
         repeat = capture.repeat
         seq = rec.emit(
             "node_post",
@@ -152,7 +159,7 @@ class _AccumulateHooks:
     """The hooks of a leaf's AccumulateGrad node: no edges out (its grad_inputs are empty),
     never a Linear's output nor a retain_grad carrier; it writes ``.grad``."""
 
-    __slots__ = ("capture", "node_id", "leaf_id", "leaf", "module", "seen")
+    __slots__ = ("capture", "node_id", "leaf_id", "leaf", "module", "outputs", "handed")
 
     def __init__(
         self, capture: BackwardCapture, node_id: str, leaf_id: str, leaf: torch.Tensor, module: str | None
@@ -162,7 +169,39 @@ class _AccumulateHooks:
         self.leaf_id = leaf_id
         self.leaf = leaf
         self.module = module
-        self.seen: list[list[Any]] = []  # node_pre's summaries, repeated by node_post
+        self.outputs: list[Any] | None = None  # node_pre's summaries, repeated by node_post
+        # the gradient a producer's post handed on last (see hand_over): a weak reference to
+        # the engine's tensor, its version and address then, and the alias it summarized
+        self.handed: tuple[weakref.ref[torch.Tensor], int, int, torch.Tensor] | None = None
+
+    def hand_over(self, grad: torch.Tensor) -> torch.Tensor:
+        """What a producer's post summarizes of a gradient it sends here (see _leaf_bound),
+        remembered for this node's pre: the engine usually hands it the very same tensor,
+        whose summary is then that alias's (the Summarizer's by-object path) instead of one
+        of yet another alias. Only a weak reference to the engine's tensor is kept, so that
+        AccumulateGrad may still take it as ``.grad``."""
+        alias = grad.detach()
+        # (a sparse gradient has no address: never handed over)
+        strided = grad.layout is torch.strided
+        self.handed = (weakref.ref(grad), grad._version, grad.data_ptr(), alias) if strided else None
+        return alias
+
+    def _arrived(self, grad: torch.Tensor | None) -> torch.Tensor | None:
+        """What to summarize of the gradient the engine hands this node: the alias handed
+        over with it when it is that very tensor, unchanged since (not a sum of several
+        producers' gradients, nor replaced or changed by a tensor hook: an in-place op bumps
+        the version, one that changes the shape too; assigning ``.data`` does not, but moves
+        the address)."""
+        handed = self.handed
+        if (
+            handed is not None
+            and handed[0]() is grad
+            and grad is not None
+            and handed[1] == grad._version
+            and handed[2] == grad.data_ptr()
+        ):
+            return handed[3]
+        return _leaf_bound(grad)
 
     def pre(self, grad_outputs: tuple) -> None:
         capture = self.capture
@@ -170,8 +209,8 @@ class _AccumulateHooks:
         node_id = self.node_id
         rec.node_started(node_id)
         summarize = capture.summarize
-        summaries = list(map(summarize, map(_leaf_bound, grad_outputs)))  # (see _leaf_bound)
-        self.seen.append(summaries)
+        # (see _leaf_bound)
+        summaries = self.outputs = list(map(summarize, map(self._arrived, grad_outputs)))
         rec.emit(
             "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
         )
@@ -192,8 +231,11 @@ class _AccumulateHooks:
         if grad_outputs[0] is not None and leaf.requires_grad and id(leaf) not in capture._acc_hooked:
             capture._record_write(leaf, self.leaf_id, self.module)  # the write just happened
         summarize = capture.summarize
-        seen = self.seen
-        outputs = seen.pop() if seen else [summarize(_leaf_bound(g)) for g in grad_outputs]
+        outputs = self.outputs
+        if outputs is None:
+            outputs = list(map(summarize, map(self._arrived, grad_outputs)))
+        else:
+            self.outputs = None
         rec.emit(
             "node_post",
             target=node_id,
@@ -220,9 +262,9 @@ class BackwardCapture:
         # removes those when the trace ends (the session enters it for the trace's lifetime)
         self.grad_write_hooks = ExitStack()
         self._hooked: set[str] = set()  # node ids with recording hooks on (nested runs add)
-        # the AccumulateGrad nodes hooked so far (every node's sources were discovered, and so
-        # hooked, no later than the node itself)
-        self._accumulate_nodes: set[str] = set()
+        # the AccumulateGrad nodes hooked in this top-level run so far, with their hooks (every
+        # node's sources were discovered, and so hooked, no later than the node itself)
+        self._accumulate_hooks: dict[str, _AccumulateHooks] = {}
         # makes the mode to enter while a Python Function's backward runs (its torch calls
         # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
         self.python_node_mode: Callable[[], Any] | None = None
@@ -302,22 +344,24 @@ class BackwardCapture:
             record = by_id[node_id]
             hooks: _OpHooks | _AccumulateHooks
             if record.variable is not None:  # an AccumulateGrad node: its leaf's tensor node
-                self._accumulate_nodes.add(node_id)
                 hooks = _AccumulateHooks(self, node_id, record.variable, node.variable, record.module)
+                self._accumulate_hooks[node_id] = hooks
             else:
                 make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
                 retained = retained_at.get(node_id, ())
                 hooks = _OpHooks(self, node_id, record.module, node_id in watch, make_mode, retained)
             yield node, hooks.pre, hooks.post
 
-    def _slots(self, node_id: str, count: int) -> tuple[list[GraphEdge | None], list[bool] | None]:
-        """Per slot of a node's grad_inputs: its data edge; and whether it feeds a leaf's
-        AccumulateGrad (None: no slot does)."""
+    def _slots(
+        self, node_id: str, count: int
+    ) -> tuple[list[GraphEdge | None], list[_AccumulateHooks | None] | None]:
+        """Per slot of a node's grad_inputs: its data edge; and the hooks of the leaf's
+        AccumulateGrad it feeds, if it does (None: no slot does)."""
         edge_at = self.recorder.edge_at
-        accumulate = self._accumulate_nodes
+        accumulate = self._accumulate_hooks
         edges = [edge_at.get((node_id, slot)) for slot in range(count)]
-        to_leaf = [edge is not None and edge.source in accumulate for edge in edges]
-        return edges, (to_leaf if any(to_leaf) else None)
+        to_leaf = [None if edge is None else accumulate.get(edge.source) for edge in edges]
+        return edges, (to_leaf if any(to_leaf) else None)  # (hooks objects are true)
 
     def _keep_deltas(self, node_id: str, grad_outputs: tuple, summaries: list) -> None:
         """A copy of the gradient arriving at a watched node (a Linear's output): the analyses'
@@ -337,12 +381,24 @@ class BackwardCapture:
         rec = self.recorder
         retained_at = self._retained_by_node(retained or {})
         depth = rec.engine_depth()
-        mine = [(i, n) for i, n in rec.node_objects.items() if i not in self._hooked]
-        self._hooked.update(i for i, _n in mine)
+        hooked = self._hooked
+        nested = bool(hooked)  # (a top-level run hooks every known node, none is hooked yet)
+        if nested:
+            mine = [(i, n) for i, n in rec.node_objects.items() if i not in hooked]
+            hooked.update(i for i, _n in mine)
+        else:
+            mine = list(rec.node_objects.items())
+            hooked.update(rec.node_objects)
         try:
             with hooks_on(self._hooks_of(mine, retained_at)):
                 yield
         finally:
-            self._hooked.difference_update(i for i, _n in mine)
+            if nested:
+                hooked.difference_update(i for i, _n in mine)
+            else:  # (the nested runs inside it have taken theirs off again)
+                hooked.clear()
+                # (they point back at this capture: no cycle left behind; the next pass
+                # makes hooks for every node again)
+                self._accumulate_hooks.clear()
             # an exception may leave this run's nodes open: the recorder notes the failed one
             rec.engine_run_ended(depth)

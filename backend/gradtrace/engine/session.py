@@ -88,6 +88,7 @@ class TraceSession:
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
+        self._param_modules: dict[str, str | None] = {}  # (see _scan_modules)
         modules: list[nn.Module] = []
         module_paths: dict[int, str] = {}
         self.module_types: dict[str, tuple[str, str | None, list[str]]] = {}
@@ -167,6 +168,8 @@ class TraceSession:
                 kind = kinds[cls] = getattr(cls, "spec_type", None) or cls.__name__
             module_types[full] = (kind, parent, names)
         self.params = params
+        # each parameter's module as grad norms name it (its name's prefix), once per trace
+        self._param_modules = {name: name.rsplit(".", 1)[0] if "." in name else None for name in params}
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
@@ -287,7 +290,7 @@ class TraceSession:
 
     def _discover_created_in_backward(self, result: Any) -> None:
         """create_graph backwards build new nodes (in the engine): find them afterwards."""
-        tensors = [t.grad for t in self.all_leaves() if t.grad is not None]
+        tensors = [grad for _name, t in self.all_leaves_named() if (grad := t.grad) is not None]
         tensors += flat_tensors(result)
         with self.forward_capture.quiet():
             self.forward_capture.discover_from(tensors)
@@ -296,10 +299,9 @@ class TraceSession:
         return [t for _name, t in self.all_leaves_named()]
 
     def _note_grad_norms(self, pass_index: int) -> None:
+        modules = self._param_modules
         grads = [
-            (name, name.rsplit(".", 1)[0] if "." in name else None, p.grad)
-            for name, p in self.params.items()
-            if p.grad is not None
+            (name, modules[name], grad) for name, p in self.params.items() if (grad := p.grad) is not None
         ]
         self.grad_norms += grad_norms(grads, pass_index)
 
@@ -435,7 +437,7 @@ class TraceSession:
             grad = t.grad
             if grad is None:
                 continue
-            module = name.rsplit(".", 1)[0] if name in self.params and "." in name else None
+            module = self._param_modules.get(name)  # (None for an input)
             value = None if name in self.retained else grads.get(name)  # (a retained name: its own)
             stats = None if value is None else value.stats
             if stats is not None and stats.norm is not None and not stats.nan and not stats.inf:
