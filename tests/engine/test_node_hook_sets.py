@@ -4,6 +4,7 @@ nobody else's registration is touched."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -12,6 +13,7 @@ import torch
 from torch.autograd.function import _HookMixin
 from torch.utils.hooks import RemovableHandle
 
+from gradtrace.engine import node_hook_sets
 from gradtrace.engine.node_hook_sets import hooks_on
 
 PYTORCH_REGISTER = _HookMixin.__dict__["_register_hook"]
@@ -239,3 +241,17 @@ def test_traces_in_threads_at_once_are_the_trace_made_alone() -> None:
     assert len(results) == 6
     assert all(result == alone for result in results)
     assert _HookMixin.__dict__["_register_hook"] is PYTORCH_REGISTER
+
+
+def test_hooks_registered_past_the_registrar_are_removed_through_their_handles(monkeypatch) -> None:  # noqa: ANN001
+    # a PyTorch whose nodes do not register through _HookMixin._register_hook: the swap never
+    # sees them, and the handles PyTorch returns are what removes them
+    monkeypatch.setattr(node_hook_sets, "_noting_into", lambda added: contextlib.nullcontext())
+    x, root, nodes = _graph()
+    log: list = []
+    with hooks_on(_recording(log, nodes)):
+        root.backward(retain_graph=True)
+    assert len(log) == 2 * len(nodes)
+    log.clear()
+    root.backward()
+    assert log == []

@@ -88,13 +88,22 @@ def hooks_on(hooks: Iterable[tuple[Any, Callable, Callable]]) -> Iterator[None]:
     it ends, however it ends (also when making the hooks raised halfway). Each node at most
     once: the set's hooks share one key."""
     added = _Noted()
+    # handles of registrations that did not go through _register_noted (a PyTorch whose
+    # nodes register their hooks another way): removed as PyTorch's own
+    handles: list[Any] = []
     try:
         with _noting_into(added):
             for node, pre, post in hooks:
-                node.register_prehook(pre)
-                node.register_hook(post)
+                handle = node.register_prehook(pre)
+                if handle is not None:
+                    handles.append(handle)
+                handle = node.register_hook(post)
+                if handle is not None:
+                    handles.append(handle)
         yield
     finally:
         key = added.key
         for hooks_dict in added.dicts:
             hooks_dict.pop(key, None)
+        for handle in handles:
+            handle.remove()
