@@ -7,6 +7,7 @@ import torch
 from gradtrace.engine.graph_walk import (
     creation_sorted,
     is_accumulate_grad,
+    is_one_op_class,
     next_nodes,
     op_name,
     raw_sequence_nr,
@@ -65,3 +66,16 @@ def test_walk_is_iterative_on_a_deep_chain_and_stops_at_seen_nodes() -> None:
     seen = dict.fromkeys(found)
     u = t * 2.0
     assert walk_new([u.grad_fn], seen) == {u.grad_fn: u.grad_fn.next_functions}
+
+
+def test_nodes_of_pytorchs_catch_all_class_are_named_one_by_one() -> None:
+    # PyTorch gives some nodes no class of their own (WarnNotImplemented, NotImplemented, …):
+    # they share one class, so no name is remembered for that class
+    lib = torch.library.Library("gradtrace_test_catch_all", "DEF")
+    lib.define("double(Tensor x) -> Tensor")
+    lib.impl("double", lambda x: (x * 2).detach(), "CompositeExplicitAutograd")
+    x = torch.randn(3, requires_grad=True)
+    catch_all = torch.ops.gradtrace_test_catch_all.double(x).grad_fn
+    assert op_name(catch_all) == "WarnNotImplemented"
+    assert not is_one_op_class(type(catch_all))
+    assert is_one_op_class(type(x.sin().grad_fn))

@@ -21,8 +21,16 @@ _NO_SEQUENCE = 2**63
 
 
 # node class -> its op name (every node of one class has the same name(): a C++ node class
-# is one op, a custom Function's backward class is generated per Function)
+# is one op, a custom Function's backward class is generated per Function) — except
+# PyTorch's catch-all class for nodes it gives no class of their own (WarnNotImplemented,
+# NotImplemented, …), whose nodes are named one by one
 _OP_NAMES: dict[type, str] = {}
+_CATCH_ALL_CLASS = "CppFunction"
+
+
+def is_one_op_class(cls: type) -> bool:
+    """Whether every node of this class is the same op (see _OP_NAMES)."""
+    return cls.__name__ != _CATCH_ALL_CLASS
 
 
 def op_name(node: Any) -> str:
@@ -30,7 +38,9 @@ def op_name(node: Any) -> str:
     cls = type(node)
     name = _OP_NAMES.get(cls)
     if name is None:
-        name = _OP_NAMES[cls] = node.name().rsplit("::", 1)[-1]
+        name = node.name().rsplit("::", 1)[-1]
+        if is_one_op_class(cls):
+            _OP_NAMES[cls] = name
     return name
 
 

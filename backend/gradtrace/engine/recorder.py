@@ -16,6 +16,7 @@ from gradtrace.engine.errors import TraceError
 from gradtrace.engine.graph_walk import (
     creation_sorted,
     is_accumulate_grad,
+    is_one_op_class,
     next_nodes,
     op_name,
     raw_sequence_nr,
@@ -82,8 +83,11 @@ _OP_CLASSES: dict[type, _OpClass] = {}
 
 
 def _op_class(node: Any) -> _OpClass:
-    """The facts of a node class seen for the first time (the hot path reads _OP_CLASSES)."""
-    facts = _OP_CLASSES[type(node)] = _OpClass(node)
+    """The facts of a node class seen for the first time (the hot path reads _OP_CLASSES),
+    or of a node of PyTorch's catch-all class (its facts are its own: never kept)."""
+    facts = _OpClass(node)
+    if is_one_op_class(type(node)):
+        _OP_CLASSES[type(node)] = facts
     return facts
 
 
