@@ -109,12 +109,19 @@ def bench_capture(bm: BenchModel, repeats: int, notes: list[str], workdir: Path)
     torch.set_num_threads(1)
     model, x = bm.build()
 
-    def bare() -> None:
+    def fresh() -> None:
+        """Every round starts from no gradients, the input's too (chain inputs require grad:
+        kept, its .grad would accumulate and each trace after the first record one more
+        snapshot, of the .grad before the write)."""
         model.zero_grad(set_to_none=True)
+        x.grad = None
+
+    def bare() -> None:
+        fresh()
         loss_of(model(x)).backward()
 
     def capture() -> gradtrace.Trace:
-        model.zero_grad(set_to_none=True)
+        fresh()
         return gradtrace.trace(model, x, loss_of)
 
     viz_reason = torchviz_available()
