@@ -56,17 +56,15 @@ def saved_tensor_hooks_active() -> bool:
     it; checked by tests/engine/test_memory.py). ``True``: the hooks even while tracing. A
     PyTorch without it (or with another signature) answers True: every node is probed.
     """
+    if _top_saved_tensor_hooks is None:
+        return True
     try:
         return _top_saved_tensor_hooks(True) is not None
     except TypeError:  # another signature: assume hooks, the safe answer
         return True
 
 
-def _no_such_query(ignore_is_tracing: bool) -> object:
-    return True  # (not None: "hooks may be on")
-
-
-_top_saved_tensor_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", _no_such_query)
+_top_saved_tensor_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
 
 
 class SavedMemory:
