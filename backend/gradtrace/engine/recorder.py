@@ -49,6 +49,12 @@ def _plain_list(value: tuple | list) -> list[Any]:
     return plain
 
 
+def owning_module(name: str | None) -> str | None:
+    """The module path a parameter's name belongs to ("layers.0.weight" -> "layers.0");
+    None for a name with no module (a model input, a top-level parameter)."""
+    return name.rsplit(".", 1)[0] if name and "." in name else None
+
+
 _TENSOR = torch.Tensor  # (read once: a module attribute lookup less per saved value)
 _HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
@@ -281,7 +287,7 @@ class Recorder:
             return known[1]
         named = self.leaf_names.get(key)
         name = named[1] if named is not None and named[0] is tensor else None
-        module = name.rsplit(".", 1)[0] if name and "." in name else None
+        module = owning_module(name)
         if name:
             label = name
         else:

@@ -24,7 +24,7 @@ from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import NestedRuns
-from gradtrace.engine.recorder import Recorder
+from gradtrace.engine.recorder import Recorder, owning_module
 from gradtrace.engine.summarize import (
     DEFAULT_FINAL_VALUE_LIMIT,
     DEFAULT_VALUE_BUDGET,
@@ -169,7 +169,7 @@ class TraceSession:
             module_types[full] = (kind, parent, names)
         self.params = params
         # each parameter's module as grad norms name it (its name's prefix), once per trace
-        self._param_modules = {name: name.rsplit(".", 1)[0] if "." in name else None for name in params}
+        self._param_modules = {name: owning_module(name) for name in params}
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
