@@ -54,11 +54,28 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     extreme = max(-low, high)
     if not 1 / _HUGE <= extreme <= _HUGE and extreme != 0.0:  # (a NaN fails the range: unusual)
         return _stats_of_unusual(x)
+    return _centred(x, low, high, float(_sum(x)))  # (the sum at most n·1e150: no overflow)
+
+
+def _centred(
+    x: np.ndarray, low: float, high: float, total: float, scale: float = 1.0, nan: int = 0, inf: int = 0
+) -> StatsRow:
+    """The stats row of a flat float64 copy ``x`` of finite numbers summing to ``total``
+    (``x`` is centred in place): mean, two-pass std and the norm from the same sum of
+    squares, times ``scale`` (``x`` already divided by it)."""
     n = int(x.size)
-    mean = float(_sum(x)) / n  # (at most n·1e150: no overflow)
+    mean = total / n
     np.subtract(x, mean, out=x)
     squares = float(_einsum("i,i->", x, x))  # Σ(x-m)², einsum's own loop (no BLAS)
-    return (low, high, mean, math.sqrt(squares / n), math.sqrt(squares + n * mean * mean), 0, 0)
+    return (
+        low,
+        high,
+        mean * scale,
+        math.sqrt(squares / n) * scale,
+        math.sqrt(squares + n * mean * mean) * scale,
+        nan,
+        inf,
+    )
 
 
 def _stats_of_unusual(x: np.ndarray) -> StatsRow:
@@ -87,18 +104,7 @@ def _stats_of_unusual(x: np.ndarray) -> StatsRow:
     if scale != 1.0:
         x /= scale
         total = float(_sum(x))
-    mean = total / n
-    np.subtract(x, mean, out=x)
-    squares = float(_einsum("i,i->", x, x))  # Σ(x-m)², einsum's own loop (no BLAS)
-    return (
-        low,
-        high,
-        mean * scale,
-        math.sqrt(squares / n) * scale,
-        math.sqrt(squares + n * mean * mean) * scale,
-        nan,
-        inf,
-    )
+    return _centred(x, low, high, total, scale, nan, inf)
 
 
 def block_stats(block: np.ndarray) -> list[StatsRow]:
