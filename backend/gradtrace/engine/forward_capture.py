@@ -207,6 +207,10 @@ class ForwardCapture:
         """
         rec = self.recorder
         seen = rec.node_ids
+        if len(tensors) == 1:  # (the usual: one tensor, made by a known node or by none)
+            fn = tensors[0].grad_fn
+            if fn is None or fn in seen:
+                return
         # each unseen node with the (first) tensor it produced: its value
         produced: dict[Any, torch.Tensor] = {}
         for t in tensors:
@@ -238,9 +242,7 @@ class ForwardCapture:
             # nodes behind the inputs belong to the caller: discover them before entering
             # (e.g. the BackwardHookFunctionBackward a parent's full backward hook put there)
             tensors = flat_tensors(args)
-            # (usually one input, made by a known node or none: nothing to discover, no call)
-            if len(tensors) != 1 or ((fn := tensors[0].grad_fn) is not None and fn not in rec.node_ids):
-                self.discover_from(tensors)
+            self.discover_from(tensors)
             rec.enter_module(path)
             inputs = list(map(rec.summarize, tensors))
             self._inputs.append((tensors, inputs))  # module_forward repeats them
@@ -263,10 +265,8 @@ class ForwardCapture:
     def _record_output(self, path: str, module: nn.Module, args: tuple, output: Any) -> None:
         rec = self.recorder
         outputs = flat_tensors(output)
+        self.discover_from(outputs)
         fn = outputs[0].grad_fn if outputs else None
-        # (usually one output, made by a node its op's call discovered: nothing new, no call)
-        if len(outputs) != 1 or (fn is not None and fn not in rec.node_ids):
-            self.discover_from(outputs)
         summarize = rec.summarize
         seen_tensors, seen = self._inputs.pop() if self._inputs else ([], None)
         # a forward-pre hook may have replaced the inputs: then summarize what forward got
