@@ -213,9 +213,6 @@ class Recorder:
         known = self._leaf_ids.get(id(tensor))
         return known[1] if known is not None and known[0] is tensor else None
 
-    def current_module(self) -> str | None:
-        return self._module_stack[-1] if self._module_stack else None
-
     # ---- state transitions: modules running (forward), nodes running (backward) ----------
     def enter_module(self, path: str) -> None:
         self._module_stack.append(path)

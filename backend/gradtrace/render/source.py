@@ -80,15 +80,6 @@ def trace_title(trace: Any) -> str:
     return "gradtrace"
 
 
-def node_count(trace: Any) -> int:
-    doc = getattr(trace, "doc", trace)
-    if hasattr(doc, "graph"):
-        return len(doc.graph.nodes)
-    if isinstance(doc, dict):
-        return len(doc.get("graph", {}).get("nodes", []))
-    return len(json.loads(trace_json(trace)).get("graph", {}).get("nodes", []))
-
-
 CHIP_NUMBERS = 3  # tensors this small are written on the picture: their numbers always stay
 
 
