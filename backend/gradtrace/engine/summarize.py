@@ -418,9 +418,9 @@ class Summarizer:
                 if not numbers:
                     return out
                 owner = False
-        # its elements lie in CPU memory as numpy holds them (strided, not negated, a dtype
-        # numpy has): read as they are, with none of native_and_numeric's checks
-        # (its numpy dtype then, else None)
+        # its numpy dtype when its elements lie in CPU memory as numpy holds them (strided, not
+        # negated, a dtype numpy has: read as they are, with none of native_and_numeric's
+        # checks), else None
         own_dtype = kind.raw if key[0] is not None and key[5] is True and not key[6] else None
         numpy_own = own_dtype is not None
         if numel > BATCH_STATS:
