@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import pybase64
 
 from gradtrace.trace_schema import SCHEMA_VERSION, Event, TensorValue, TraceDoc
 
@@ -36,6 +35,7 @@ def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
     kept as stats only (``truncated``) raises ValueError: its numbers are not in the trace.
     """
     import numpy as np
+    import pybase64
 
     if isinstance(value, TensorValue):
         dtype_name, shape, numbers, data = value.dtype, value.shape, value.values, value.data
