@@ -10,12 +10,17 @@ const isTensorValue = (obj) => "shape" in obj && "dtype" in obj && "stats" in ob
 /** Schema 3 (or any document carrying `tensor_data`): its `data` fields are indices. */
 const indexesTensorData = (doc) => Array.isArray(doc.tensor_data) || doc.schema_version >= 3;
 
+// The index each resolved TensorValue had: two blocks may hold the same numbers, and the
+// document is written back with the indices it came with.
+const blockIndex = new WeakMap();
+
 /** One TensorValue's `data` index replaced by its base64 block; an index with no entry (a
  * drawing-only copy sends `tensor_data: []`) is a truncated value: stats only, no numbers. */
 function resolveOne(tv, blocks) {
   if (typeof tv.data !== "number") return; // a string already (resolved, or schema 2), or null
   const block = blocks[tv.data];
   if (typeof block === "string") {
+    blockIndex.set(tv, tv.data);
     tv.data = block; // the same string for every record sharing the index: no copy
     return;
   }
@@ -58,12 +63,12 @@ export function resolveTensorData(doc) {
  */
 export function tensorDataJson(doc, indent) {
   if (!doc || !Array.isArray(doc.tensor_data)) return JSON.stringify(doc, null, indent);
-  const indexOf = new Map();
-  doc.tensor_data.forEach((block, i) => indexOf.has(block) || indexOf.set(block, i));
+  const blocks = doc.tensor_data;
   const asIndex = function (key, value) {
     if (key !== "data" || typeof value !== "string" || !isTensorValue(this)) return value;
-    if (!indexOf.has(value)) throw new Error("a tensor's numbers are not in the trace's tensor_data: the trace was changed after it was loaded");
-    return indexOf.get(value);
+    const index = blockIndex.get(this);
+    if (blocks[index] !== value) throw new Error("a tensor's numbers are not the trace's tensor_data block they were read from: the trace was changed after it was loaded");
+    return index;
   };
   return JSON.stringify(doc, asIndex, indent);
 }

@@ -118,10 +118,18 @@ test("tensorDataJson writes a resolved schema 3 trace back with indices, each bl
   assert.equal(tensorDataJson(schema2, 1), JSON.stringify(schema2, null, 1));
 });
 
-test("tensorDataJson refuses numbers that are not in tensor_data", () => {
+test("tensorDataJson keeps each record's own index when two blocks hold the same numbers", () => {
+  const doc = { schema_version: 3, graph: { nodes: [{ value: numbersAt(0, 17) }, { value: numbersAt(1, 17) }], edges: [] }, events: [], tensor_data: [base64Of(SEVENTEEN), base64Of(SEVENTEEN)] };
+  const text = JSON.stringify(doc);
+  assert.equal(tensorDataJson(resolveTensorData(JSON.parse(text))), text);
+});
+
+test("tensorDataJson refuses numbers that are not the block they were read from", () => {
   const trace = resolveTensorData(schema3Trace());
   trace.values.h.data = base64Of([1, 2, 3]);
-  assert.throws(() => tensorDataJson(trace), /not in the trace's tensor_data/);
+  assert.throws(() => tensorDataJson(trace), /not the trace's tensor_data block/);
+  const copied = { ...resolveTensorData(schema3Trace()), values: { h: { ...numbersAt(0, 17), data: base64Of(SEVENTEEN) } } };
+  assert.throws(() => tensorDataJson(copied), /not the trace's tensor_data block/);
 });
 
 test("golden traces: resolved, written back and read again, the same numbers", () => {
