@@ -55,7 +55,10 @@ def keyed_nodes(doc: TraceDoc) -> dict[str, str]:
     return out
 
 
-def number_diff(name: str, a: TensorValue | None, b: TensorValue | None, rtol: float) -> NumberDiff:
+def number_diff(
+    name: str, a: TensorValue | None, b: TensorValue | None, rtol: float, docs: tuple[TraceDoc, TraceDoc]
+) -> NumberDiff:
+    """``a`` of trace ``docs[0]`` against ``b`` of ``docs[1]`` (whose tensor_data hold their numbers)."""
     if a is None and b is None:
         return NumberDiff(name=name, status="no_gradient")
     if a is None or b is None:  # a gradient (or value) on one side only
@@ -76,7 +79,7 @@ def number_diff(name: str, a: TensorValue | None, b: TensorValue | None, rtol: f
         norm_b=b.stats.norm,
     )
     try:
-        xa, xb = tensor_array(a), tensor_array(b)
+        xa, xb = tensor_array(a, docs[0].tensor_data), tensor_array(b, docs[1].tensor_data)
     except ValueError:  # numbers cut by a budget (stats only): the stats above are all there is
         return out
     if xa.shape != xb.shape:
@@ -162,15 +165,20 @@ def compare(
         for g in e.grads:
             k = order_a.get(g.pass_index)
             if k is not None and k in grads_b:
-                diffs.append(number_diff(e.id, g.value, grads_b[k].value, rtol))
+                diffs.append(number_diff(e.id, g.value, grads_b[k].value, rtol, (da, db)))
         matched_edges.append(EdgeMatch(a=e.id, b=other.id, grads=diffs))
     edges = EdgesMatched(
         matched=matched_edges,
         only_a=only_a_edges,
         only_b=[e.id for e in db.graph.edges if e.id not in seen_b],
     )
-    grads = [number_diff(n, da.grads.get(n), db.grads.get(n), rtol) for n in _union(da.grads, db.grads)]
-    values = [number_diff(n, da.values.get(n), db.values.get(n), rtol) for n in _union(da.values, db.values)]
+    grads = [
+        number_diff(n, da.grads.get(n), db.grads.get(n), rtol, (da, db)) for n in _union(da.grads, db.grads)
+    ]
+    values = [
+        number_diff(n, da.values.get(n), db.values.get(n), rtol, (da, db))
+        for n in _union(da.values, db.values)
+    ]
     summary = Summary(
         changed_grads=[d.name for d in grads if d.status == "changed"],
         unchanged_grads=[d.name for d in grads if d.status == "unchanged"],

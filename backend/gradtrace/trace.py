@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,11 @@ _WIRE_DTYPES = {
 }
 
 
-def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
+def tensor_array(value: TensorValue | dict[str, Any], tensor_data: Sequence[str] | None = None) -> Any:
     """A TensorValue (or its JSON dict) as a numpy array of its own dtype and shape.
 
+    ``tensor_data``: the trace's (``doc.tensor_data``, or ``"tensor_data"`` of its JSON),
+    where a value past 16 elements keeps its numbers (``Trace.array`` passes it).
     numpy has no bfloat16: bfloat16 values come back as float32 (exactly). A value the trace
     kept as stats only (``truncated``) raises ValueError: its numbers are not in the trace.
     """
@@ -43,6 +46,13 @@ def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
         dtype_name, shape = value["dtype"], value["shape"]
         numbers, data = value.get("values"), value.get("data")
     wire = _WIRE_DTYPES.get(dtype_name)
+    if data is not None and tensor_data is None:
+        raise ValueError(
+            f"this {dtype_name} tensor of shape {tuple(shape)} keeps its numbers in the trace's "
+            "tensor_data: pass it, tensor_array(value, doc.tensor_data), or use Trace.array(value)"
+        )
+    if data is not None and not 0 <= data < len(tensor_data or ()):
+        data = None  # (a copy made only for drawing has no tensor_data: stats only)
     if numbers is None and data is None:
         raise ValueError(
             f"this {dtype_name} tensor of shape {tuple(shape)} was kept as stats only (truncated): "
@@ -55,7 +65,8 @@ def tensor_array(value: TensorValue | dict[str, Any]) -> Any:
         flat = np.array(decoded, dtype=np.float32 if dtype_name == "bfloat16" else wire)
     else:
         assert data is not None
-        flat = np.frombuffer(pybase64.b64decode(data), dtype=wire)
+        assert tensor_data is not None
+        flat = np.frombuffer(pybase64.b64decode(tensor_data[data]), dtype=wire)
         if dtype_name == "bfloat16":  # a bfloat16 is the top half of the float32 it rounds to
             flat = (flat.astype(np.uint32) << 16).view(np.float32)
         flat = flat.astype(flat.dtype.newbyteorder("="))  # native order, writable
@@ -94,17 +105,46 @@ def _plain_payloads(events: list[Event]) -> None:
 
 def _check_version(data: Any) -> None:
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
+    if version not in (2, SCHEMA_VERSION):
         raise ValueError(
-            f"this trace has schema_version {version!r}; this gradtrace reads version {SCHEMA_VERSION} "
+            f"this trace has schema_version {version!r}; this gradtrace reads versions 2 and {SCHEMA_VERSION} "
             "(in version 1 `data` was always float32): record the trace again"
         )
 
 
+def _numbers_written_once(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema-2 document (every TensorValue's ``data`` its own base64 string) as schema 3:
+    each distinct string once in ``tensor_data``, the values holding its index."""
+    blocks: dict[str, int] = {}
+
+    def visit(item: Any) -> None:
+        if isinstance(item, dict):
+            block = item.get("data")
+            if isinstance(block, str) and "stats" in item:
+                index = blocks.get(block)
+                item["data"] = blocks[block] = len(blocks) if index is None else index
+            for child in item.values():
+                if isinstance(child, dict | list):
+                    visit(child)
+        elif isinstance(item, list):
+            for child in item:
+                if isinstance(child, dict | list):
+                    visit(child)
+
+    upgraded = msgspec.json.decode(msgspec.json.encode(data))  # (a copy: the caller's data stays)
+    visit(upgraded)
+    upgraded["tensor_data"] = list(blocks)
+    upgraded["schema_version"] = SCHEMA_VERSION
+    return upgraded
+
+
 def _read(data: dict[str, Any]) -> TraceDoc:
     """JSON data as a TraceDoc: its version checked first, then every field (a wrong one is
-    named by its path, e.g. ``$.graph.nodes[3].kind``)."""
+    named by its path, e.g. ``$.graph.nodes[3].kind``). A schema-2 trace (saved by gradtrace
+    0.1) is read as the schema-3 document it stands for."""
     _check_version(data)
+    if data["schema_version"] == 2:
+        data = _numbers_written_once(data)
     try:
         return msgspec.convert(data, TraceDoc)
     except msgspec.ValidationError as error:
@@ -221,18 +261,23 @@ class Trace:
         as stats only raises ValueError)."""
         if self._grads is not None:
             return dict(self._grads)
-        return {k: None if v is None else tensor_array(v) for k, v in self._doc.grads.items()}
+        return {k: None if v is None else self.array(v) for k, v in self._doc.grads.items()}
 
     @property
     def values(self) -> dict[str, Any]:
         """Forward value of every named tensor, as numpy arrays."""
-        return {k: tensor_array(v) for k, v in self._doc.values.items()}
+        return {k: self.array(v) for k, v in self._doc.values.items()}
 
     def value(self, name: str) -> Any:
         values = self._doc.values
         if name not in values:
             raise KeyError(f"no tensor named {name!r}; named tensors: {sorted(values)}")
-        return tensor_array(values[name])
+        return self.array(values[name])
+
+    def array(self, value: TensorValue | dict[str, Any]) -> Any:
+        """Any TensorValue of this trace (a node's value, an event payload's, an edge's
+        gradient) as a numpy array: see ``tensor_array``."""
+        return tensor_array(value, self._doc.tensor_data)
 
     def __repr__(self) -> str:
         d = self._doc

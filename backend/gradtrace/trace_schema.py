@@ -1,4 +1,4 @@
-"""The trace: gradtrace's public output format (schema version 2).
+"""The trace: gradtrace's public output format (schema version 3).
 
 This module is the contract between the engine (which writes traces), the service (which
 ships them), and the viewer and exporters (which draw them). It imports no torch.
@@ -37,8 +37,9 @@ from typing import Any, Final, Literal
 import msgspec
 
 # 2: `data` is the tensor's own dtype (was always float32), `values` only for tiny tensors,
-# final values exact and first (Limits.final_value_limit)
-SCHEMA_VERSION: Final = 2
+# final values exact and first (Limits.final_value_limit). 3: each block of numbers written
+# once, in `tensor_data`; `data` is its index (gradtrace.trace reads version 2 too)
+SCHEMA_VERSION: Final = 3
 
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 Number = float | int | NonFinite
@@ -77,19 +78,18 @@ class TensorValue(_Record, kw_only=True):
 
     Exactly one of three levels of detail: ``values`` (a flat, row-major JSON list, for
     scalars and tensors up to 16 elements; non-finite numbers as the strings "NaN",
-    "Infinity", "-Infinity"; bools as 0/1), ``data`` (base64 of the tensor's own bytes in
-    ``dtype``, little-endian, row-major: float64 is 8 bytes a number, float16 2, bfloat16 its
-    16-bit pattern (the top half of the float32), bool 1 byte 0/1, ints their width), or
-    neither: ``truncated`` is true and only ``stats`` were kept (a per-event snapshot past the
-    trace's ``value_budget``, a final value past ``final_value_limit``, a complex tensor).
-    A truncated value is never null: null means "no gradient".
+    "Infinity", "-Infinity"; bools as 0/1), ``data`` (the index of its numbers in the
+    document's ``tensor_data``: see TraceDoc), or neither: ``truncated`` is true and only
+    ``stats`` were kept (a per-event snapshot past the trace's ``value_budget``, a final value
+    past ``final_value_limit``, a complex tensor). A truncated value is never null: null means
+    "no gradient".
     """
 
     shape: list[int]
     dtype: str
     stats: TensorStats
     values: list[Number] | None = None
-    data: str | None = None
+    data: int | None = None  # index into TraceDoc.tensor_data
     truncated: bool = False
 
 
@@ -385,16 +385,27 @@ class Limits(_Record, kw_only=True):
     """What the trace left out to stay small, so a reader knows it is not the whole story."""
 
     max_nodes: int
-    value_budget: int  # numbers per-event snapshots may carry across the trace (a list number costs 4)
+    value_budget: (
+        int  # numbers per-event snapshots may carry across the trace (each block once; a list number costs 4)
+    )
     final_value_limit: int  # numbers the final grads and named forward values may carry (exactly)
     values_truncated: int = 0  # per-event snapshots reduced to stats only
     finals_truncated: int = 0  # final grads / named values reduced to stats only (a diagnostic says so)
 
 
 class TraceDoc(_Record, kw_only=True):
-    """The whole trace document (what ``POST /api/v1/trace`` returns)."""
+    """The whole trace document (what ``POST /api/v1/trace`` returns).
 
-    schema_version: Literal[2] = SCHEMA_VERSION
+    ``tensor_data``, last: the numbers of the tensors past 16 elements, each block written
+    once however many TensorValues show it (a module's output is also the next module's
+    input, a node's value, a saved tensor): base64 of the tensor's own bytes in its ``dtype``,
+    little-endian, row-major (float64 is 8 bytes a number, float16 2, bfloat16 its 16-bit
+    pattern (the top half of the float32), bool 1 byte 0/1, ints their width). A
+    TensorValue's ``data`` is an index into it. A copy made only for drawing may send it
+    empty: a ``data`` index with no entry reads as a truncated value (stats only).
+    """
+
+    schema_version: Literal[3] = SCHEMA_VERSION
     torch_version: str
     source: Literal["spec", "module"]
     title: str
@@ -406,6 +417,7 @@ class TraceDoc(_Record, kw_only=True):
     grads: dict[str, TensorValue | None]
     analyses: Analyses
     limits: Limits
+    tensor_data: list[str] = msgspec.field(default_factory=list)
 
 
 def trace_json_schema() -> dict[str, Any]:

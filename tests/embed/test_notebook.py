@@ -100,6 +100,14 @@ def test_keep_values_keeps_a_budget_of_numbers_and_every_statistic() -> None:
     assert reduced > 0 and small["limits"]["values_truncated"] == doc["limits"]["values_truncated"] + reduced
     assert all(t["truncated"] for t in tensors(small) if t not in tensors(doc))
     assert keep_values(doc, budget=10**9) == doc
+    # a block of tensor_data is kept once for every value that shows it, and renumbered
+    blocks = {t["data"] for t in with_numbers(small) if t["data"] is not None}
+    assert blocks == set(range(len(small["tensor_data"])))
+    assert all(
+        small["tensor_data"][t["data"]] == doc["tensor_data"][d["data"]]
+        for t, d in zip(tensors(small), tensors(doc), strict=True)
+        if t["data"] is not None
+    )
 
 
 def tensors(doc: Any) -> list[dict]:
@@ -108,7 +116,7 @@ def tensors(doc: Any) -> list[dict]:
 
 
 def with_numbers(doc: Any) -> list[dict]:
-    return [t for t in tensors(doc) if t.get("values") is not None or t.get("data")]
+    return [t for t in tensors(doc) if t.get("values") is not None or t.get("data") is not None]
 
 
 def _walk(node: Any) -> Any:

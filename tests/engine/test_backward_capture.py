@@ -9,7 +9,6 @@ from torch import nn
 
 import gradtrace
 from gradtrace.engine.analyses import grad_norm, grad_norms
-from gradtrace.trace import tensor_array
 
 
 def _mlp() -> nn.Module:
@@ -112,7 +111,7 @@ def test_a_shared_weight_sums_both_gradients_and_records_the_sum() -> None:
         assert torch.equal(p.grad, expected), name
         write = writes[name]
         assert write.payload["before"] is None and not write.payload["accumulated"]
-        after = tensor_array(write.payload["after"])
+        after = trace.array(write.payload["after"])
         assert np.array_equal(after, expected.numpy()), name
 
 
@@ -138,7 +137,7 @@ def test_a_models_own_post_accumulate_hook_fires_after_the_write_is_recorded() -
     kinds = [e.kind for e in events if e.node == leaf and e.kind in ("grad_write", "post_accumulate_grad")]
     assert kinds == ["grad_write", "post_accumulate_grad"]
     write = next(e for e in events if e.node == leaf and e.kind == "grad_write")
-    np.testing.assert_allclose(tensor_array(write.payload["after"]), oracle.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(trace.array(write.payload["after"]), oracle.numpy(), rtol=1e-6)
     assert torch.allclose(weight.grad, 2 * oracle)
     handle.remove()
     assert not weight._post_accumulate_grad_hooks
@@ -211,9 +210,9 @@ def test_a_gradient_a_tensor_hook_changed_reaches_the_accumulate_grad_as_changed
         accumulate = next(n for n in nodes if n.op == "AccumulateGrad" and n.tensor == "layer.bias")
         edge = next(e for e in trace.doc.graph.edges if e.source == accumulate.id)
         post = next(e for e in events if e.kind == "node_post" and e.node == edge.target)
-        np.testing.assert_array_equal(tensor_array(post.payload["grad_inputs"][edge.slot]), sent.numpy())
+        np.testing.assert_array_equal(trace.array(post.payload["grad_inputs"][edge.slot]), sent.numpy())
         pre = next(e for e in events if e.kind == "node_pre" and e.node == accumulate.id)
-        np.testing.assert_array_equal(tensor_array(pre.payload["grad_outputs"][0]), 3 * sent.numpy())
+        np.testing.assert_array_equal(trace.array(pre.payload["grad_outputs"][0]), 3 * sent.numpy())
         write = next(e for e in events if e.kind == "grad_write" and e.node == accumulate.variable)
-        np.testing.assert_array_equal(tensor_array(write.payload["after"]), 3 * sent.numpy())
+        np.testing.assert_array_equal(trace.array(write.payload["after"]), 3 * sent.numpy())
         assert torch.equal(model.layer.bias.grad, 3 * sent)

@@ -14,7 +14,6 @@ from torch import nn
 import gradtrace
 from gradtrace.engine import linear_factors
 from gradtrace.engine.analyses import compare_nan_aware, compare_stacked
-from gradtrace.trace import tensor_array
 
 INF, NAN = math.inf, math.nan
 
@@ -80,21 +79,21 @@ def test_each_layer_of_a_stack_against_pytorch(
         expected = sum(
             d.detach().reshape(-1, d.shape[-1]).T @ a.detach().reshape(-1, a.shape[-1]) for a, d in calls
         )
-        np.testing.assert_allclose(tensor_array(rec.reconstructed), expected.numpy(), rtol=tol, atol=tol)
-        np.testing.assert_allclose(tensor_array(rec.grad), trace.grads[weight], rtol=0, atol=0)
+        np.testing.assert_allclose(trace.array(rec.reconstructed), expected.numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(trace.array(rec.grad), trace.grads[weight], rtol=0, atol=0)
         assert rec.matches is True and rec.max_error <= tol
         assert (shares.sum_max_error, shares.matches) == (rec.max_error, rec.matches)
         assert len(rec.a) == len(rec.delta) == len(shares.calls) == len(calls)
         for (a, d), call, a_value, d_value in zip(calls, shares.calls, rec.a, rec.delta, strict=True):
             a, d = a.detach().to(torch.float64), d.to(torch.float64)
-            np.testing.assert_allclose(tensor_array(a_value), a.numpy(), rtol=tol, atol=tol)
-            np.testing.assert_allclose(tensor_array(d_value), d.numpy(), rtol=tol, atol=tol)
+            np.testing.assert_allclose(trace.array(a_value), a.numpy(), rtol=tol, atol=tol)
+            np.testing.assert_allclose(trace.array(d_value), d.numpy(), rtol=tol, atol=tol)
             positions = d.norm(dim=-1) * a.norm(dim=-1)
             samples = torch.einsum("bto,bti->boi", d, a).flatten(1).norm(dim=1)
             np.testing.assert_allclose(
-                tensor_array(call.position_norms), positions.numpy(), rtol=tol, atol=1e-12
+                trace.array(call.position_norms), positions.numpy(), rtol=tol, atol=1e-12
             )
-            np.testing.assert_allclose(tensor_array(call.sample_norms), samples.numpy(), rtol=tol, atol=1e-12)
+            np.testing.assert_allclose(trace.array(call.sample_norms), samples.numpy(), rtol=tol, atol=1e-12)
 
 
 def test_second_backward_pass_reconstructs_what_it_added() -> None:
@@ -124,11 +123,11 @@ def test_second_backward_pass_reconstructs_what_it_added() -> None:
     for first, second in zip(records[:2], records[2:], strict=True):
         assert first.matches and second.matches
         np.testing.assert_allclose(
-            tensor_array(second.reconstructed), tensor_array(first.reconstructed), rtol=1e-6
+            trace.array(second.reconstructed), trace.array(first.reconstructed), rtol=1e-6
         )
         # the final .grad holds both passes
         np.testing.assert_allclose(
-            trace.grads[first.weight], 2 * tensor_array(first.grad), rtol=1e-6, atol=1e-7
+            trace.grads[first.weight], 2 * trace.array(first.grad), rtol=1e-6, atol=1e-7
         )
 
 
@@ -160,12 +159,12 @@ def test_empty_batch_and_single_vector(shape: tuple[int, ...]) -> None:
     [rec] = trace.doc.analyses.linear
     [shares] = trace.doc.analyses.per_sample
     assert rec.matches is True and shares.matches is True
-    np.testing.assert_array_equal(tensor_array(rec.reconstructed), trace.grads["weight"])
+    np.testing.assert_array_equal(trace.array(rec.reconstructed), trace.grads["weight"])
     [call] = shares.calls
     assert call.sample_dims == list(shape[:-1])
-    assert tensor_array(call.position_norms).shape == shape[:-1]
+    assert trace.array(call.position_norms).shape == shape[:-1]
     assert shares.factor_numbers == math.prod(shape[:-1]) * (3 + 2)
     if len(shape) == 1:
         assert call.sample_norms is None
     else:
-        assert tensor_array(call.sample_norms).shape == (0,)
+        assert trace.array(call.sample_norms).shape == (0,)

@@ -18,7 +18,6 @@ from torch.profiler import profile
 from torch.utils.checkpoint import checkpoint
 
 import gradtrace
-from gradtrace.trace import tensor_array
 
 EVALUATE = "autograd::engine::evaluate_function: "
 
@@ -279,5 +278,5 @@ def test_a_post_accumulate_hook_inside_a_checkpoint_segment_runs_after_the_recor
     assert kinds == ["grad_write", "post_accumulate_grad"]
     assert {e.hook for e in trace.doc.events if e.hook is not None} == {0}  # the model's only hook
     write = next(e for e in trace.doc.events if e.node == leaf and e.kind == "grad_write")
-    np.testing.assert_allclose(tensor_array(write.payload["after"]), oracle.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(trace.array(write.payload["after"]), oracle.numpy(), rtol=1e-12)
     assert torch.allclose(weight.grad, 2 * oracle)

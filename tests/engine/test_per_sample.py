@@ -10,7 +10,6 @@ from torch import nn
 
 import gradtrace
 from gradtrace.examples import get_example
-from gradtrace.trace import tensor_array
 
 
 class TokenMLP(nn.Module):
@@ -55,10 +54,10 @@ def test_sample_and_token_shares_against_pytorch(dtype: torch.dtype) -> None:
         rec = records[weight]
         (call,) = rec.calls
         assert call.sample_dims == [5, 6]
-        tokens = tensor_array(call.position_norms)
+        tokens = trace.array(call.position_norms)
         expected_tokens = (delta.norm(dim=-1) * a.detach().norm(dim=-1)).numpy()
         np.testing.assert_allclose(tokens, expected_tokens, rtol=tol, atol=tol)
-        samples = tensor_array(call.sample_norms)
+        samples = trace.array(call.sample_norms)
         expected_samples = np.array([float(g[k].norm()) for g in per_sample_grads])
         np.testing.assert_allclose(samples, expected_samples, rtol=1e-5 if tol > 1e-6 else 1e-10, atol=tol)
         # the shares add up to what autograd stored in .grad
@@ -120,13 +119,13 @@ def test_calls_of_several_shapes_against_pytorch() -> None:
     assert [c.sample_dims for c in rec.calls] == [[4, 5], [], [4, 1]]
     for call, a, delta in zip(rec.calls, inputs, deltas, strict=True):
         expected = (delta.norm(dim=-1) * a.norm(dim=-1)).numpy()
-        np.testing.assert_allclose(tensor_array(call.position_norms), expected, rtol=1e-12)
+        np.testing.assert_allclose(trace.array(call.position_norms), expected, rtol=1e-12)
         if not call.sample_dims:
             assert call.sample_norms is None  # a single vector: no sample to split by
             continue
         shares = torch.einsum("bto,bti->boi", delta.flatten(1, -2), a.flatten(1, -2))  # C_b
         np.testing.assert_allclose(
-            tensor_array(call.sample_norms), shares.flatten(1).norm(dim=1).numpy(), rtol=1e-12
+            trace.array(call.sample_norms), shares.flatten(1).norm(dim=1).numpy(), rtol=1e-12
         )
     assert rec.matches is True and rec.factor_numbers == (20 + 1 + 4) * (3 + 2)
     [linear] = trace.doc.analyses.linear

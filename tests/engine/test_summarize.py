@@ -14,14 +14,19 @@ from gradtrace.trace import tensor_array
 from gradtrace.trace_schema import TensorValue
 
 
-def _summaries(*tensors: torch.Tensor, budget: int = 10**9) -> list[TensorValue]:
+def _summarized(*tensors: torch.Tensor, budget: int = 10**9) -> tuple[list[TensorValue], list[str]]:
+    """The records of ``tensors``, and the tensor_data their ``data`` indexes."""
     s = Summarizer(budget)
     out = [s(t) for t in tensors]
     s.finalize()
     for value in out:
         assert isinstance(value, TensorValue)
         msgspec.convert(msgspec.to_builtins(value), TensorValue)  # and valid as JSON data
-    return out
+    return out, s.tensor_data
+
+
+def _summaries(*tensors: torch.Tensor, budget: int = 10**9) -> list[TensorValue]:
+    return _summarized(*tensors, budget=budget)[0]
 
 
 def _expected_stats(t: torch.Tensor) -> dict:
@@ -33,12 +38,13 @@ def _expected_stats(t: torch.Tensor) -> dict:
 @pytest.mark.parametrize("numel", [1, 7, TINY_TENSOR, TINY_TENSOR + 1, BATCH_STATS, BATCH_STATS + 1, 5000])
 def test_levels_and_exact_numbers(numel: int) -> None:
     t = torch.randn(numel, generator=torch.Generator().manual_seed(numel), requires_grad=True)
-    [v] = _summaries(t)
+    [v], tensor_data = _summarized(t)
     if numel <= TINY_TENSOR:
         assert v.values == t.detach().double().tolist()  # float32 exactly, as float64
-        assert v.data is None
+        assert v.data is None and tensor_data == []
     else:
-        raw = np.frombuffer(base64.b64decode(v.data), "<f4")
+        assert v.data == 0 and len(tensor_data) == 1
+        raw = np.frombuffer(base64.b64decode(tensor_data[v.data]), "<f4")
         assert np.array_equal(raw, t.detach().numpy())
         assert v.values is None
     for key, want in _expected_stats(t).items():
@@ -71,17 +77,29 @@ def test_other_dtypes_and_empty() -> None:
     assert empty.shape == [0, 3] and empty.values == [] and empty.stats.min is None
 
 
-def test_budget_counts_every_appearance_then_stats_only() -> None:
+def test_budget_counts_each_tensors_numbers_once_then_stats_only() -> None:
     s = Summarizer(value_budget=6000)
     big = torch.ones(5000)
     first = s(big)
-    again = s(big)  # a second appearance no longer fits: stats only
+    again = s(big.detach())  # the same numbers again: the same record, one block, no charge
     small = s(torch.ones(10))  # a list costs 4 per number: 40 fits in what is left
+    other = s(torch.zeros(1000))  # 1000 more no longer fit: stats only
     s.finalize()
-    assert first.data is not None and again.truncated and again.data is None
-    assert again.stats is first.stats and again.stats.mean == 1.0
+    assert again is first and first.data == 0 and s.tensor_data[0]
     assert small.values == [1.0] * 10
+    assert other.truncated and other.data is None and other.stats.mean == 0.0
     assert s.values_truncated == 1 and s.budget_left == 6000 - 5000 - 40
+    assert len(s.tensor_data) == 1  # (the list is inline; the cut one has no block)
+
+
+def test_a_final_value_and_a_later_snapshot_of_the_same_tensor_share_one_block() -> None:
+    s = Summarizer(value_budget=100)
+    t = torch.randn(500)
+    final = s.final(t)
+    snapshot = s(t)  # past the snapshot budget, but its numbers are on the wire already
+    s.finalize()
+    assert snapshot is final and final.data == 0 and len(s.tensor_data) == 1
+    assert s.values_truncated == 0 and s.budget_left == 100
 
 
 def test_snapshot_is_taken_at_capture_time() -> None:
@@ -122,12 +140,12 @@ def test_numbers_travel_in_their_own_dtype_bit_for_bit(dtype: torch.dtype, numel
     if dtype.is_floating_point:
         t[0, 0] = float("nan")
         t[-1, 0] = -float("inf")
-    [v] = _summaries(t.t())  # transposed: the numbers still travel row-major
+    [v], tensor_data = _summarized(t.t())  # transposed: the numbers still travel row-major
     assert v.dtype == str(dtype).removeprefix("torch.") and v.shape == [1, numel]
     assert (v.values is not None) == (numel <= TINY_TENSOR) and (v.data is not None) == (numel > TINY_TENSOR)
     if v.data is not None:  # the tensor's own bytes: 8 per float64 number, 2 per bfloat16, 1 per bool
-        assert len(base64.b64decode(v.data)) == numel * t.element_size()
-    decoded = tensor_array(v)
+        assert len(base64.b64decode(tensor_data[v.data])) == numel * t.element_size()
+    decoded = tensor_array(v, tensor_data)
     want = t.t().float() if dtype == torch.bfloat16 else t.t()
     assert decoded.dtype == want.numpy().dtype and decoded.shape == (1, numel)
     assert np.array_equal(decoded, want.numpy(), equal_nan=dtype.is_floating_point)
@@ -135,8 +153,8 @@ def test_numbers_travel_in_their_own_dtype_bit_for_bit(dtype: torch.dtype, numel
 
 def test_float64_is_never_rounded_to_float32() -> None:
     t = torch.randn(64, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) / 3
-    [v] = _summaries(t)
-    assert np.array_equal(tensor_array(v), t.numpy())  # 0 error, not float32's ~1e-8
+    [v], tensor_data = _summarized(t)
+    assert np.array_equal(tensor_array(v, tensor_data), t.numpy())  # 0 error, not float32's ~1e-8
 
 
 def test_final_values_are_exact_whatever_the_snapshot_budget() -> None:
@@ -147,10 +165,10 @@ def test_final_values_are_exact_whatever_the_snapshot_budget() -> None:
     too_many = s.final(torch.randn(3000))  # 3000 + 3000 > 5000: stats only, counted
     s.finalize()
     assert snapshot.truncated and snapshot.data is None and s.values_truncated == 1
-    assert np.array_equal(tensor_array(final), t.numpy()) and not final.truncated
+    assert np.array_equal(tensor_array(final, s.tensor_data), t.numpy()) and not final.truncated
     assert too_many.truncated and too_many.stats.numel == 3000 and s.finals_truncated == 1
     with pytest.raises(ValueError, match="stats only"):
-        tensor_array(too_many)
+        tensor_array(too_many, s.tensor_data)
 
 
 @pytest.mark.parametrize("magnitude", [1e307, 1e200, 1e-200, 1e-300])
@@ -189,14 +207,14 @@ def test_many_small_tensors_summarized_in_blocks_each_get_their_own_stats() -> N
     tensors[3][5] = float("nan")
     tensors[400][0] = float("inf")
     tensors += [torch.randn(40, dtype=torch.float64, generator=g) * 1e200, torch.arange(40).reshape(8, 5)]
-    summaries = _summaries(*tensors)
+    summaries, tensor_data = _summarized(*tensors)
     for t, v in zip(tensors, summaries, strict=True):
         x = t.double().reshape(-1).numpy()
         assert v.stats.nan == int(np.isnan(x).sum()) and v.stats.inf == int(np.isinf(x).sum())
         scale = 1e200 if v.stats.max > 1e100 else 1.0  # (numpy's own norm overflows there)
         for key, want in _expected_stats(t / scale).items():
             assert getattr(v.stats, key) / scale == pytest.approx(want, rel=1e-9, abs=1e-12), key
-        assert np.array_equal(tensor_array(v), t.numpy(), equal_nan=True)
+        assert np.array_equal(tensor_array(v, tensor_data), t.numpy(), equal_nan=True)
 
 
 @pytest.mark.parametrize("numel", [5, 100])  # a list; base64 (both copied at capture, finished later)
@@ -209,7 +227,7 @@ def test_numbers_are_copied_at_capture_even_when_a_write_skips_the_version(
     before = s(t)
     t.data.add_(5.0)  # a write through .data: t._version does not move
     s.finalize()
-    assert np.array_equal(tensor_array(before), np.zeros(numel, np.float32))
+    assert np.array_equal(tensor_array(before, s.tensor_data), np.zeros(numel, np.float32))
     assert before.stats.max == 0.0 and before.stats.norm == 0.0
 
 
@@ -238,7 +256,7 @@ def test_views_of_the_same_elements_share_their_stats_and_others_have_their_own(
         x = view.double()
         assert summary.stats.mean == pytest.approx(x.mean().item(), rel=1e-12)
         assert summary.stats.norm == pytest.approx(x.norm().item(), rel=1e-12)
-        assert np.array_equal(tensor_array(summary), view.numpy())
+        assert np.array_equal(tensor_array(summary, s.tensor_data), view.numpy())
 
 
 def test_a_sparse_tensor_is_summarized_as_its_dense_numbers() -> None:
@@ -259,7 +277,7 @@ def test_a_lazily_negated_view_has_its_own_numbers_not_those_of_its_memory(numel
     records = [s(plain), s(negated), s(negated.reshape(-1, 1).t())]  # and a view of the view
     s.finalize()
     for t, v in zip([plain, negated, negated.reshape(-1, 1).t()], records, strict=True):
-        assert np.array_equal(tensor_array(v), t.resolve_neg().numpy())
+        assert np.array_equal(tensor_array(v, s.tensor_data), t.resolve_neg().numpy())
         assert v.stats.mean == pytest.approx(t.double().mean().item(), rel=1e-12)
         assert v.stats.min == t.min().item() and v.stats.max == t.max().item()
     assert records[0].stats.mean == -records[1].stats.mean
@@ -302,10 +320,10 @@ def test_parameters_and_their_transposes_travel_row_major_with_their_own_numbers
     """A tensor that requires grad (a weight, its ``.t()`` saved by Linear) is read through
     numpy as it lies in memory: its numbers row-major, its stats those of its elements."""
     w = torch.nn.Parameter(torch.randn(rows, 32, generator=torch.Generator().manual_seed(rows)))
-    records = _summaries(w, w.t())
+    records, tensor_data = _summarized(w, w.t())
     for t, v in zip([w, w.t()], records, strict=True):
         assert v.data is not None and v.shape == list(t.shape)
-        assert np.array_equal(tensor_array(v), t.detach().numpy())
+        assert np.array_equal(tensor_array(v, tensor_data), t.detach().numpy())
         want = _expected_stats(t)
         assert v.stats.min == want["min"] and v.stats.max == want["max"]
         assert v.stats.mean == pytest.approx(want["mean"], rel=1e-12)

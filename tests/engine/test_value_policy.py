@@ -109,14 +109,15 @@ def clean_grads(model: nn.Module, x: torch.Tensor, loss_fn: Callable) -> dict[st
 WIRE = {"float64": "<f8", "float32": "<f4"}
 
 
-def decode(value: dict[str, Any]) -> np.ndarray:
-    """A serialised TensorValue's numbers, read independently of gradtrace's own decoder."""
+def decode(value: dict[str, Any], tensor_data: list[str]) -> np.ndarray:
+    """A serialised TensorValue's numbers (``data``: an index into the document's
+    ``tensor_data``), read independently of gradtrace's own decoder."""
     assert value.get("truncated") is False, "a final gradient is never cut at default options"
     wire = WIRE[value["dtype"]]
     if value.get("values") is not None:  # (event payloads are free-form: no null keys)
         flat = np.array(value["values"], dtype=wire)
     else:
-        flat = np.frombuffer(base64.b64decode(value["data"]), dtype=wire)
+        flat = np.frombuffer(base64.b64decode(tensor_data[value["data"]]), dtype=wire)
     return flat.reshape(value["shape"])
 
 
@@ -135,7 +136,7 @@ def check_every_final_grad(
         assert in_memory is not None and in_memory.dtype == oracle[name].dtype, name
         atol = 1e-12 if dtype == torch.float64 else 1e-6
         np.testing.assert_allclose(in_memory, oracle[name], rtol=0, atol=atol, err_msg=name)
-        serialised = decode(wire["grads"][name])
+        serialised = decode(wire["grads"][name], wire["tensor_data"])
         assert serialised.tobytes() == in_memory.tobytes(), f"{name}: serialised bit for bit"
     assert not [d for d in wire["analyses"]["diagnostics"] if d["code"] == "final_values_truncated"]
     assert wire["limits"]["finals_truncated"] == 0
@@ -239,6 +240,43 @@ def test_a_version_1_trace_is_refused_clearly() -> None:
         gradtrace.Trace.from_dict(data)
 
 
+def _as_version_2(doc: dict[str, Any]) -> dict[str, Any]:
+    """A schema-3 document as gradtrace 0.1 wrote it: each value's base64 in its own
+    ``data``, no ``tensor_data``."""
+    blocks = doc["tensor_data"]
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: inline(value) for key, value in node.items() if key != "tensor_data"}
+        if isinstance(node.get("data"), int) and "stats" in node:
+            out["data"] = blocks[node["data"]]
+        return out
+
+    return {**inline(doc), "schema_version": 2}
+
+
+def test_a_version_2_trace_reads_as_the_version_3_trace_it_stands_for() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 2))
+    trace = gradtrace.trace(model, torch.randn(4, 8), lambda out: out.pow(2).sum())
+    new = trace.to_dict()
+    old = _as_version_2(new)
+    assert "tensor_data" not in old and isinstance(old["grads"]["0.weight"]["data"], str)
+    saved_by_0_1 = json.dumps(old)
+    loaded = gradtrace.Trace.from_json(saved_by_0_1)
+    assert json.loads(saved_by_0_1) == old  # (the caller's data is not changed)
+    for name, grad in trace.grads.items():
+        assert np.array_equal(loaded.grads[name], grad), name
+    # the same document, each distinct block once (indices in the order first met)
+    assert loaded.doc.schema_version == 3
+    assert sorted(loaded.doc.tensor_data) == sorted(set(new["tensor_data"]))
+    node = next(n for n in loaded.doc.graph.nodes if n.value is not None and n.value.data is not None)
+    assert loaded.array(node.value).shape == tuple(node.value.shape)
+
+
 def float64_spec() -> dict[str, Any]:
     return {
         "spec_version": 1,
@@ -256,15 +294,18 @@ def test_a_float64_spec_is_never_rounded_to_float32() -> None:
     and y, it agrees to float64 precision (a float32 rounding anywhere would show ~1e-7)."""
     trace = gradtrace.trace_spec(float64_spec())
     wire = json.loads(trace.to_json())
-    x, y = decode(wire["values"]["x"]), decode(wire["values"]["y"])
-    grad = decode(wire["grads"]["fc.weight"])
+    blocks = wire["tensor_data"]
+    x, y = decode(wire["values"]["x"], blocks), decode(wire["values"]["y"], blocks)
+    grad = decode(wire["grads"]["fc.weight"], blocks)
     assert grad.dtype == np.float64 and grad.tobytes() == trace.grads["fc.weight"].tobytes()
     np.testing.assert_allclose(grad, 2 * y.T @ x, rtol=1e-13, atol=1e-12)
-    np.testing.assert_allclose(decode(wire["grads"]["fc.bias"]), 2 * y.sum(axis=0), rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(
+        decode(wire["grads"]["fc.bias"], blocks), 2 * y.sum(axis=0), rtol=1e-13, atol=1e-12
+    )
     [leaf] = [n["id"] for n in wire["graph"]["nodes"] if n["kind"] == "tensor" and n["tensor"] == "fc.weight"]
     [write] = [e for e in wire["events"] if e["kind"] == "grad_write" and e["target"] == leaf]
     after = write["payload"]["after"]  # the per-event snapshot is exact too (within the budget)
-    assert decode({"truncated": False, **after}).tobytes() == grad.tobytes()
+    assert decode({"truncated": False, **after}, blocks).tobytes() == grad.tobytes()
 
 
 def test_final_grad_norms_are_torchs_norms_nan_included() -> None:

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import textwrap
 import time
 import urllib.error
 import urllib.request
@@ -178,15 +179,25 @@ def test_the_library_works_without_the_server_extra_or_node(venv: Venv) -> None:
     assert serve.returncode != 0 and "gradtrace[server]" in serve.stderr and "Traceback" not in serve.stderr
 
 
-def _readme_block(heading: str, language: str) -> str:
+def _readme_blocks(heading: str, language: str) -> list[str]:
+    """The ``language`` code blocks of a README section, in order (those inside a list item
+    dedented)."""
     section = (REPO / "README.md").read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    return re.search(rf"```{language}\n(.*?)```", section, re.S).group(1)
+    return [textwrap.dedent(block) for block in re.findall(rf"```{language}\n(.*?)```", section, re.S)]
+
+
+def _readme_block(heading: str, language: str) -> str:
+    return _readme_blocks(heading, language)[0]
 
 
 def test_the_readme_examples_work_as_written(venv: Venv) -> None:
-    """'Trace your own model' and 'Command line' (all but `serve`), verbatim from the README."""
-    venv.run(str(venv.python), "-c", _readme_block("Trace your own model (Python)", "python"))
+    """'Trace your own model' (every Python block: the quickstart, then reading its trace.json
+    without gradtrace) and 'Command line' (all but `serve`), verbatim from the README."""
+    first, *more = _readme_blocks("Trace your own model (Python)", "python")
+    venv.run(str(venv.python), "-c", first)
     assert json.loads((venv.workdir / "trace.json").read_text())["grads"]["0.weight"]
+    for block in more:
+        venv.run(str(venv.python), "-c", block)
     for line in _readme_block("Command line", "sh").splitlines():
         command = line.split("#", 1)[0].strip()
         if command and not command.startswith("gradtrace serve"):

@@ -41,7 +41,7 @@ def _compare_schema() -> dict[str, Any]:
 # GET /schema/<name>: (the route's summary, the schema's builder)
 SCHEMAS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
     "spec": ("JSON Schema of the model spec (version 1)", _spec_schema),
-    "trace": ("JSON Schema of the trace (schema_version 2)", _trace_schema),
+    "trace": ("JSON Schema of the trace (schema_version 3)", _trace_schema),
     "compare": ("JSON Schema of the comparison of two traces (POST /compare)", _compare_schema),
 }
 

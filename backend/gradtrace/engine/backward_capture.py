@@ -91,7 +91,7 @@ class _OpHooks:
         # (one value each, not a list: a node's pre and post alternate, a node runs once per
         # engine run; a list per node cost more to make and free than it could ever hold)
         self.mode: Any = None  # the mode entered in pre, left in post
-        self.outputs: list[Any] | None = None  # node_pre's summaries, repeated by node_post
+        self.outputs: list[Any] | None = None  # node_pre's summaries, shown again by node_post
         # per grad_inputs slot (made by the first post): its data edge, and the hooks of the
         # leaf's AccumulateGrad it feeds (None: no slot feeds one)
         self.edges: Sequence[GraphEdge | None] = ()
@@ -141,18 +141,17 @@ class _OpHooks:
             outputs = list(map(summarize, grad_outputs))
         else:
             self.outputs = None
-        repeat = capture.repeat
         seq = rec.emit(
             "node_post",
             target=node_id,
             node=node_id,
             module=self.module,
-            payload={"grad_inputs": inputs, "grad_outputs": list(map(repeat, outputs))},
+            payload={"grad_inputs": inputs, "grad_outputs": list(outputs)},
         )
         pass_index = rec.pass_index
         for value, edge in zip(inputs, self.edges, strict=False):
             if edge is not None:
-                edge.grads.append(EdgeGrad(pass_index=pass_index, seq=seq, value=repeat(value)))
+                edge.grads.append(EdgeGrad(pass_index=pass_index, seq=seq, value=value))
 
 
 class _AccumulateHooks:
@@ -169,7 +168,7 @@ class _AccumulateHooks:
         self.leaf_id = leaf_id
         self.leaf = leaf
         self.module = module
-        self.outputs: list[Any] | None = None  # node_pre's summaries, repeated by node_post
+        self.outputs: list[Any] | None = None  # node_pre's summaries, shown again by node_post
         # the gradient a producer's post handed on last (see hand_over): a weak reference to
         # the engine's tensor, its version and address then, and the alias it summarized
         self.handed: tuple[weakref.ref[torch.Tensor], int, int, torch.Tensor] | None = None
@@ -243,7 +242,7 @@ class _AccumulateHooks:
             module=self.module,
             payload={
                 "grad_inputs": list(map(summarize, grad_inputs)),
-                "grad_outputs": list(map(capture.repeat, outputs)),
+                "grad_outputs": list(outputs),
             },
         )
 
@@ -252,7 +251,6 @@ class BackwardCapture:
     def __init__(self, recorder: Recorder, watch: set[str]) -> None:
         self.recorder = recorder
         self.summarize = recorder.summarize
-        self.repeat = recorder.summarize.repeat
         self.watch = watch  # node ids whose incoming gradient (δ) the analyses need
         # per pass: node id -> per run of the node, its grad_outputs as (copy, summary) pairs
         # (the summary made in node_pre: the analyses repeat it instead of summarizing the copy)

@@ -275,7 +275,7 @@ class ForwardCapture:
         if seen is not None and (
             _same_tensors(seen_tensors, args) or _same_tensors(seen_tensors, flat_tensors(args))
         ):
-            inputs = list(map(summarize.repeat, seen))
+            inputs = list(seen)
         else:
             inputs = list(map(summarize, flat_tensors(args)))
         rec.emit(

@@ -393,6 +393,7 @@ class TraceSession:
                 values_truncated=self.summarize.values_truncated,
                 finals_truncated=self.summarize.finals_truncated,
             ),
+            tensor_data=self.summarize.tensor_data,  # (finalize() writes the blocks still due)
         )
         self.summarize.finalize()
         self._note_final_grad_norms(grads)  # (after finalize: read off the final values' stats)

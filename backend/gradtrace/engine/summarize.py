@@ -11,11 +11,14 @@ Every tensor that ends up in a trace passes through :class:`Summarizer`. The val
 * **Per-event snapshots** (node values, saved tensors, hook payloads, edge gradients:
   :meth:`Summarizer.__call__`) spend ``value_budget``, in the order they were captured
   (the forward first, then the backward events in engine order): stats always, the numbers
-  while the budget lasts, then ``{shape, dtype, stats, truncated: true}`` — never null.
+  while the budget lasts, then ``{shape, dtype, stats, truncated: true}`` — never null. A
+  tensor's numbers are charged once, when first written: the same tensor at the same
+  version appearing again is the same record, its numbers one block of the wire.
 * The numbers: a JSON list ``values`` for scalars and tiny tensors (up to ``TINY_TENSOR``
   elements: what a person reads, e.g. seed 002's gradients in a ``curl`` answer), otherwise
-  ``data``: base64 of the tensor's own little-endian bytes (float64 stays float64; bfloat16 is
-  its 16-bit pattern, bool one byte per element). The wire format decides the speed (DESIGN:
+  ``data``: the index of a block in the trace's ``tensor_data``, base64 of the tensor's own
+  little-endian bytes (float64 stays float64; bfloat16 is its 16-bit pattern, bool one byte
+  per element), each block written once. The wire format decides the speed (DESIGN:
   ``.tolist()`` + json of big tensors is 60-500x slower than raw base64).
 
 Output is the trace's own record, :class:`~gradtrace.trace_schema.TensorValue` (a msgspec
@@ -44,8 +47,9 @@ BATCH_STATS = 1024  # elements: up to this, stats of all such tensors are comput
 # temporaries (a model with 100k small tensors must not build one 800 MB array)
 _BLOCK_ELEMENTS = 1 << 18
 # numbers in per-event snapshots across one trace (~5.3 MB of float32 base64). JSON `values`
-# lists are charged LIST_COST per number (~20 bytes in JSON vs ~5.3 in base64), and every
-# appearance of a tensor counts: the budget bounds the size of the snapshots on the wire.
+# lists are charged LIST_COST per number (~20 bytes in JSON vs ~5.3 in base64); a tensor's
+# numbers count once (the wire holds each block once): the budget bounds the size of the
+# snapshots' numbers on the wire.
 DEFAULT_VALUE_BUDGET = 1_000_000
 # numbers of final values (grads + named forward values): resnet18 has 11.7 M parameters, a
 # 12-layer TransformerEncoder(d_model=512) 37.8 M; past this a model is "too big" (one
@@ -55,8 +59,8 @@ LIST_COST = 4
 
 
 def _cost(numel: int) -> int:
-    """What one appearance of a tensor's numbers charges to the snapshot budget: LIST_COST
-    per number as a JSON list (tiny), one per number as base64."""
+    """What a tensor's numbers charge to the snapshot budget: LIST_COST per number as a JSON
+    list (tiny), one per number as base64."""
     return numel * LIST_COST if numel <= TINY_TENSOR else numel
 
 
@@ -254,9 +258,11 @@ class Summarizer:
 
     The same memory at the same version (``_version`` bumps on in-place writes) is
     summarized once and the record reused: a module's output is also the next module's input
-    and some node's value. Every appearance of numbers (``values`` or ``data``) in a snapshot
-    is charged to ``value_budget`` (the JSON repeats them), so the budget bounds the size of
-    the snapshots on the wire; past it, snapshots are stats only (``truncated``).
+    and some node's value. A new record's numbers are charged to ``value_budget`` and, past
+    16 elements, become one block of :attr:`tensor_data` (the record's ``data`` is its
+    index); the record appearing again costs nothing (the wire holds its numbers once, and
+    ``values`` lists are short). Past the budget, new snapshots are stats only
+    (``truncated``).
 
     Capture only snapshots the numbers (a copy: later in-place writes must not change what
     was seen) and returns the record; :meth:`finalize` fills every pending one at the end, with
@@ -276,17 +282,18 @@ class Summarizer:
         self.final_value_limit = final_value_limit
         self.final_left = final_value_limit
         self.finals_truncated = 0  # final values reduced to stats only (model too big)
-        # key (see _key) -> (tensor kept alive, its record, what another appearance of it
-        # charges to the budget: 0 without numbers)
-        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue, int]] = {}
+        # the trace's tensor_data: base64 blocks, one per record with ``data`` (its index)
+        self.tensor_data: list[str] = []
+        # key (see _key) -> (tensor kept alive, its record)
+        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue]] = {}
         # what finalize() completes, from row-major byte copies taken at capture, grouped by
         # (numpy dtype, numel) so that each group is summarized as one block:
         # stats to compute, numbers to write as JSON lists (tiny), and as base64 (small)
         self._stats_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorStats]]] = {}
         self._lists_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorValue]]] = {}
-        self._data_due: list[tuple[bytes, TensorValue]] = []
-        # id(tensor) -> (tensor kept alive, version, its record, charge of another appearance)
-        self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue, int]] = {}
+        self._data_due: list[tuple[bytes, int]] = []  # bytes, and their index in tensor_data
+        # id(tensor) -> (tensor kept alive, version, its record)
+        self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
         # (first element's address, numel, dtype, version, device) -> the shared stats
         self._stats_by_memory: dict[tuple, TensorStats] = {}
@@ -321,17 +328,13 @@ class Summarizer:
                     self.budget_left -= cost
                 else:
                     self.values_truncated += 1
-                    cost = 0
                 value = self._snapshot(t, key, numel, numbers, kind)
-                self._cache[key] = (t, value, cost)
-                self._by_object[id(t)] = (t, version, value, cost)
+                self._cache[key] = (t, value)
+                self._by_object[id(t)] = (t, version, value)
                 return value
-            seen = self._by_object[id(t)] = (t, version, cached[1], cached[2])
-        charge = seen[3]
-        if charge <= self.budget_left:  # (0: stats only, nothing to charge)
-            self.budget_left -= charge
-            return seen[2]
-        return self._over_budget(seen[2])
+            self._by_object[id(t)] = (t, version, cached[1])
+            return cached[1]
+        return seen[2]
 
     @overload
     def final(self, t: torch.Tensor) -> TensorValue: ...
@@ -357,20 +360,13 @@ class Summarizer:
             self.final_left -= numel
         else:
             self.finals_truncated += 1  # past the limit: the model is too big (a diagnostic)
-        return self._snapshot(t, key, numel, numbers, kind)
-
-    def repeat(self, value: TensorValue | None) -> TensorValue | None:
-        """The same summary appearing once more in the trace (charged to the budget again)."""
-        if value is None or value.truncated:
-            return value
-        cost = _cost(value.stats.numel)
-        if cost <= self.budget_left:
-            self.budget_left -= cost
-            return value
-        return self._over_budget(value)
+        value = self._snapshot(t, key, numel, numbers, kind)
+        if numbers:  # (a snapshot of it made later shares it, numbers and all)
+            self._cache[key] = (t, value)
+        return value
 
     def known(self, t: torch.Tensor) -> TensorValue | None:
-        """The summary already made of this very tensor at its current version (no charge)."""
+        """The summary already made of this very tensor at its current version."""
         seen = self._by_object.get(id(t))
         if seen is not None and seen[0] is t and seen[1] == t._version:
             return seen[2]
@@ -381,20 +377,11 @@ class Summarizer:
     @overload
     def like_new(self, value: None) -> None: ...
     def like_new(self, value: TensorValue | None) -> TensorValue | None:
-        """A summary standing for a copy of its tensor (same numbers), accounted as a fresh
-        snapshot of that copy would be: charged, or counted in ``values_truncated``."""
-        if value is None:
-            return None
-        if value.truncated:
+        """A summary standing for a copy of its tensor (same numbers, so the same record): a
+        truncated one is counted in ``values_truncated``, as a snapshot of the copy would be."""
+        if value is not None and value.truncated:
             self.values_truncated += 1
-            return value
-        return self.repeat(value)
-
-    def _over_budget(self, value: TensorValue) -> TensorValue:
-        """Another appearance of ``value``'s numbers that the budget no longer pays for."""
-        self.values_truncated += 1
-        # the stats are shared: finalize() fills them for both
-        return TensorValue(shape=value.shape, dtype=value.dtype, stats=value.stats, truncated=True)
+        return value
 
     def _snapshot(
         self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
@@ -431,7 +418,8 @@ class Summarizer:
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out.data = base64_of(np.ascontiguousarray(native).data)  # (read in place)
+                out.data = len(self.tensor_data)
+                self.tensor_data.append(base64_of(np.ascontiguousarray(native).data))  # (read in place)
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
@@ -459,7 +447,9 @@ class Summarizer:
                 lists_due[0].append(plain)
                 lists_due[1].append(out)
             elif raw is not None:
-                self._data_due.append((raw, out))
+                out.data = index = len(self.tensor_data)
+                self.tensor_data.append("")  # (written by finalize())
+                self._data_due.append((raw, index))
         return out
 
     def finalize(self) -> None:
@@ -475,5 +465,6 @@ class Summarizer:
             for first, block in _blocks(dtype, numel, chunks):
                 for out, numbers in zip(records[first : first + len(block)], json_lists(block), strict=True):
                     out.values = numbers
-        for raw, out in data_due:
-            out.data = base64_of(raw)
+        tensor_data = self.tensor_data
+        for raw, index in data_due:
+            tensor_data[index] = base64_of(raw)
