@@ -1,5 +1,8 @@
 // The only module that calls fetch. Relative URLs (one origin), stale requests aborted, and the
 // API's error envelope {"error": {"code", "message", "path", "errors"}} turned into an ApiError.
+// Every trace it answers has its tensor numbers resolved (tensordata.js) before a caller sees it.
+
+import { resolveTensorData } from "./tensordata.js";
 
 export class ApiError extends Error {
   /** `errors`: every problem the API listed ({path, line, column, message}; the first is this one). */
@@ -40,6 +43,11 @@ async function request(url, options = {}) {
   return parseJson(await (await send(url, options)).text());
 }
 
+/** A trace the API answers, ready for the viewer. */
+async function requestTrace(url, options = {}) {
+  return resolveTensorData(await request(url, options));
+}
+
 const json = (body) => ({ method: "POST", headers: { "Content-Type": "application/json" }, body });
 
 let traceController = null;
@@ -51,15 +59,15 @@ export const api = {
   trace(specText) {
     if (traceController) traceController.abort();
     traceController = new AbortController();
-    return request("/api/v1/trace", { ...json(specText), signal: traceController.signal });
+    return requestTrace("/api/v1/trace", { ...json(specText), signal: traceController.signal });
   },
   /** POST a spec object for its trace (no abort: compare mode's second trace). */
-  traceOf: (spec) => request("/api/v1/trace", json(JSON.stringify(spec))),
+  traceOf: (spec) => requestTrace("/api/v1/trace", json(JSON.stringify(spec))),
   /** The comparison of a (baseline) and b, each a spec object or a permalink id. */
   compare: (a, b) => request("/api/v1/compare", json(JSON.stringify({ a, b }))),
   share: (specText) => request("/api/v1/specs", json(specText)),
   savedSpec: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}`),
-  savedTrace: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}/trace`),
+  savedTrace: (id) => requestTrace(`/api/v1/specs/${encodeURIComponent(id)}/trace`),
   /** A permalink as the one-file offline player: {blob, filename} (the server names the file). */
   async playerHtml(id, theme = "") {
     const query = theme ? `?theme=${encodeURIComponent(theme)}` : "";

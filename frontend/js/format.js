@@ -51,7 +51,7 @@ export function formatShape(shape) {
   return `(${shape.join(", ")})`;
 }
 
-// Bytes per number of each dtype a trace's `data` can hold (schema 2: the tensor's own dtype).
+// Bytes per number of each dtype a trace's `data` can hold (the tensor's own dtype).
 const DTYPE_BYTES = {
   float64: 8, float32: 4, float16: 2, bfloat16: 2,
   int64: 8, int32: 4, int16: 2, int8: 1, uint64: 8, uint32: 4, uint16: 2, uint8: 1, bool: 1,
@@ -118,10 +118,15 @@ export function decodeBase64Numbers(b64, dtype = "float32") {
   return out;
 }
 
-/** The numbers of a TensorValue as a flat array, or null when the trace kept stats only. */
+/**
+ * The numbers of a TensorValue as a flat array, or null when the trace kept stats only. A
+ * schema 3 index in `data` is a trace that skipped resolveTensorData (tensordata.js) where it
+ * entered the viewer: an error, not a tensor shown without its numbers.
+ */
 export function tensorNumbers(tv) {
   if (!tv) return null;
   if (Array.isArray(tv.values)) return tv.values.map(decodeNumber);
+  if (typeof tv.data === "number") throw new Error(`tensor data ${tv.data} is an index into tensor_data: the trace was not resolved where it was loaded`);
   if (typeof tv.data === "string") {
     const nums = decodeBase64Numbers(tv.data, tv.dtype || "float32");
     return nums ? Array.from(nums) : null;

@@ -23,6 +23,7 @@ import { FONTS } from "./metrics.js";
 import { drawIcons } from "./icons.js";
 import { drawLegends } from "./legend.js";
 import { graphCssText } from "./download.js";
+import { resolveTensorData } from "./tensordata.js";
 
 const $ = (id) => document.getElementById(id);
 const body = document.body;
@@ -62,15 +63,19 @@ const controls = bindControls({
   onEscape: () => store.set({ node: "" }),
 });
 
+/** The trace (and its settings) a standalone page or notebook cell carries, resolved. */
 function readEmbeddedData() {
   const el = document.getElementById("gradtrace-data");
   if (!el) return null;
+  let data;
   try {
-    return JSON.parse(el.textContent);
+    data = JSON.parse(el.textContent);
   } catch (err) {
     setStatus(`embedded data is not valid JSON: ${err.message}`, true);
     return null;
   }
+  resolveTensorData(data?.trace);
+  return data;
 }
 
 function setStatus(text, isError = false) {

@@ -2,6 +2,7 @@
 // HTML — the server's one-file offline player of the permalink — and JSON).
 
 import { graphCssText, saveBlob, svgToPngBlob, slug } from "./download.js";
+import { tensorDataJson } from "./tensordata.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -82,7 +83,12 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
   $("export-json")?.addEventListener("click", () => {
     const trace = getTrace();
     if (!trace) return;
-    saveBlob(new Blob([JSON.stringify(trace, null, 1)], { type: "application/json" }), `${name()}.trace.json`);
     closeMenu();
+    try {
+      // written as the server wrote it (schema 3: each tensor's numbers once)
+      saveBlob(new Blob([tensorDataJson(trace, 1)], { type: "application/json" }), `${name()}.trace.json`);
+    } catch (err) {
+      setStatus(`could not export JSON: ${err.message}`, true);
+    }
   });
 }

@@ -25,6 +25,7 @@ import module from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { resolveTensorData } from "../js/tensordata.js";
 
 // Node >= 22 keeps compiled code on disk: a fresh process loads elkjs in a fraction of the time.
 module.enableCompileCache?.();
@@ -71,7 +72,7 @@ function parseTrace(raw) {
     throw new InputError("input is not a gradtrace trace: graph.nodes and graph.edges are required");
   }
   if (!Array.isArray(trace.events)) throw new InputError("input is not a gradtrace trace: events is required");
-  return trace;
+  return resolveTensorData(trace);
 }
 
 let tools = null;

@@ -80,7 +80,9 @@ def test_per_sample_section_of_a_linear_weight(
     assert cells.count() == batch * tokens  # B × T = 5 × 6 positions of seed 000's MLP
     # the sample norms printed are the trace's (4 significant digits)
     printed = section.locator(".persample-samples .num").inner_text()
-    assert printed == ", ".join(fmt4(x) for x in tensor_array(call["sample_norms"]).tolist())
+    assert printed == ", ".join(
+        fmt4(x) for x in tensor_array(call["sample_norms"], trace["tensor_data"]).tolist()
+    )
     check = section.locator(".persample-check").inner_text()
     assert check.endswith("✓") and "max error" in check
     storage = section.inner_text()

@@ -3,14 +3,13 @@
 // vendored KaTeX (rendered here with throwOnError).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import katex from "../../frontend/node_modules/katex/dist/katex.mjs";
 import { operandNames, texName, forwardOpName, moduleType } from "../../frontend/js/operands.js";
 import { chainRuleSteps, outerProduct, rootName, texNumber, texTensor } from "../../frontend/js/chainrule.js";
 import { formatTensorInline } from "../../frontend/js/format.js";
-import { GOLDEN_DIR, goldenTraces } from "./fixtures.mjs";
+import { goldenTrace, goldenTraces } from "./fixtures.mjs";
 
-const seed002 = JSON.parse(readFileSync(`${GOLDEN_DIR}/spec_seed002_full_backward_hook.json`, "utf8"));
+const seed002 = goldenTrace("spec_seed002_full_backward_hook");
 
 /** What the inspector passes: the node's last node_post in `pass` and its slot -> source map. */
 function stepsOf(trace, nodeId, passIndex) {

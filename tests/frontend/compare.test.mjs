@@ -1,9 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { compareMarks, compareHref, ratioText } from "../../frontend/js/compare.js";
+import { goldenTrace } from "./fixtures.mjs";
 
-const golden = (name) => JSON.parse(readFileSync(new URL(`../engine/golden/${name}.json`, import.meta.url), "utf8"));
 const diffOf = (status, ratio = null) => ({ name: "", status, ratio });
 
 test("factors as the graph prints them", () => {
@@ -16,7 +15,7 @@ test("factors as the graph prints them", () => {
 });
 
 test("marks: changed edges with their factor, the nodes they leave, changed leaves, nodes only b has", () => {
-  const trace = golden("spec_seed002_full_backward_hook");
+  const trace = goldenTrace("spec_seed002_full_backward_hook");
   const [e1, e2, e3] = trace.graph.edges;
   const leaf = trace.graph.nodes.find((n) => n.kind === "tensor" && n.role === "parameter");
   const inserted = trace.graph.nodes.find((n) => n.inserted);

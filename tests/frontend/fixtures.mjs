@@ -4,17 +4,23 @@
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { resolveTensorData } from "../../frontend/js/tensordata.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const GOLDEN_DIR = join(here, "..", "engine", "golden");
+const GOLDEN_DIR = join(here, "..", "engine", "golden");
 
-/** All golden traces as [name, trace] pairs (empty until the engine writes them). */
+/** The golden trace `name` (its file name without ".json") as the viewer holds it: resolved. */
+export function goldenTrace(name) {
+  return resolveTensorData(JSON.parse(readFileSync(join(GOLDEN_DIR, `${name}.json`), "utf8")));
+}
+
+/** All golden traces as [file name, trace] pairs (empty until the engine writes them). */
 export function goldenTraces() {
   if (!existsSync(GOLDEN_DIR)) return [];
   return readdirSync(GOLDEN_DIR)
     .filter((f) => f.endsWith(".json"))
     .sort()
-    .map((f) => [f, JSON.parse(readFileSync(join(GOLDEN_DIR, f), "utf8"))])
+    .map((f) => [f, goldenTrace(f.slice(0, -".json".length))])
     .filter(([, t]) => t && t.graph && Array.isArray(t.events));
 }
 

@@ -1,12 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { liveBytesAt, formatBytes, memoryPath, memoryOf, nodeMemory, nodeMemoryState } from "../../frontend/js/memory.js";
+import { goldenTrace } from "./fixtures.mjs";
 
-const golden = (name) => JSON.parse(readFileSync(new URL(`../engine/golden/${name}.json`, import.meta.url), "utf8"));
 
 test("live bytes follow the trace's timeline: held after retain_graph, freed by the last backward", () => {
-  const trace = golden("spec_seed001_retain_graph");
+  const trace = goldenTrace("spec_seed001_retain_graph");
   const memory = memoryOf(trace);
   assert.ok(memory.peak_bytes > 0);
   const backwards = trace.passes.filter((p) => p.phase === "backward");
@@ -18,7 +17,7 @@ test("live bytes follow the trace's timeline: held after retain_graph, freed by 
 });
 
 test("node memory and bytes as a person reads them", () => {
-  const trace = golden("spec_seed001_retain_graph");
+  const trace = goldenTrace("spec_seed001_retain_graph");
   const saved = memoryOf(trace).nodes[0];
   assert.equal(nodeMemory(trace, saved.node).saved_bytes, saved.saved_bytes);
   assert.equal(nodeMemory(trace, "no-such-node"), null);
@@ -29,7 +28,7 @@ test("node memory and bytes as a person reads them", () => {
 });
 
 test("the plot is a closed step path inside its box", () => {
-  const trace = golden("spec_seed001_retain_graph");
+  const trace = goldenTrace("spec_seed001_retain_graph");
   const d = memoryPath(memoryOf(trace), trace.events.length - 1, 1000, 28);
   assert.match(d, /^M0,28 .* H1000 V28 Z$/);
   const ys = [...d.matchAll(/V([\d.]+)/g)].map((m) => Number(m[1]));
@@ -38,7 +37,7 @@ test("the plot is a closed step path inside its box", () => {
 });
 
 test("a node's saved bytes over the timeline: saved, held through retain_graph, freed by a later backward", () => {
-  const trace = golden("spec_seed001_retain_graph");
+  const trace = goldenTrace("spec_seed001_retain_graph");
   const [saved] = memoryOf(trace).nodes;
   const [forward, first, second] = trace.passes;
   const at = (step) => nodeMemoryState(trace, saved.node, step);

@@ -1,12 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { perSampleOf, weightOfNode, positionGrid, storageText } from "../../frontend/js/persample.js";
+import { goldenTrace } from "./fixtures.mjs";
 
-const golden = (name) => JSON.parse(readFileSync(new URL(`../engine/golden/${name}.json`, import.meta.url), "utf8"));
 
 test("seed 000's MLP: a B × T grid of contribution norms per Linear weight", () => {
-  const trace = golden("module_seed000_mlp");
+  const trace = goldenTrace("module_seed000_mlp");
   const records = trace.analyses.per_sample;
   assert.ok(records.length >= 2);
   for (const record of records) {
