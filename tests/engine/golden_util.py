@@ -30,7 +30,7 @@ def assert_same(actual: Any, expected: Any, path: str = "$") -> None:
         for k in expected:
             if k == "data" and isinstance(expected[k], str) and isinstance(actual[k], str):
                 # base64 of the tensor's own dtype (a block of tensor_data, put in place by
-                # _inlined): decoded as that dtype
+                # inlined): decoded as that dtype
                 assert actual["dtype"] == expected["dtype"], f"{path}.dtype"
                 a = tensor_array({"dtype": actual["dtype"], "shape": [-1], "data": 0}, [actual[k]])
                 e = tensor_array({"dtype": expected["dtype"], "shape": [-1], "data": 0}, [expected[k]])
@@ -52,7 +52,7 @@ def assert_same(actual: Any, expected: Any, path: str = "$") -> None:
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
 
 
-def _inlined(doc: dict[str, Any]) -> dict[str, Any]:
+def inlined(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` with each ``data`` index replaced by its block of ``tensor_data`` (compared as
     numbers, wherever the block sits in the list)."""
     blocks = doc.get("tensor_data", [])
@@ -78,4 +78,4 @@ def check_golden(name: str, trace_dict: dict[str, Any]) -> None:
         if not UPDATE:
             raise AssertionError(f"golden file {path.name} was missing: written, rerun the test")
         return
-    assert_same(_inlined(trace_dict), _inlined(json.loads(path.read_text(encoding="utf-8"))))
+    assert_same(inlined(trace_dict), inlined(json.loads(path.read_text(encoding="utf-8"))))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from golden_util import inlined
 from torch import nn
 
 import gradtrace
@@ -243,19 +244,7 @@ def test_a_version_1_trace_is_refused_clearly() -> None:
 def _as_version_2(doc: dict[str, Any]) -> dict[str, Any]:
     """A schema-3 document as gradtrace 0.1 wrote it: each value's base64 in its own
     ``data``, no ``tensor_data``."""
-    blocks = doc["tensor_data"]
-
-    def inline(node: Any) -> Any:
-        if isinstance(node, list):
-            return [inline(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        out = {key: inline(value) for key, value in node.items() if key != "tensor_data"}
-        if isinstance(node.get("data"), int) and "stats" in node:
-            out["data"] = blocks[node["data"]]
-        return out
-
-    return {**inline(doc), "schema_version": 2}
+    return {**inlined(doc), "schema_version": 2}
 
 
 def test_a_version_2_trace_reads_as_the_version_3_trace_it_stands_for() -> None:
