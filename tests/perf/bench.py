@@ -105,6 +105,11 @@ def torchviz_available() -> str | None:
     return None
 
 
+# bare forward+backward, capture and serialise: timed this many times in each round (TorchLens,
+# torchviz and the drawings once: they take up to seconds)
+CAPTURE_SAMPLES_PER_ROUND = 5
+
+
 def bench_capture(bm: BenchModel, repeats: int, notes: list[str], workdir: Path) -> dict[str, object]:
     torch.set_num_threads(1)
     model, x = bm.build()
@@ -168,15 +173,18 @@ def bench_capture(bm: BenchModel, repeats: int, notes: list[str], workdir: Path)
     }
     try:
         for _ in range(repeats):
-            t["bare"].append(timed(bare))
             tr = None
 
             def cap() -> None:
                 nonlocal tr
                 tr = capture()
 
-            t["capture"].append(timed(cap))
-            t["serialise"].append(timed(lambda: tr.to_json()))  # noqa: B023
+            # the cheap figures (milliseconds) several times a round, alternating: their
+            # medians then move less with this shared machine than 5 samples did
+            for _ in range(CAPTURE_SAMPLES_PER_ROUND):
+                t["bare"].append(timed(bare))
+                t["capture"].append(timed(cap))
+                t["serialise"].append(timed(lambda: tr.to_json()))  # noqa: B023
             if viz_reason is None:
                 t["viz"].append(timed(viz))
                 t["viz_svg"].append(timed(viz_svg))
@@ -443,7 +451,8 @@ def main() -> None:
     report = ["# Benchmarks", "", f"Machine: {machine_line()}.", ""]
     report.append(
         "Every figure is a median of rounds that interleave what is compared; ratios (×) are to the bare "
-        f"forward+backward of the same model in the same rounds ({repeats} rounds). "
+        f"forward+backward of the same model in the same rounds ({repeats} rounds; bare, capture and serialise "
+        f"{CAPTURE_SAMPLES_PER_ROUND} times each in every round). "
         "Regenerate with `make bench`.\n"
     )
     workdir = Path(tempfile.mkdtemp(prefix="gradtrace-bench-"))
