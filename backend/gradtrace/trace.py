@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from gradtrace.trace_schema import SCHEMA_VERSION, Event, TensorValue, TraceDoc
+from gradtrace.trace_schema import SCHEMA_VERSION, Event, TensorValue, TraceDoc, encode_doc, encode_doc_text
 
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 # the trace's dtype names -> numpy's little-endian dtype of ``data`` (bfloat16: its bit pattern)
@@ -213,13 +213,16 @@ class Trace:
         data: dict[str, Any] = msgspec.to_builtins(self._doc)
         return data
 
-    def to_json_bytes(self, indent: int | None = None) -> bytes:
-        """Strict JSON as UTF-8 bytes (what the service sends)."""
-        data = msgspec.json.encode(self._doc)
+    def to_json_bytes(self, indent: int | None = None, *, numbers: bool = True) -> bytes:
+        """Strict JSON as UTF-8 bytes (what the service sends). ``numbers=False``: with an
+        empty ``tensor_data`` (what a drawing reads: values past 16 elements read as stats only)."""
+        data = encode_doc(self._doc, numbers=numbers)
         return data if indent is None else msgspec.json.format(data, indent=indent)
 
     def to_json(self, indent: int | None = None) -> str:
         """Strict JSON text (a non-finite float could only come out as null)."""
+        if indent is None:
+            return encode_doc_text(self._doc)
         return self.to_json_bytes(indent).decode("utf-8")
 
     def save(self, path: str | Path, **options: Any) -> Path:

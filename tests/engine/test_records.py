@@ -26,6 +26,8 @@ VALIDATOR = jsonschema.Draft202012Validator(trace_json_schema())
 def check_round_trip(trace: gradtrace.Trace) -> None:
     assert isinstance(trace.doc, TraceDoc)
     data = trace.to_json_bytes()
+    # the engine's base64 blocks are written as they are: the bytes msgspec itself would write
+    assert data == msgspec.json.encode(trace.doc) and trace.to_json() == data.decode()
     assert msgspec.json.decode(data, type=TraceDoc) == trace.doc
     assert trace.to_dict() == json.loads(data)
     assert json.loads(trace.to_json_bytes(indent=2)) == json.loads(data)
@@ -176,3 +178,19 @@ def test_a_fresh_trace_writes_the_same_json_before_and_after_its_payloads_are_re
     # a module's output is the next module's input: one dict, shared, as the record was
     first, second = forwards[0], forwards[1]
     assert first["outputs"][0] is second["inputs"][0]
+
+
+def test_the_engines_tensor_data_is_written_as_is_and_any_other_list_is_escaped() -> None:
+    torch.manual_seed(0)
+    trace = gradtrace.trace(nn.Linear(8, 4), torch.randn(5, 8))
+    doc = trace.doc
+    assert isinstance(doc.tensor_data, ts.Base64Blocks) and doc.tensor_data
+    with pytest.raises(TypeError, match="assign a new list"):
+        doc.tensor_data.append('"')
+    with pytest.raises(TypeError, match="assign a new list"):
+        doc.tensor_data[0] = '"'
+    # a list of the reader's own: written by msgspec, escapes and all
+    doc.tensor_data = [*doc.tensor_data, 'a "quoted" \\ block\n']
+    data = trace.to_json_bytes()
+    assert data == msgspec.json.encode(doc) and json.loads(data)["tensor_data"][-1] == 'a "quoted" \\ block\n'
+    assert trace.to_json() == data.decode()

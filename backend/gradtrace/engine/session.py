@@ -34,6 +34,7 @@ from gradtrace.engine.summarize import (
 from gradtrace.spec.errors import SpecError
 from gradtrace.trace_schema import (
     Analyses,
+    Base64Blocks,
     Diagnostic,
     GradNorm,
     Graph,
@@ -393,9 +394,9 @@ class TraceSession:
                 values_truncated=self.summarize.values_truncated,
                 finals_truncated=self.summarize.finals_truncated,
             ),
-            tensor_data=self.summarize.tensor_data,  # (finalize() writes the blocks still due)
         )
         self.summarize.finalize()
+        doc.tensor_data = Base64Blocks(self.summarize.tensor_data)  # (complete now)
         self._note_final_grad_norms(grads)  # (after finalize: read off the final values' stats)
         # (the event payloads keep their TensorValue records: gradtrace.Trace.doc turns them
         # into plain data when a reader first asks; serialising does not need that)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgspec
+from gradtrace.trace_schema import TraceDoc, encode_doc
 
 
 def trace_json(trace: Any) -> bytes:
@@ -19,8 +19,8 @@ def trace_json(trace: Any) -> bytes:
         return trace.encode("utf-8")
     if hasattr(trace, "to_json_bytes"):  # gradtrace.Trace (its bytes: no round trip through str)
         return trace.to_json_bytes()
-    if isinstance(trace, msgspec.Struct):  # TraceDoc
-        return msgspec.json.encode(trace)
+    if isinstance(trace, TraceDoc):
+        return encode_doc(trace)
     if isinstance(trace, dict):  # compact, as the trace's own encoder writes (drawing_json reads it)
         return json.dumps(trace, allow_nan=False, separators=(",", ":")).encode("utf-8")
     raise TypeError(f"cannot render a {type(trace).__name__}: pass a gradtrace.Trace, a TraceDoc or a dict")
@@ -52,6 +52,10 @@ def drawing_json(trace: Any) -> bytes:
     receive, parse and decode for nothing. They are left out by sending ``tensor_data``
     empty: the result is still a valid trace, and draws the same picture.
     """
+    if hasattr(trace, "to_json_bytes"):  # gradtrace.Trace: written without them, not cut out after
+        return trace.to_json_bytes(numbers=False)
+    if isinstance(trace, TraceDoc):
+        return encode_doc(trace, numbers=False)
     return _without_tensor_data(trace_json(trace))
 
 
