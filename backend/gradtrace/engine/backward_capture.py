@@ -54,24 +54,63 @@ def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
     return None if grad is None else grad.detach()
 
 
-class _OpHooks:
-    """The recording pre and post hooks of one op node, registered as bound methods. They run
+class _NodeHooks:
+    """The recording pre and post hooks of one node, registered as bound methods. They run
     once per node per pass (~1,000 calls in a 500-node backward) and are made for every node
     of every pass: what they read is bound here, in as few objects as it takes (the object
-    and its two methods; closures over a dozen cells cost twice as much to make and free)."""
+    and its two methods; closures over a dozen cells cost twice as much to make and free).
+    The events both kinds of node record: ``node_pre`` with the summaries of the gradients
+    arriving, ``node_post`` with those of the gradients sent on."""
 
-    __slots__ = (
-        "capture",
-        "node_id",
-        "module",
-        "watched",
-        "make_mode",
-        "retained",
-        "mode",
-        "outputs",
-        "edges",
-        "to_leaf",
-    )
+    __slots__ = ("capture", "node_id", "module", "outputs")
+
+    def __init__(self, capture: BackwardCapture, node_id: str, module: str | None) -> None:
+        self.capture = capture
+        self.node_id = node_id
+        self.module = module
+        # node_pre's summaries, shown again by node_post (one value, not a list: a node's pre
+        # and post alternate, a node runs once per engine run)
+        self.outputs: list[Any] | None = None
+
+    def _summaries(self, grad_outputs: tuple) -> list[Any]:
+        """The summaries of the gradients arriving at the node."""
+        return list(map(self.capture.summarize, grad_outputs))
+
+    def _emit_pre(self, grad_outputs: tuple) -> list[Any]:
+        """The node starts: its ``node_pre`` event; the summaries it holds, returned."""
+        rec = self.capture.recorder
+        node_id = self.node_id
+        rec.node_started(node_id)
+        summaries = self.outputs = self._summaries(grad_outputs)
+        rec.emit(
+            "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
+        )
+        return summaries
+
+    def _emit_post(self, inputs: list[TensorValue | None], grad_outputs: tuple) -> int:
+        """Its ``node_post`` event, with the summaries of ``grad_inputs`` made by the caller;
+        its seq."""
+        # the engine hands post the same grad_outputs as pre: those summaries again
+        outputs = self.outputs
+        if outputs is None:
+            outputs = self._summaries(grad_outputs)
+        else:
+            self.outputs = None
+        node_id = self.node_id
+        return self.capture.recorder.emit(
+            "node_post",
+            target=node_id,
+            node=node_id,
+            module=self.module,
+            payload={"grad_inputs": inputs, "grad_outputs": list(outputs)},
+        )
+
+
+class _OpHooks(_NodeHooks):
+    """The hooks of an op node: its gradients go along data edges (to a leaf's AccumulateGrad
+    too); it may be a Linear's output (watched), a retain_grad carrier, a Python Function."""
+
+    __slots__ = ("watched", "make_mode", "retained", "mode", "edges", "to_leaf")
 
     def __init__(
         self,
@@ -82,16 +121,11 @@ class _OpHooks:
         make_mode: Callable[[], Any] | None,
         retained: Sequence,
     ) -> None:
-        self.capture = capture
-        self.node_id = node_id
-        self.module = module
+        super().__init__(capture, node_id, module)
         self.watched = watched
         self.make_mode = make_mode
         self.retained = retained
-        # (one value each, not a list: a node's pre and post alternate, a node runs once per
-        # engine run; a list per node cost more to make and free than it could ever hold)
         self.mode: Any = None  # the mode entered in pre, left in post
-        self.outputs: list[Any] | None = None  # node_pre's summaries, shown again by node_post
         # per grad_inputs slot (made by the first post): its data edge, and the hooks of the
         # leaf's AccumulateGrad it feeds (None: no slot feeds one)
         self.edges: Sequence[GraphEdge | None] = ()
@@ -99,17 +133,11 @@ class _OpHooks:
 
     def pre(self, grad_outputs: tuple) -> None:
         capture = self.capture
-        node_id = self.node_id
         if self.retained:
-            capture._retained_writes(node_id, self.retained)
-        rec = capture.recorder
-        rec.node_started(node_id)
-        summaries = self.outputs = list(map(capture.summarize, grad_outputs))
-        rec.emit(
-            "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
-        )
+            capture._retained_writes(self.node_id, self.retained)
+        summaries = self._emit_pre(grad_outputs)
         if self.watched:
-            capture._keep_deltas(node_id, grad_outputs, summaries)
+            capture._keep_deltas(self.node_id, grad_outputs, summaries)
         if self.make_mode is not None:
             mode = self.mode = self.make_mode()
             mode.__enter__()
@@ -135,40 +163,25 @@ class _OpHooks:
                 summarize(g if leaf is None or g is None else leaf.hand_over(g))
                 for g, leaf in zip(grad_inputs, to_leaf, strict=False)
             ]
-        # the engine hands post the same grad_outputs as pre: reuse those summaries
-        outputs = self.outputs
-        if outputs is None:
-            outputs = list(map(summarize, grad_outputs))
-        else:
-            self.outputs = None
-        seq = rec.emit(
-            "node_post",
-            target=node_id,
-            node=node_id,
-            module=self.module,
-            payload={"grad_inputs": inputs, "grad_outputs": list(outputs)},
-        )
+        seq = self._emit_post(inputs, grad_outputs)
         pass_index = rec.pass_index
         for value, edge in zip(inputs, self.edges, strict=False):
             if edge is not None:
                 edge.grads.append(EdgeGrad(pass_index=pass_index, seq=seq, value=value))
 
 
-class _AccumulateHooks:
+class _AccumulateHooks(_NodeHooks):
     """The hooks of a leaf's AccumulateGrad node: no edges out (its grad_inputs are empty),
     never a Linear's output nor a retain_grad carrier; it writes ``.grad``."""
 
-    __slots__ = ("capture", "node_id", "leaf_id", "leaf", "module", "outputs", "handed")
+    __slots__ = ("leaf_id", "leaf", "handed")
 
     def __init__(
         self, capture: BackwardCapture, node_id: str, leaf_id: str, leaf: torch.Tensor, module: str | None
     ) -> None:
-        self.capture = capture
-        self.node_id = node_id
+        super().__init__(capture, node_id, module)
         self.leaf_id = leaf_id
         self.leaf = leaf
-        self.module = module
-        self.outputs: list[Any] | None = None  # node_pre's summaries, shown again by node_post
         # the gradient a producer's post handed on last (see hand_over): a weak reference to
         # the engine's tensor, its version and address then, and the alias it summarized
         self.handed: tuple[weakref.ref[torch.Tensor], int, int, torch.Tensor] | None = None
@@ -202,49 +215,27 @@ class _AccumulateHooks:
             return handed[3]
         return _leaf_bound(grad)
 
+    def _summaries(self, grad_outputs: tuple) -> list[Any]:
+        return list(map(self.capture.summarize, map(self._arrived, grad_outputs)))  # (see _leaf_bound)
+
     def pre(self, grad_outputs: tuple) -> None:
         capture = self.capture
-        rec = capture.recorder
-        node_id = self.node_id
-        rec.node_started(node_id)
-        summarize = capture.summarize
-        # (see _leaf_bound)
-        summaries = self.outputs = list(map(summarize, map(self._arrived, grad_outputs)))
-        rec.emit(
-            "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
-        )
+        self._emit_pre(grad_outputs)
         leaf = self.leaf
         grad = leaf.grad
-        capture._before[self.leaf_id] = None if grad is None else summarize(grad)
+        capture._before[self.leaf_id] = None if grad is None else capture.summarize(grad)
         hooks = leaf._post_accumulate_grad_hooks
         if hooks and id(leaf) not in capture._acc_hooked:
             capture._hook_writes_first(leaf, cast("OrderedDict[int, Any]", hooks))
 
     def post(self, grad_inputs: tuple, grad_outputs: tuple) -> None:
         capture = self.capture
-        rec = capture.recorder
-        node_id = self.node_id
-        rec.node_finished(node_id)
+        capture.recorder.node_finished(self.node_id)
         leaf = self.leaf
         # (AccumulateGrad skips an undefined gradient and a leaf that stopped requiring grad)
         if grad_outputs[0] is not None and leaf.requires_grad and id(leaf) not in capture._acc_hooked:
             capture._record_write(leaf, self.leaf_id, self.module)  # the write just happened
-        summarize = capture.summarize
-        outputs = self.outputs
-        if outputs is None:
-            outputs = list(map(summarize, map(self._arrived, grad_outputs)))
-        else:
-            self.outputs = None
-        rec.emit(
-            "node_post",
-            target=node_id,
-            node=node_id,
-            module=self.module,
-            payload={
-                "grad_inputs": list(map(summarize, grad_inputs)),
-                "grad_outputs": list(outputs),
-            },
-        )
+        self._emit_post(list(map(capture.summarize, grad_inputs)), grad_outputs)
 
 
 class BackwardCapture:
@@ -253,7 +244,7 @@ class BackwardCapture:
         self.summarize = recorder.summarize
         self.watch = watch  # node ids whose incoming gradient (δ) the analyses need
         # per pass: node id -> per run of the node, its grad_outputs as (copy, summary) pairs
-        # (the summary made in node_pre: the analyses repeat it instead of summarizing the copy)
+        # (the summary made in node_pre: the analyses show it again instead of summarizing the copy)
         self.deltas: dict[int, dict[str, list[tuple]]] = {}
         self._before: dict[str, Any] = {}  # leaf node id -> .grad summary before the write
         self._acc_hooked: set[int] = set()  # id(leaf tensor) with a recording post-acc hook
