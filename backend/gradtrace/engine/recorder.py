@@ -262,19 +262,7 @@ class Recorder:
         if obj is not None:
             self.node_ids[obj] = node_id
             self.node_objects[node_id] = obj
-        events = self.events
-        # (emit() inlined: this runs once per node of the graph)
-        events.append(
-            Event(
-                seq=len(events),
-                pass_index=self.pass_index,
-                phase=self.phase,
-                kind="node_created",
-                target=node_id,
-                node=node_id,
-                module=record.module,
-            )
-        )
+        self.emit("node_created", target=node_id, node=node_id, module=record.module)
 
     def leaf(self, tensor: torch.Tensor) -> str:
         """The tensor node of a leaf (created on first use), named after its spec/param name."""
@@ -446,15 +434,13 @@ class Recorder:
         out: list[SavedTensor] = []
         summarize = self.summarize
         for attr, raw_attr in plan:
-            if hooks_possible and raw_attr is not None:
-                raw = getattr(obj, raw_attr, None)
-                if type(raw) is SavedVariable:  # (the usual, one saved tensor: tested inline)
-                    hooked = raw.unpack_hook is not None  # type: ignore[attr-defined]
-                else:
-                    hooked = _unpacking_runs_a_hook(raw)
-                if hooked:
-                    out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
-                    continue
+            if (
+                hooks_possible
+                and raw_attr is not None
+                and _unpacking_runs_a_hook(getattr(obj, raw_attr, None))
+            ):
+                out.append(SavedTensor(name=attr, scalar=_HOOK_PACKED))
+                continue
             try:
                 value = getattr(obj, attr)
             except RuntimeError:  # already freed or modified in place: nothing to show
