@@ -317,24 +317,25 @@ class Summarizer:
             # The held reference keeps the memory from being reused by another tensor.
             key = _key(t, version)
             cached = self._cache.get(key)
-            if cached is None:
-                # not summarized before (at this version): a new record, charged now (inline
-                # rather than a method: this runs thousands of times per trace)
-                numel = t.numel()
-                cost = _cost(numel)
-                kind = _KINDS.get(key[3]) or _kind(key[3])
-                numbers = cost <= self.budget_left and not kind.complex
-                if numbers:
-                    self.budget_left -= cost
-                else:
-                    self.values_truncated += 1
-                value = self._snapshot(t, key, numel, numbers, kind)
-                self._cache[key] = (t, value)
-                self._by_object[id(t)] = (t, version, value)
-                return value
-            self._by_object[id(t)] = (t, version, cached[1])
-            return cached[1]
+            value = self._new(t, key) if cached is None else cached[1]
+            self._by_object[id(t)] = (t, version, value)
+            return value
         return seen[2]
+
+    def _new(self, t: torch.Tensor, key: tuple) -> TensorValue:
+        """The snapshot of a tensor not summarized before (at this version), its numbers
+        charged now while the budget lasts."""
+        numel = t.numel()
+        cost = _cost(numel)
+        kind = _KINDS.get(key[3]) or _kind(key[3])
+        numbers = cost <= self.budget_left and not kind.complex
+        if numbers:
+            self.budget_left -= cost
+        else:
+            self.values_truncated += 1
+        value = self._snapshot(t, key, numel, numbers, kind)
+        self._cache[key] = (t, value)
+        return value
 
     @overload
     def final(self, t: torch.Tensor) -> TensorValue: ...
@@ -418,8 +419,7 @@ class Summarizer:
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
-                out.data = len(self.tensor_data)
-                self.tensor_data.append(base64_of(np.ascontiguousarray(native).data))  # (read in place)
+                out.data = self._block(base64_of(np.ascontiguousarray(native).data))  # (read in place)
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
@@ -447,10 +447,14 @@ class Summarizer:
                 lists_due[0].append(plain)
                 lists_due[1].append(out)
             elif raw is not None:
-                out.data = index = len(self.tensor_data)
-                self.tensor_data.append("")  # (written by finalize())
+                out.data = index = self._block("")  # (written by finalize())
                 self._data_due.append((raw, index))
         return out
+
+    def _block(self, text: str) -> int:
+        """A new block of ``tensor_data`` (base64): its index."""
+        self.tensor_data.append(text)
+        return len(self.tensor_data) - 1
 
     def finalize(self) -> None:
         """Fill the stats and numbers of every record handed out so far (idempotent)."""
