@@ -336,6 +336,28 @@ def reachable_from(roots: list[str], edges: list[GraphEdge]) -> set[str]:
     return seen
 
 
+def connected_to(roots: list[str], edges: list[GraphEdge], wanted: set[str]) -> set[str]:
+    """The nodes of ``wanted`` upstream of ``roots``, most often without a walk of the whole
+    graph: the program's named tensors (the loss, the output) sit next to the backward's
+    roots, at the end of the edges.
+
+    One sweep of the edges from the last reaches a node's sources once the node is reached
+    (an edge is recorded when its target is created, after the edges into its source) and
+    stops when every wanted node is; anything still missing then (a detached tensor, edges
+    recorded out of that order) is settled by :func:`reachable_from`."""
+    reached = set(roots)
+    missing = wanted - reached
+    for e in reversed(edges):
+        if not missing:
+            return wanted
+        if e.target in reached and e.source not in reached:
+            reached.add(e.source)
+            missing.discard(e.source)
+    if not missing:
+        return wanted
+    return wanted & reachable_from(roots, edges)
+
+
 def diagnose(
     rec: Any,
     env: dict[str, Any],
@@ -348,11 +370,10 @@ def diagnose(
     not kept, and PyTorch's own warnings (e.g. a full backward hook firing on outputs only)."""
     out: list[Diagnostic] = []
     if backward_roots:
-        connected = reachable_from(backward_roots, rec.edges)
+        nodes = {name: rec.node_ids.get(fn) for name, t in env.items() if (fn := t.grad_fn) is not None}
+        connected = connected_to(backward_roots, rec.edges, {node for node in nodes.values() if node})
         roots = set(backward_roots)
-        for name, t in env.items():
-            fn = t.grad_fn
-            node = rec.node_ids.get(fn) if fn is not None else None
+        for name, node in nodes.items():
             if node is not None and node not in connected:
                 out.append(
                     diagnostic(
