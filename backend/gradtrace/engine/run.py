@@ -46,8 +46,10 @@ def trace_module(
     ``loss_fn(output)`` gives the scalar to backward; without it a scalar output is the loss
     and a non-scalar output is reduced with ``.sum()`` (a diagnostic says so).
     ``retain_grad``: True (keep ``output.grad``) or names among "output", "loss".
-    ``grads_out``, when given, receives the final ``.grad`` of every named leaf as numpy
-    arrays (``None``: no gradient), whatever the serialised trace could keep.
+    ``grads_out``, when given, receives the final ``.grad`` of every named leaf (``None``: no
+    gradient), exact whatever the serialised trace could keep, for ``gradtrace.Trace(doc,
+    grads)``: numpy arrays, or a GradInTrace where the returned document's blocks hold the
+    exact numbers (the Trace decodes it when first asked).
 
     The model's own hooks (already registered, or registered inside ``forward``) are recorded
     where they fire and restored exactly afterwards (see model_hooks.py); engine runs inside
@@ -124,7 +126,7 @@ def _traced(
         doc = session.finish(
             source="module", spec=None, title=title or f"{type(model).__name__} forward and backward"
         )
-        return doc, session.final_grad_arrays() if want_grads else None
+        return doc, session.final_grad_arrays(in_trace=True) if want_grads else None
     finally:
         session.close()
 

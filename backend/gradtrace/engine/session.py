@@ -32,6 +32,7 @@ from gradtrace.engine.summarize import (
     exact_array,
 )
 from gradtrace.spec.errors import SpecError
+from gradtrace.trace import GradInTrace
 from gradtrace.trace_schema import (
     Analyses,
     Base64Blocks,
@@ -86,6 +87,7 @@ class TraceSession:
         # the final .grad of every named leaf and retained tensor (the tensors, set by finish;
         # copied to numpy only when asked): see final_grad_arrays
         self._final_grads: dict[str, torch.Tensor | None] = {}
+        self._final_records: dict[str, TensorValue | None] = {}  # their records in the trace
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -411,6 +413,7 @@ class TraceSession:
         # (kept as references: final_grad_arrays copies them, only for a caller that wants them)
         self._final_grads = final_grads
         grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
+        self._final_records = grads  # (their blocks: see final_grad_arrays)
         values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
         values.update({n: self.summarize.final(t) for n, t in self.env.items()})
         cut = self.summarize.finals_truncated
@@ -453,12 +456,23 @@ class TraceSession:
                 norms[k] = norm
         self.grad_norms += [norm for norm in norms if norm is not None]
 
-    def final_grad_arrays(self) -> dict[str, Any]:
+    def final_grad_arrays(self, in_trace: bool = False) -> dict[str, Any]:
         """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever
         the serialised trace could keep; None where there is no gradient). Call it right after
         finish(), nothing run in between (the .grad tensors finish() kept are copied now), still
-        inside the GC pause; a caller that does not want them skips the copies."""
-        return {n: None if g is None else exact_array(g) for n, g in self._final_grads.items()}
+        inside the GC pause; a caller that does not want them skips the copies.
+
+        ``in_trace``: a gradient whose exact numbers the trace holds in a block is a
+        GradInTrace instead of a copy (for a Trace made of this trace's document, which
+        decodes it if ever asked)."""
+        values = self._final_records if in_trace else {}
+        out: dict[str, Any] = {}
+        for name, grad in self._final_grads.items():
+            if grad is None:
+                out[name] = None
+            else:
+                out[name] = GradInTrace.of(values.get(name)) or exact_array(grad)
+        return out
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         """The parameters and the named inputs whose ``.grad`` a backward fills: leaves that
