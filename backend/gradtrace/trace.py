@@ -4,51 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
-from gradtrace.trace_schema import SCHEMA_VERSION, Event, TensorValue, TraceDoc, encode_doc, encode_doc_text
+from gradtrace.trace_schema import (
+    SCHEMA_VERSION,
+    WIRE_DTYPES,
+    Event,
+    GradInTrace,
+    TensorValue,
+    TraceDoc,
+    encode_doc,
+    encode_doc_text,
+)
 
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
-# the trace's dtype names -> numpy's little-endian dtype of ``data`` (bfloat16: its bit pattern)
-_WIRE_DTYPES = {
-    "float64": "<f8",
-    "float32": "<f4",
-    "float16": "<f2",
-    "bfloat16": "<u2",
-    "int64": "<i8",
-    "int32": "<i4",
-    "int16": "<i2",
-    "int8": "i1",
-    "uint8": "u1",
-    "uint16": "<u2",
-    "uint32": "<u4",
-    "uint64": "<u8",
-    "bool": "?",
-}
-
-
-class GradInTrace(NamedTuple):
-    """A final gradient whose exact numbers the trace itself holds (a block of its
-    ``tensor_data``, in the gradient's own dtype): what the engine hands a Trace instead of a
-    numpy copy of the ``.grad``, decoded only when ``Trace.grads`` is first read (most traces
-    are only serialised: 240 copies were 1% of chain60's capture)."""
-
-    dtype: str
-    shape: list[int]
-    data: int
-
-    @classmethod
-    def of(cls, value: TensorValue | None) -> GradInTrace | None:
-        """The reference to a final value's block, when it has one that ``tensor_array``
-        decodes (None: the caller copies the gradient itself)."""
-        if value is None or value.data is None or value.truncated or value.dtype not in _WIRE_DTYPES:
-            return None
-        return cls(value.dtype, value.shape, value.data)
-
-    def array(self, tensor_data: Sequence[str]) -> Any:
-        return tensor_array({"dtype": self.dtype, "shape": self.shape, "data": self.data}, tensor_data)
 
 
 def tensor_array(value: TensorValue | dict[str, Any], tensor_data: Sequence[str] | None = None) -> Any:
@@ -67,7 +38,7 @@ def tensor_array(value: TensorValue | dict[str, Any], tensor_data: Sequence[str]
     else:
         dtype_name, shape = value["dtype"], value["shape"]
         numbers, data = value.get("values"), value.get("data")
-    wire = _WIRE_DTYPES.get(dtype_name)
+    wire = WIRE_DTYPES.get(dtype_name)
     if data is not None and tensor_data is None:
         raise ValueError(
             f"this {dtype_name} tensor of shape {tuple(shape)} keeps its numbers in the trace's "
@@ -291,7 +262,7 @@ class Trace:
         if grads is not None:
             for name, grad in grads.items():
                 if isinstance(grad, GradInTrace):
-                    grads[name] = grad.array(self._blocks)
+                    grads[name] = tensor_array(grad._asdict(), self._blocks)
             return dict(grads)
         return {k: None if v is None else self.array(v) for k, v in self._doc.grads.items()}
 

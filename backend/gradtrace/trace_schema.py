@@ -32,7 +32,7 @@ For each graph node:
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal, NamedTuple, NoReturn
 
 import msgspec
 
@@ -42,6 +42,22 @@ import msgspec
 SCHEMA_VERSION: Final = 3
 
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
+# the trace's dtype names -> numpy's little-endian dtype of ``data`` (bfloat16: its bit pattern)
+WIRE_DTYPES = {
+    "float64": "<f8",
+    "float32": "<f4",
+    "float16": "<f2",
+    "bfloat16": "<u2",
+    "int64": "<i8",
+    "int32": "<i4",
+    "int16": "<i2",
+    "int8": "i1",
+    "uint8": "u1",
+    "uint16": "<u2",
+    "uint32": "<u4",
+    "uint64": "<u8",
+    "bool": "?",
+}
 Number = float | int | NonFinite
 Phase = Literal["forward", "backward", "step"]
 EdgeKind = Literal["data", "leaf", "no_grad"]
@@ -391,6 +407,26 @@ class Limits(_Record, kw_only=True):
     final_value_limit: int  # numbers the final grads and named forward values may carry (exactly)
     values_truncated: int = 0  # per-event snapshots reduced to stats only
     finals_truncated: int = 0  # final grads / named values reduced to stats only (a diagnostic says so)
+
+
+class GradInTrace(NamedTuple):
+    """A final gradient whose exact numbers the trace itself holds (a block of its
+    ``tensor_data``, in the gradient's own dtype): what the engine hands a Trace instead of a
+    numpy copy of the ``.grad``, decoded (``tensor_array``) only when ``Trace.grads`` is first
+    read (most traces are only serialised: 240 copies were 1% of chain60's capture). Its
+    fields are copied from the record, so later edits of the document change nothing."""
+
+    dtype: str
+    shape: list[int]
+    data: int
+
+    @classmethod
+    def of(cls, value: TensorValue | None) -> GradInTrace | None:
+        """The reference to a final value's block, when it has one that decodes (None: the
+        caller copies the gradient itself)."""
+        if value is None or value.data is None or value.truncated or value.dtype not in WIRE_DTYPES:
+            return None
+        return cls(value.dtype, value.shape, value.data)
 
 
 class Base64Blocks(list[str]):

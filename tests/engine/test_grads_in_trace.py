@@ -10,7 +10,7 @@ import torch
 
 import gradtrace
 from gradtrace.engine.summarize import exact_array
-from gradtrace.trace import GradInTrace
+from gradtrace.trace_schema import GradInTrace
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])

@@ -32,11 +32,11 @@ from gradtrace.engine.summarize import (
     exact_array,
 )
 from gradtrace.spec.errors import SpecError
-from gradtrace.trace import GradInTrace
 from gradtrace.trace_schema import (
     Analyses,
     Base64Blocks,
     Diagnostic,
+    GradInTrace,
     GradNorm,
     Graph,
     Limits,
