@@ -338,3 +338,19 @@ def test_the_exact_array_of_a_tensor_that_requires_grad_is_a_copy() -> None:
     with torch.no_grad():
         w.mul_(10)  # a later write does not reach the copy
     assert got.dtype == np.float32 and np.array_equal(got, np.array([[1.0, 3.0], [2.0, 4.0]]))
+
+
+def test_bytes_at_copies_a_tensors_memory_as_ctypes_does() -> None:
+    """The address-space view the summarizer copies small tensors from (and reads large ones
+    in place through) gives the very bytes ctypes.string_at gives, at any offset and size."""
+    import ctypes
+
+    from gradtrace.engine.summarize import _MEMORY, _bytes_at
+
+    base = torch.arange(5000, dtype=torch.float64)
+    for start, size in [(0, 8), (1, 1), (3, 17), (100, 8 * 1000), (4999, 8)]:
+        address = base.data_ptr() + 8 * start
+        assert _bytes_at(address, size) == ctypes.string_at(address, size)
+    assert _MEMORY is not None and _MEMORY.readonly  # (on this platform: the fast path is the one tested)
+    flat = np.frombuffer(_MEMORY, np.float64, 5000, base.data_ptr())
+    assert np.array_equal(flat, base.numpy())

@@ -97,7 +97,29 @@ _BITS = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
 _BIG_ENDIAN = sys.byteorder == "big"
 _STRIDED = torch.strided
 _TENSOR = torch.Tensor  # (a module constant: ~18 ns less per isinstance than torch.Tensor)
-_string_at = ctypes.string_at  # bytes at an address: a copy of a tensor's memory
+
+
+def _address_space() -> memoryview | None:
+    """The process's memory as one read-only byte view indexed by address (None where ctypes
+    cannot make it). Nothing is read until a slice of it is copied."""
+    try:
+        return memoryview((ctypes.c_char * (sys.maxsize >> 1)).from_address(0)).cast("B").toreadonly()
+    except (ValueError, TypeError, OverflowError, MemoryError):  # pragma: no cover (no such platform here)
+        return None
+
+
+_MEMORY = _address_space()
+
+
+def _bytes_at(address: int, size: int) -> bytes:
+    """A copy of the ``size`` bytes at ``address`` (a tensor's memory), as
+    ``ctypes.string_at`` makes it, but sliced from ``_MEMORY``: ~0.15 µs instead of ~0.8 µs
+    for a 2 KB tensor (string_at is a foreign-function call; a trace copies ~1000 such)."""
+    return _MEMORY[address : address + size].tobytes()  # type: ignore[index]
+
+
+if _MEMORY is None:  # pragma: no cover (the fallback: ctypes' own copy)
+    _bytes_at = ctypes.string_at  # type: ignore[assignment]  # noqa: F811
 
 
 class _DtypeKind(NamedTuple):
@@ -415,7 +437,13 @@ class Summarizer:
             # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
             # (detached first: .numpy() refuses a tensor that requires grad. No
             # torch.no_grad() here: entering it cost ~200 µs per call.)
-            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
+            native: np.ndarray | None
+            if contiguous and own_dtype is not None and _MEMORY is not None:
+                # its memory read in place as a flat array (the row-major order of its
+                # elements): ~0.3 µs, where detach() and .numpy() took ~1.5 µs
+                native = numeric = np.frombuffer(_MEMORY, own_dtype, numel, key[0])
+            else:
+                native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
@@ -426,7 +454,7 @@ class Summarizer:
         raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
         if contiguous and own_dtype is not None:
             # its bytes as they lie in CPU memory: one copy, no numpy array
-            raw = plain = _string_at(key[0], numel * kind.size)
+            raw = plain = _bytes_at(key[0], numel * kind.size)
             dtype = own_dtype
         else:
             native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
