@@ -354,3 +354,32 @@ def test_bytes_at_copies_a_tensors_memory_as_ctypes_does() -> None:
     assert _MEMORY is not None and _MEMORY.readonly  # (on this platform: the fast path is the one tested)
     flat = np.frombuffer(_MEMORY, np.float64, 5000, base.data_ptr())
     assert np.array_equal(flat, base.numpy())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool])
+def test_strided_views_read_in_place_carry_torchs_numbers_row_major(dtype: torch.dtype) -> None:
+    """Non-contiguous views (transposed, permuted, stepped, expanded: zero strides), small
+    and large, read through numpy's view of their memory: the same bytes and stats as torch's
+    own row-major copy."""
+    from gradtrace.engine.summarize import _own_array
+
+    base = (torch.arange(4 * 40 * 30) % 13 - 6).to(dtype).reshape(4, 40, 30)
+    views = [
+        base.permute(2, 0, 1),
+        base[:, ::3, 1::2],
+        base[0].t(),
+        base[:1, :1].expand(5, 7, 30),
+        base[1, :3, :4].t(),
+    ]
+    own = np.dtype(str(dtype).removeprefix("torch."))
+    for view in views:
+        assert not view.is_contiguous()
+        key = (view.data_ptr(), view.shape, view.stride())
+        assert _own_array(key, view.numel(), own, False).tobytes() == view.contiguous().numpy().tobytes()
+        (summary,), data = _summarized(view)
+        if summary.data is not None:
+            assert base64.b64decode(data[summary.data]) == view.contiguous().numpy().tobytes()
+        else:
+            assert (
+                summary.values == view.reshape(-1).to(torch.uint8 if dtype == torch.bool else dtype).tolist()
+            )
