@@ -383,3 +383,21 @@ def test_strided_views_read_in_place_carry_torchs_numbers_row_major(dtype: torch
             assert (
                 summary.values == view.reshape(-1).to(torch.uint8 if dtype == torch.bool else dtype).tolist()
             )
+
+
+def test_exact_arrays_of_views_are_writable_row_major_copies_of_torchs_numbers() -> None:
+    from gradtrace.engine.summarize import exact_array
+
+    base = torch.randn(6, 4, requires_grad=True)
+    tensors = [base, base.t(), base[::2, 1:], base[:1].expand(3, 6, 4), torch.tensor(2.5), torch.zeros(0, 3)]
+    tensors += [torch.arange(6).reshape(2, 3).t(), torch.ones(2, 3, dtype=torch.bool)]
+    for t in tensors:
+        expected = t.detach().contiguous().numpy().copy()
+        array = exact_array(t)
+        assert array.dtype == expected.dtype and array.shape == expected.shape
+        assert array.tobytes() == expected.tobytes()
+        assert array.flags.writeable and array.flags.c_contiguous
+    array = exact_array(base)
+    with torch.no_grad():
+        base.add_(1.0)
+    assert not np.array_equal(array, base.detach().numpy())  # a copy, not a view

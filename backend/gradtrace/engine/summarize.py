@@ -282,6 +282,14 @@ def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
     which holds every one of their values exactly."""
+    key = _key(t, 0)
+    own = _kind(key[3]).raw
+    if own is not None and key[0] is not None and key[5] is True and not key[6] and _MEMORY is not None:
+        # in CPU memory as numpy holds it (as in Summarizer._snapshot): copied from numpy's
+        # view of that memory, with none of the checks and conversions below (~1 µs less)
+        contiguous = t.is_contiguous()
+        view = _own_array(key, t.numel(), own, contiguous)
+        return (view.reshape(tuple(key[1])) if contiguous else view).copy()
     if t.requires_grad:  # (.numpy() refuses it)
         t = t.detach()
     # a lazy negation or conjugation applied first: numpy sees the memory as it lies (asked
@@ -391,12 +399,16 @@ class Summarizer:
         if not isinstance(t, _TENSOR):
             return None
         numel = t.numel()
-        key = _key(t, t._version)
-        hit = self._cache.get(key)
-        # already summarized with its numbers, at this version
-        if hit is not None and not hit[1].truncated:
+        # already summarized with its numbers, at this version: usually this very object (a
+        # grad seen at its grad_write, a named output), found without building its key
+        known = self.known(t)
+        if known is None or known.truncated:
+            key = _key(t, t._version)
+            hit = self._cache.get(key)
+            known = None if hit is None else hit[1]
+        if known is not None and not known.truncated:
             self.final_left -= min(numel, self.final_left)
-            return hit[1]
+            return known
         kind = _kind(key[3])
         if kind.complex:  # no numbers for complex tensors: the stats of their magnitude
             return self._snapshot(t, key, numel, False, kind)
