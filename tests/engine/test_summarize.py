@@ -338,3 +338,66 @@ def test_the_exact_array_of_a_tensor_that_requires_grad_is_a_copy() -> None:
     with torch.no_grad():
         w.mul_(10)  # a later write does not reach the copy
     assert got.dtype == np.float32 and np.array_equal(got, np.array([[1.0, 3.0], [2.0, 4.0]]))
+
+
+def test_bytes_at_copies_a_tensors_memory_as_ctypes_does() -> None:
+    """The address-space view the summarizer copies small tensors from (and reads large ones
+    in place through) gives the very bytes ctypes.string_at gives, at any offset and size."""
+    import ctypes
+
+    from gradtrace.engine.summarize import _MEMORY, _bytes_at
+
+    base = torch.arange(5000, dtype=torch.float64)
+    for start, size in [(0, 8), (1, 1), (3, 17), (100, 8 * 1000), (4999, 8)]:
+        address = base.data_ptr() + 8 * start
+        assert _bytes_at(address, size) == ctypes.string_at(address, size)
+    assert _MEMORY is not None and _MEMORY.readonly  # (on this platform: the fast path is the one tested)
+    flat = np.frombuffer(_MEMORY, np.float64, 5000, base.data_ptr())
+    assert np.array_equal(flat, base.numpy())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool])
+def test_strided_views_read_in_place_carry_torchs_numbers_row_major(dtype: torch.dtype) -> None:
+    """Non-contiguous views (transposed, permuted, stepped, expanded: zero strides), small
+    and large, read through numpy's view of their memory: the same bytes and stats as torch's
+    own row-major copy."""
+    from gradtrace.engine.summarize import _own_array
+
+    base = (torch.arange(4 * 40 * 30) % 13 - 6).to(dtype).reshape(4, 40, 30)
+    views = [
+        base.permute(2, 0, 1),
+        base[:, ::3, 1::2],
+        base[0].t(),
+        base[:1, :1].expand(5, 7, 30),
+        base[1, :3, :4].t(),
+    ]
+    own = np.dtype(str(dtype).removeprefix("torch."))
+    for view in views:
+        assert not view.is_contiguous()
+        key = (view.data_ptr(), view.shape, view.stride())
+        assert _own_array(key, view.numel(), own, False).tobytes() == view.contiguous().numpy().tobytes()
+        (summary,), data = _summarized(view)
+        if summary.data is not None:
+            assert base64.b64decode(data[summary.data]) == view.contiguous().numpy().tobytes()
+        else:
+            assert (
+                summary.values == view.reshape(-1).to(torch.uint8 if dtype == torch.bool else dtype).tolist()
+            )
+
+
+def test_exact_arrays_of_views_are_writable_row_major_copies_of_torchs_numbers() -> None:
+    from gradtrace.engine.summarize import exact_array
+
+    base = torch.randn(6, 4, requires_grad=True)
+    tensors = [base, base.t(), base[::2, 1:], base[:1].expand(3, 6, 4), torch.tensor(2.5), torch.zeros(0, 3)]
+    tensors += [torch.arange(6).reshape(2, 3).t(), torch.ones(2, 3, dtype=torch.bool)]
+    for t in tensors:
+        expected = t.detach().contiguous().numpy().copy()
+        array = exact_array(t)
+        assert array.dtype == expected.dtype and array.shape == expected.shape
+        assert array.tobytes() == expected.tobytes()
+        assert array.flags.writeable and array.flags.c_contiguous
+    array = exact_array(base)
+    with torch.no_grad():
+        base.add_(1.0)
+    assert not np.array_equal(array, base.detach().numpy())  # a copy, not a view

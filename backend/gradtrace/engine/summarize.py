@@ -97,7 +97,51 @@ _BITS = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
 _BIG_ENDIAN = sys.byteorder == "big"
 _STRIDED = torch.strided
 _TENSOR = torch.Tensor  # (a module constant: ~18 ns less per isinstance than torch.Tensor)
-_string_at = ctypes.string_at  # bytes at an address: a copy of a tensor's memory
+
+
+def _address_space() -> memoryview | None:
+    """The process's memory as one read-only byte view indexed by address (None where ctypes
+    cannot make it). Nothing is read until a slice of it is copied."""
+    try:
+        return memoryview((ctypes.c_char * (sys.maxsize >> 1)).from_address(0)).cast("B").toreadonly()
+    except (ValueError, TypeError, OverflowError, MemoryError):  # pragma: no cover (no such platform here)
+        return None
+
+
+_MEMORY = _address_space()
+
+
+def _bytes_at(address: int, size: int) -> bytes:
+    """A copy of the ``size`` bytes at ``address`` (a tensor's memory), as
+    ``ctypes.string_at`` makes it, but sliced from ``_MEMORY``: ~0.15 µs instead of ~0.8 µs
+    for a 2 KB tensor (string_at is a foreign-function call; a trace copies ~1000 such)."""
+    return _MEMORY[address : address + size].tobytes()  # type: ignore[index]
+
+
+if _MEMORY is None:  # pragma: no cover (the fallback: ctypes' own copy)
+    _bytes_at = ctypes.string_at  # type: ignore[assignment]  # noqa: F811
+
+
+@functools.lru_cache(maxsize=4096)
+def _numpy_layout(
+    shape: torch.Size, strides: tuple[int, ...], itemsize: int
+) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """numpy's shape and byte strides of a tensor's layout, and how many elements its memory
+    spans from its first one (a tensor with elements). Remembered per layout, as _is_dense."""
+    span = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides, strict=True))
+    return tuple(shape), tuple(stride * itemsize for stride in strides), span
+
+
+def _own_array(key: tuple, numel: int, dtype: np.dtype, contiguous: bool) -> np.ndarray:
+    """numpy's view, in place, of a tensor whose elements lie in CPU memory as numpy holds
+    them (``_snapshot``'s ``own_dtype``), from its cache ``key``: flat when contiguous, else
+    in torch's layout (whose ``tobytes()`` reads it row-major). ~0.3 µs flat, ~1 µs strided,
+    where ``t.detach().numpy()`` took ~1.5-2 µs."""
+    address = key[0]
+    if contiguous:
+        return np.frombuffer(_MEMORY, dtype, numel, address)  # type: ignore[arg-type]
+    dims, strides, span = _numpy_layout(key[1], key[2], dtype.itemsize)
+    return np.ndarray(dims, dtype, np.frombuffer(_MEMORY, dtype, span, address), 0, strides)  # type: ignore[arg-type]
 
 
 class _DtypeKind(NamedTuple):
@@ -238,6 +282,14 @@ def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
     which holds every one of their values exactly."""
+    key = _key(t, 0)
+    own = _kind(key[3]).raw
+    if own is not None and key[0] is not None and key[5] is True and not key[6] and _MEMORY is not None:
+        # in CPU memory as numpy holds it (as in Summarizer._snapshot): copied from numpy's
+        # view of that memory, with none of the checks and conversions below (~1 µs less)
+        contiguous = t.is_contiguous()
+        view = _own_array(key, t.numel(), own, contiguous)
+        return (view.reshape(tuple(key[1])) if contiguous else view).copy()
     if t.requires_grad:  # (.numpy() refuses it)
         t = t.detach()
     # a lazy negation or conjugation applied first: numpy sees the memory as it lies (asked
@@ -347,12 +399,16 @@ class Summarizer:
         if not isinstance(t, _TENSOR):
             return None
         numel = t.numel()
-        key = _key(t, t._version)
-        hit = self._cache.get(key)
-        # already summarized with its numbers, at this version
-        if hit is not None and not hit[1].truncated:
+        # already summarized with its numbers, at this version: usually this very object (a
+        # grad seen at its grad_write, a named output), found without building its key
+        known = self.known(t)
+        if known is None or known.truncated:
+            key = _key(t, t._version)
+            hit = self._cache.get(key)
+            known = None if hit is None else hit[1]
+        if known is not None and not known.truncated:
             self.final_left -= min(numel, self.final_left)
-            return hit[1]
+            return known
         kind = _kind(key[3])
         if kind.complex:  # no numbers for complex tensors: the stats of their magnitude
             return self._snapshot(t, key, numel, False, kind)
@@ -415,7 +471,11 @@ class Summarizer:
             # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
             # (detached first: .numpy() refuses a tensor that requires grad. No
             # torch.no_grad() here: entering it cost ~200 µs per call.)
-            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
+            native: np.ndarray | None
+            if own_dtype is not None and _MEMORY is not None:
+                native = numeric = _own_array(key, numel, own_dtype, contiguous)
+            else:
+                native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
@@ -426,7 +486,10 @@ class Summarizer:
         raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
         if contiguous and own_dtype is not None:
             # its bytes as they lie in CPU memory: one copy, no numpy array
-            raw = plain = _string_at(key[0], numel * kind.size)
+            raw = plain = _bytes_at(key[0], numel * kind.size)
+            dtype = own_dtype
+        elif own_dtype is not None and _MEMORY is not None:  # e.g. a transposed weight
+            raw = plain = _own_array(key, numel, own_dtype, False).tobytes()
             dtype = own_dtype
         else:
             native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
