@@ -101,7 +101,13 @@ _TENSOR = torch.Tensor  # (a module constant: ~18 ns less per isinstance than to
 
 def _address_space() -> memoryview | None:
     """The process's memory as one read-only byte view indexed by address (None where ctypes
-    cannot make it). Nothing is read until a slice of it is copied."""
+    cannot make it). Nothing is read until a slice of it is copied.
+
+    Only on a 64-bit Python, where the view spans 2**62 bytes, past any user-space address
+    (2**47 on x86-64, 2**52 on arm64): a slice past the end of a shorter view would be cut
+    short without an error, and the numbers copied wrong."""
+    if sys.maxsize < 2**62:  # pragma: no cover (32-bit: string_at, which copies what it is asked)
+        return None
     try:
         return memoryview((ctypes.c_char * (sys.maxsize >> 1)).from_address(0)).cast("B").toreadonly()
     except (ValueError, TypeError, OverflowError, MemoryError):  # pragma: no cover (no such platform here)
