@@ -375,7 +375,9 @@ def test_strided_views_read_in_place_carry_torchs_numbers_row_major(dtype: torch
     for view in views:
         assert not view.is_contiguous()
         key = (view.data_ptr(), view.shape, view.stride())
-        assert _own_array(key, view.numel(), own, False).tobytes() == view.contiguous().numpy().tobytes()
+        assert (
+            _own_array(view, key, view.numel(), own, False).tobytes() == view.contiguous().numpy().tobytes()
+        )
         (summary,), data = _summarized(view)
         if summary.data is not None:
             assert base64.b64decode(data[summary.data]) == view.contiguous().numpy().tobytes()

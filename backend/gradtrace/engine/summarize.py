@@ -138,16 +138,25 @@ def _numpy_layout(
     return tuple(shape), tuple(stride * itemsize for stride in strides), span
 
 
-def _own_array(key: tuple, numel: int, dtype: np.dtype, contiguous: bool) -> np.ndarray:
-    """numpy's view, in place, of a tensor whose elements lie in CPU memory as numpy holds
-    them (``_snapshot``'s ``own_dtype``), from its cache ``key``: flat when contiguous, else
-    in torch's layout (whose ``tobytes()`` reads it row-major). ~0.3 µs flat, ~1 µs strided,
-    where ``t.detach().numpy()`` took ~1.5-2 µs."""
+def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
+    """numpy's dtype of a tensor (its cache ``key``, its dtype's ``kind``) whose elements lie
+    in CPU memory as numpy holds them (strided, on the CPU, not negated, a dtype numpy has):
+    read as they lie, with none of native_and_numeric's checks. None for any other tensor."""
+    return kind.raw if key[0] is not None and key[5] is True and not key[6] else None
+
+
+def _own_array(t: torch.Tensor, key: tuple, numel: int, dtype: np.dtype, contiguous: bool) -> np.ndarray:
+    """numpy's view, in place, of a tensor with an ``_own_dtype``, from its cache ``key``:
+    flat when contiguous, else in torch's layout (whose ``tobytes()`` reads it row-major).
+    ~0.3 µs flat, ~1 µs strided, where ``t.detach().numpy()`` took ~1.5-2 µs, which is what
+    it is where there is no address-space view."""
+    if _MEMORY is None:  # pragma: no cover (32-bit)
+        return (t.detach() if t.requires_grad else t).numpy()
     address = key[0]
     if contiguous:
-        return np.frombuffer(_MEMORY, dtype, numel, address)  # type: ignore[arg-type]
+        return np.frombuffer(_MEMORY, dtype, numel, address)
     dims, strides, span = _numpy_layout(key[1], key[2], dtype.itemsize)
-    return np.ndarray(dims, dtype, np.frombuffer(_MEMORY, dtype, span, address), 0, strides)  # type: ignore[arg-type]
+    return np.ndarray(dims, dtype, np.frombuffer(_MEMORY, dtype, span, address), 0, strides)
 
 
 class _DtypeKind(NamedTuple):
@@ -180,21 +189,16 @@ def dtype_name(t: torch.Tensor) -> str:
     return _kind(t.dtype).name
 
 
-def native_and_numeric(t: torch.Tensor, numpy_own: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     """A detached tensor as numpy arrays of its shape (views where possible): ``(native, numeric)``.
 
     ``native``'s bytes are the tensor's own, little-endian (what ``data`` carries; None for
     complex tensors, which keep stats only); ``numeric`` is what stats and ``values`` lists
     are made of: the same array where numpy has the dtype (on a little-endian machine), else
     float32 (exact for bfloat16 and float8) or, for complex tensors, the magnitude. Both keep
-    torch's strides: ``tobytes()`` reads them row-major, as ``data`` is.
-
-    ``numpy_own``: the caller knows ``t`` lies in CPU memory as numpy holds it (strided, not
-    negated, a dtype numpy has, a little-endian machine): one array, none of the checks below.
+    torch's strides: ``tobytes()`` reads them row-major, as ``data`` is. (A tensor with an
+    ``_own_dtype`` is read by ``_own_array`` instead, with none of the checks below.)
     """
-    if numpy_own:
-        numeric = t.numpy()
-        return numeric, numeric
     if t.layout != torch.strided:
         t = t.to_dense()
     if not t.is_cpu:
@@ -289,13 +293,9 @@ def exact_array(t: torch.Tensor) -> np.ndarray:
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
     which holds every one of their values exactly."""
     key = _key(t, 0)
-    own = _kind(key[3]).raw
-    if own is not None and key[0] is not None and key[5] is True and not key[6] and _MEMORY is not None:
-        # in CPU memory as numpy holds it (as in Summarizer._snapshot): copied from numpy's
-        # view of that memory, with none of the checks and conversions below (~1 µs less)
-        contiguous = t.is_contiguous()
-        view = _own_array(key, t.numel(), own, contiguous)
-        return (view.reshape(tuple(key[1])) if contiguous else view).copy()
+    own = _own_dtype(key, _kind(key[3]))
+    if own is not None:  # (as in Summarizer._snapshot: none of the checks and conversions below)
+        return _own_array(t, key, t.numel(), own, t.is_contiguous()).reshape(tuple(key[1])).copy()
     if t.requires_grad:  # (.numpy() refuses it)
         t = t.detach()
     # a lazy negation or conjugation applied first: numpy sees the memory as it lies (asked
@@ -468,20 +468,16 @@ class Summarizer:
                 if not numbers:
                     return out
                 owner = False
-        # its numpy dtype when its elements lie in CPU memory as numpy holds them (strided, not
-        # negated, a dtype numpy has: read as they are, with none of native_and_numeric's
-        # checks), else None
-        own_dtype = kind.raw if key[0] is not None and key[5] is True and not key[6] else None
-        numpy_own = own_dtype is not None
+        own_dtype = _own_dtype(key, kind)
         if numel > BATCH_STATS:
             # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
             # (detached first: .numpy() refuses a tensor that requires grad. No
             # torch.no_grad() here: entering it cost ~200 µs per call.)
             native: np.ndarray | None
-            if own_dtype is not None and _MEMORY is not None:
-                native = numeric = _own_array(key, numel, own_dtype, contiguous)
+            if own_dtype is not None:
+                native = numeric = _own_array(t, key, numel, own_dtype, contiguous)
             else:
-                native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
+                native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
             if owner:
                 _fill(stats, stats_of(numeric))
             if numbers and native is not None:
@@ -490,15 +486,17 @@ class Summarizer:
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
         raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
-        if contiguous and own_dtype is not None:
-            # its bytes as they lie in CPU memory: one copy, no numpy array
-            raw = plain = _bytes_at(key[0], numel * kind.size)
-            dtype = own_dtype
-        elif own_dtype is not None and _MEMORY is not None:  # e.g. a transposed weight
-            raw = plain = _own_array(key, numel, own_dtype, False).tobytes()
+        if own_dtype is not None:
+            # its bytes as they lie in CPU memory (contiguous: one copy, no numpy array; else,
+            # e.g. a transposed weight, row-major from numpy's view in torch's layout)
+            raw = plain = (
+                _bytes_at(key[0], numel * kind.size)
+                if contiguous
+                else _own_array(t, key, numel, own_dtype, False).tobytes()
+            )
             dtype = own_dtype
         else:
-            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t, numpy_own)
+            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
             raw = None if native is None else native.tobytes()
             plain = raw if raw is not None and numeric is native else numeric.tobytes()
             dtype = numeric.dtype
