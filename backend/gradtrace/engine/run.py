@@ -126,7 +126,7 @@ def _traced(
         doc = session.finish(
             source="module", spec=None, title=title or f"{type(model).__name__} forward and backward"
         )
-        return doc, session.final_grad_arrays(in_trace=True) if want_grads else None
+        return doc, session.final_grad_arrays(in_trace=doc.grads) if want_grads else None
     finally:
         session.close()
 

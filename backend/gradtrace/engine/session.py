@@ -87,7 +87,6 @@ class TraceSession:
         # the final .grad of every named leaf and retained tensor (the tensors, set by finish;
         # copied to numpy only when asked): see final_grad_arrays
         self._final_grads: dict[str, torch.Tensor | None] = {}
-        self._final_records: dict[str, TensorValue | None] = {}  # their records in the trace
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -413,7 +412,6 @@ class TraceSession:
         # (kept as references: final_grad_arrays copies them, only for a caller that wants them)
         self._final_grads = final_grads
         grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
-        self._final_records = grads  # (their blocks: see final_grad_arrays)
         values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
         values.update({n: self.summarize.final(t) for n, t in self.env.items()})
         cut = self.summarize.finals_truncated
@@ -456,16 +454,16 @@ class TraceSession:
                 norms[k] = norm
         self.grad_norms += [norm for norm in norms if norm is not None]
 
-    def final_grad_arrays(self, in_trace: bool = False) -> dict[str, Any]:
+    def final_grad_arrays(self, in_trace: dict[str, TensorValue | None] | None = None) -> dict[str, Any]:
         """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever
         the serialised trace could keep; None where there is no gradient). Call it right after
         finish(), nothing run in between (the .grad tensors finish() kept are copied now), still
         inside the GC pause; a caller that does not want them skips the copies.
 
-        ``in_trace``: a gradient whose exact numbers the trace holds in a block is a
-        GradInTrace instead of a copy (for a Trace made of this trace's document, which
-        decodes it if ever asked)."""
-        values = self._final_records if in_trace else {}
+        ``in_trace``: the finished trace's ``grads``; a gradient whose exact numbers it holds
+        in a block is then a GradInTrace instead of a copy (for a Trace made of that
+        document, which decodes it if ever asked)."""
+        values = in_trace or {}
         out: dict[str, Any] = {}
         for name, grad in self._final_grads.items():
             if grad is None:
