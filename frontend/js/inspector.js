@@ -7,7 +7,7 @@ import { h } from "./dom.js";
 import { formatShape, tensorNumbers } from "./format.js";
 import { tensorView } from "./tensorview.js";
 import { prettyName } from "./layout.js";
-import { operandNames, forwardOpName, moduleType } from "./operands.js";
+import { operandNames, forwardOpName, moduleType, inputSources } from "./operands.js";
 import { chainRuleSteps, outerProduct, rootName, SMALL } from "./chainrule.js";
 import { mathBlock } from "./math.js";
 import { nodeMemoryView } from "./memory.js";
@@ -33,19 +33,6 @@ function chainRule(node, post, sources, names, root) {
 function section(title, children) {
   const kids = [].concat(children).filter(Boolean);
   return kids.length ? h("section", {}, [h("h3", { text: title }), ...kids]) : null;
-}
-
-/**
- * The operands feeding node `id` by grad_inputs slot: [{slot, id, noGrad}]. An input that needs
- * no grad has an edge without a slot; where exactly one slot got None, that input is the one.
- */
-function inputSources(trace, id, post) {
-  const into = trace.graph.edges.filter((e) => e.target === id && e.kind !== "leaf");
-  const sources = into.filter((e) => e.slot !== null && e.slot !== undefined).map((e) => ({ slot: e.slot, id: e.source, noGrad: false }));
-  const noGrad = into.filter((e) => e.kind === "no_grad" && (e.slot === null || e.slot === undefined));
-  const open = (post?.payload?.grad_inputs || []).map((g, k) => k).filter((k) => !sources.some((s) => s.slot === k));
-  if (noGrad.length === 1 && open.length === 1) sources.push({ slot: open[0], id: noGrad[0].source, noGrad: true });
-  return sources;
 }
 
 /** Before a node has run: when the engine will run it (its chain-rule step appears then). */

@@ -24,6 +24,8 @@ import { drawIcons } from "./icons.js";
 import { drawLegends } from "./legend.js";
 import { graphCssText } from "./download.js";
 import { resolveTensorData } from "./tensordata.js";
+import { narrate, passError } from "./narration.js";
+import { h } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 const body = document.body;
@@ -47,20 +49,40 @@ let trace = null;
 let timeline = null;
 let frame = null;
 let layoutCache = null;
+/** The inspector follows the node the engine runs (from the first Play until Esc); a click pins one. */
+let following = false;
+let followId = "";
 const memoryStrip = $("memory-strip") ? createMemoryStrip($("memory-strip")) : null;
 const compare = $("compare-panel") ? createCompare({ store, api, panel: $("compare-panel"), link: $("compare-link"), renderer, inspector: $("inspector") }) : null;
 
 const player = createPlayer({
   count: 0,
   onStep: (i) => store.set({ step: i }),
-  onPlayingChange: (p) => controls.setPlayLabel(p),
+  onPlayingChange: (p) => {
+    controls.setPlayLabel(p);
+    // Play starts the inspector following the running node, unless a click pinned one.
+    if (p) {
+      body.classList.remove("is-fresh");
+      following = true;
+    }
+    clearTimeout(followTimer); // a pause shows the node where it stopped, not a throttled one
+    followTimer = null;
+    renderSelection();
+  },
 });
 const controls = bindControls({
   el: { play: $("play"), back: $("step-back"), forward: $("step-forward"), restart: $("restart"), slider: $("timeline"), speed: $("speed"), counter: $("counter") },
   player,
   store,
   getCount: () => (timeline ? stepCount(timeline) : 0),
-  onEscape: () => store.set({ node: "" }),
+  // Esc unpins a node (the inspector follows the engine again); with nothing pinned it stops following.
+  onEscape: () => {
+    if (store.get().node) store.set({ node: "" });
+    else if (following) {
+      following = false;
+      renderSelection();
+    }
+  },
 });
 
 /** The trace (and its settings) a standalone page or notebook cell carries, resolved. */
@@ -105,31 +127,80 @@ function paint() {
   const step = Math.min(store.get().step, Math.max(0, count - 1));
   frame = frameAt(timeline, step);
   renderer.paint(frame);
-  const ev = frame.event;
-  const label = ev ? `${frame.pass.label} · ${ev.kind}${ev.message ? ": " + ev.message : ""}` : "";
+  const story = narrate(trace, timeline, step);
+  const label = story.short ? `${frame.pass.label} · ${story.short}` : frame.pass.label;
   controls.showStep(step, count, label);
   const cur = $("current-event");
   if (cur) cur.textContent = label;
-  // An error PyTorch raised (a freed graph, an in-place clash) is news: say it over the graph.
-  const banner = $("event-banner");
-  if (banner) {
-    banner.hidden = !(ev && ev.kind === "error");
-    if (!banner.hidden) banner.textContent = `${ev.payload?.exception || "Error"}: ${ev.message || ""}`;
-  }
+  tellStory(story);
+  showError(passError(trace, timeline, step));
+  followId = lastNodeAt(step) || followId;
   events.setCurrent(step, { throttle: player.playing && isFast(store.get().speed) });
   memoryStrip?.show(step);
   body.dataset.step = String(step);
   body.dataset.phase = frame.pass.phase;
   if (frame.node && (player.playing || !camera.userMoved)) camera.follow(renderer.boxOf(frame.node));
-  renderSelection();
+  if (following && !store.get().node && player.playing && isFast(store.get().speed)) followLater();
+  else renderSelection();
+}
+
+// Fast playback: the following inspector repaints at most every FOLLOW_MS (nobody reads it
+// at 60 events/s, and a full inspector per frame would cost frames on big graphs).
+const FOLLOW_MS = 150;
+let followTimer = null;
+function followLater() {
+  followTimer ??= setTimeout(() => {
+    followTimer = null;
+    renderSelection();
+  }, FOLLOW_MS);
+}
+
+/** The node of the latest event at or before `step` that has one (fast playback skips steps). */
+function lastNodeAt(step) {
+  for (let i = step; i >= 0; i--) if (timeline.eventAbout[i]) return timeline.eventAbout[i];
+  return "";
+}
+
+/** The narration panel: the event's sentence, its chain-rule lines, its tone (cue, error). */
+function tellStory(story) {
+  const text = $("narration-text");
+  if (!text) return;
+  text.textContent = story.text;
+  $("narration-detail").replaceChildren(...story.details.map((d) => h("span", { class: "narration-line", text: d })));
+  $("narration").dataset.tone = story.tone;
+}
+
+/** PyTorch's error over the graph while its pass lasts, and the node that raised it marked. */
+function showError(error) {
+  const banner = $("event-banner");
+  if (banner) {
+    banner.hidden = !error;
+    if (error) banner.textContent = `${error.label} raised ${error.exception}: ${error.message}`;
+  }
+  for (const el of $("graph").querySelectorAll(".gt-raised")) el.classList.remove("gt-raised");
+  if (error?.node) $("graph").querySelector(`.gt-node[data-node-id="${CSS.escape(error.node)}"]`)?.classList.add("gt-raised");
 }
 
 function renderSelection() {
-  const id = store.get().node;
-  renderer.select(id);
-  body.classList.toggle("has-selection", Boolean(id));
+  const pinned = store.get().node;
+  const id = pinned || (following ? followId : "");
+  renderer.select(pinned);
+  body.classList.toggle("has-selection", Boolean(pinned));
   if (timeline && frame) renderInspector($("inspector"), { trace, timeline, frame, id, onToggleModule: toggleModule });
   compare?.inspect(id);
+  showFollowNote(pinned);
+}
+
+/** Say whether the inspector follows the engine or holds a pinned node, and how to change it. */
+function showFollowNote(pinned) {
+  const note = $("follow-note");
+  if (!note) return;
+  note.hidden = false;
+  if (pinned) {
+    const unpin = h("button", { type: "button", class: "follow-button", text: "Follow the engine", onclick: () => { following = true; store.set({ node: "" }); } });
+    note.replaceChildren("Pinned: this node stays in the inspector. Press Esc or ", unpin, " to follow the running node again.");
+  } else if (following) note.replaceChildren("Following the engine: the inspector shows the node that runs now. Click a node to pin it.");
+  else note.replaceChildren("Press ▶ and the inspector follows the node the engine runs; click a node to pin it.");
 }
 
 // ---- loading traces ------------------------------------------------------------------------
@@ -177,6 +248,8 @@ async function relayout(precomputed, anchor = null) {
  */
 async function showTrace(t, { layout: precomputedLayout = null, step, live = () => true } = {}) {
   trace = t;
+  following = false;
+  followId = "";
   // the layout engine (1.6 MB) loads and compiles while the timeline and event list are built
   if (!precomputedLayout) loadElk().catch(() => {});
   timeline = buildTimeline(trace);
@@ -310,6 +383,7 @@ function setSpeed(speed) {
 }
 
 applyTheme();
+if (mode === "full") body.classList.add("is-fresh"); // until the first Play: the ▶ calls for a click
 drawIcons();
 drawLegends();
 setSpeed(store.get().speed);

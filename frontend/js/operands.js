@@ -98,3 +98,16 @@ export function moduleType(trace, path) {
   if (spec && typeof spec.type === "string") return spec.type;
   return (trace.graph.modules || []).find((m) => m.path === path)?.type || "";
 }
+
+/**
+ * The operands feeding node `id` by grad_inputs slot: [{slot, id, noGrad}]. An input that needs
+ * no grad has an edge without a slot; where exactly one slot got None, that input is the one.
+ */
+export function inputSources(trace, id, post) {
+  const into = trace.graph.edges.filter((e) => e.target === id && e.kind !== "leaf");
+  const sources = into.filter((e) => e.slot !== null && e.slot !== undefined).map((e) => ({ slot: e.slot, id: e.source, noGrad: false }));
+  const noGrad = into.filter((e) => e.kind === "no_grad" && (e.slot === null || e.slot === undefined));
+  const open = (post?.payload?.grad_inputs || []).map((g, k) => k).filter((k) => !sources.some((s) => s.slot === k));
+  if (noGrad.length === 1 && open.length === 1) sources.push({ slot: open[0], id: noGrad[0].source, noGrad: true });
+  return sources;
+}
