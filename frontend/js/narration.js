@@ -105,7 +105,8 @@ function chainLine(ctx, node, post, src, slot, root) {
   const head = `Local derivative ${local.formula} = ${local.text}${from}${note}.`;
   if (local.kind === "scalar" || local.kind === "elementwise") {
     const times = local.kind === "scalar" ? "·" : "⊙";
-    return `${head} Chain rule: ${lhs} = ${partial(root, out)} ${times} ∂${out}/∂${inName} = ${valueText(gOut)} ${times} ${local.text} = ${valueText(gIn)}.`;
+    const factor = (t) => (t.startsWith("−") ? `(${t})` : t); // 1 · (−1.848), not 1 · −1.848
+    return `${head} Chain rule: ${lhs} = ${partial(root, out)} ${times} ∂${out}/∂${inName} = ${factor(valueText(gOut))} ${times} ${factor(local.text)} = ${valueText(gIn)}.`;
   }
   const product = local.product ? ` = ${local.product.replace("δ", valueText(gOut))}` : "";
   return `${head} Chain rule: ${lhs}${product} = ${valueText(gIn)}.`;

@@ -26,6 +26,12 @@ def vec(t: torch.Tensor) -> str:
     return num(flat[0]) if len(flat) == 1 else "[" + ", ".join(num(v) for v in flat) + "]"
 
 
+def factor(t: torch.Tensor) -> str:
+    """A factor of the chain-rule product: a negative number in parentheses."""
+    text = vec(t)
+    return f"({text})" if text.startswith("\u2212") else text
+
+
 def rows(t: torch.Tensor) -> str:
     return "[" + ", ".join("[" + ", ".join(num(float(v)) for v in r) + "]" for r in t.detach()) + "]"
 
@@ -161,7 +167,7 @@ def test_seed002_hook_story(page: Any, live_server: str, example_traces: dict[st
     text = narration(page)
     local = local_elementwise(lambda v: v**2, s)
     assert f"2·x = {vec(local)}" in text
-    assert f"{vec(y.grad)} · {vec(local)} = {vec(s.grad)}" in text
+    assert f"{factor(y.grad)} · {factor(local)} = {vec(s.grad)}" in text
     assert_status_speaks_words(page)
 
 
