@@ -65,8 +65,9 @@ const player = createPlayer({
       body.classList.remove("is-fresh");
       following = true;
     }
-    clearTimeout(followTimer); // a pause shows the node where it stopped, not a throttled one
+    clearTimeout(followTimer); // a pause shows the step where it stopped, not a throttled one
     followTimer = null;
+    if (timeline && frame) tellStory(narrate(trace, timeline, frame.step));
     renderSelection();
   },
 });
@@ -132,7 +133,6 @@ function paint() {
   controls.showStep(step, count, label);
   const cur = $("current-event");
   if (cur) cur.textContent = label;
-  tellStory(story);
   showError(passError(trace, timeline, step));
   followId = lastNodeAt(step) || followId;
   events.setCurrent(step, { throttle: player.playing && isFast(store.get().speed) });
@@ -140,17 +140,25 @@ function paint() {
   body.dataset.step = String(step);
   body.dataset.phase = frame.pass.phase;
   if (frame.node && (player.playing || !camera.userMoved)) camera.follow(renderer.boxOf(frame.node));
-  if (following && !store.get().node && player.playing && isFast(store.get().speed)) followLater();
-  else renderSelection();
+  if (player.playing && isFast(store.get().speed)) tellLater();
+  else {
+    clearTimeout(followTimer);
+    followTimer = null;
+    tellStory(story);
+    renderSelection();
+  }
 }
 
-// Fast playback: the following inspector repaints at most every FOLLOW_MS (nobody reads it
-// at 60 events/s, and a full inspector per frame would cost frames on big graphs).
+// Fast playback: the narration and the following inspector repaint at most every FOLLOW_MS, with
+// the latest step (nobody reads them at 60 events/s, and relaying out the right column on every
+// frame would take the frames the graph needs).
 const FOLLOW_MS = 150;
 let followTimer = null;
-function followLater() {
+function tellLater() {
   followTimer ??= setTimeout(() => {
     followTimer = null;
+    if (!timeline || !frame) return;
+    tellStory(narrate(trace, timeline, frame.step));
     renderSelection();
   }, FOLLOW_MS);
 }

@@ -95,7 +95,10 @@ function chainLine(ctx, node, post, src, slot, root) {
   const gOut = post.payload.grad_outputs?.[0] ?? null;
   const gIn = post.payload.grad_inputs[slot];
   const lhs = partial(root, inName);
-  if (node.inserted) return `${lhs} = ${partial(root, out)} = ${valueText(gIn)}: the instrumentation passes the gradient through unchanged (local derivative 1).`;
+  if (node.inserted) {
+    const same = out === inName ? "" : ` = ${partial(root, out)}`;
+    return `${lhs}${same} = ${valueText(gIn)}: the instrumentation passes the gradient through unchanged (local derivative 1).`;
+  }
   const local = localDerivative(node, slot, post);
   if (local.notShown) return `${local.notShown}; ${lhs} = ${valueText(gIn)} as the engine computed it.`;
   if (local.missing) return `Local derivative ∂${out}/∂${inName}: ${local.missing}; ${lhs} = ${valueText(gIn)} as the engine computed it.`;
@@ -252,6 +255,8 @@ function passEvent(ctx, trace, ev, timeline) {
     }
     return { text: `${pass.label} starts.`, short: "starts" };
   }
+  const err = inPass.find((e) => e.kind === "error");
+  if (err) return { text: `${pass.label} stopped: ${err.node ? shortName(ctx, err.node) : "PyTorch"} raised ${err.payload?.exception || "an error"}.`, short: `stopped by ${err.payload?.exception || "an error"}` };
   if (pass.phase === "forward") {
     const ops = trace.graph.nodes.filter((n) => n.created_seq !== null && n.created_seq !== undefined && n.created_seq <= ev.seq).length;
     return {
@@ -260,8 +265,6 @@ function passEvent(ctx, trace, ev, timeline) {
       cue: true,
     };
   }
-  const err = inPass.find((e) => e.kind === "error");
-  if (err) return { text: `${pass.label} stopped: ${shortName(ctx, err.node)} raised ${err.payload?.exception || "an error"}.`, short: `stopped by ${err.payload?.exception || "an error"}` };
   if (pass.phase === "backward") {
     const writes = inPass.filter((e) => e.kind === "grad_write").map((e) => `${ctx.names.get(e.node)?.text || e.target}.grad = ${valueText(e.payload?.after)}`);
     return { text: `${pass.label} is done${writes.length ? `: ${someText(writes, 6)}` : ""}.`, short: "done" };
@@ -326,10 +329,10 @@ export function narrate(trace, timeline, step) {
       out = stepEvent(ctx, trace, ev);
       break;
     case "error": {
-      const who = ev.node ? nodeLabel(ctx, ev.node) : "the engine";
+      const who = ev.node ? nodeLabel(ctx, ev.node) : "PyTorch";
       const exception = ev.payload?.exception || "Error";
-      out = { text: `${who} raised ${exception}: ${ev.message || ""}`, short: `${exception} in ${shortName(ctx, ev.node)}`, tone: "error" };
-      out.error = { exception, message: ev.message || "", node: ev.node || null, label: ev.node ? shortName(ctx, ev.node) : "the engine" };
+      out = { text: `${who} raised ${exception}: ${ev.message || ""}`, short: ev.node ? `${exception} in ${shortName(ctx, ev.node)}` : exception, tone: "error" };
+      out.error = { exception, message: ev.message || "", node: ev.node || null, label: ev.node ? shortName(ctx, ev.node) : "PyTorch" };
       break;
     }
     default:
