@@ -79,7 +79,9 @@ def assert_status_speaks_words(page: Any) -> None:
     assert status and not any(k in status for k in KINDS), status
 
 
-def test_two_layer_story(page: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any) -> None:
+def test_two_layer_story(
+    page: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any
+) -> None:
     trace = example_traces["two-layer-linear"]
     # the program, in plain PyTorch
     x = torch.tensor([[1.0, 2.0]])
@@ -171,7 +173,9 @@ def test_seed002_hook_story(page: Any, live_server: str, example_traces: dict[st
     assert_status_speaks_words(page)
 
 
-def test_freed_graph_error_story(page: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any) -> None:
+def test_freed_graph_error_story(
+    page: Any, live_server: str, example_traces: dict[str, Any], screenshots: Any
+) -> None:
     trace = example_traces["freed-graph-error"]
     x = torch.tensor(1.0, requires_grad=True)
     y = x**2
@@ -195,7 +199,10 @@ def test_freed_graph_error_story(page: Any, live_server: str, example_traces: di
     seek(page, node_event(trace, "node_post", "PowBackward0"))
     text = narration(page)
     assert banner.is_hidden()
-    assert f"= 2·x = {vec(local_elementwise(lambda v: v**2, x))}" in text and f"sends ∂y/∂x = {vec(x.grad)} to AccumulateGrad (x)" in text
+    assert (
+        f"= 2·x = {vec(local_elementwise(lambda v: v**2, x))}" in text
+        and f"sends ∂y/∂x = {vec(x.grad)} to AccumulateGrad (x)" in text
+    )
 
 
 def test_pinning_and_unpinning(page: Any, live_server: str, example_traces: dict[str, Any]) -> None:
@@ -212,7 +219,9 @@ def test_pinning_and_unpinning(page: Any, live_server: str, example_traces: dict
 
 
 @pytest.mark.parametrize("size", [(1280, 720), (1440, 900)])
-def test_narration_fits_beside_the_graph(page: Any, live_server: str, screenshots: Any, size: tuple[int, int]) -> None:
+def test_narration_fits_beside_the_graph(
+    page: Any, live_server: str, screenshots: Any, size: tuple[int, int]
+) -> None:
     page.set_viewport_size({"width": size[0], "height": size[1]})
     open_example(page, live_server, "two-layer-linear", "&step=30")
     wait_step(page, 30)
