@@ -132,3 +132,18 @@ test("local derivatives as numbers, from saved tensors only", () => {
   assert.equal(text(op("EmbeddingBackward0", [sv("_saved_indices", [3, 0, 3])]), 0), "rows [3, 0, 3]");
   assert.equal(text(op("ConvolutionBackward0"), 0), "local Jacobian not shown for ConvolutionBackward0");
 });
+
+test("optimizer steps have their sentences: zero_grad and an SGD step", () => {
+  const trace = tinyTrace();
+  const add = (kind, payload) => trace.events.push({ seq: trace.events.length, pass_index: 3, phase: "step", kind, payload });
+  const first = trace.events.length;
+  add("pass_start", {});
+  add("sgd_step", { lr: 0.1, after: { w: tv([1.8], [1]) } });
+  add("zero_grad", { set_to_none: true, tensors: ["w"] });
+  add("pass_end", {});
+  trace.passes.push({ index: 3, phase: "step", label: "sgd_step lr=0.1", step: 2, first_seq: first, last_seq: first + 3 });
+  const { at } = story(trace);
+  assert.equal(at(first + 1).text, "SGD step, lr = 0.1: every parameter p ← p − 0.1·p.grad: w → 1.8.");
+  assert.equal(at(first + 2).text, "zero_grad: w.grad set to None.");
+  assert.equal(at(first + 3).text, "sgd_step lr=0.1 is done.");
+});
