@@ -1,10 +1,17 @@
 """Specs that pass every size limit but would hold a worker past the deadline ("bombs"), each
-with where its refusal must point: (code, path, line). Shared by tests/spec, tests/api and
+with where its refusal must point: (code, path, line); specs whose torch error carries a C++
+stack trace; and the pattern of what no answer may contain. Shared by tests/spec, tests/api and
 tests/reliability."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# What only the server should know: absolute paths, shared objects, memory addresses, C++ frames.
+INTERNALS = re.compile(
+    r"(?:/(?:usr|home|work|opt|tmp|var|lib|root|srv|__w)/)|site-packages|\.so\b|0x[0-9a-fA-F]{6,}|frame #\d"
+)
 
 
 def _doc(forward: list[str], modules: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
@@ -87,3 +94,20 @@ BOMBS: dict[str, tuple[dict[str, Any], str, str, int | None]] = {
     "backward_steps": (backward_steps(), "too_costly", "/steps/1", None),
     "forward_steps": (forward_steps(), "too_costly", "/steps/9", None),
 }
+
+
+def torch_error(line: str) -> dict[str, Any]:
+    """A spec whose forward line makes torch raise (c10 errors carry a C++ stack trace)."""
+    return _doc([line, "loss = y.sum()"])
+
+
+# Lines whose torch errors carried the venv's path and library load addresses (issue 25).
+LEAKY_LINES = [
+    "y = x.view(18446744073709551616)",
+    "y = x.reshape(18446744073709551616)",
+    "y = x.expand(18446744073709551616)",
+    "y = x.repeat(18446744073709551616)",
+    "y = x.view(-18446744073709551616)",
+    "y = x.sum(dim=18446744073709551616)",
+    "y = x.transpose(0, 18446744073709551616)",
+]
