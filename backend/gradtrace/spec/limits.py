@@ -32,7 +32,7 @@ class SpecLimits:
     max_literal_elements: int = 100_000  # numbers written in value/init literals
     # The price of a run (spec/price.py), counted before anything runs: tensor operations
     # (forward programs, and each walk of the graph by backward/grad) and Python-level calls
-    # (module calls included). Calibrated on the service's 20 s deadline: see BENCHMARKS.md.
+    # (module calls included). Calibrated on the service's 20 s deadline: see RELIABILITY.md.
     max_ops: int = 10_000
     max_calls: int = 10_000
 
