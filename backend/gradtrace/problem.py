@@ -10,12 +10,31 @@ gradtrace: every layer may raise one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 # Codes that mean "too big": answered 413, every other spec or engine code 422.
-TOO_LARGE_CODES = frozenset({"limit_exceeded", "too_many_nodes", "too_large", "memory_limit", "too_deep"})
+TOO_LARGE_CODES = frozenset(
+    {"limit_exceeded", "too_many_nodes", "too_large", "memory_limit", "too_deep", "too_costly"}
+)
 MAX_LISTED_ERRORS = 20
+
+
+# What only the server should see in an error text: a C++ stack trace (torch's c10 errors carry
+# one, with the load address of every library), absolute file paths, memory addresses.
+_NATIVE_TRACE = re.compile(r"\s*(?:Exception raised from |frame #\d+: |\(most recent call first\)).*", re.S)
+_FILE_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][\w.@+~-]+){2,}[/\\]?")
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{5,}\b")
+
+
+def public_text(text: str, fallback: str = "error") -> str:
+    """An error text from a library (PyTorch, Node) as a client may see it: its first line,
+    with C++ frames, file paths and memory addresses removed. ``fallback`` if nothing is left."""
+    text = _NATIVE_TRACE.sub("", text).strip()
+    first = text.split("\n", 1)[0].strip()
+    first = _ADDRESS.sub("<address>", _FILE_PATH.sub("<path>", first))
+    return first or fallback
 
 
 def default_status(code: str) -> int:

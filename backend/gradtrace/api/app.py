@@ -79,10 +79,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.trace_service = service
         app.state.store = SpecStore(settings.database_url, settings.sqlite_path)
         app.state.ratelimiter = (
-            make_rate_limiter(settings.redis_url, settings.rate_per_minute)
+            make_rate_limiter(
+                settings.redis_url, settings.rate_per_minute, settings.worker_seconds_per_minute
+            )
             if settings.rate_per_minute > 0
             else None
         )
+        # The service charges worker time to the limiter and remembers traces past the deadline.
+        service.attach(app.state.store, app.state.ratelimiter)
         # Workers start in the background: the server accepts connections at once, and
         # /readyz turns 200 when a worker answers.
         starting = asyncio.create_task(service.start()) if settings.start_workers else None

@@ -134,11 +134,13 @@ async def read_json(request: Request) -> Any:
 
 
 def _check_spec_sync(doc: Any) -> tuple[Any, dict[str, Any]]:
-    from gradtrace.spec import SpecLimits, check_declared, parse_spec
+    from gradtrace.spec import SpecLimits, check_declared, check_price, parse_spec
 
     try:
         spec = parse_spec(doc)  # a bad spec raises SpecError, a Problem: the handler answers it
-        check_declared(spec, SpecLimits())
+        limits = SpecLimits()
+        check_declared(spec, limits)
+        check_price(spec, limits)  # refused before a worker is taken (spec/price.py)
         return spec, spec.normalized()
     except RecursionError as exc:
         raise Problem("too_deep", "the spec is nested too deeply", "") from exc

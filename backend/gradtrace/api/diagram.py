@@ -23,6 +23,7 @@ from gradtrace.api.body import check_spec
 from gradtrace.api.docs import ERROR_RESPONSES
 from gradtrace.api.errors import ApiError
 from gradtrace.api.tracing import get_trace_service, not_modified, trace_bytes
+from gradtrace.problem import public_text
 from gradtrace.render import RenderError, RenderUnavailable, diagram_svg
 from gradtrace.service.hashing import trace_key
 
@@ -70,7 +71,10 @@ async def render_off_loop(request: Request, render: Callable[[bytes], str], data
     except RenderError as exc:
         log.warning("diagram render failed: %s", exc)
         raise ApiError(
-            503, "render_failed", f"the diagram could not be drawn: {exc}", headers={"Retry-After": "5"}
+            503,
+            "render_failed",
+            f"the diagram could not be drawn: {public_text(str(exc))}",
+            headers={"Retry-After": "5"},
         ) from exc
     finally:
         state.render_waiting -= 1

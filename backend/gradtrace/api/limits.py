@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 
 from gradtrace.api.errors import ApiError
+from gradtrace.service.ratelimit import CURRENT_CLIENT
 
 
 def client_id(request: Request) -> str:
@@ -21,7 +22,16 @@ async def rate_limit(request: Request) -> None:
     limiter = request.app.state.ratelimiter
     if limiter is None:
         return
-    verdict = await limiter.hit(client_id(request))
+    client = client_id(request)
+    CURRENT_CLIENT.set(client)  # the trace service charges this request's worker time to it
+    verdict = await limiter.hit(client)
+    if not verdict.allowed and verdict.reason == "worker_time":
+        raise ApiError(
+            429,
+            "worker_time_exceeded",
+            f"this client used its share of worker time for this minute; retry after {verdict.retry_after} s",
+            headers={"Retry-After": str(verdict.retry_after), "RateLimit-Remaining": "0"},
+        )
     if not verdict.allowed:
         raise ApiError(
             429,

@@ -2,7 +2,15 @@
 
 No memory is allocated and nothing is random; every op's output is checked as it is produced
 (so a hidden blow-up such as a 10^10-element matmul stops at once), FLOPs are counted with
-FlopCounterMode, and autograd nodes are counted by walking the graphs.
+torch's FLOP formulas (``torch.utils.flop_counter``), and autograd nodes are counted by walking
+the graphs. The spec's price (spec/price.py) is checked before: on the meta device most
+elementwise kernels are Python reference implementations, ~0.5-1 ms each, so the dry run of a
+spec with many operations is itself slow; what it measures is then checked against the same
+``max_ops`` (operations dispatched, backward included), naming the line or the step.
+
+``FlopCounterMode`` itself is not used: its module tracker wraps every module call's tensors
+in an autograd Function (two extra operations per call, and nodes the real run does not have)
+and it decomposes operators without a formula, which doubled the dry run's time per operation.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import flop_registry
 
 from gradtrace.spec.errors import SpecError
 from gradtrace.spec.limits import SpecLimits, check_declared
@@ -37,25 +45,36 @@ class DryRunReport:
 
 
 class _LimitHit(Exception):
-    def __init__(self, limit: str, value: int | float, bound: int | float, what: str) -> None:
+    def __init__(
+        self, limit: str, value: int | float, bound: int | float, what: str, code: str = "limit_exceeded"
+    ) -> None:
         super().__init__(f"{what} would be {value:,}; the limit {limit} is {bound:,}")
         self.limit = limit
+        self.code = code
 
 
 class _Watch(TorchDispatchMode):
     """Checks every op's outputs against the limits as they are produced."""
 
-    def __init__(self, limits: SpecLimits, report: DryRunReport, flops: FlopCounterMode) -> None:
+    def __init__(self, limits: SpecLimits, report: DryRunReport) -> None:
         super().__init__()
-        self.limits, self.report, self.flops = limits, report, flops
+        self.limits, self.report = limits, report
         self.max_ops = 16 * limits.max_nodes  # runaway guard (nested Modules calling children in loops)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
         report, limits = self.report, self.limits
         report.ops += 1
         if report.ops > self.max_ops:
             raise _LimitHit("max_nodes", report.ops, self.max_ops, "the number of tensor operations")
+        if report.ops > limits.max_ops:
+            raise _LimitHit(
+                "max_ops", report.ops, limits.max_ops, "the number of tensor operations", "too_costly"
+            )
+        formula = flop_registry.get(func._overloadpacket)
+        if formula is not None:
+            report.flops += formula(*args, **kwargs, out_val=out)
         fresh = _allocates(func)
         for item in tree_leaves(out):
             if isinstance(item, torch.Tensor):
@@ -77,9 +96,8 @@ class _Watch(TorchDispatchMode):
                 limits.max_total_elements,
                 "the elements produced by all operations",
             )
-        flops = self.flops.get_total_flops()
-        if flops > limits.max_flops:
-            raise _LimitHit("max_flops", flops, limits.max_flops, "the floating-point operation count")
+        if report.flops > limits.max_flops:
+            raise _LimitHit("max_flops", report.flops, limits.max_flops, "the floating-point operation count")
         return out
 
 
@@ -118,27 +136,30 @@ def dry_run(spec: ModelSpec, limits: SpecLimits) -> DryRunReport:
         if len(nodes) > limits.max_nodes:
             raise _LimitHit("max_nodes", len(nodes), limits.max_nodes, "the number of autograd nodes")
 
-    with FlopCounterMode(display=False) as flops, _Watch(limits, report, flops):
+    steps = spec.effective_steps()
+    where, path = "", "/forward"  # the step running, if any: a limit hit names it
+    with _Watch(limits, report):
         try:
             env.update(built.inputs)
             run_program(built.program, env, built.modules)
             note_graph()
-            for index, step in enumerate(spec.effective_steps()):
+            for index, step in enumerate(steps):
+                where = f"step {index} ({step.do}): "
+                path = f"/steps/{index}" if spec.steps is not None else "/forward"
                 _run_step(spec, index, step, env, built, report)
                 note_graph()
         except _LimitHit as hit:
-            raise SpecError("limit_exceeded", str(hit), "") from None
+            raise SpecError(hit.code, f"{where}{hit}", path) from None
         except SpecError as exc:
             if isinstance(exc.__cause__, _LimitHit):
                 raise SpecError(
-                    "limit_exceeded",
+                    exc.__cause__.code,
                     f"{exc.message.split(': ', 1)[0]}: {exc.__cause__}",
                     exc.path or "",
                     exc.line,
                     exc.column,
                 ) from None
             raise
-        report.flops = flops.get_total_flops()
     report.nodes = len(nodes)
     return report
 

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from gradtrace.problem import public_text
 from gradtrace.spec.errors import SpecError
 from gradtrace.spec.ir import (
     ELLIPSIS,
@@ -124,7 +125,7 @@ def _index_item(item: Any) -> Any:
 
 
 def _forward_error(program: Program, stmt: Statement, exc: BaseException) -> SpecError:
-    text = str(exc).strip() or type(exc).__name__
+    text = public_text(str(exc), type(exc).__name__)  # torch's first line, no paths or frames
     if len(text) > MAX_ERROR_TEXT:
         text = text[:MAX_ERROR_TEXT] + "…"
     message = f"{program.where(stmt.index)} (`{stmt.source}`): {text}"

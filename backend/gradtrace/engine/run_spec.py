@@ -17,7 +17,9 @@ from gradtrace.engine.session import TraceSession, gc_paused
 from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.engine.user_hooks import UserHooks
+from gradtrace.problem import public_text
 from gradtrace.spec import SpecError
+from gradtrace.spec.price import check_price
 from gradtrace.trace_schema import ModuleHook, TraceDoc
 
 
@@ -28,7 +30,10 @@ def _forward_error(exc: Exception) -> Exception:
     if isinstance(exc, SpecError):
         return exc
     return SpecError(
-        "forward_error", f"the forward program failed: {exc}", "/forward", exception=type(exc).__name__
+        "forward_error",
+        f"the forward program failed: {public_text(str(exc), type(exc).__name__)}",
+        "/forward",
+        exception=type(exc).__name__,
     )
 
 
@@ -53,7 +58,10 @@ class SpecTrace:
             raise
         except Exception as exc:  # noqa: BLE001 - torch refused the model: the spec's fault
             raise SpecError(
-                "build_error", f"building the model failed: {exc}", "/modules", exception=type(exc).__name__
+                "build_error",
+                f"building the model failed: {public_text(str(exc), type(exc).__name__)}",
+                "/modules",
+                exception=type(exc).__name__,
             ) from exc
         self.session = TraceSession(
             self.built.root,
@@ -125,7 +133,7 @@ class SpecTrace:
             except Exception as exc:  # noqa: BLE001 - e.g. a hook on a tensor without grad
                 raise SpecError(
                     "hook_error",
-                    f"hooks[{index}] cannot be registered: {exc}",
+                    f"hooks[{index}] cannot be registered: {public_text(str(exc), type(exc).__name__)}",
                     where,
                     exception=type(exc).__name__,
                 ) from exc
@@ -213,12 +221,14 @@ def run_spec(
     """Trace a validated ModelSpec within ``limits`` (SpecLimits): the one entry point of the
     library, the CLI and the service's workers.
 
-    Limits come before any allocation: the declared shapes, then a dry run on the meta device
-    (``dry_run`` checks both). ``dry_run_first=False`` skips it, for tests of the engine's own
+    Limits come before any allocation: the run's price (``check_price``: operations and calls
+    counted from the programs), the declared shapes, then a dry run on the meta device
+    (``dry_run`` checks both). ``dry_run_first=False`` skips them, for tests of the engine's own
     guards (the node cap before backward, torch's CPU error messages). ``grads_out``, when
     given, receives the final gradients as numpy arrays (the library's ``Trace.grads``).
     """
     if dry_run_first:
+        check_price(spec, limits)
         dry_run(spec, limits)
     with gc_paused():  # the session is made, used and dropped inside the pause
         traced = SpecTrace(spec, limits, value_budget, final_value_limit)

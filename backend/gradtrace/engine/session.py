@@ -31,6 +31,7 @@ from gradtrace.engine.summarize import (
     Summarizer,
     exact_array,
 )
+from gradtrace.problem import public_text
 from gradtrace.spec.errors import SpecError
 from gradtrace.trace_schema import (
     Analyses,
@@ -322,7 +323,7 @@ class TraceSession:
         if cause is not exc:
             payload["where"] = str(exc)
         node = rec.take_failed_node()
-        rec.emit("error", node=node, message=str(cause), payload=payload)
+        rec.emit("error", node=node, message=public_text(str(cause), type(cause).__name__), payload=payload)
         if opened:
             rec.end_pass()
         exc._gradtrace_recorded = True  # type: ignore[attr-defined]

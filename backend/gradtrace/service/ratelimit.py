@@ -1,19 +1,31 @@
-"""Per-client rate limits: a fixed one-minute window counter, in memory or in Redis.
+"""Per-client rate limits: requests and worker-seconds per one-minute window, in memory or in Redis.
 
-One algorithm for both backends (INCR + EXPIRE is atomic in Redis), so a single server and
-N replicas behind nginx limit a client the same way. A Redis outage fails open: rate
-limiting is a protection, not a reason to refuse service.
+One algorithm for both backends (INCR/INCRBYFLOAT + EXPIRE are atomic in Redis), so a single
+server and N replicas behind nginx limit a client the same way. A Redis outage fails open:
+rate limiting is a protection, not a reason to refuse service.
+
+Counting requests alone let one client take the pool with a few costly traces (three
+requests a minute, each holding a worker for the whole deadline). So each client also has a
+budget of worker time per window: the trace service charges the seconds a worker spent on
+the client's request (``charge``; the full deadline for a trace that ran past it), and a
+client whose window's budget is used up is refused (429 ``worker_time_exceeded``) until the
+window turns. Which client a trace is for reaches the service through ``CURRENT_CLIENT``,
+set by the API's rate-limit dependency for the request's task (copied into the tasks it
+starts, e.g. the two sides of a compare).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
 WINDOW_S = 60
+
+CURRENT_CLIENT: ContextVar[str | None] = ContextVar("gradtrace_client", default=None)
 
 
 @dataclass(frozen=True)
@@ -21,55 +33,95 @@ class Verdict:
     allowed: bool
     remaining: int
     retry_after: int  # seconds until the window resets
+    reason: str = "requests"  # what ran out when not allowed: "requests" or "worker_time"
+
+
+def _window(now: float) -> tuple[int, int]:
+    window = int(now // WINDOW_S)
+    return window, max(1, int((window + 1) * WINDOW_S - now) + 1)
+
+
+def _verdict(count: int, limit: int, seconds: float, budget: float, retry: int) -> Verdict:
+    if limit and count > limit:
+        return Verdict(False, 0, retry)
+    if budget and seconds >= budget:
+        return Verdict(False, max(0, limit - count), retry, "worker_time")
+    return Verdict(True, max(0, limit - count), retry)
 
 
 class MemoryRateLimiter:
-    def __init__(self, per_minute: int) -> None:
+    def __init__(self, per_minute: int, worker_seconds: float = 0.0) -> None:
         self._limit = per_minute
+        self._budget = worker_seconds
         self._window = -1
         self._counts: dict[str, int] = {}
+        self._seconds: dict[str, float] = {}
+
+    def _turn(self, window: int) -> None:
+        if window != self._window:  # a new minute: forget the old counts (bounded memory)
+            self._window, self._counts, self._seconds = window, {}, {}
 
     async def hit(self, client: str) -> Verdict:
-        now = time.time()
-        window = int(now // WINDOW_S)
-        if window != self._window:  # a new minute: forget the old counts (bounded memory)
-            self._window, self._counts = window, {}
+        window, retry = _window(time.time())
+        self._turn(window)
         count = self._counts.get(client, 0) + 1
         self._counts[client] = count
-        retry = max(1, int((window + 1) * WINDOW_S - now) + 1)
-        return Verdict(count <= self._limit, max(0, self._limit - count), retry)
+        return _verdict(count, self._limit, self._seconds.get(client, 0.0), self._budget, retry)
+
+    async def charge(self, client: str, seconds: float) -> None:
+        window, _ = _window(time.time())
+        self._turn(window)
+        self._seconds[client] = self._seconds.get(client, 0.0) + seconds
 
     async def close(self) -> None:
         self._counts.clear()
+        self._seconds.clear()
 
 
 class RedisRateLimiter:
     PREFIX = "gradtrace:rate:"
+    SECONDS_PREFIX = "gradtrace:worker-seconds:"
 
-    def __init__(self, url: str, per_minute: int) -> None:
+    def __init__(self, url: str, per_minute: int, worker_seconds: float = 0.0) -> None:
         import redis.asyncio as aioredis
 
         self._redis = aioredis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         self._limit = per_minute
+        self._budget = worker_seconds
 
     async def hit(self, client: str) -> Verdict:
-        now = time.time()
-        window = int(now // WINDOW_S)
-        retry = max(1, int((window + 1) * WINDOW_S - now) + 1)
+        window, retry = _window(time.time())
         key = f"{self.PREFIX}{window}:{client}"
         try:
             pipe = self._redis.pipeline()
             pipe.incr(key)
             pipe.expire(key, WINDOW_S * 2)
-            count, _ = await pipe.execute()
+            pipe.get(f"{self.SECONDS_PREFIX}{window}:{client}")
+            count, _, seconds = await pipe.execute()
         except Exception as exc:
             log.warning("redis rate limit unavailable, allowing: %s", exc)
             return Verdict(True, self._limit, retry)
-        return Verdict(int(count) <= self._limit, max(0, self._limit - int(count)), retry)
+        return _verdict(int(count), self._limit, float(seconds or 0.0), self._budget, retry)
+
+    async def charge(self, client: str, seconds: float) -> None:
+        window, _ = _window(time.time())
+        key = f"{self.SECONDS_PREFIX}{window}:{client}"
+        try:
+            pipe = self._redis.pipeline()
+            pipe.incrbyfloat(key, seconds)
+            pipe.expire(key, WINDOW_S * 2)
+            await pipe.execute()
+        except Exception as exc:
+            log.warning("redis rate limit unavailable, worker time not charged: %s", exc)
 
     async def close(self) -> None:
         await self._redis.aclose()
 
 
-def make_rate_limiter(redis_url: str | None, per_minute: int) -> MemoryRateLimiter | RedisRateLimiter:
-    return RedisRateLimiter(redis_url, per_minute) if redis_url else MemoryRateLimiter(per_minute)
+def make_rate_limiter(
+    redis_url: str | None, per_minute: int, worker_seconds: float = 0.0
+) -> MemoryRateLimiter | RedisRateLimiter:
+    """``per_minute`` requests and ``worker_seconds`` of worker time per client and minute (0: no bound)."""
+    if redis_url:
+        return RedisRateLimiter(redis_url, per_minute, worker_seconds)
+    return MemoryRateLimiter(per_minute, worker_seconds)

@@ -82,6 +82,10 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     # Per-client rate limit on /api/v1: requests per one-minute window (0 disables it).
     rate_per_minute: int = 240
+    # ... and seconds of worker time per client and minute (the trace deadline is charged for a
+    # trace that ran past it), so a few costly requests cannot take the pool; 0: no bound.
+    # Only with the rate limit on (rate_per_minute > 0).
+    worker_seconds_per_minute: float = 45.0
     # The in-process trace cache is bounded in bytes (traces run from a few KB to a few MB);
     # Redis entries expire after cache_ttl_s and are not stored past cache_entry_max_bytes.
     cache_bytes: int = 64 * 1024 * 1024
@@ -114,6 +118,9 @@ class Settings:
             queue_limit=_int(env, "GRADTRACE_QUEUE_LIMIT", base.queue_limit),
             max_body_bytes=_int(env, "GRADTRACE_MAX_BODY_BYTES", base.max_body_bytes),
             rate_per_minute=_int(env, "GRADTRACE_RATE_PER_MINUTE", base.rate_per_minute),
+            worker_seconds_per_minute=_float(
+                env, "GRADTRACE_WORKER_SECONDS_PER_MINUTE", base.worker_seconds_per_minute
+            ),
             queue_timeout_s=_float(env, "GRADTRACE_QUEUE_TIMEOUT", base.queue_timeout_s),
             cache_bytes=_int(env, "GRADTRACE_CACHE_BYTES", base.cache_bytes),
             cache_entry_max_bytes=_int(env, "GRADTRACE_CACHE_ENTRY_MAX_BYTES", base.cache_entry_max_bytes),

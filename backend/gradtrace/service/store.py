@@ -27,6 +27,15 @@ CREATE TABLE IF NOT EXISTS permalinks (
     created_at TEXT NOT NULL
 )
 """
+# Specs whose trace ran past the deadline, by trace key (the spec's hash salted with the
+# engine's versions): every replica refuses them at once afterwards, permalinks included.
+_COSTLY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS costly_traces (
+    trace_key TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    created_at TEXT NOT NULL
+)
+"""
 
 
 class StoreUnavailable(Exception):
@@ -55,6 +64,7 @@ class SpecStore:
             conn.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
             conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(_SCHEMA)
+        conn.execute(_COSTLY_SCHEMA)
         return conn
 
     def _sql(self, query: str) -> str:
@@ -102,6 +112,19 @@ class SpecStore:
     def get(self, spec_id: str) -> dict[str, Any] | None:
         rows = self._run("SELECT spec FROM permalinks WHERE id = ?", (spec_id,))
         return json.loads(rows[0][0]) if rows else None
+
+    def mark_costly(self, trace_key: str, reason: str) -> None:
+        """Remember that this trace ran past the deadline (idempotent)."""
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        self._run(
+            "INSERT INTO costly_traces (trace_key, reason, created_at) VALUES (?, ?, ?) ON CONFLICT (trace_key) DO NOTHING",
+            (trace_key, reason, created),
+        )
+
+    def costly(self, trace_key: str) -> tuple[str, str] | None:
+        """(reason, when) if this trace ran past the deadline before; None otherwise."""
+        rows = self._run("SELECT reason, created_at FROM costly_traces WHERE trace_key = ?", (trace_key,))
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def ping(self) -> bool:
         try:

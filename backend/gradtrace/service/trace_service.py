@@ -8,6 +8,14 @@ worker's JSON bytes are returned as they are (no re-validation, no re-encoding).
 
 Failures leave as two exceptions: ``WorkerUnavailable`` (not the request's fault: 503 with
 ``Retry-After``) and ``TraceRejected`` (the worker's verdict on the spec: 4xx).
+
+Costly specs: a trace that runs past the deadline is answered 503 ``trace_timeout`` once (the
+server cannot tell a costly spec from a busy machine) and remembered by its trace key in the
+store (``SpecStore.mark_costly``: every replica sees it); from then on it is refused at once
+with 413 ``too_costly`` — a 4xx, so clients do not retry it: the same spec would only hold a
+worker for the whole deadline again. The seconds a worker spends on a request (the whole
+deadline for one that ran past it) are charged to the client's worker-time budget in the
+rate limiter (``service/ratelimit.py``).
 """
 
 from __future__ import annotations
@@ -16,9 +24,12 @@ import asyncio
 import logging
 from typing import Any, Literal
 
+from gradtrace.problem import Problem
 from gradtrace.service.cache import TraceCache, make_cache
 from gradtrace.service.hashing import trace_key
+from gradtrace.service.ratelimit import CURRENT_CLIENT
 from gradtrace.service.settings import Settings
+from gradtrace.service.store import StoreUnavailable
 from gradtrace.service.workers import TaskOutcome, WorkerPool, WorkerUnavailable
 
 log = logging.getLogger(__name__)
@@ -42,6 +53,12 @@ class TraceService:
         self.pool = WorkerPool(settings)
         self.cache: TraceCache = make_cache(settings)
         self._inflight: dict[str, asyncio.Future[bytes]] = {}
+        self._store: Any = None  # SpecStore: remembers traces past the deadline
+        self._limiter: Any = None  # rate limiter: charged with worker time
+
+    def attach(self, store: Any, limiter: Any) -> None:
+        """The permalink store (costly traces) and the rate limiter (worker time); either may be None."""
+        self._store, self._limiter = store, limiter
 
     async def start(self) -> bool:
         """Start the workers (blocks until they answer, ~2 s: torch is imported once)."""
@@ -76,8 +93,46 @@ class TraceService:
             self._inflight.pop(key, None)
 
     async def _compute(self, key: str, spec_doc: dict[str, Any]) -> bytes:
-        outcome = await self.pool.run_trace(spec_doc)
+        await self._refuse_if_costly(key)
+        try:
+            outcome = await self.pool.run_trace(spec_doc)
+        except WorkerUnavailable as exc:
+            if exc.code == "trace_timeout":
+                await self._charge(self.settings.trace_timeout_s)
+                await self._remember_costly(key, exc.message)
+            raise
+        await self._charge(outcome.seconds)
         if outcome.kind != "ok":
             raise TraceRejected(outcome)
         await self.cache.set(key, outcome.payload)
         return outcome.payload
+
+    async def _refuse_if_costly(self, key: str) -> None:
+        if self._store is None:
+            return
+        try:
+            seen = await asyncio.to_thread(self._store.costly, key)
+        except StoreUnavailable:  # the store is down: the worker's own bounds still hold
+            return
+        if seen is not None:
+            _, when = seen
+            problem = Problem(
+                "too_costly",
+                f"this spec ran past the {self.settings.trace_timeout_s:g} s deadline (at {when}) and "
+                "is refused without running; make it smaller (fewer operations, steps or module calls)",
+                "/forward",
+            )
+            raise TraceRejected(TaskOutcome("limit", problem))
+
+    async def _remember_costly(self, key: str, reason: str) -> None:
+        if self._store is None:
+            return
+        try:
+            await asyncio.to_thread(self._store.mark_costly, key, reason)
+        except StoreUnavailable:
+            log.warning("could not remember a trace past the deadline (store unavailable)")
+
+    async def _charge(self, seconds: float) -> None:
+        client = CURRENT_CLIENT.get()
+        if self._limiter is not None and client is not None and seconds > 0:
+            await self._limiter.charge(client, seconds)

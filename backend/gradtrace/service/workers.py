@@ -81,6 +81,7 @@ class WorkerUnavailable(Exception):
 class TaskOutcome:
     kind: str  # "ok" | "spec_error" | "limit" | "error"
     payload: Any
+    seconds: float = 0.0  # how long a worker held the task (charged to the client's worker time)
 
 
 class _NotStarted(Exception):
@@ -382,11 +383,12 @@ class WorkerPool:
                     "overloaded",
                     f"no worker became free within {settings.queue_timeout_s:g} s; retry shortly",
                 ) from exc
+            started = time.monotonic()
             try:
                 kind, payload = await self._run_on(
                     worker, ("run_trace", (spec_doc,)), settings.trace_timeout_s
                 )
-                return TaskOutcome(kind, payload)
+                return TaskOutcome(kind, payload, time.monotonic() - started)
             except _NotStarted as exc:
                 # Collateral: the worker was lost before it started this task. Run it elsewhere.
                 log.warning("worker %s lost a task before starting it (%s): retrying", worker.pid, exc)

@@ -30,6 +30,11 @@ class SpecLimits:
     max_inputs: int = 64
     max_hooks: int = 64
     max_literal_elements: int = 100_000  # numbers written in value/init literals
+    # The price of a run (spec/price.py), counted before anything runs: tensor operations
+    # (forward programs, and each walk of the graph by backward/grad) and Python-level calls
+    # (module calls included). Calibrated on the service's 20 s deadline: see RELIABILITY.md.
+    max_ops: int = 10_000
+    max_calls: int = 10_000
 
     @classmethod
     def local(cls) -> SpecLimits:
@@ -48,6 +53,8 @@ class SpecLimits:
             max_inputs=1000,
             max_hooks=200,
             max_literal_elements=1_000_000,
+            max_ops=10_000_000,
+            max_calls=10_000_000,
         )
 
     def with_(self, **changes: Any) -> SpecLimits:
@@ -100,10 +107,14 @@ def check_declared(spec, limits: SpecLimits) -> None:  # noqa: ANN001 (ModelSpec
 
     literal = 0
     total = 0
+    biggest_literal = (0, "/inputs")  # (count, path): where a refusal of the literal total points
     for name, inp in spec.inputs.items():
         total += check_shape(inp.declared_shape(), limits, f"input {name}", f"/inputs/{name}")
         if inp.value is not None:
-            literal += _count_literal(inp.value)
+            count = _count_literal(inp.value)
+            literal += count
+            biggest_literal = max(biggest_literal, (count, f"/inputs/{name}/value"))
+    inputs_total = total
 
     modules = list(walk_modules(spec.modules))
     if len(modules) > limits.max_modules:
@@ -117,8 +128,10 @@ def check_declared(spec, limits: SpecLimits) -> None:  # noqa: ANN001 (ModelSpec
         shapes = mod.parameter_shapes() if hasattr(mod, "parameter_shapes") else {}
         for pname, shape in shapes.items():
             params += check_shape(shape, limits, f"parameter {path}.{pname}", ptr)
-        for value in (getattr(mod, "init", None) or {}).values():
-            literal += _count_literal(value)
+        for key, value in (getattr(mod, "init", None) or {}).items():
+            count = _count_literal(value)
+            literal += count
+            biggest_literal = max(biggest_literal, (count, f"{ptr}/init/{key}"))
     if params > limits.max_parameters:
         raise _fail("max_parameters", params, limits.max_parameters, "the parameter count", "/modules")
     total += params
@@ -128,7 +141,7 @@ def check_declared(spec, limits: SpecLimits) -> None:  # noqa: ANN001 (ModelSpec
             total,
             limits.max_total_elements,
             "the declared element count (inputs + parameters)",
-            "",
+            "/inputs" if inputs_total >= params else "/modules",  # the larger share
         )
     if literal > limits.max_literal_elements:
         raise _fail(
@@ -136,7 +149,7 @@ def check_declared(spec, limits: SpecLimits) -> None:  # noqa: ANN001 (ModelSpec
             literal,
             limits.max_literal_elements,
             "the count of numbers written in value/init literals",
-            "",
+            biggest_literal[1],  # the largest literal
         )
 
 

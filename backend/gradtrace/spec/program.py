@@ -33,6 +33,7 @@ from .ir import (  # noqa: F401 (re-exported: the IR is part of this module's in
     TensorList,
     TupleExpr,
 )
+from .price import CostlyArithmetic, bounded_arithmetic
 from .vocabulary import FUNCTIONS, METHODS, MODULE_CALL_KWARGS, STRING_KWARGS, Signature
 
 # CPython 3.11's ast.parse is not thread-safe (python/cpython#106905): two specs checked at
@@ -55,6 +56,9 @@ class _LineParser:
     modules: Mapping[str, CalleeInfo]
     uses: list[str] = field(default_factory=list)
     columns: dict[str, int] = field(default_factory=dict)  # name -> 1-based column of first use
+    # The value of each number-only sub-expression (``9 ** 9``), by the id of its IR node:
+    # the run computes it in Python, so its size is bounded here (spec/price.py).
+    numbers: dict[int, int | float] = field(default_factory=dict)
 
     def fail(self, node: ast.AST | None, message: str, code: str = "program_syntax") -> SpecError:
         column = getattr(node, "col_offset", None)
@@ -77,11 +81,17 @@ class _LineParser:
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise self.fail(node, f"operator {type(node.op).__name__} is not allowed (use + - * / ** @)")
-            return BinOp(op, self.expr(node.left), self.expr(node.right))
+            return self.arithmetic(node, BinOp(op, self.expr(node.left), self.expr(node.right)))
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.USub):
                 folded = self.const_number(node)
-                return Const(folded) if folded is not None else Neg(self.expr(node.operand))
+                if folded is not None:
+                    return Const(folded)
+                neg = Neg(self.expr(node.operand))
+                value = self.number_of(neg.operand)
+                if value is not None:
+                    self.numbers[id(neg)] = -value
+                return neg
             if isinstance(node.op, ast.UAdd):
                 return self.expr(node.operand)
             raise self.fail(node, f"unary operator {type(node.op).__name__} is not allowed")
@@ -103,6 +113,25 @@ class _LineParser:
                 )
             return ints
         raise self.fail(node, f"{_describe(node)} is not allowed")
+
+    def number_of(self, expr: Expr) -> int | float | None:
+        """The value of a number-only expression (a constant, or arithmetic of them); else None."""
+        if isinstance(expr, Const):
+            value = expr.value
+            return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        return self.numbers.get(id(expr))
+
+    def arithmetic(self, node: ast.BinOp, expr: BinOp) -> BinOp:
+        """Arithmetic of two numbers runs in Python: refuse it when its result would be huge."""
+        left, right = self.number_of(expr.left), self.number_of(expr.right)
+        if left is not None and right is not None:
+            try:
+                value = bounded_arithmetic(expr.op, left, right)
+            except CostlyArithmetic as exc:
+                raise self.fail(node, str(exc), "too_costly") from None
+            if value is not None:
+                self.numbers[id(expr)] = value
+        return expr
 
     def number(self, node: ast.Constant) -> int | float:
         value = node.value

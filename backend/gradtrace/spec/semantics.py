@@ -153,7 +153,61 @@ def check_spec(spec: ModelSpec) -> None:
 
     with findings.check():
         _check_top_level(spec, functions, reserved, inputs, findings)
+    _check_number_ranges(spec, findings)
     findings.raise_all()
+
+
+# The smallest magnitude a float64 rounds up to infinity from, in float32 (2**128 * (1 - 2**-25)).
+_FLOAT32_OVERFLOW = 3.4028235677973366e38
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _first_out_of_range(value: object, fits: object, path: str) -> tuple[str, float | int] | None:
+    """The JSON Pointer and value of the first number of a literal that ``fits`` refuses."""
+    stack: list[tuple[object, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, list):
+            stack.extend((child, f"{where}/{i}") for i, child in reversed(list(enumerate(item))))
+        elif isinstance(item, int | float) and not fits(item):  # type: ignore[operator]
+            return where, item
+    return None
+
+
+def _check_number_ranges(spec: ModelSpec, findings: _Findings) -> None:
+    """Numbers that the tensor's dtype cannot hold: a 422 naming the field, not a silent inf."""
+
+    def fits_float32(v: float) -> bool:
+        return abs(v) < _FLOAT32_OVERFLOW
+
+    def fits_int64(v: float) -> bool:
+        return _INT64[0] <= v <= _INT64[1]
+
+    def refuse(found: tuple[str, float | int] | None, what: str) -> None:
+        if found is not None:
+            where, number = found
+            with findings.check():
+                raise SpecError("out_of_range", f"{where}: {number:.8g} is beyond {what}", where)
+
+    float32 = "float32 (largest ±3.4028235e38): it would become inf"
+    for name, inp in spec.inputs.items():
+        if inp.value is None:
+            continue
+        if inp.dtype == "int64":
+            refuse(_first_out_of_range(inp.value, fits_int64, f"/inputs/{name}/value"), "int64")
+        elif inp.dtype == "float32":
+            refuse(_first_out_of_range(inp.value, fits_float32, f"/inputs/{name}/value"), float32)
+    if spec.dtype != "float32":
+        return
+    for _path, ptr, mod, _depth in walk_modules(spec.modules):
+        for key, value in (getattr(mod, "init", None) or {}).items():
+            refuse(_first_out_of_range(value, fits_float32, f"{ptr}/init/{key}"), float32)
+    for i, hook in enumerate(spec.hooks):
+        action = hook.action
+        for field in ("by", "min", "max"):
+            number = getattr(action, field, None) if action is not None else None
+            if number is not None and not fits_float32(number):
+                refuse((f"/hooks/{i}/action/{field}", number), float32)
 
 
 def _check_top_level(
