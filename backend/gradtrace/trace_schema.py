@@ -258,7 +258,9 @@ class Event(_Record, kw_only=True):
       None (a forward-pre hook with kwargs returns (args, kwargs): all their tensors);
     * ``changed``: true when the hook replaced a value (returned tensors other than the ones
       it was given) or wrote one in place (a tensor it was given, or ``.grad`` for a
-      post-accumulate hook, changed version).
+      post-accumulate hook, changed version; for tensor and post-accumulate hooks also
+      changed numbers at the same version: a write through ``.data``, after which the
+      gradient's later records, its final value in ``grads`` too, show the new numbers).
 
     Module-level ``module_forward_pre``/``module_forward`` events with ``hook`` null are
     gradtrace's own record of every module call, not a user's hook.

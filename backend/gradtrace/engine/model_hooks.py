@@ -103,6 +103,26 @@ def _versions(tensors: list[torch.Tensor]) -> list[int]:
     return [t._version for t in tensors]
 
 
+# the hooks given a gradient to write in place, the grad itself (``.grad`` for a
+# post-accumulate hook), where a write through ``.data`` (no version bump) is looked for too
+_BITS_CHECKED = ("tensor", "post_accumulate_grad")
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's numbers as one row of bytes (a view where it can be): two such rows are
+    equal exactly when the numbers are the same bits (NaN included, -0.0 apart from 0.0)."""
+    t = t.detach()
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    return t.resolve_conj().resolve_neg().contiguous().view(-1).view(torch.uint8)
+
+
+def _written_behind(given: list[torch.Tensor], copies: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Those of ``given`` whose numbers are no longer their ``copies``' (made before the hook)
+    while their versions did not move: written through ``.data``."""
+    return [t for t, copy in zip(given, copies, strict=True) if not torch.equal(_bits(t), copy)]
+
+
 def _replaceable(kind: str, args: tuple) -> Any:
     """What a value returned by a hook of this kind stands in for."""
     if kind == "forward_pre":
@@ -443,6 +463,7 @@ class ModelHooks:
             "tensor",
             "post_accumulate_grad",
         )
+        bits_checked = kind in _BITS_CHECKED
 
         def fire(*args: Any, **kwargs: Any) -> tuple[Any, Event | None]:
             """(what the hook returned, its event)."""
@@ -458,10 +479,16 @@ class ModelHooks:
                     _EVENT_KIND[kind], target=target, node=node, module=module, hook=index, payload=payload
                 )
                 versions = _versions(given)
+                copies = [_bits(t).clone() for t in given] if bits_checked else None
             result = hook(*args, **kwargs)
             with capture.quiet():
                 event = rec.events[seq]
                 changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
+                if not changed and copies:
+                    behind = _written_behind(given, copies)
+                    for t in behind:  # (later summaries, the final .grad's too, read it again)
+                        rec.forget(t)
+                    changed = bool(behind)
                 event.payload["returned"] = (
                     None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
                 )

@@ -428,6 +428,20 @@ class Summarizer:
             self._cache[key] = (t, value)
         return value
 
+    def forget(self, t: torch.Tensor) -> None:
+        """``t``'s numbers changed behind its version counter (written through ``.data``, which
+        has a counter of its own): the records made of it stay as they were (what was seen
+        then), and the next summary of it or of an alias of it (same memory and layout), a
+        final value too, reads its memory again. (Rare: each call looks at every object.)"""
+        key = _key(t, t._version)
+        by_object = self._by_object
+        for held, version, _value in list(by_object.values()):
+            if held is t or _key(held, version) == key:
+                del by_object[id(held)]
+        self._cache.pop(key, None)
+        if key[0] is not None:
+            self._stats_by_memory.pop((key[0], t.numel(), key[3], key[4], key[5], key[6]), None)
+
     def known(self, t: torch.Tensor) -> TensorValue | None:
         """The summary already made of this very tensor at its current version."""
         seen = self._by_object.get(id(t))
