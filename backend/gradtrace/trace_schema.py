@@ -57,6 +57,8 @@ WIRE_DTYPES = {
     "uint32": "<u4",
     "uint64": "<u8",
     "bool": "?",
+    "complex64": "<c8",  # (real and imaginary float32 in turn)
+    "complex128": "<c16",
 }
 Number = float | int | NonFinite
 Phase = Literal["forward", "backward", "step"]
@@ -77,7 +79,11 @@ class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class TensorStats(_Record, kw_only=True):
-    """Summary statistics over the finite elements (null when there are none)."""
+    """Summary statistics over the finite elements (null when there are none).
+
+    For a complex tensor (complex64, complex128) they are the stats of its elements'
+    magnitudes ``|z|`` (so ``norm`` is the tensor's norm), and ``of`` says so: ``"magnitude"``.
+    ``of`` is absent for every other dtype (the stats of the numbers themselves)."""
 
     numel: int
     min: float | None
@@ -87,6 +93,7 @@ class TensorStats(_Record, kw_only=True):
     norm: float | None
     nan: int = 0
     inf: int = 0
+    of: Literal["magnitude"] | msgspec.UnsetType = msgspec.UNSET  # (written only when set)
 
 
 class TensorValue(_Record, kw_only=True):
@@ -94,10 +101,11 @@ class TensorValue(_Record, kw_only=True):
 
     Exactly one of three levels of detail: ``values`` (a flat, row-major JSON list, for
     scalars and tensors up to 16 elements; non-finite numbers as the strings "NaN",
-    "Infinity", "-Infinity"; bools as 0/1), ``data`` (the index of its numbers in the
+    "Infinity", "-Infinity"; bools as 0/1; a complex element as two numbers, its real and
+    imaginary parts, as its bytes hold them), ``data`` (the index of its numbers in the
     document's ``tensor_data``: see TraceDoc), or neither: ``truncated`` is true and only
     ``stats`` were kept (a per-event snapshot past the trace's ``value_budget``, a final value
-    past ``final_value_limit``, a complex tensor). A truncated value is never null: null means
+    past ``final_value_limit``). A truncated value is never null: null means
     "no gradient".
     """
 
@@ -454,7 +462,8 @@ class TraceDoc(_Record, kw_only=True):
     once however many TensorValues show it (a module's output is also the next module's
     input, a node's value, a saved tensor): base64 of the tensor's own bytes in its ``dtype``,
     little-endian, row-major (float64 is 8 bytes a number, float16 2, bfloat16 its 16-bit
-    pattern (the top half of the float32), bool 1 byte 0/1, ints their width). A
+    pattern (the top half of the float32), bool 1 byte 0/1, ints their width, complex64 its
+    real and imaginary float32s in turn, complex128 float64s). A
     TensorValue's ``data`` is an index into it. A copy made only for drawing may send it
     empty: a ``data`` index with no entry reads as a truncated value (stats only).
     """
