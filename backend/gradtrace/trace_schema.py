@@ -220,6 +220,8 @@ EventKind = Literal[
     "module_forward",
     "node_pre",
     "node_post",
+    "node_pre_hook",
+    "node_post_hook",
     "module_backward_pre",
     "module_backward",
     "tensor_hook",
@@ -242,9 +244,15 @@ class Event(_Record, kw_only=True):
     * node_created: {} (see the node)
     * module_forward_pre: {"inputs": [TensorValue|None]}
     * module_forward: {"inputs": [...], "outputs": [...]}
-    * node_pre: {"grad_outputs": [...]} — the engine is about to run the node
+    * node_pre: {"grad_outputs": [...]} — the engine is about to run the node, with these
+      gradients: what arrived along its edges as the tensor hooks and the node's own
+      pre-hooks left them (each of those that fired is an event just before, with what it
+      saw and returned)
     * node_post: {"grad_inputs": [...], "grad_outputs": [...]} — grad_inputs[k] went to
-      next_functions[k]
+      next_functions[k] (as the node's own post-hooks left them: each an event just before)
+    * node_pre_hook: {"grad_outputs": [...]}; node_post_hook: {"grad_inputs": [...],
+      "grad_outputs": [...]} — a hook the model put on an autograd node itself
+      (``grad_fn.register_prehook``/``register_hook``): library traces only, see below
     * module_backward_pre: {"grad_output": [...]}; module_backward: {"grad_input": [...],
       "grad_output": [...]} — only where a hook of that kind is registered
     * tensor_hook / post_accumulate_grad: {"grad": TensorValue}
@@ -256,10 +264,12 @@ class Event(_Record, kw_only=True):
     A hook event (``hook`` not null) is one firing of a user's hook. In a spec trace ``hook``
     indexes ``spec.hooks``; a changed value follows as a ``hook_action`` event. In a library
     trace (``gradtrace.trace(model, …)``) it is a hook the model itself carries (registered
-    before the trace, or inside ``forward``): ``hook`` is that hook's number in this trace
+    before the trace, or inside ``forward``; on a module, a tensor or an autograd node):
+    ``hook`` is that hook's number in this trace
     (module hooks are listed with it in ``graph.modules[].hooks``), ``target`` the module path
     or the tensor's name (a parameter or input name; else the name the program gave it, else
-    the id of the node that produced it), and the payload adds:
+    the id of the node that produced it; for a node hook the tensor the node made, else its
+    id), and the payload adds:
 
     * ``hook_name``: the hook function's ``__qualname__``;
     * ``returned``: [TensorValue] — the tensors the hook returned, or null when it returned

@@ -42,6 +42,7 @@ from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.node_hook_sets import is_set_key
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import Diagnostic, Event, EventKind, ModuleHook
 
@@ -63,6 +64,8 @@ _TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_acc
 # the hooks PyTorch collects as a module's call begins (its forward hooks: as forward returns)
 _COLLECTED_AT_START = ("forward_pre", "full_backward_pre", "full_backward", "backward")
 _EVENT_KIND: dict[str, EventKind] = {
+    "node_pre": "node_pre_hook",
+    "node_post": "node_post_hook",
     "forward_pre": "module_forward_pre",
     "forward": "module_forward",
     "full_backward_pre": "module_backward_pre",
@@ -93,6 +96,26 @@ def _is_gradtraces(hook: Callable) -> bool:
     """A process-wide hook of a trace running now (ForwardCapture records every module
     through one pair of them; another thread may be tracing)."""
     return isinstance(getattr(hook, "__self__", None), ForwardCapture)
+
+
+def _aliases(tensors: Any) -> list[Any]:
+    """What to summarize of gradients a hook was given or returned: detached aliases (same
+    memory and version: the same record), so that the summarizer holds none of the engine's
+    tensors (an AccumulateGrad takes a gradient nobody else holds as ``.grad`` itself, and
+    copies one that is held; see backward_capture._leaf_bound)."""
+    return [t.detach() if isinstance(t, torch.Tensor) else t for t in tensors]
+
+
+def _is_torchs(hook: Callable) -> bool:
+    """A node hook PyTorch itself put there: a module's full backward hooks work through hooks
+    on their BackwardHookFunctionBackward nodes, a non-full backward hook through one on the
+    output's node (``torch.utils.hooks``, ``torch.nn.modules.module``: a function of
+    torch's, or an object of a class of torch's, such as the ``_WrappedHook`` that takes its
+    ``__module__`` from the hook it wraps). Those module hooks are recorded as the module's;
+    the node hooks that carry them are not the model's."""
+    return type(hook).__module__.startswith("torch.") or (getattr(hook, "__module__", None) or "").startswith(
+        "torch."
+    )
 
 
 def _hook_name(hook: Callable) -> str:
@@ -129,8 +152,8 @@ def _replaceable(kind: str, args: tuple) -> Any:
         return args[1:]  # args, or (args, kwargs) with_kwargs
     if kind == "forward":
         return args[-1]
-    if kind in ("tensor", "post_accumulate_grad"):
-        return args[0]
+    if kind in ("tensor", "post_accumulate_grad", "node_pre", "node_post"):
+        return args[0]  # the gradient, or grad_outputs (node pre-hook), grad_inputs (node hook)
     return args[1]  # grad_output (backward-pre) or grad_input (backward)
 
 
@@ -364,6 +387,43 @@ class ModelHooks:
         self._slots.append(_Slot(hooks, handle.id, hook, wrapper))
         return handle
 
+    # ---- the model's own autograd-node hooks -----------------------------------------------
+    def node_hooks_seen(self, node: Any, pre: bool, hooks: dict[int, Callable]) -> None:
+        """A node's pre-hook (``pre``) or post-hook dict, as the backward capture's hooks go in
+        (``node_hook_sets.hooks_on``): wrap the hooks the model put there
+        (``grad_fn.register_prehook``/``register_hook``, in forward or before the trace) not
+        wrapped yet, in place, under their keys; restored with all the others."""
+        node_id = self.recorder.node_ids.get(node)
+        if node_id is None:
+            return
+        known = self._seen.setdefault(id(hooks), set())
+        kind = "node_pre" if pre else "node_post"
+        for key, hook in list(hooks.items()):
+            if key in known or is_set_key(key):
+                continue
+            if _is_torchs(hook):
+                known.add(key)
+                continue
+            self._wrap(hooks, key, self._node_wrapper(kind, hook, node_id))
+
+    def _node_wrapper(self, kind: str, hook: Callable, node_id: str) -> Callable:
+        # (the node's id, not the node: the wrapper lives in the node's own hook dict)
+        index = self._new_index()
+
+        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+            summaries = self.recorder.summaries
+            if kind == "node_pre":
+                return {"grad_outputs": summaries(_aliases(args[0]))}, flat_tensors(args[0])
+            payload = {
+                "grad_inputs": summaries(_aliases(args[0])),
+                "grad_outputs": summaries(_aliases(args[1])),
+            }
+            return payload, flat_tensors(args[0]) + flat_tensors(args[1])
+
+        label = self.recorder.by_id[node_id].tensor or node_id
+        fire = self._firing(kind, hook, index, seen, lambda: (label, None, node_id))
+        return functools.wraps(hook)(self._plain(fire))
+
     # ---- the wrappers ---------------------------------------------------------------------
     def _module_wrapper(self, kind: str, hook: Callable, module: nn.Module, path: str, key: int) -> Callable:
         index = self._new_index()
@@ -462,6 +522,8 @@ class ModelHooks:
             "backward",
             "tensor",
             "post_accumulate_grad",
+            "node_pre",
+            "node_post",
         )
         bits_checked = kind in _BITS_CHECKED
 
@@ -490,7 +552,7 @@ class ModelHooks:
                         rec.forget(t)
                     changed = bool(behind)
                 event.payload["returned"] = (
-                    None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
+                    None if result is None else [rec.summarize(t) for t in _aliases(flat_tensors(result))]
                 )
                 event.payload["changed"] = changed
             return result, event
