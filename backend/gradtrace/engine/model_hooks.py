@@ -15,6 +15,11 @@ Hooks registered while the trace runs are wrapped as well:
 * on tensors (the usual ``h.register_hook(...)`` inside ``forward``): both registration
   methods are torch functions, so the forward's discovery mode hands each call to
   :meth:`ModelHooks.register_tensor_hook`, which registers the wrapper in the hook's place;
+* on autograd nodes (``grad_fn.register_prehook``/``register_hook``, in ``forward`` or before
+  the trace): PyTorch keeps a node's hooks in a dict only its C++ node holds; when the backward
+  capture puts its own hooks into those dicts (``node_hook_sets.hooks_on``) it shows them to
+  :meth:`ModelHooks.node_hooks_seen`, which wraps the model's there (torch's own, which carry
+  module backward hooks, are left alone: the module's hook is recorded as such);
 * on modules: at every module boundary gradtrace looks at that module and the modules
   running around it, and at every module before a backward. PyTorch collects a module's
   forward-pre and backward hooks when its call begins (its forward hooks when its forward
@@ -22,7 +27,8 @@ Hooks registered while the trace runs are wrapped as well:
   that one call (recorded from then on): a ``hook_unrecorded`` diagnostic names it.
 
 Each firing is one event of the hook's kind (``module_forward_pre``, ``module_forward``,
-``module_backward_pre``, ``module_backward``, ``tensor_hook``, ``post_accumulate_grad``), with
+``module_backward_pre``, ``module_backward``, ``tensor_hook``, ``post_accumulate_grad``,
+``node_pre_hook``, ``node_post_hook``), with
 the payload of a spec hook's event plus ``hook_name``, ``returned`` and ``changed`` (see
 ``trace_schema.Event``); ``hook`` is the hook's index in the trace's ``graph.modules[].hooks``
 listing (module hooks) or in order of first sight (tensor hooks).
