@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 import torch
+from engine_checks import packed_storage_bytes
 from torch import nn
 
 import gradtrace
@@ -127,21 +128,6 @@ class _Custom(nn.Module):
         return torch.tanh(_SavesABuffer.apply(self.lin(x), self.w)).sum()
 
 
-def _packed(run: Callable[[], torch.Tensor]) -> tuple[int, torch.Tensor]:
-    """Bytes of the distinct storages PyTorch's saved-tensor hooks see while ``run()`` builds
-    its graph (the oracle), and its output."""
-    seen: dict[tuple[int, int], int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        s = t.untyped_storage()
-        seen[(s.data_ptr(), s.nbytes())] = s.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = run()
-    return sum(seen.values()), out
-
-
 def _after_forward(trace: gradtrace.Trace) -> int:
     """Live saved bytes at the end of the forward pass."""
     forward = trace.doc.passes[0]
@@ -161,8 +147,8 @@ def test_saved_memory_is_what_saved_tensor_hooks_see(make: Callable[[], nn.Modul
     torch.manual_seed(0)
     model = make()
     x = torch.randn(3, 4, generator=torch.Generator().manual_seed(4))
-    expected, out = _packed(lambda: model(x).sum())
-    out.backward()
+    expected = packed_storage_bytes(lambda: model(x).sum())
+    model(x).sum().backward()
     plain = {n: p.grad.clone() for n, p in model.named_parameters()}
     model.zero_grad(set_to_none=True)
     trace = gradtrace.trace(model, x, lambda o: o.sum())
