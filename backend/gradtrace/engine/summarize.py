@@ -453,12 +453,11 @@ class Summarizer:
         """``t``'s numbers changed behind its version counter (written through ``.data``, which
         has a counter of its own): the records made of it stay as they were (what was seen
         then), and the next summary of it or of an alias of it (same memory and layout), a
-        final value too, reads its memory again. (Rare: each call looks at every object.)"""
+        final value too, reads its memory again. The by-object shortcut is emptied rather than
+        searched for aliases (rare: each object found again by its key, in ``_cache``, which
+        holds the memory of every key but this one)."""
         key = _key(t, t._version)
-        by_object = self._by_object
-        for held, version, _value in list(by_object.values()):
-            if held is t or _key(held, version) == key:
-                del by_object[id(held)]
+        self._by_object.clear()
         self._cache.pop(key, None)
         if key[0] is not None:
             self._stats_by_memory.pop((key[0], t.numel(), key[3], key[4], key[5], key[6]), None)
