@@ -24,6 +24,20 @@ from gradtrace.trace import Trace, tensor_array
 from gradtrace.trace_schema import GraphNode, TensorValue, TraceDoc
 
 DEFAULT_RTOL = 1e-6
+# a dtype's machine epsilon (the spacing of its numbers at 1): the relative rounding of one
+# operation is at most half of it. Integer and bool numbers are exact (0).
+EPSILON = {
+    "float64": 2.0**-52,
+    "complex128": 2.0**-52,
+    "float32": 2.0**-23,
+    "complex64": 2.0**-23,
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+}
+# epsilons per operation on the way a factor may drift by: the same computation on scaled
+# numbers rounds differently at each operation (×3, ×0.7: not powers of two), and reductions
+# (a matmul's sums, a norm) round more than once per output
+FACTOR_SLACK = 32
 
 
 def as_doc(trace: Trace | TraceDoc | dict[str, Any]) -> TraceDoc:
@@ -55,10 +69,58 @@ def keyed_nodes(doc: TraceDoc) -> dict[str, str]:
     return out
 
 
+def depths(doc: TraceDoc) -> dict[str, int]:
+    """node id -> how many edges the longest data path through it has, from a leaf to an end
+    of the graph (the forward that made its value and the backward that brought its
+    gradient): the operations whose rounding a number at that node has been through."""
+    consumers: dict[str, list[str]] = {}
+    waiting: dict[str, int] = {node.id: 0 for node in doc.graph.nodes}
+    for edge in doc.graph.edges:
+        consumers.setdefault(edge.source, []).append(edge.target)
+        waiting[edge.target] = waiting.get(edge.target, 0) + 1
+    order = [node for node, count in waiting.items() if count == 0]
+    for node in order:  # (Kahn's order: a node after everything that feeds it)
+        for target in consumers.get(node, ()):
+            waiting[target] -= 1
+            if waiting[target] == 0:
+                order.append(target)
+    down = dict.fromkeys(order, 0)  # longest path from a leaf to the node
+    for node in order:
+        for target in consumers.get(node, ()):
+            down[target] = max(down[target], down[node] + 1)
+    up = dict.fromkeys(order, 0)  # longest path from the node to an end
+    for node in reversed(order):
+        for target in consumers.get(node, ()):
+            up[node] = max(up[node], up[target] + 1)
+    return {node: down[node] + up[node] for node in order}
+
+
+def named_depths(doc: TraceDoc, by_node: dict[str, int]) -> dict[str, int]:
+    """tensor name -> the depth of its deepest node (a name may be made by several forwards)."""
+    out: dict[str, int] = {}
+    for node in doc.graph.nodes:
+        if node.tensor is not None and node.id in by_node:
+            out[node.tensor] = max(out.get(node.tensor, 0), by_node[node.id])
+    return out
+
+
+def factor_tolerance(dtype: str, depth: int, rtol: float) -> float:
+    """How far from one factor ``b`` may be from ``a`` and still be "``a`` scaled": relative
+    to the largest magnitude, ``FACTOR_SLACK`` epsilons of the dtype per operation on the
+    longest path through the number (at least one operation), and never below ``rtol``."""
+    return max(rtol, FACTOR_SLACK * EPSILON.get(dtype, 0.0) * max(depth, 1))
+
+
 def number_diff(
-    name: str, a: TensorValue | None, b: TensorValue | None, rtol: float, docs: tuple[TraceDoc, TraceDoc]
+    name: str,
+    a: TensorValue | None,
+    b: TensorValue | None,
+    rtol: float,
+    docs: tuple[TraceDoc, TraceDoc],
+    depth: int = 1,
 ) -> NumberDiff:
-    """``a`` of trace ``docs[0]`` against ``b`` of ``docs[1]`` (whose tensor_data hold their numbers)."""
+    """``a`` of trace ``docs[0]`` against ``b`` of ``docs[1]`` (whose tensor_data hold their
+    numbers); ``depth``: the operations the number has been through (see ``depths``)."""
     if a is None and b is None:
         return NumberDiff(name=name, status="no_gradient")
     if a is None or b is None:  # a gradient (or value) on one side only
@@ -84,25 +146,38 @@ def number_diff(
         return out
     if xa.shape != xb.shape:
         return out
-    xa, xb = xa.astype(np.float64), xb.astype(np.float64)
+    wide = np.complex128 if np.iscomplexobj(xa) or np.iscomplexobj(xb) else np.float64
+    xa, xb = xa.astype(wide), xb.astype(wide)
     both_nan = np.isnan(xa) & np.isnan(xb)
     same = np.isclose(xa, xb, rtol=rtol, atol=0.0) | both_nan | (xa == xb)
     delta = np.where(same & ~np.isfinite(xa), 0.0, np.abs(xb - xa))
     out.max_abs_diff = float(np.nanmax(delta)) if delta.size else 0.0
     out.status = "unchanged" if bool(same.all()) else "changed"
-    out.ratio = scale_ratio(xa, xb, rtol) if out.status == "changed" else None
+    if out.status == "changed":
+        dtype = a.dtype if EPSILON.get(a.dtype, 0.0) >= EPSILON.get(b.dtype, 0.0) else b.dtype
+        out.ratio = scale_ratio(xa, xb, factor_tolerance(dtype, depth, rtol))
     return out
 
 
-def scale_ratio(a: np.ndarray, b: np.ndarray, rtol: float) -> float | None:
-    """b / a when b is a scaled copy of a (every nonzero element by one factor), else None."""
+def scale_ratio(a: np.ndarray, b: np.ndarray, tolerance: float) -> float | None:
+    """The real factor ``c`` with ``b ≈ c·a`` when there is one, else None: ``c`` fits the
+    finite numbers by least squares, and no element of ``b`` is further from ``c·a`` than
+    ``tolerance`` times the largest magnitude (of ``b`` or ``c·a``). Elementwise ratios would
+    not do: an element near zero (a sum that cancelled) keeps the rounding of the larger
+    numbers it was summed from, so its own ratio can be far off."""
     finite = np.isfinite(a) & np.isfinite(b)
-    nonzero = finite & (a != 0)
-    if not nonzero.any() or not np.all(b[finite & (a == 0)] == 0):
+    if not np.array_equal(finite, np.isfinite(a) | np.isfinite(b)):
+        return None  # (non-finite in one and not the other: no factor makes that)
+    a, b = a[finite], b[finite]
+    power = float(np.vdot(a, a).real)
+    if power == 0.0:
         return None
-    ratios = b[nonzero] / a[nonzero]
-    first = float(ratios[0])
-    return first if np.allclose(ratios, first, rtol=max(rtol, 1e-6), atol=0.0) else None
+    factor = np.vdot(a, b) / power  # (vdot conjugates a: the complex least squares too)
+    if abs(factor.imag) > tolerance * abs(factor):
+        return None  # (a rotation of complex numbers is not a factor)
+    c = float(factor.real)
+    scale = max(float(np.abs(b).max()), abs(c) * float(np.abs(a).max()))
+    return c if float(np.abs(b - c * a).max()) <= tolerance * scale else None
 
 
 def _backward_order(doc: TraceDoc) -> dict[int, int]:
@@ -151,6 +226,10 @@ def compare(
     )
     edges_b = {(e.source, e.target, e.slot, e.kind): e for e in db.graph.edges}
     order_a, order_b = _backward_order(da), _backward_order(db)
+    # (the deeper of the two: a hook may insert nodes on one side)
+    depth_a, depth_b = depths(da), depths(db)
+    names_a, names_b = named_depths(da, depth_a), named_depths(db, depth_b)
+    deepest = max([*depth_a.values(), *depth_b.values(), 1])
     matched_edges: list[EdgeMatch] = []
     seen_b: set[str] = set()
     only_a_edges = []
@@ -162,21 +241,27 @@ def compare(
         seen_b.add(other.id)
         grads_b = {order_b.get(g.pass_index): g for g in other.grads}
         diffs = []
+        depth = max(depth_a.get(e.target, deepest), depth_b.get(other.target, deepest))
         for g in e.grads:
             k = order_a.get(g.pass_index)
             if k is not None and k in grads_b:
-                diffs.append(number_diff(e.id, g.value, grads_b[k].value, rtol, (da, db)))
+                diffs.append(number_diff(e.id, g.value, grads_b[k].value, rtol, (da, db), depth))
         matched_edges.append(EdgeMatch(a=e.id, b=other.id, grads=diffs))
     edges = EdgesMatched(
         matched=matched_edges,
         only_a=only_a_edges,
         only_b=[e.id for e in db.graph.edges if e.id not in seen_b],
     )
+
+    def named(name: str) -> int:
+        return max(names_a.get(name, deepest), names_b.get(name, deepest))
+
     grads = [
-        number_diff(n, da.grads.get(n), db.grads.get(n), rtol, (da, db)) for n in _union(da.grads, db.grads)
+        number_diff(n, da.grads.get(n), db.grads.get(n), rtol, (da, db), named(n))
+        for n in _union(da.grads, db.grads)
     ]
     values = [
-        number_diff(n, da.values.get(n), db.values.get(n), rtol, (da, db))
+        number_diff(n, da.values.get(n), db.values.get(n), rtol, (da, db), named(n))
         for n in _union(da.values, db.values)
     ]
     summary = Summary(

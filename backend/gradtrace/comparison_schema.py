@@ -8,8 +8,13 @@ the same input slot; hooks by what they hang on and their type.
 
 A number "changed" when the two arrays differ beyond ``rtol`` (relative, 1e-6 by default) —
 identical specs give identical traces, so an unchanged gradient compares equal to the bit.
-``ratio`` is b / a when every nonzero element of a scales by the same factor (a ×2 hook gives
-2.0), else null.
+``ratio`` is b / a when every element of a scales by the same factor (a ×2 hook gives 2.0),
+else null: the least-squares factor, accepted when no element of b is further from it times a
+than a tolerance of the dtype's rounding and the computation's depth allow (relative to the
+largest magnitude: 32 machine epsilons per edge on the longest data path through the number's
+node, never less than ``rtol``). A scaled run rounds differently at every operation (×3 or ×0.7
+are not powers of two), so its gradients are rarely the exact multiples; a number that is all
+rounding (a gradient that cancels to ~0, e.g. a bias before a BatchNorm) has no factor.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ class NumberDiff(_Model):
     shape_a: list[int] | None = None
     shape_b: list[int] | None = None
     max_abs_diff: float | None = None
-    ratio: float | None = None  # b / a when every nonzero element scales alike
+    ratio: float | None = None  # b / a when every element scales alike (see the module's docstring)
     norm_a: float | None = None
     norm_b: float | None = None
 

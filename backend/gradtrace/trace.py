@@ -27,7 +27,8 @@ def tensor_array(value: TensorValue | dict[str, Any], tensor_data: Sequence[str]
 
     ``tensor_data``: the trace's (``doc.tensor_data``, or ``"tensor_data"`` of its JSON),
     where a value past 16 elements keeps its numbers (``Trace.array`` passes it).
-    numpy has no bfloat16: bfloat16 values come back as float32 (exactly). A value the trace
+    numpy has no bfloat16: bfloat16 values come back as float32 (exactly); complex64 and
+    complex128 come back as themselves. A value the trace
     kept as stats only (``truncated``) raises ValueError: its numbers are not in the trace.
     """
     import numpy as np
@@ -55,7 +56,11 @@ def tensor_array(value: TensorValue | dict[str, Any], tensor_data: Sequence[str]
         raise ValueError(f"cannot decode numbers of dtype {dtype_name!r}")
     if numbers is not None:
         decoded = [_NON_FINITE[v] if isinstance(v, str) else v for v in numbers]
-        flat = np.array(decoded, dtype=np.float32 if dtype_name == "bfloat16" else wire)
+        if dtype_name.startswith("complex"):  # (real and imaginary parts in turn)
+            parts = np.dtype(wire).char  # ("F" or "D": numpy's native complex64 or complex128)
+            flat = np.array(decoded, dtype=parts.lower()).view(parts)
+        else:
+            flat = np.array(decoded, dtype=np.float32 if dtype_name == "bfloat16" else wire)
     else:
         assert data is not None
         assert tensor_data is not None

@@ -57,6 +57,8 @@ WIRE_DTYPES = {
     "uint32": "<u4",
     "uint64": "<u8",
     "bool": "?",
+    "complex64": "<c8",  # (real and imaginary float32 in turn)
+    "complex128": "<c16",
 }
 Number = float | int | NonFinite
 Phase = Literal["forward", "backward", "step"]
@@ -77,7 +79,11 @@ class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class TensorStats(_Record, kw_only=True):
-    """Summary statistics over the finite elements (null when there are none)."""
+    """Summary statistics over the finite elements (null when there are none).
+
+    For a complex tensor (complex64, complex128) they are the stats of its elements'
+    magnitudes ``|z|`` (so ``norm`` is the tensor's norm), and ``of`` says so: ``"magnitude"``.
+    ``of`` is absent for every other dtype (the stats of the numbers themselves)."""
 
     numel: int
     min: float | None
@@ -87,6 +93,7 @@ class TensorStats(_Record, kw_only=True):
     norm: float | None
     nan: int = 0
     inf: int = 0
+    of: Literal["magnitude"] | msgspec.UnsetType = msgspec.UNSET  # (written only when set)
 
 
 class TensorValue(_Record, kw_only=True):
@@ -94,10 +101,11 @@ class TensorValue(_Record, kw_only=True):
 
     Exactly one of three levels of detail: ``values`` (a flat, row-major JSON list, for
     scalars and tensors up to 16 elements; non-finite numbers as the strings "NaN",
-    "Infinity", "-Infinity"; bools as 0/1), ``data`` (the index of its numbers in the
+    "Infinity", "-Infinity"; bools as 0/1; a complex element as two numbers, its real and
+    imaginary parts, as its bytes hold them), ``data`` (the index of its numbers in the
     document's ``tensor_data``: see TraceDoc), or neither: ``truncated`` is true and only
     ``stats`` were kept (a per-event snapshot past the trace's ``value_budget``, a final value
-    past ``final_value_limit``, a complex tensor). A truncated value is never null: null means
+    past ``final_value_limit``). A truncated value is never null: null means
     "no gradient".
     """
 
@@ -212,6 +220,8 @@ EventKind = Literal[
     "module_forward",
     "node_pre",
     "node_post",
+    "node_pre_hook",
+    "node_post_hook",
     "module_backward_pre",
     "module_backward",
     "tensor_hook",
@@ -234,9 +244,15 @@ class Event(_Record, kw_only=True):
     * node_created: {} (see the node)
     * module_forward_pre: {"inputs": [TensorValue|None]}
     * module_forward: {"inputs": [...], "outputs": [...]}
-    * node_pre: {"grad_outputs": [...]} — the engine is about to run the node
+    * node_pre: {"grad_outputs": [...]} — the engine is about to run the node, with these
+      gradients: what arrived along its edges as the tensor hooks and the node's own
+      pre-hooks left them (each of those that fired is an event just before, with what it
+      saw and returned)
     * node_post: {"grad_inputs": [...], "grad_outputs": [...]} — grad_inputs[k] went to
-      next_functions[k]
+      next_functions[k] (as the node's own post-hooks left them: each an event just before)
+    * node_pre_hook: {"grad_outputs": [...]}; node_post_hook: {"grad_inputs": [...],
+      "grad_outputs": [...]} — a hook the model put on an autograd node itself
+      (``grad_fn.register_prehook``/``register_hook``): library traces only, see below
     * module_backward_pre: {"grad_output": [...]}; module_backward: {"grad_input": [...],
       "grad_output": [...]} — only where a hook of that kind is registered
     * tensor_hook / post_accumulate_grad: {"grad": TensorValue}
@@ -248,17 +264,21 @@ class Event(_Record, kw_only=True):
     A hook event (``hook`` not null) is one firing of a user's hook. In a spec trace ``hook``
     indexes ``spec.hooks``; a changed value follows as a ``hook_action`` event. In a library
     trace (``gradtrace.trace(model, …)``) it is a hook the model itself carries (registered
-    before the trace, or inside ``forward``): ``hook`` is that hook's number in this trace
+    before the trace, or inside ``forward``; on a module, a tensor or an autograd node):
+    ``hook`` is that hook's number in this trace
     (module hooks are listed with it in ``graph.modules[].hooks``), ``target`` the module path
     or the tensor's name (a parameter or input name; else the name the program gave it, else
-    the id of the node that produced it), and the payload adds:
+    the id of the node that produced it; for a node hook the tensor the node made, else its
+    id), and the payload adds:
 
     * ``hook_name``: the hook function's ``__qualname__``;
     * ``returned``: [TensorValue] — the tensors the hook returned, or null when it returned
       None (a forward-pre hook with kwargs returns (args, kwargs): all their tensors);
     * ``changed``: true when the hook replaced a value (returned tensors other than the ones
       it was given) or wrote one in place (a tensor it was given, or ``.grad`` for a
-      post-accumulate hook, changed version).
+      post-accumulate hook, changed version; for tensor and post-accumulate hooks also
+      changed numbers at the same version: a write through ``.data``, after which the
+      gradient's later records, its final value in ``grads`` too, show the new numbers).
 
     Module-level ``module_forward_pre``/``module_forward`` events with ``hook`` null are
     gradtrace's own record of every module call, not a user's hook.
@@ -452,7 +472,8 @@ class TraceDoc(_Record, kw_only=True):
     once however many TensorValues show it (a module's output is also the next module's
     input, a node's value, a saved tensor): base64 of the tensor's own bytes in its ``dtype``,
     little-endian, row-major (float64 is 8 bytes a number, float16 2, bfloat16 its 16-bit
-    pattern (the top half of the float32), bool 1 byte 0/1, ints their width). A
+    pattern (the top half of the float32), bool 1 byte 0/1, ints their width, complex64 its
+    real and imaginary float32s in turn, complex128 float64s). A
     TensorValue's ``data`` is an index into it. A copy made only for drawing may send it
     empty: a ``data`` index with no entry reads as a truncated value (stats only).
     """

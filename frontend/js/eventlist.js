@@ -18,6 +18,12 @@ function summary(ev, names) {
       return `${who} → grad_inputs ${(p.grad_inputs || []).map(formatTensorChip).join(", ")}`;
     case "node_pre":
       return `${who} ← grad_outputs ${(p.grad_outputs || []).map(formatTensorChip).join(", ")}`;
+    case "node_pre_hook":
+    case "node_post_hook": {
+      const pre = ev.kind === "node_pre_hook";
+      const seen = (pre ? p.grad_outputs : p.grad_inputs) || [];
+      return `${who} ${p.hook_name || "hook"} saw ${pre ? "grad_outputs" : "grad_inputs"} ${seen.map(formatTensorChip).join(", ")}${p.changed ? " (changed)" : ""}`;
+    }
     case "grad_write":
       return `${who}.grad ${p.accumulated ? "+=" : "="} ${formatTensorChip(p.after)}`;
     case "tensor_hook":

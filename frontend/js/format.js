@@ -51,11 +51,16 @@ export function formatShape(shape) {
   return `(${shape.join(", ")})`;
 }
 
-// Bytes per number of each dtype a trace's `data` can hold (the tensor's own dtype).
+// Bytes per number of each dtype a trace's `data` can hold (the tensor's own dtype). A complex
+// element is its real and imaginary parts in turn (complex64: two float32s).
 const DTYPE_BYTES = {
   float64: 8, float32: 4, float16: 2, bfloat16: 2,
   int64: 8, int32: 4, int16: 2, int8: 1, uint64: 8, uint32: 4, uint16: 2, uint8: 1, bool: 1,
+  complex64: 8, complex128: 16,
 };
+
+/** Complex dtypes: the viewer shows their elements' magnitudes |z| (what their stats are of). */
+export const isComplex = (dtype) => dtype === "complex64" || dtype === "complex128";
 
 function base64Bytes(b64) {
   if (typeof Buffer !== "undefined") {
@@ -100,12 +105,15 @@ const READERS = {
   uint16: (v, o) => v.getUint16(o, true),
   uint8: (v, o) => v.getUint8(o),
   bool: (v, o) => v.getUint8(o), // 0 or 1
+  complex64: (v, o) => Math.hypot(v.getFloat32(o, true), v.getFloat32(o + 4, true)),
+  complex128: (v, o) => Math.hypot(v.getFloat64(o, true), v.getFloat64(o + 8, true)),
 };
 
 /**
  * Decode a TensorValue's `data`: base64 of little-endian numbers in `dtype` (float64 stays
- * float64, float16/bfloat16 widened exactly, ints and bools as numbers) into a Float64Array;
- * null for a dtype the trace cannot carry as numbers (browser atob or Node Buffer).
+ * float64, float16/bfloat16 widened exactly, ints and bools as numbers, complex as each
+ * element's magnitude |z|) into a Float64Array; null for a dtype the trace cannot carry as
+ * numbers (browser atob or Node Buffer).
  */
 export function decodeBase64Numbers(b64, dtype = "float32") {
   const size = DTYPE_BYTES[dtype];
@@ -118,14 +126,22 @@ export function decodeBase64Numbers(b64, dtype = "float32") {
   return out;
 }
 
+/** A complex tensor's `values` (real and imaginary parts in turn) as magnitudes |z|. */
+function magnitudes(values) {
+  const out = [];
+  for (let i = 0; i + 1 < values.length; i += 2) out.push(Math.hypot(decodeNumber(values[i]), decodeNumber(values[i + 1])));
+  return out;
+}
+
 /**
- * The numbers of a TensorValue as a flat array, or null when the trace kept stats only. A
+ * The numbers of a TensorValue as a flat array (one per element: a complex tensor's are its
+ * magnitudes |z|), or null when the trace kept stats only. A
  * schema 3 index in `data` is a trace that skipped resolveTensorData (tensordata.js) where it
  * entered the viewer: an error, not a tensor shown without its numbers.
  */
 export function tensorNumbers(tv) {
   if (!tv) return null;
-  if (Array.isArray(tv.values)) return tv.values.map(decodeNumber);
+  if (Array.isArray(tv.values)) return isComplex(tv.dtype) ? magnitudes(tv.values) : tv.values.map(decodeNumber);
   if (typeof tv.data === "number") throw new Error(`tensor data ${tv.data} is an index into tensor_data: the trace was not resolved where it was loaded`);
   if (typeof tv.data === "string") {
     const nums = decodeBase64Numbers(tv.data, tv.dtype || "float32");
@@ -147,10 +163,12 @@ export function smallTensorNumbers(tv, most) {
   return tv && numel(tv.shape) <= most ? tensorNumbers(tv) : null;
 }
 
-/** A short chip text for a tensor: the number itself for one element, else the shape. */
+/** A short chip text for a tensor: the number itself for one element, else the shape (a
+ * complex tensor's numbers are magnitudes, marked |z|). */
 export function formatTensorChip(tv) {
   if (!tv) return "None";
-  return formatChipNumbers(smallTensorNumbers(tv, 3), tv.shape);
+  const text = formatChipNumbers(smallTensorNumbers(tv, 3), tv.shape);
+  return isComplex(tv.dtype) ? `|z| ${text}` : text;
 }
 
 /** formatTensorChip of numbers already decoded (`nums`: smallTensorNumbers(tv, 3), null when
@@ -165,12 +183,13 @@ export function formatChipNumbers(nums, shape) {
 export function formatTensorInline(tv, maxItems = 8) {
   if (!tv) return "None";
   const nums = tensorNumbers(tv);
+  const of = isComplex(tv.dtype) ? "|z| " : "";
   if (nums && nums.length <= maxItems) {
     const body = nums.map((n) => formatNumber(n)).join(", ");
-    return nums.length === 1 && (tv.shape || []).length === 0 ? body : `[${body}]`;
+    return of + (nums.length === 1 && (tv.shape || []).length === 0 ? body : `[${body}]`);
   }
   const s = tv.stats || {};
-  return `${formatShape(tv.shape)} mean ${formatNumber(s.mean)} norm ${formatNumber(s.norm)}`;
+  return `${formatShape(tv.shape)} ${of}mean ${formatNumber(s.mean)} norm ${formatNumber(s.norm)}`;
 }
 
 /** Does this tensor hold NaN or inf (from the stats the engine counted)? */

@@ -13,7 +13,7 @@ import { mathBlock } from "./math.js";
 import { nodeMemoryView } from "./memory.js";
 import { perSampleSection } from "./persample.js";
 
-const HOOK_KINDS = new Set(["module_forward_pre", "module_forward", "module_backward_pre", "module_backward", "tensor_hook", "post_accumulate_grad", "hook_action"]);
+const HOOK_KINDS = new Set(["module_forward_pre", "module_forward", "module_backward_pre", "module_backward", "tensor_hook", "post_accumulate_grad", "node_pre_hook", "node_post_hook", "hook_action"]);
 
 /** The chain-rule step of an op node: one formula per input slot, with the trace's numbers. */
 function chainRule(node, post, sources, names, root) {

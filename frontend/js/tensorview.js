@@ -2,7 +2,7 @@
 // histogram for large tensors) and its stats, NaN/inf flagged. Prints trace numbers only.
 
 import { h, svgEl } from "./dom.js";
-import { formatNumber, formatNumberFull, formatShape, tensorNumbers, hasNonFinite, matrixView, decodeNumber } from "./format.js";
+import { formatNumber, formatNumberFull, formatShape, tensorNumbers, hasNonFinite, matrixView, decodeNumber, isComplex } from "./format.js";
 
 function num(v) {
   const x = decodeNumber(v);
@@ -67,7 +67,12 @@ export function tensorView(tv, caption) {
   else body = h("p", { class: "muted", text: "values truncated (stats only)" });
   const stats = h("dl", { class: "stats" }, ["min", "max", "mean", "std", "norm"].flatMap((k) => [h("dt", { text: k }), h("dd", {}, [num(s[k] ?? "NaN")])]));
   return h("div", { class: "tensor" }, [
-    h("div", {}, [caption ? h("span", { class: "caption", text: caption + " " }) : null, h("code", { text: `${formatShape(tv.shape)} ${tv.dtype}` }), flag]),
+    h("div", {}, [
+      caption ? h("span", { class: "caption", text: caption + " " }) : null,
+      h("code", { text: `${formatShape(tv.shape)} ${tv.dtype}` }),
+      isComplex(tv.dtype) ? h("span", { class: "muted", text: " numbers and stats: magnitudes |z|" }) : null,
+      flag,
+    ]),
     body,
     tv.shape && tv.shape.length && (tv.stats?.numel ?? 0) > 1 ? stats : null,
   ]);

@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import torch
+
+
+def packed_storage_bytes(run: Callable[[], Any]) -> int:
+    """Bytes of the distinct storages autograd saves while ``run()`` builds its graph, as
+    PyTorch's own saved-tensor hooks see them (the oracle of analyses.memory)."""
+    seen: dict[tuple[int, int], int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        s = t.untyped_storage()
+        seen[(s.data_ptr(), s.nbytes())] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = run()
+    assert out is not None
+    return sum(seen.values())
 
 
 def check_engine_order(doc: Any) -> None:

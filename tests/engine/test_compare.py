@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
+import torch
+from torch import nn
 
 import gradtrace
 from gradtrace.comparison_schema import CompareDoc
@@ -67,3 +70,62 @@ def test_gallery_pairs_exist() -> None:
     assert {e["id"]: e["compare_with"] for e in list_examples()}[
         "full-backward-hook-x2"
     ] == "full-backward-hook"
+
+
+# ---- "the same up to a factor": a tolerance of the dtype's rounding and the depth ----------
+
+
+def _deep(dtype: torch.dtype) -> nn.Module:
+    torch.manual_seed(0)
+    layers: list[nn.Module] = []
+    for width_in, width_out in ((8, 16), (16, 16), (16, 16), (16, 16)):
+        layers += [nn.Linear(width_in, width_out), nn.Tanh()]
+    return nn.Sequential(*layers, nn.Linear(16, 1)).to(dtype)
+
+
+def _plain(dtype: torch.dtype, x: torch.Tensor, factor: float) -> dict[str, np.ndarray]:
+    model = _deep(dtype)
+    (model(x).pow(2).mean() * factor).backward()
+    return {n: p.grad.numpy() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("factor", [3.0, 0.7])
+def test_a_scaled_loss_gives_every_gradient_its_factor(dtype: torch.dtype, factor: float) -> None:
+    x = torch.randn(10, 8, generator=torch.Generator().manual_seed(1), dtype=dtype)
+    a = gradtrace.trace(_deep(dtype), x, lambda o: o.pow(2).mean())
+    b = gradtrace.trace(_deep(dtype), x, lambda o: o.pow(2).mean() * factor)
+    for trace, f in ((a, 1.0), (b, factor)):  # the oracle: the same runs in plain PyTorch
+        plain = _plain(dtype, x, f)
+        assert all(trace.grads[n].tobytes() == g.tobytes() for n, g in plain.items())
+    diff = gradtrace.compare(a, b)
+    # ×3 and ×0.7 are not powers of two: the scaled run rounds differently at every op, and
+    # some gradients are not bit-for-bit ×factor; each is still found to be that factor
+    eps = float(np.finfo(np.float32 if dtype == torch.float32 else np.float64).eps)
+    assert len(diff.grads) == 10 and {d.status for d in diff.grads} == {"changed"}
+    for d in diff.grads:
+        assert d.ratio is not None, d.name
+        assert abs(d.ratio - factor) <= 10 * eps * factor, (d.name, d.ratio)
+    edge_diffs = [g for m in diff.edges.matched for g in m.grads]
+    assert edge_diffs and all(g.status == "changed" and g.ratio is not None for g in edge_diffs)
+    # the forward is the same up to the loss, scaled itself
+    assert diff.summary.changed_values == ["loss"]
+    (loss,) = [d for d in diff.values if d.name == "loss"]
+    assert loss.ratio is not None and abs(loss.ratio - factor) <= eps * factor
+
+
+def test_another_input_is_no_factor() -> None:
+    x = torch.randn(10, 8, generator=torch.Generator().manual_seed(1))
+    a = gradtrace.trace(_deep(torch.float32), x, lambda o: o.pow(2).mean())
+    b = gradtrace.trace(_deep(torch.float32), x + 0.01, lambda o: o.pow(2).mean())
+    diff = gradtrace.compare(a, b)
+    weights = [d for d in diff.grads if d.name.endswith("weight")]
+    assert weights and all(d.status == "changed" and d.ratio is None for d in weights)
+
+
+def test_the_tolerance_grows_with_epsilon_and_depth() -> None:
+    from gradtrace.comparison import factor_tolerance
+
+    assert factor_tolerance("float32", 10, 0.0) == 10 * factor_tolerance("float32", 1, 0.0)
+    assert factor_tolerance("float64", 1, 0.0) == factor_tolerance("float32", 1, 0.0) * 2.0**-29
+    assert factor_tolerance("int64", 5, 1e-6) == 1e-6  # exact numbers: the rtol floor

@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from engine_checks import packed_storage_bytes
 from torch import nn
 
 import gradtrace
 from gradtrace.engine.memory import SavedMemory, saved_tensor_hooks_active
 from gradtrace.examples import get_example
-
-
-def packed_storage_bytes(run) -> int:
-    """Bytes of the distinct storages autograd saves while ``run()`` builds its graph, as
-    PyTorch's own saved-tensor hooks see them (the oracle)."""
-    seen: dict[tuple[int, int], int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        s = t.untyped_storage()
-        seen[(s.data_ptr(), s.nbytes())] = s.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = run()
-    assert out is not None
-    return sum(seen.values())
 
 
 def test_retained_graph_is_held_and_the_last_backward_frees_it() -> None:

@@ -42,7 +42,9 @@ def check_round_trip(trace: gradtrace.Trace) -> None:
     for value in doc["grads"].values():
         if value is not None:
             assert list(value) == list(ts.TensorValue.__struct_fields__)
-            assert list(value["stats"]) == list(ts.TensorStats.__struct_fields__)
+            # (``of`` is written only where it is set: complex tensors' stats of the magnitude)
+            fields = [f for f in ts.TensorStats.__struct_fields__ if f != "of" or "of" in value["stats"]]
+            assert list(value["stats"]) == fields
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])

@@ -190,12 +190,14 @@ def test_float64_stats_of_extreme_magnitudes_stay_finite_and_right(magnitude: fl
     assert stats.min == float(t.min()) and stats.max == float(t.max())
 
 
-def test_a_complex_final_value_is_stats_only_and_not_counted_as_too_big() -> None:
+def test_a_complex_final_value_keeps_its_numbers_and_the_stats_of_its_magnitude() -> None:
     s = Summarizer()
-    value = s.final(torch.tensor([3 + 4j, 0j]))
+    z = torch.tensor([3 + 4j, 0j])
+    value = s.final(z)
     s.finalize()
-    assert value.truncated and value.stats.max == 5.0  # the magnitude's stats
-    assert s.finals_truncated == 0
+    assert not value.truncated and value.values == [3.0, 4.0, 0.0, 0.0]  # (re, im) in turn
+    assert value.stats.max == 5.0 and value.stats.of == "magnitude"  # the magnitude's stats
+    assert np.array_equal(tensor_array(value), z.numpy()) and s.finals_truncated == 0
 
 
 def test_many_small_tensors_summarized_in_blocks_each_get_their_own_stats() -> None:

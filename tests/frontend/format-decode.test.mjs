@@ -38,7 +38,8 @@ test("float64 is not rounded through float32", () => {
 
 test("stats-only values and unknown dtypes give no numbers", () => {
   assert.equal(tensorNumbers({ shape: [3], dtype: "float32", stats: { numel: 3 }, truncated: true }), null);
-  assert.equal(tensorNumbers({ shape: [1], dtype: "complex64", stats: { numel: 1 }, data: "AAAAAAAAAAA=" }), null);
+  // (complex64 is decoded now, to magnitudes: see complex.test.mjs; float8 has no reader)
+  assert.equal(tensorNumbers({ shape: [1], dtype: "float8_e4m3fn", stats: { numel: 1 }, data: "AA==" }), null);
   assert.deepEqual(tensorNumbers({ shape: [2], dtype: "float32", stats: { numel: 2 }, values: [1, "NaN"] }), [1, NaN]);
 });
 

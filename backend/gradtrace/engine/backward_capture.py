@@ -39,7 +39,7 @@ import torch
 from torch.autograd.function import BackwardCFunction
 from torch.utils.hooks import RemovableHandle
 
-from gradtrace.engine.node_hook_sets import hooks_on
+from gradtrace.engine.node_hook_sets import NodeDictSeen, hooks_on
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import EdgeGrad, GraphEdge, TensorValue
 
@@ -257,6 +257,9 @@ class BackwardCapture:
         # makes the mode to enter while a Python Function's backward runs (its torch calls
         # are seen: a reentrant checkpoint recomputes its segment and runs the engine there)
         self.python_node_mode: Callable[[], Any] | None = None
+        # shown the hook dicts of nodes that have hooks of their own (see hooks_on): the
+        # model's node hooks are wrapped there (ModelHooks.node_hooks_seen; the library only)
+        self.node_dict_seen: NodeDictSeen | None = None
 
     # ---- .grad writes -------------------------------------------------------------------
     def _grad_write(self, leaf: torch.Tensor) -> None:
@@ -379,7 +382,7 @@ class BackwardCapture:
             mine = list(rec.node_objects.items())
             hooked.update(rec.node_objects)
         try:
-            with hooks_on(self._hooks_of(mine, retained_at)):
+            with hooks_on(self._hooks_of(mine, retained_at), self.node_dict_seen):
                 yield
         finally:
             if nested:

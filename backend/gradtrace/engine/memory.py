@@ -32,6 +32,10 @@ SavedVariable = torch._C._autograd.SavedTensor  # what ``node._raw_saved_<name>`
 # when the class has one (a hook-packed saved tensor is seen there; the cheapest probe of a
 # release), else None. (dir() is slow: once per class.)
 _SAVED_PLANS: dict[type, dict[str, str | None]] = {}
+# a custom autograd.Function's node keeps what ``ctx.save_for_backward`` saved under these
+# (not ``_saved_*``): the tensors (None where None was saved) and their SavedVariables
+FUNCTION_SAVED = "saved_tensors"
+_FUNCTION_RAW = "_raw_saved_tensors"
 
 
 def saved_plan(node: Any) -> dict[str, str | None]:
@@ -44,6 +48,8 @@ def saved_plan(node: Any) -> dict[str, str | None]:
         plan = _SAVED_PLANS[cls] = {
             attr: "_raw" + attr if hasattr(cls, "_raw" + attr) else None for attr in names
         }
+        if hasattr(cls, _FUNCTION_RAW):  # a custom Function's node: ctx.save_for_backward's
+            plan[FUNCTION_SAVED] = _FUNCTION_RAW
     return plan
 
 

@@ -15,6 +15,11 @@ Hooks registered while the trace runs are wrapped as well:
 * on tensors (the usual ``h.register_hook(...)`` inside ``forward``): both registration
   methods are torch functions, so the forward's discovery mode hands each call to
   :meth:`ModelHooks.register_tensor_hook`, which registers the wrapper in the hook's place;
+* on autograd nodes (``grad_fn.register_prehook``/``register_hook``, in ``forward`` or before
+  the trace): PyTorch keeps a node's hooks in a dict only its C++ node holds; when the backward
+  capture puts its own hooks into those dicts (``node_hook_sets.hooks_on``) it shows them to
+  :meth:`ModelHooks.node_hooks_seen`, which wraps the model's there (torch's own, which carry
+  module backward hooks, are left alone: the module's hook is recorded as such);
 * on modules: at every module boundary gradtrace looks at that module and the modules
   running around it, and at every module before a backward. PyTorch collects a module's
   forward-pre and backward hooks when its call begins (its forward hooks when its forward
@@ -22,7 +27,8 @@ Hooks registered while the trace runs are wrapped as well:
   that one call (recorded from then on): a ``hook_unrecorded`` diagnostic names it.
 
 Each firing is one event of the hook's kind (``module_forward_pre``, ``module_forward``,
-``module_backward_pre``, ``module_backward``, ``tensor_hook``, ``post_accumulate_grad``), with
+``module_backward_pre``, ``module_backward``, ``tensor_hook``, ``post_accumulate_grad``,
+``node_pre_hook``, ``node_post_hook``), with
 the payload of a spec hook's event plus ``hook_name``, ``returned`` and ``changed`` (see
 ``trace_schema.Event``); ``hook`` is the hook's index in the trace's ``graph.modules[].hooks``
 listing (module hooks) or in order of first sight (tensor hooks).
@@ -42,6 +48,7 @@ from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.node_hook_sets import is_set_key
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import Diagnostic, Event, EventKind, ModuleHook
 
@@ -63,6 +70,8 @@ _TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_acc
 # the hooks PyTorch collects as a module's call begins (its forward hooks: as forward returns)
 _COLLECTED_AT_START = ("forward_pre", "full_backward_pre", "full_backward", "backward")
 _EVENT_KIND: dict[str, EventKind] = {
+    "node_pre": "node_pre_hook",
+    "node_post": "node_post_hook",
     "forward_pre": "module_forward_pre",
     "forward": "module_forward",
     "full_backward_pre": "module_backward_pre",
@@ -95,6 +104,26 @@ def _is_gradtraces(hook: Callable) -> bool:
     return isinstance(getattr(hook, "__self__", None), ForwardCapture)
 
 
+def _aliases(tensors: Any) -> list[Any]:
+    """What to summarize of gradients a hook was given or returned: detached aliases (same
+    memory and version: the same record), so that the summarizer holds none of the engine's
+    tensors (an AccumulateGrad takes a gradient nobody else holds as ``.grad`` itself, and
+    copies one that is held; see backward_capture._leaf_bound)."""
+    return [t.detach() if isinstance(t, torch.Tensor) else t for t in tensors]
+
+
+def _is_torchs(hook: Callable) -> bool:
+    """A node hook PyTorch itself put there: a module's full backward hooks work through hooks
+    on their BackwardHookFunctionBackward nodes, a non-full backward hook through one on the
+    output's node (``torch.utils.hooks``, ``torch.nn.modules.module``: a function of
+    torch's, or an object of a class of torch's, such as the ``_WrappedHook`` that takes its
+    ``__module__`` from the hook it wraps). Those module hooks are recorded as the module's;
+    the node hooks that carry them are not the model's."""
+    return type(hook).__module__.startswith("torch.") or (getattr(hook, "__module__", None) or "").startswith(
+        "torch."
+    )
+
+
 def _hook_name(hook: Callable) -> str:
     return getattr(hook, "__qualname__", None) or type(hook).__name__
 
@@ -103,14 +132,34 @@ def _versions(tensors: list[torch.Tensor]) -> list[int]:
     return [t._version for t in tensors]
 
 
+# the hooks given a gradient to write in place, the grad itself (``.grad`` for a
+# post-accumulate hook), where a write through ``.data`` (no version bump) is looked for too
+_BITS_CHECKED = ("tensor", "post_accumulate_grad")
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's numbers as one row of bytes (a view where it can be): two such rows are
+    equal exactly when the numbers are the same bits (NaN included, -0.0 apart from 0.0)."""
+    t = t.detach()
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    return t.resolve_conj().resolve_neg().contiguous().view(-1).view(torch.uint8)
+
+
+def _written_behind(given: list[torch.Tensor], copies: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Those of ``given`` whose numbers are no longer their ``copies``' (made before the hook)
+    while their versions did not move: written through ``.data``."""
+    return [t for t, copy in zip(given, copies, strict=True) if not torch.equal(_bits(t), copy)]
+
+
 def _replaceable(kind: str, args: tuple) -> Any:
     """What a value returned by a hook of this kind stands in for."""
     if kind == "forward_pre":
         return args[1:]  # args, or (args, kwargs) with_kwargs
     if kind == "forward":
         return args[-1]
-    if kind in ("tensor", "post_accumulate_grad"):
-        return args[0]
+    if kind in ("tensor", "post_accumulate_grad", "node_pre", "node_post"):
+        return args[0]  # the gradient, or grad_outputs (node pre-hook), grad_inputs (node hook)
     return args[1]  # grad_output (backward-pre) or grad_input (backward)
 
 
@@ -344,6 +393,43 @@ class ModelHooks:
         self._slots.append(_Slot(hooks, handle.id, hook, wrapper))
         return handle
 
+    # ---- the model's own autograd-node hooks -----------------------------------------------
+    def node_hooks_seen(self, node: Any, pre: bool, hooks: dict[int, Callable]) -> None:
+        """A node's pre-hook (``pre``) or post-hook dict, as the backward capture's hooks go in
+        (``node_hook_sets.hooks_on``): wrap the hooks the model put there
+        (``grad_fn.register_prehook``/``register_hook``, in forward or before the trace) not
+        wrapped yet, in place, under their keys; restored with all the others."""
+        node_id = self.recorder.node_ids.get(node)
+        if node_id is None:
+            return
+        known = self._seen.setdefault(id(hooks), set())
+        kind = "node_pre" if pre else "node_post"
+        for key, hook in list(hooks.items()):
+            if key in known or is_set_key(key):
+                continue
+            if _is_torchs(hook):
+                known.add(key)
+                continue
+            self._wrap(hooks, key, self._node_wrapper(kind, hook, node_id))
+
+    def _node_wrapper(self, kind: str, hook: Callable, node_id: str) -> Callable:
+        # (the node's id, not the node: the wrapper lives in the node's own hook dict)
+        index = self._new_index()
+
+        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+            summaries = self.recorder.summaries
+            if kind == "node_pre":
+                return {"grad_outputs": summaries(_aliases(args[0]))}, flat_tensors(args[0])
+            payload = {
+                "grad_inputs": summaries(_aliases(args[0])),
+                "grad_outputs": summaries(_aliases(args[1])),
+            }
+            return payload, flat_tensors(args[0]) + flat_tensors(args[1])
+
+        label = self.recorder.by_id[node_id].tensor or node_id
+        fire = self._firing(kind, hook, index, seen, lambda: (label, None, node_id))
+        return functools.wraps(hook)(self._plain(fire))
+
     # ---- the wrappers ---------------------------------------------------------------------
     def _module_wrapper(self, kind: str, hook: Callable, module: nn.Module, path: str, key: int) -> Callable:
         index = self._new_index()
@@ -442,7 +528,10 @@ class ModelHooks:
             "backward",
             "tensor",
             "post_accumulate_grad",
+            "node_pre",
+            "node_post",
         )
+        bits_checked = kind in _BITS_CHECKED
 
         def fire(*args: Any, **kwargs: Any) -> tuple[Any, Event | None]:
             """(what the hook returned, its event)."""
@@ -458,12 +547,18 @@ class ModelHooks:
                     _EVENT_KIND[kind], target=target, node=node, module=module, hook=index, payload=payload
                 )
                 versions = _versions(given)
+                copies = [_bits(t).clone() for t in given] if bits_checked else None
             result = hook(*args, **kwargs)
             with capture.quiet():
                 event = rec.events[seq]
                 changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
+                if not changed and copies:
+                    behind = _written_behind(given, copies)
+                    for t in behind:  # (later summaries, the final .grad's too, read it again)
+                        rec.forget(t)
+                    changed = bool(behind)
                 event.payload["returned"] = (
-                    None if result is None else [rec.summarize(t) for t in flat_tensors(result)]
+                    None if result is None else [rec.summarize(t) for t in _aliases(flat_tensors(result))]
                 )
                 event.payload["changed"] = changed
             return result, event

@@ -81,25 +81,47 @@ def _noting_into(added: _Noted) -> Iterator[None]:
                 _HookMixin._register_hook = _replaced  # type: ignore[method-assign]
 
 
+def is_set_key(key: int) -> bool:
+    """Whether a key of a node's hook dict is one of these sets' (not a hook PyTorch registered
+    with a handle: the node's own, the model's)."""
+    return key < 0
+
+
+NodeDictSeen = Callable[[Any, bool, dict[int, Any]], None]
+
+
 @contextmanager
-def hooks_on(hooks: Iterable[tuple[Any, Callable, Callable]]) -> Iterator[None]:
+def hooks_on(
+    hooks: Iterable[tuple[Any, Callable, Callable]], seen: NodeDictSeen | None = None
+) -> Iterator[None]:
     """For each ``(node, pre, post)``: ``pre`` as a pre-hook and ``post`` as a post-hook of
     ``node`` (after the node's own), for the ``with`` block; every one of them removed when
     it ends, however it ends (also when making the hooks raised halfway). Each node at most
-    once: the set's hooks share one key."""
+    once: the set's hooks share one key.
+
+    ``seen(node, pre, hooks_dict)``, when given, is shown each hook dict the set put a hook
+    into (``pre``: the node's pre-hook dict, else its post-hook dict), right after: the hooks
+    the node had before (``grad_fn.register_prehook``/``register_hook``) are in it, in the
+    order PyTorch runs them, the set's own last. (PyTorch keeps these dicts in C++ only: this
+    is the one moment they are in Python's hands.)"""
     added = _Noted()
     # handles of registrations that did not go through _register_noted (a PyTorch whose
     # nodes register their hooks another way): removed as PyTorch's own
     handles: list[Any] = []
     try:
         with _noting_into(added):
+            dicts = added.dicts
             for node, pre, post in hooks:
                 handle = node.register_prehook(pre)
                 if handle is not None:
                     handles.append(handle)
+                elif seen is not None and len(dicts[-1]) > 1:  # (more than the set's own)
+                    seen(node, True, dicts[-1])
                 handle = node.register_hook(post)
                 if handle is not None:
                     handles.append(handle)
+                elif seen is not None and len(dicts[-1]) > 1:
+                    seen(node, False, dicts[-1])
         yield
     finally:
         key = added.key

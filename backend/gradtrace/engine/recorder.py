@@ -21,7 +21,7 @@ from gradtrace.engine.graph_walk import (
     op_name,
     raw_sequence_nr,
 )
-from gradtrace.engine.memory import SavedMemory, SavedVariable, saved_plan
+from gradtrace.engine.memory import FUNCTION_SAVED, SavedMemory, SavedVariable, saved_plan
 from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import EdgeKind, Event, EventKind, GraphEdge, GraphNode, Pass, Phase, SavedTensor
 
@@ -103,6 +103,7 @@ class Recorder:
         # type(obj).__call__ lookup (~0.13 µs more a call on Python 3.11; a trace makes
         # thousands, here and in the captures that take it from the recorder)
         self.summarize = summarize.__call__
+        self.forget = summarize.forget  # (a tensor written behind its version: see Summarizer)
         self.sequence_base = sequence_base
         self.max_nodes = max_nodes
         self.nodes: list[GraphNode] = []
@@ -454,12 +455,15 @@ class Recorder:
             elif type(value) is int or type(value) is bool or value is None:  # (flags, dims)
                 out.append(SavedTensor(name=attr, scalar=value))
             elif isinstance(value, (tuple, list)):  # (sizes, strides; lists of tensors)
-                if value and isinstance(value[0], _TENSOR):
-                    for k, t in enumerate(value):
+                if value and any(isinstance(t, _TENSOR) for t in value):
+                    for k, t in enumerate(value):  # (a custom Function may save None among them)
                         item = f"{attr}[{k}]"
-                        out.append(SavedTensor(name=item, value=summarize(t)))
-                        tensors.append((item, t))
-                else:
+                        if isinstance(t, _TENSOR):
+                            out.append(SavedTensor(name=item, value=summarize(t)))
+                            tensors.append((item, t))
+                        else:
+                            out.append(SavedTensor(name=item, scalar=_plain(t)))
+                elif value or attr != FUNCTION_SAVED:  # (a Function that saved nothing: nothing)
                     out.append(SavedTensor(name=attr, scalar=_plain_list(value)))
             else:
                 out.append(SavedTensor(name=attr, scalar=_plain(value)))

@@ -189,6 +189,8 @@ class TraceSession:
                 self.diagnostics,
             )
             self._stack.enter_context(self.model_hooks.wrapped())  # before gradtrace's own hooks
+            self.backward_capture.node_dict_seen = self.model_hooks.node_hooks_seen
+            self._stack.callback(setattr, self.backward_capture, "node_dict_seen", None)
         self._stack.enter_context(self.forward_capture.hooks_installed())
         self._stack.enter_context(self.backward_capture.grad_write_hooks)
         if self.model_hooks is not None:

@@ -96,6 +96,7 @@ _NUMPY_NATIVE: dict[torch.dtype, np.dtype] = {
 _BITS = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
 _BIG_ENDIAN = sys.byteorder == "big"
 _STRIDED = torch.strided
+_COMPLEX = frozenset((torch.complex32, torch.complex64, torch.complex128))
 _TENSOR = torch.Tensor  # (a module constant: ~18 ns less per isinstance than torch.Tensor)
 
 
@@ -192,10 +193,11 @@ def dtype_name(t: torch.Tensor) -> str:
 def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     """A detached tensor as numpy arrays of its shape (views where possible): ``(native, numeric)``.
 
-    ``native``'s bytes are the tensor's own, little-endian (what ``data`` carries; None for
-    complex tensors, which keep stats only); ``numeric`` is what stats and ``values`` lists
+    ``native``'s bytes are the tensor's own, little-endian (what ``data`` carries; a complex
+    tensor's real and imaginary parts in turn); ``numeric`` is what stats and ``values`` lists
     are made of: the same array where numpy has the dtype (on a little-endian machine), else
-    float32 (exact for bfloat16 and float8) or, for complex tensors, the magnitude. Both keep
+    float32 (exact for bfloat16 and float8) or, for complex tensors, the magnitude (their
+    stats are the magnitude's; their ``values`` come from ``native``: see _pairs). Both keep
     torch's strides: ``tobytes()`` reads them row-major, as ``data`` is. (A tensor with an
     ``_own_dtype`` is read by ``_own_array`` instead, with none of the checks below.)
     """
@@ -205,15 +207,32 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
         t = t.cpu()
     if t.is_neg():  # a lazily negated view: numpy sees memory, so the negation is applied first
         t = t.resolve_neg()
+    if t.is_conj():  # (a lazily conjugated view, likewise)
+        t = t.resolve_conj()
     if t.dtype in _NUMPY_NATIVE:
         numeric = t.numpy()
         if _BIG_ENDIAN:
             return numeric.astype(numeric.dtype.newbyteorder("<")), numeric
         return numeric, numeric
-    if t.is_complex():
-        return None, t.abs().numpy()
+    complex_ = t.is_complex()
+    if complex_ and t.dtype is not torch.complex32:
+        native = t.numpy()
+        little = native.astype(native.dtype.newbyteorder("<")) if _BIG_ENDIAN else native
+        return little, np.abs(native)
+    # (complex32, which numpy lacks: its bits, and the magnitude of it as complex64, exact)
+    numeric = np.abs(t.to(torch.complex64).numpy()) if complex_ else t.to(torch.float32).numpy()
     bits = t.view(_BITS[t.element_size()]).numpy()
-    return bits.astype(bits.dtype.newbyteorder("<")) if _BIG_ENDIAN else bits, t.to(torch.float32).numpy()
+    return bits.astype(bits.dtype.newbyteorder("<")) if _BIG_ENDIAN else bits, numeric
+
+
+def _pairs(t: torch.Tensor) -> tuple[np.dtype, bytes]:
+    """A complex tensor's numbers as its real and imaginary parts in turn, row-major, as numpy
+    holds them here (complex32's as float32, exactly): what its ``values`` list is made of."""
+    z = t.detach().resolve_conj().resolve_neg().cpu()
+    if z.dtype is torch.complex32:
+        z = z.to(torch.complex64)
+    parts = torch.view_as_real(z.contiguous()).numpy()
+    return parts.dtype, parts.tobytes()
 
 
 def base64_of(raw: bytes | memoryview) -> str:
@@ -262,11 +281,15 @@ def _key(t: torch.Tensor, version: int) -> tuple:
     reads back. Negated: a lazily negated view (``z.conj().imag``) shares its memory with the
     unnegated one (``z.imag``) but not its numbers. Sparse and other layouts have no single
     data pointer: keyed by the object instead, ``(None, shape, id, dtype, version, device,
-    negated)``. (A plain function: looked up faster than a method on the hot path.)"""
+    negated)``. A complex tensor may be lazily conjugated too (``z.conj()``): its last field is
+    then ``negated + 2 * conjugated`` (0 when neither, as False). (A plain function: looked up
+    faster than a method on the hot path.)"""
     # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+    dtype = t.dtype
+    lazy = t.is_neg() if dtype not in _COMPLEX else t.is_neg() + 2 * t.is_conj()
     if t.layout is not _STRIDED:
-        return (None, t.shape, id(t), t.dtype, version, t.is_cpu or t.device.type, t.is_neg())
-    return (t.data_ptr(), t.shape, t.stride(), t.dtype, version, t.is_cpu or t.device.type, t.is_neg())
+        return (None, t.shape, id(t), dtype, version, t.is_cpu or t.device.type, lazy)
+    return (t.data_ptr(), t.shape, t.stride(), dtype, version, t.is_cpu or t.device.type, lazy)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -386,7 +409,7 @@ class Summarizer:
         numel = t.numel()
         cost = _cost(numel)
         kind = _KINDS.get(key[3]) or _kind(key[3])
-        numbers = cost <= self.budget_left and not kind.complex
+        numbers = cost <= self.budget_left
         if numbers:
             self.budget_left -= cost
         else:
@@ -416,8 +439,6 @@ class Summarizer:
             self.final_left -= min(numel, self.final_left)
             return known
         kind = _kind(key[3])
-        if kind.complex:  # no numbers for complex tensors: the stats of their magnitude
-            return self._snapshot(t, key, numel, False, kind)
         numbers = numel <= self.final_left
         if numbers:
             self.final_left -= numel
@@ -427,6 +448,19 @@ class Summarizer:
         if numbers:  # (a snapshot of it made later shares it, numbers and all)
             self._cache[key] = (t, value)
         return value
+
+    def forget(self, t: torch.Tensor) -> None:
+        """``t``'s numbers changed behind its version counter (written through ``.data``, which
+        has a counter of its own): the records made of it stay as they were (what was seen
+        then), and the next summary of it or of an alias of it (same memory and layout), a
+        final value too, reads its memory again. The by-object shortcut is emptied rather than
+        searched for aliases (rare: each object found again by its key, in ``_cache``, which
+        holds the memory of every key but this one)."""
+        key = _key(t, t._version)
+        self._by_object.clear()
+        self._cache.pop(key, None)
+        if key[0] is not None:
+            self._stats_by_memory.pop((key[0], t.numel(), key[3], key[4], key[5], key[6]), None)
 
     def known(self, t: torch.Tensor) -> TensorValue | None:
         """The summary already made of this very tensor at its current version."""
@@ -452,6 +486,8 @@ class Summarizer:
         """The record of ``t`` (its cache ``key``, its dtype's ``kind``) now: stats always, its
         numbers if ``numbers``."""
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
+        if kind.complex:
+            stats.of = "magnitude"
         size = key[1]
         shape = self._shapes.get(size)
         if shape is None:
@@ -485,7 +521,7 @@ class Summarizer:
             return out
         # small: copied now, row-major (later in-place writes must not change what was
         # seen), and finished in finalize() with all the others of its dtype and size
-        raw: bytes | None  # the tensor's own bytes (None: complex, stats of its magnitude only)
+        raw: bytes | None  # the tensor's own bytes
         if own_dtype is not None:
             # its bytes as they lie in CPU memory (contiguous: one copy, no numpy array; else,
             # e.g. a transposed weight, row-major from numpy's view in torch's layout)
@@ -508,9 +544,13 @@ class Summarizer:
             stats_due[1].append(stats)
         if numbers:
             if numel <= TINY_TENSOR:
-                lists_due = self._lists_due.get((dtype, numel))
+                count = numel
+                if kind.complex:  # (two numbers an element: see _pairs)
+                    dtype, plain = _pairs(t)
+                    count = 2 * numel
+                lists_due = self._lists_due.get((dtype, count))
                 if lists_due is None:
-                    lists_due = self._lists_due[(dtype, numel)] = ([], [])
+                    lists_due = self._lists_due[(dtype, count)] = ([], [])
                 lists_due[0].append(plain)
                 lists_due[1].append(out)
             elif raw is not None:
