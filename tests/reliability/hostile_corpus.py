@@ -484,3 +484,52 @@ RAW_CASES: list[RawCase] = [
     ),
     RawCase("http-0.9", b"GET /\r\n\r\n", 400, "malformed_request"),
 ]
+
+# ---- Python for POST /api/v1/translate: read, never run; 4xx at the line, never 5xx ------------
+TRANSLATE = "/api/v1/translate"
+# A file each payload would create if any of it ran (test_hostile checks it never appears).
+EXECUTION_MARKER = "/tmp/gradtrace-hostile-translate-ran"
+_PY_HEAD = "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
+
+
+def _py(source: str, head: bool = True) -> bytes:
+    return _body({"python": (_PY_HEAD if head else "") + source})
+
+
+_M = EXECUTION_MARKER
+PYTHON_CASES: list[Case] = [
+    Case("py-import-os", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py(f"import os\nos.system('touch {_M}')"), line=4),
+    Case("py-from-import", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("from os import system"), line=4),
+    Case("py-dunder-import", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py(f"x = __import__('os').system('touch {_M}')"), line=4),
+    Case("py-dunder-attribute", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("x = torch.randn(2)\ny = x.__class__.__bases__"), line=5),
+    Case("py-dunder-subclasses", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("x = ().__class__.__base__.__subclasses__()"), line=4),
+    Case("py-exec", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py(f"exec(\"open('{_M}', 'w')\")"), line=4),
+    Case("py-eval", 422, "unknown_function", "/python", url=TRANSLATE, body=_py(f"x = torch.randn(2)\ny = eval(\"open('{_M}', 'w')\")"), line=5),
+    Case("py-open", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py(f"open('{_M}', 'w').write('x')"), line=4),
+    Case("py-getattr", 422, "unknown_function", "/python", url=TRANSLATE, body=_py("x = torch.randn(2)\ny = getattr(x, 'sum')()"), line=5),
+    Case("py-decorator", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py(f"@print\ndef hook(g):\n    open('{_M}', 'w')"), line=4),
+    Case("py-class-decorator", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("@dataclass\nclass Net(nn.Module):\n    pass"), line=4),
+    Case("py-comprehension", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("x = torch.randn(2)\ny = [open('f') for _ in range(3)]"), line=5),
+    Case("py-lambda-outside-hook", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("x = torch.randn(2)\nf = lambda: open('f')"), line=5),
+    Case("py-hook-body-side-effect", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py(f"def hook(g):\n    open('{_M}', 'w')\n    return g\nw = torch.randn(2, requires_grad=True)\nw.register_hook(hook)"), line=6),
+    Case("py-while", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("while True:\n    pass"), line=4),
+    Case("py-power-loop", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("for _ in range(10**9):\n    pass"), line=4),
+    Case("py-huge-loop", 413, "limit_exceeded", "/python", url=TRANSLATE, body=_py("for _ in range(1000000000):\n    pass"), line=4),
+    Case("py-huge-literal", 413, "limit_exceeded", "/python", url=TRANSLATE, body=_py("x = torch.tensor([" + "1," * 60000 + "])")),
+    Case("py-huge-int", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("l = nn.Linear(10**100, 2)")),
+    Case("py-deep-parens", 413, "limit_exceeded", "/python", url=TRANSLATE, body=_py("x = " + "[" * 180 + "1" + "]" * 180)),
+    Case("py-deep-unary", 413, "limit_exceeded", "/python", url=TRANSLATE, body=_py("x = " + "-" * 20000 + "1")),
+    Case("py-syntax-error", 422, "python_syntax", "/python", url=TRANSLATE, body=_py("x = = 1"), line=4),
+    Case("py-null-byte", 422, "python_syntax", "/python", url=TRANSLATE, body=_py("x = 1\x00")),
+    Case("py-not-a-string", 422, "invalid_request", "/python", url=TRANSLATE, body=_body({"python": 12})),
+    Case("py-both-fields", 422, "invalid_request", "", url=TRANSLATE, body=_body({"python": "", "spec": {}})),
+    Case("py-empty", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("", head=False)),
+    Case("py-global", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("global torch"), line=4),
+    Case("py-with-open", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py(f"with open('{_M}', 'w') as f:\n    pass"), line=4),
+    Case("py-walrus", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("x = torch.randn(2)\ny = (z := x)"), line=5),
+    Case("py-fstring", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("x = torch.randn(2)\ny = f'{x}'"), line=5),
+    Case("py-subclass-other-base", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("class Evil(object):\n    pass"), line=4),
+    Case("spec-invalid", 422, "invalid_spec", ANY, url=TRANSLATE, body=_body({"spec": {"spec_version": 2}})),
+    Case("spec-ok", 200, None, url=TRANSLATE, body=_body({"spec": seed_002()})),
+]
+HTTP_CASES += PYTHON_CASES

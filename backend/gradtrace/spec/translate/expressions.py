@@ -139,6 +139,8 @@ def _call(node: ast.Call, ctx: ExprContext) -> ast.expr:
             "the spec knows (e.g. F.relu, torch.tanh) or a tensor method",
             "unknown_function",
         )
+    if isinstance(func, ast.Call):
+        _call(func, ctx)  # its own, more precise error (getattr(x, "sum")(), …)
     if not isinstance(func, ast.Attribute):
         raise unsupported(func, f"calling {describe(func)} is not supported")
     check_name(func, func.attr)

@@ -97,6 +97,9 @@ def parse_source(source: str, limits: TranslateLimits = LIMITS) -> ast.Module:
             raise _limit(node, f"the source has more than {limits.max_nodes:,} syntax nodes")
         if depth > limits.max_depth:
             raise _limit(node, f"the source is nested more than {limits.max_depth} levels deep")
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name is not None and name != "__init__":
+            check_name(node, name)  # no dunder anywhere: nothing reaches __class__, __import__, …
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
     return tree
 
@@ -344,7 +347,7 @@ class _Translator:
         if func is not None and func.startswith("torch.") and func[6:] in _INPUT_MAKERS or self.input_chain(value):
             self.input(stmt, target, value)
             return True
-        if func is not None and func.startswith("torch.nn.") or (
+        if func is not None and func.startswith("torch.nn.") and not func.startswith("torch.nn.functional.") or (
             isinstance(value.func, ast.Name) and value.func.id in self.classes
         ):
             name = target.id
