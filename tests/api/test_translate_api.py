@@ -47,12 +47,21 @@ def test_unsupported_python_is_422_at_its_line_and_column(live_server: str) -> N
     r = httpx.post(live_server + "/api/v1/translate", json={"python": source}, timeout=60)
     assert r.status_code == 422
     error = r.json()["error"]
-    assert (error["code"], error["path"], error["line"], error["column"]) == ("unknown_function", "/python", 7, 8)
+    assert (error["code"], error["path"], error["line"], error["column"]) == (
+        "unknown_function",
+        "/python",
+        7,
+        8,
+    )
     assert "softplus" in error["message"] and "the spec knows" in error["message"]
 
 
 def test_bad_spec_points_into_the_request(live_server: str) -> None:
-    r = httpx.post(live_server + "/api/v1/translate", json={"spec": {"spec_version": 1, "forward": ["y = ="]}}, timeout=60)
+    r = httpx.post(
+        live_server + "/api/v1/translate",
+        json={"spec": {"spec_version": 1, "forward": ["y = ="]}},
+        timeout=60,
+    )
     assert r.status_code == 422
     assert r.json()["error"]["path"].startswith("/spec/forward/0")
 

@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from spec.translate_harness import assert_same_grads, run_source_grads
 
 import gradtrace
 from gradtrace.spec import SpecError, parse_spec
 from gradtrace.spec.translate import python_to_spec, spec_to_python
+from spec.translate_harness import assert_same_grads, run_source_grads
 
 MODELS = sorted((Path(__file__).parent / "translate_models").glob("*.py"))
 EXAMPLES = sorted((Path(gradtrace.__file__).parent / "examples").glob("*.json"))
@@ -79,7 +79,8 @@ def test_gallery_example_as_pytorch(path: Path, tmp_path: Path) -> None:
 def test_readme_first_example_is_its_pytorch() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     doc = json.loads(readme.split("```json\n", 1)[1].split("```", 1)[0])
-    python = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    after = readme.split("```json\n", 1)[1]
+    python = after.split("```python\n", 1)[1].split("```", 1)[0]
     assert _comparable(python_to_spec(python)) == _comparable(parse_spec(doc).normalized())
 
 
@@ -97,16 +98,36 @@ HEAD = "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
     [
         ("import os\n", 4, 1, "import of 'os' is not supported"),
         ("x = torch.randn(2)\ny = x.__class__\n", 5, 5, "dunder"),
-        ("x = torch.randn(2, requires_grad=True)\ny = x.shape[0]\n", 5, 5, "sizes must be written as numbers"),
+        (
+            "x = torch.randn(2, requires_grad=True)\ny = x.shape[0]\n",
+            5,
+            5,
+            "sizes must be written as numbers",
+        ),
         ("x = torch.randn(2)\ny = eval('x')\n", 5, 5, "calling 'eval' is not supported"),
         ("x = torch.randn(2)\ny = [v for v in x]\n", 5, 5, "a comprehension"),
         ("x = torch.randn(2)\nf = lambda v: v\n", 5, 5, "a lambda"),
         ("x = torch.randn(2)\ny = getattr(x, 'sum')()\n", 5, 5, "calling 'getattr'"),
-        ("l = nn.Linear(2, 2)\ntorch.manual_seed(0)\nx = torch.randn(1, 2)\n", 5, 1, "torch.manual_seed is supported once"),
-        ("torch.manual_seed(0)\nl = nn.Linear(2, 2)\nx = torch.randn(1, 2)\n", 6, 1, "drawn after parameters"),
+        (
+            "l = nn.Linear(2, 2)\ntorch.manual_seed(0)\nx = torch.randn(1, 2)\n",
+            5,
+            1,
+            "torch.manual_seed is supported once",
+        ),
+        (
+            "torch.manual_seed(0)\nl = nn.Linear(2, 2)\nx = torch.randn(1, 2)\n",
+            6,
+            1,
+            "drawn after parameters",
+        ),
         ("x = torch.randn(2)\ny = F.softplus(x)\n", 5, 5, "F.softplus is not supported"),
         ("x = torch.randn(2)\ny = x.cumsum(0)\n", 5, 5, "tensor method .cumsum() is not supported"),
-        ("l = nn.Linear(2, 2)\nl.register_forward_hook(lambda m, i, o: o / 2)\n", 5, 41, "not one of the spec's actions"),
+        (
+            "l = nn.Linear(2, 2)\nl.register_forward_hook(lambda m, i, o: o / 2)\n",
+            5,
+            41,
+            "not one of the spec's actions",
+        ),
         ("x = torch.randn(2)\ny = x.sum()\nprint(y)\n", None, None, "nothing runs backward"),
         ("x = torch.randn(2)\ny = zz + 1\ny.backward()\n", 5, 5, "'zz' is not defined"),
         ("@decorator\ndef f(m):\n    pass\n", 4, 2, "decorators"),
@@ -114,7 +135,9 @@ HEAD = "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
         ("x = torch.randn(2, 3)\nl = nn.Linear(0, 2)\ny = l(x).sum()\ny.backward()\n", 5, 5, "in_features"),
     ],
 )
-def test_unsupported_python_names_line_and_column(body: str, line: int | None, column: int | None, words: str | None) -> None:
+def test_unsupported_python_names_line_and_column(
+    body: str, line: int | None, column: int | None, words: str | None
+) -> None:
     err = _error(HEAD + body)
     assert err.status in (413, 422)
     assert err.path == "/python"

@@ -53,7 +53,9 @@ def run_source_grads(source: str, names: list[str], tmp: Path) -> dict[str, Any]
     out: dict[str, Any] = {}
     for key, value in raw.items():
         assert value != "missing", f"{key} is not a variable of the program"
-        out[key] = None if value is None else np.array(value["data"], dtype=np.float64).reshape(value["shape"])
+        out[key] = (
+            None if value is None else np.array(value["data"], dtype=np.float64).reshape(value["shape"])
+        )
     return out
 
 

@@ -95,13 +95,13 @@ def _translate(doc: Any) -> dict[str, Any]:
 @router.post(
     "/translate",
     summary="Translate PyTorch source to a spec, or a spec to PyTorch source",
-    description="`{\"python\": source}` answers `{\"spec\": …}`: the source is read with Python's "
+    description='`{"python": source}` answers `{"spec": …}`: the source is read with Python\'s '
     "`ast` and never executed; it must be the supported subset (a `class …(nn.Module)` with layers "
     "of the spec and literal arguments, inputs from `torch.tensor`/`torch.randn` under "
     "`torch.manual_seed`, hooks returning nothing or one of the spec's actions, "
     "`backward`/`torch.autograd.grad`/SGD steps). Anything else is a 422 whose `line` and "
     "`column` point into the source and whose message says what is supported instead. "
-    "`{\"spec\": …}` answers `{\"python\": source}`: the plain PyTorch program computing the "
+    '`{"spec": …}` answers `{"python": source}`: the plain PyTorch program computing the '
     "same gradients. " + _LIMITS_TEXT,
     openapi_extra=_BODY,
     responses={200: _RESPONSE, **error_responses(400, 413, 415, 422, 503)},

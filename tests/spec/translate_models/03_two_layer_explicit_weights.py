@@ -1,4 +1,5 @@
 """Two linear layers with the seed notebook's numbers"""
+
 import torch
 from torch import nn
 

@@ -18,7 +18,7 @@ inputs = torch.randn(8, 2)
 targets = torch.randn(8, 1)
 model = Regressor()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-for epoch in range(3):
+for epoch in range(3):  # noqa: B007 (a tutorial loop)
     optimizer.zero_grad()
     pred = model(inputs)
     loss = F.mse_loss(pred, targets)

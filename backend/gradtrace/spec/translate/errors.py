@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..errors import SpecError
+from ..program import _describe as _describe_expression
 
 SOURCE_PATH = "/python"
 
@@ -18,37 +19,28 @@ def unsupported(node: ast.AST | None, message: str, code: str = "unsupported_pyt
     return SpecError(code, where + message, SOURCE_PATH, line, column)
 
 
+_STATEMENTS = {
+    ast.If: "an if",
+    ast.While: "a while loop",
+    ast.Try: "a try",
+    ast.With: "a with block",
+    ast.Global: "global",
+    ast.Nonlocal: "nonlocal",
+    ast.Delete: "del",
+    ast.AugAssign: "an augmented assignment",
+    ast.AnnAssign: "an annotated assignment",
+    ast.AsyncFunctionDef: "an async def",
+    ast.Raise: "raise",
+    ast.Assert: "assert",
+    ast.Attribute: "an attribute",
+}
+
+
 def describe(node: ast.AST) -> str:
-    """A short name for a construct, for messages ("a lambda", "a comprehension", …)."""
-    names = {
-        ast.Lambda: "a lambda",
-        ast.ListComp: "a comprehension",
-        ast.DictComp: "a comprehension",
-        ast.SetComp: "a comprehension",
-        ast.GeneratorExp: "a generator expression",
-        ast.Compare: "a comparison",
-        ast.BoolOp: "and/or",
-        ast.IfExp: "a conditional expression",
-        ast.Dict: "a dict",
-        ast.Set: "a set",
-        ast.JoinedStr: "an f-string",
-        ast.Await: "await",
-        ast.NamedExpr: "the := operator",
-        ast.Starred: "`*` unpacking",
-        ast.Attribute: "an attribute",
-        ast.If: "an if",
-        ast.While: "a while loop",
-        ast.Try: "a try",
-        ast.With: "a with block",
-        ast.Global: "global",
-        ast.Nonlocal: "nonlocal",
-        ast.Delete: "del",
-        ast.AugAssign: "an augmented assignment",
-        ast.AnnAssign: "an annotated assignment",
-        ast.AsyncFunctionDef: "an async def",
-        ast.Raise: "raise",
-        ast.Assert: "assert",
-    }
+    """A short name for a construct, for messages ("a lambda", "a comprehension", "an if", …)."""
+    name = _STATEMENTS.get(type(node))
+    if name is not None:
+        return name
     if isinstance(node, ast.Constant):
         return f"a constant of type {type(node.value).__name__}"
-    return names.get(type(node), f"`{type(node).__name__}`")
+    return _describe_expression(node)

@@ -150,7 +150,8 @@ def _call(node: ast.Call, ctx: ExprContext) -> ast.expr:
         if ctx.self_name is not None and head == ctx.self_name:
             if rest not in ctx.modules:
                 raise unsupported(
-                    func, f"self.{rest[:40]} is not a layer assigned in __init__ (layers: {', '.join(sorted(ctx.modules)) or 'none'})"
+                    func,
+                    f"self.{rest[:40]} is not a layer assigned in __init__ (layers: {', '.join(sorted(ctx.modules)) or 'none'})",
                 )
             args, keywords = _positional(node, ctx, len(node.args), ())
             return ast.Call(ast.Name(rest, ast.Load()), args, keywords)
@@ -173,15 +174,15 @@ def _call(node: ast.Call, ctx: ExprContext) -> ast.expr:
         if head in ctx.aliases:
             raise unsupported(func, f"{name[:60]} is not supported in a forward", "unknown_function")
     method = func.attr
-    sig = METHODS.get(method)
-    if sig is None:
+    method_sig = METHODS.get(method)
+    if method_sig is None:
         raise unsupported(
             func,
             f"tensor method .{method[:40]}() is not supported: the spec knows {', '.join(sorted(METHODS))}",
             "unknown_function",
         )
     receiver = convert(func.value, ctx)
-    args, keywords = _positional(node, ctx, sig.max_args, METHOD_KEYWORDS.get(method, ()))
+    args, keywords = _positional(node, ctx, method_sig.max_args, METHOD_KEYWORDS.get(method, ()))
     return ast.Call(ast.Attribute(receiver, method, ast.Load()), args, keywords)
 
 
@@ -191,6 +192,10 @@ def number(node: ast.expr) -> int | float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         sign = -1 if isinstance(node.op, ast.USub) else 1
         node = node.operand
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
         return sign * node.value
     return None

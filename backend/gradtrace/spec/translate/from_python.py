@@ -97,7 +97,9 @@ def parse_source(source: str, limits: TranslateLimits = LIMITS) -> ast.Module:
             raise _limit(node, f"the source has more than {limits.max_nodes:,} syntax nodes")
         if depth > limits.max_depth:
             raise _limit(node, f"the source is nested more than {limits.max_depth} levels deep")
-        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        name = (
+            node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        )
         if name is not None and name != "__init__":
             check_name(node, name)  # no dunder anywhere: nothing reaches __class__, __import__, …
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
@@ -258,7 +260,9 @@ class _Translator:
         if n > self.limits.max_loop or n < 0:
             raise _limit(stmt, f"a loop of {n} iterations; the limit is {self.limits.max_loop}")
         if any(isinstance(x, ast.Name) and x.id == stmt.target.id for s in stmt.body for x in ast.walk(s)):
-            raise unsupported(stmt.target, "the loop variable cannot be used in the loop (the spec has no loops)")
+            raise unsupported(
+                stmt.target, "the loop variable cannot be used in the loop (the spec has no loops)"
+            )
         for _ in range(n):
             for inner in stmt.body:
                 self.statement(inner)
@@ -310,11 +314,19 @@ class _Translator:
             func = self.canonical(value.func)
             if func == "torch.autograd.grad":
                 return self.grad_step(stmt, value)
-            if isinstance(target, ast.Name) and self.phase == "setup" or func and func.startswith("torch.optim."):
+            if (
+                isinstance(target, ast.Name)
+                and self.phase == "setup"
+                or func
+                and func.startswith("torch.optim.")
+            ):
                 made = self.make(stmt, target, value, func)
                 if made:
                     return None
-            if isinstance(value.func, ast.Attribute) and value.func.attr in {**MODULE_HOOK_METHODS, **TENSOR_HOOK_METHODS}:
+            if isinstance(value.func, ast.Attribute) and value.func.attr in {
+                **MODULE_HOOK_METHODS,
+                **TENSOR_HOOK_METHODS,
+            }:
                 return self.call_statement(stmt, value)  # handle = m.register_…_hook(fn)
         if self.phase == "steps":
             self.end_zero()
@@ -328,15 +340,21 @@ class _Translator:
 
     def forward_line(self, stmt: ast.Assign, pointer: str, lines: list[str]) -> None:
         value = convert(stmt.value, self.expr_context())
-        target = stmt.targets[0]
-        if isinstance(target, ast.Name):
-            new_target: ast.expr = ast.Name(self.fresh(target.id, target), ast.Store())
-        elif isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts):
-            new_target = ast.Tuple([ast.Name(self.fresh(t.id, t), ast.Store()) for t in target.elts], ast.Store())  # type: ignore[attr-defined]
-        else:
-            raise unsupported(target, "assign to a name or names `a, b` (no subscripts or attributes)")
+        new_target = self.assigned(stmt.targets[0])
         self.where[f"{pointer}/{len(lines)}"] = stmt
         lines.append(ast.unparse(ast.Assign([new_target], value, lineno=0)))
+
+    def assigned(self, target: ast.expr) -> ast.expr:
+        """The spec's assignment target: fresh names for a name or a tuple of names."""
+        if isinstance(target, ast.Name):
+            return ast.Name(self.fresh(target.id, target), ast.Store())
+        if isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts):
+            names = [t.id for t in target.elts if isinstance(t, ast.Name)]
+            return ast.Tuple(
+                [ast.Name(self.fresh(n, t), ast.Store()) for n, t in zip(names, target.elts, strict=True)],
+                ast.Store(),
+            )
+        raise unsupported(target, "assign to a name or names `a, b` (no subscripts or attributes)")
 
     def make(self, stmt: ast.Assign, target: ast.expr, value: ast.Call, func: str | None) -> bool:
         """Inputs, layers, model instances and optimizers; False if `value` is none of them."""
@@ -344,11 +362,19 @@ class _Translator:
             self.optimizer(stmt, target, value, func)
             return True
         assert isinstance(target, ast.Name)
-        if func is not None and func.startswith("torch.") and func[6:] in _INPUT_MAKERS or self.input_chain(value):
+        if (
+            func is not None
+            and func.startswith("torch.")
+            and func[6:] in _INPUT_MAKERS
+            or self.input_chain(value)
+        ):
             self.input(stmt, target, value)
             return True
-        if func is not None and func.startswith("torch.nn.") and not func.startswith("torch.nn.functional.") or (
-            isinstance(value.func, ast.Name) and value.func.id in self.classes
+        if (
+            func is not None
+            and func.startswith("torch.nn.")
+            and not func.startswith("torch.nn.functional.")
+            or (isinstance(value.func, ast.Name) and value.func.id in self.classes)
         ):
             name = target.id
             check_name(target, name)
@@ -416,7 +442,9 @@ class _Translator:
                 if len(args) == 3 and number(args[0]) == 0:
                     args = args[1:]
                 if len(args) != 2 or not isinstance(number(args[0]), int):
-                    raise unsupported(value, "write torch.randint(high, shape) or torch.randint(0, high, shape)")
+                    raise unsupported(
+                        value, "write torch.randint(high, shape) or torch.randint(0, high, shape)"
+                    )
                 spec["high"] = number(args[0])
                 args = args[1:]
                 dtype = dtype or "int64"
@@ -435,7 +463,9 @@ class _Translator:
                     raise unsupported(reshape, f"arange({int(n)}) cannot be reshaped to {shape}")
             else:
                 if reshape is not None:
-                    raise unsupported(reshape, "only torch.arange(n) is reshaped here; give the shape directly")
+                    raise unsupported(
+                        reshape, "only torch.arange(n) is reshaped here; give the shape directly"
+                    )
                 shape = self.shape(value, list(args))
             spec["shape"] = shape
             spec["init"] = maker
@@ -493,16 +523,26 @@ class _Translator:
         return walk(node), integral
 
     # ---- modules -------------------------------------------------------------------------
-    def module(self, call: ast.Call, pointer: str, where: dict[str, ast.AST]) -> tuple[dict[str, Any], bool, bool]:
+    def module(
+        self, call: ast.Call, pointer: str, where: dict[str, ast.AST]
+    ) -> tuple[dict[str, Any], bool, bool]:
         """One layer / Sequential / class instance: (spec, draws from the RNG, uses dropout)."""
         where[pointer] = call
         if isinstance(call.func, ast.Name) and call.func.id in self.classes:
             if call.args or call.keywords:
-                raise unsupported(call, "model classes take no constructor arguments here: write sizes as numbers in __init__")
+                raise unsupported(
+                    call,
+                    "model classes take no constructor arguments here: write sizes as numbers in __init__",
+                )
             comp = self.classes[call.func.id]
             for ptr, node in comp.where.items():
                 where[pointer + ptr] = node
-            spec = {"type": "Module", "args": comp.args, "modules": copy.deepcopy(comp.modules), "forward": comp.forward}
+            spec = {
+                "type": "Module",
+                "args": comp.args,
+                "modules": copy.deepcopy(comp.modules),
+                "forward": comp.forward,
+            }
             return spec, comp.draws, comp.dropout
         func = self.canonical(call.func) or ""
         kind = func.removeprefix("torch.nn.")
@@ -518,17 +558,21 @@ class _Translator:
             layers, draws, dropout = [], False, False
             for i, arg in enumerate(call.args):
                 if not isinstance(arg, ast.Call):
-                    raise unsupported(arg, "nn.Sequential takes layers constructed in place, e.g. nn.Linear(2, 3)")
-                layer, d, p = self.module(arg, f"{pointer}/layers/{i}", where)
-                layers.append(layer)
+                    raise unsupported(
+                        arg, "nn.Sequential takes layers constructed in place, e.g. nn.Linear(2, 3)"
+                    )
+                child, d, p = self.module(arg, f"{pointer}/layers/{i}", where)
+                layers.append(child)
                 draws, dropout = draws or d, dropout or p
             return {"type": "Sequential", "layers": layers}, draws, dropout
         names = LAYER_POSITIONAL[kind]
         if len(call.args) > len(names):
-            raise unsupported(call, f"nn.{kind} takes at most {len(names)} positional argument(s) here ({', '.join(names)})")
-        spec: dict[str, Any] = {"type": kind}
+            raise unsupported(
+                call, f"nn.{kind} takes at most {len(names)} positional argument(s) here ({', '.join(names)})"
+            )
+        layer: dict[str, Any] = {"type": kind}
         for key, arg in zip(names, call.args, strict=False):
-            spec[key] = self.layer_arg(arg)
+            layer[key] = self.layer_arg(arg)
         for kw in call.keywords:
             if kw.arg is None:
                 raise unsupported(kw.value, "`**kwargs` is not supported")
@@ -538,9 +582,9 @@ class _Translator:
                 continue  # the default, written out
             if kw.arg in ("type", "init"):
                 raise unsupported(kw, f"nn.{kind} takes no argument {kw.arg!r}")
-            spec[kw.arg] = val
-        dropout = kind == "Dropout" and spec.get("p", 0.5) != 0
-        return spec, kind in DRAWING_LAYERS, dropout
+            layer[kw.arg] = val
+        dropout = kind == "Dropout" and layer.get("p", 0.5) != 0
+        return layer, kind in DRAWING_LAYERS, dropout
 
     def layer_arg(self, node: ast.expr) -> Any:
         value = _size(node)
@@ -552,7 +596,9 @@ class _Translator:
             items = [number(e) for e in node.elts]
             if all(isinstance(i, int) for i in items) and len(items) <= 8:
                 return items
-        raise unsupported(node, "layer arguments are written as numbers, True/False, strings or tuples of numbers")
+        raise unsupported(
+            node, "layer arguments are written as numbers, True/False, strings or tuples of numbers"
+        )
 
     def class_(self, cls: ast.ClassDef) -> _Composite:
         check_name(cls, cls.name)
@@ -564,7 +610,11 @@ class _Translator:
         for i, stmt in enumerate(cls.body):
             if i == 0 and _docstring(stmt) is not None:
                 continue
-            if not isinstance(stmt, ast.FunctionDef) or stmt.name not in ("__init__", "forward") or stmt.decorator_list:
+            if (
+                not isinstance(stmt, ast.FunctionDef)
+                or stmt.name not in ("__init__", "forward")
+                or stmt.decorator_list
+            ):
                 raise unsupported(stmt, "a model class has an __init__ and a forward method, nothing else")
             methods[stmt.name] = stmt
         if "forward" not in methods:
@@ -607,20 +657,18 @@ class _Translator:
                 self.fresh(a.arg, a)
             ctx = ExprContext(self.aliases, set(modules), self.read, self_name=self_name)
             lines: list[str] = []
-            body = [s for i, s in enumerate(fwd.body) if not (i == 0 and _docstring(s) is not None) and not is_print(s)]
+            body = [
+                s
+                for i, s in enumerate(fwd.body)
+                if not (i == 0 and _docstring(s) is not None) and not is_print(s)
+            ]
             for i, stmt in enumerate(body):
                 where[f"/forward/{len(lines)}"] = stmt
                 if isinstance(stmt, ast.Return) and i == len(body) - 1 and stmt.value is not None:
                     lines.append(ast.unparse(ast.Return(convert(stmt.value, ctx))))
                 elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                     value = convert(stmt.value, ctx)
-                    target = stmt.targets[0]
-                    if isinstance(target, ast.Name):
-                        new_target: ast.expr = ast.Name(self.fresh(target.id, target), ast.Store())
-                    elif isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts):
-                        new_target = ast.Tuple([ast.Name(self.fresh(t.id, t), ast.Store()) for t in target.elts], ast.Store())  # type: ignore[attr-defined]
-                    else:
-                        raise unsupported(target, "assign to a name or names `a, b`")
+                    new_target = self.assigned(stmt.targets[0])
                     lines.append(ast.unparse(ast.Assign([new_target], value, lineno=0)))
                 else:
                     raise unsupported(stmt, "forward is assignments ending in `return <expression>`")
@@ -632,7 +680,9 @@ class _Translator:
 
     def optimizer(self, stmt: ast.Assign, target: ast.expr, call: ast.Call, func: str) -> None:
         if func != "torch.optim.SGD" or not isinstance(target, ast.Name):
-            raise unsupported(call, "the spec's optimizer is plain SGD: opt = torch.optim.SGD(model.parameters(), lr=0.1)")
+            raise unsupported(
+                call, "the spec's optimizer is plain SGD: opt = torch.optim.SGD(model.parameters(), lr=0.1)"
+            )
         lr = None
         for kw in call.keywords:
             value = number(kw.value)
@@ -659,6 +709,7 @@ class _Translator:
 
     def parameter_owners(self, node: ast.expr) -> set[str]:
         """The top-level modules whose .parameters() an expression lists."""
+
         def owner(n: ast.expr) -> str:
             if (
                 isinstance(n, ast.Call)
@@ -669,7 +720,9 @@ class _Translator:
                 and not n.args
             ):
                 return n.func.value.id
-            raise unsupported(n, "parameters are listed as model.parameters() or [*a.parameters(), *b.parameters()]")
+            raise unsupported(
+                n, "parameters are listed as model.parameters() or [*a.parameters(), *b.parameters()]"
+            )
 
         if isinstance(node, ast.List | ast.Tuple):
             return {owner(e.value if isinstance(e, ast.Starred) else e) for e in node.elts}
@@ -692,7 +745,9 @@ class _Translator:
         ):
             raise unsupported(stmt, "only `with torch.no_grad():` blocks setting weights are supported")
         if self.phase != "setup":
-            raise unsupported(stmt, "set weights before the forward (the spec sets them when it builds the model)")
+            raise unsupported(
+                stmt, "set weights before the forward (the spec sets them when it builds the model)"
+            )
         for inner in stmt.body:
             self.count(inner)
             call = inner.value if isinstance(inner, ast.Expr) else None
@@ -712,7 +767,9 @@ class _Translator:
                 literal, _ = self.literal(call.args[0].args[0])
                 spec.setdefault("init", {})[param] = literal
                 continue
-            raise unsupported(inner, "inside torch.no_grad(): model.layer.weight.copy_(torch.tensor([...])) lines only")
+            raise unsupported(
+                inner, "inside torch.no_grad(): model.layer.weight.copy_(torch.tensor([...])) lines only"
+            )
 
     def path_of(self, node: ast.expr) -> str:
         """`model.fc1.weight` / `seq[0].bias` -> "model.fc1.weight" / "seq.0.bias"."""
@@ -753,14 +810,19 @@ class _Translator:
             return self.manual_seed(stmt, call)
         if func == "torch.set_default_dtype":
             if self.inputs or self.modules or len(call.args) != 1:
-                raise unsupported(stmt, "torch.set_default_dtype(torch.float64) goes before any tensor or layer")
+                raise unsupported(
+                    stmt, "torch.set_default_dtype(torch.float64) goes before any tensor or layer"
+                )
             dtype = self.dtype_of(call.args[0])
             if dtype == "int64":
                 raise unsupported(call.args[0], "the default dtype is torch.float32 or torch.float64")
             self.dtype = dtype
             return None
         if not isinstance(call.func, ast.Attribute):
-            raise unsupported(call, f"{describe(call.func) if not isinstance(call.func, ast.Name) else repr(call.func.id[:40])} cannot be called as a statement here")
+            raise unsupported(
+                call,
+                f"{describe(call.func) if not isinstance(call.func, ast.Name) else repr(call.func.id[:40])} cannot be called as a statement here",
+            )
         method = call.func.attr
         check_name(call.func, method)
         receiver = call.func.value
@@ -780,9 +842,18 @@ class _Translator:
                 raise unsupported(call, "step() takes no arguments")
             self.add_step({"do": "sgd_step", "lr": self.optimizers[receiver.id]}, stmt)
             return None
-        if method == "zero_grad" and isinstance(receiver, ast.Name) and (receiver.id in self.optimizers or receiver.id in self.modules):
+        if (
+            method == "zero_grad"
+            and isinstance(receiver, ast.Name)
+            and (receiver.id in self.optimizers or receiver.id in self.modules)
+        ):
             return self.zero_grad(stmt, call, receiver.id)
-        if method == "requires_grad_" and isinstance(receiver, ast.Name) and receiver.id in self.inputs and self.phase == "setup":
+        if (
+            method == "requires_grad_"
+            and isinstance(receiver, ast.Name)
+            and receiver.id in self.inputs
+            and self.phase == "setup"
+        ):
             self.inputs[receiver.id]["requires_grad"] = True
             return None
         raise unsupported(
@@ -833,7 +904,9 @@ class _Translator:
         if method in MODULE_HOOK_METHODS:
             kind = MODULE_HOOK_METHODS[method]
             if self.phase != "setup":
-                raise unsupported(stmt, "register module hooks before the forward (the spec registers them first)")
+                raise unsupported(
+                    stmt, "register module hooks before the forward (the spec registers them first)"
+                )
             spec = self.module_at(path, call.func.value)
             arity, returns = self.module_call_shape(spec)
             action = hook_action(fn, kind, arity, returns, self.aliases)
@@ -847,7 +920,9 @@ class _Translator:
             elif "." not in path and path in self.versions:
                 ref = self.versions[path]
             else:
-                raise unsupported(call.func.value, f"{path[:100]!r} is not an input, a parameter or a tensor of the forward")
+                raise unsupported(
+                    call.func.value, f"{path[:100]!r} is not an input, a parameter or a tensor of the forward"
+                )
             leaf = ref in self.inputs or root in self.modules
             if leaf and self.phase != "setup":
                 raise unsupported(stmt, "register hooks on inputs and parameters before the forward")
@@ -870,7 +945,7 @@ class _Translator:
         if spec["type"] == "Module":
             last = spec["forward"][-1]
             tree = ast.parse(last)
-            value = tree.body[0].value  # type: ignore[attr-defined]
+            value = tree.body[0].value
             return len(spec["args"]), len(value.elts) if isinstance(value, ast.Tuple) else 1
         if spec["type"] == "MultiheadAttention":
             return 3, MODULE_RETURNS["MultiheadAttention"]
@@ -881,7 +956,7 @@ class _Translator:
         if self.phase == "forward":
             self.first_forward.append(ast.dump(stmt))
         elif self.phase == "steps":
-            self.block.append(stmt)  # type: ignore[arg-type]
+            self.block.append(stmt)
 
     # ---- steps ---------------------------------------------------------------------------
     def add_step(self, spec: dict[str, Any], node: ast.AST) -> None:
@@ -900,14 +975,22 @@ class _Translator:
         self.flush()
         spec: dict[str, Any] = {"do": "backward", "of": self.read(receiver)}
         if call.args:
-            raise unsupported(call.args[0], "backward() takes keywords only here (retain_graph=, create_graph=, inputs=)")
+            raise unsupported(
+                call.args[0], "backward() takes keywords only here (retain_graph=, create_graph=, inputs=)"
+            )
         for kw in call.keywords:
-            if kw.arg in ("retain_graph", "create_graph") and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool):
+            if (
+                kw.arg in ("retain_graph", "create_graph")
+                and isinstance(kw.value, ast.Constant)
+                and isinstance(kw.value.value, bool)
+            ):
                 spec[kw.arg] = kw.value.value
             elif kw.arg == "inputs":
                 spec["inputs"] = self.tensor_refs(kw.value)
             else:
-                raise unsupported(kw, "backward() takes retain_graph=True/False, create_graph=True/False and inputs=[…]")
+                raise unsupported(
+                    kw, "backward() takes retain_graph=True/False, create_graph=True/False and inputs=[…]"
+                )
         self.flush()
         self.add_step(spec, stmt)
 
@@ -928,20 +1011,36 @@ class _Translator:
 
     def grad_step(self, stmt: ast.Assign, call: ast.Call) -> None:
         target = stmt.targets[0]
-        if not isinstance(target, ast.Tuple | ast.List) or not all(isinstance(t, ast.Name) for t in target.elts):
-            raise unsupported(target, "unpack torch.autograd.grad's results into names: gx, gw = torch.autograd.grad(loss, [x, w])")
+        if not isinstance(target, ast.Tuple | ast.List) or not all(
+            isinstance(t, ast.Name) for t in target.elts
+        ):
+            raise unsupported(
+                target,
+                "unpack torch.autograd.grad's results into names: gx, gw = torch.autograd.grad(loss, [x, w])",
+            )
         if len(call.args) != 2:
             raise unsupported(call, "torch.autograd.grad(outputs, inputs, …) takes two positional arguments")
         self.flush()
         self.end_zero()
         outs = call.args[0]
-        of: Any = [self.read_name(o) for o in outs.elts] if isinstance(outs, ast.List | ast.Tuple) else self.read_name(outs)
+        of: Any = (
+            [self.read_name(o) for o in outs.elts]
+            if isinstance(outs, ast.List | ast.Tuple)
+            else self.read_name(outs)
+        )
         spec: dict[str, Any] = {"do": "grad", "of": of, "inputs": self.tensor_refs(call.args[1])}
         for kw in call.keywords:
-            if kw.arg in ("retain_graph", "create_graph", "allow_unused") and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool):
+            if (
+                kw.arg in ("retain_graph", "create_graph", "allow_unused")
+                and isinstance(kw.value, ast.Constant)
+                and isinstance(kw.value.value, bool)
+            ):
                 spec[kw.arg] = kw.value.value
             else:
-                raise unsupported(kw, "torch.autograd.grad takes retain_graph=, create_graph= and allow_unused= (True/False)")
+                raise unsupported(
+                    kw,
+                    "torch.autograd.grad takes retain_graph=, create_graph= and allow_unused= (True/False)",
+                )
         self.flush()
         self.end_zero()
         spec["as"] = [self.fresh(t.id, t) for t in target.elts]  # type: ignore[attr-defined]
@@ -957,7 +1056,11 @@ class _Translator:
     def zero_grad(self, stmt: ast.stmt, call: ast.Call, owner: str) -> None:
         set_to_none = True
         for kw in call.keywords:
-            if kw.arg == "set_to_none" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool):
+            if (
+                kw.arg == "set_to_none"
+                and isinstance(kw.value, ast.Constant)
+                and isinstance(kw.value.value, bool)
+            ):
                 set_to_none = kw.value.value
             else:
                 raise unsupported(kw, "zero_grad() takes set_to_none=True/False")
@@ -972,15 +1075,24 @@ class _Translator:
         self.zero["covered"] |= covered
 
     def clear_grad(self, stmt: ast.Assign, target: ast.Attribute) -> None:
-        if not (isinstance(stmt.value, ast.Constant) and stmt.value.value is None and isinstance(target.value, ast.Name)):
+        if not (
+            isinstance(stmt.value, ast.Constant)
+            and stmt.value.value is None
+            and isinstance(target.value, ast.Name)
+        ):
             raise unsupported(stmt, "only `x.grad = None` (as part of zeroing the gradients) is supported")
         if target.value.id not in self.inputs:
-            raise unsupported(target, "only an input's .grad is set to None here; zero a model with model.zero_grad()")
+            raise unsupported(
+                target, "only an input's .grad is set to None here; zero a model with model.zero_grad()"
+            )
         self.flush()
         if self.zero is None:
             self.zero = {"set_to_none": True, "covered": set(), "node": stmt}
         elif not self.zero["set_to_none"]:
-            raise unsupported(stmt, "with zero_grad(set_to_none=False), the spec zeroes input gradients too; set_to_none=True")
+            raise unsupported(
+                stmt,
+                "with zero_grad(set_to_none=False), the spec zeroes input gradients too; set_to_none=True",
+            )
         self.zero["covered"].add(target.value.id)
 
     def end_zero(self) -> None:
@@ -1037,7 +1149,9 @@ class _Translator:
         path = exc.path or ""
         best = None
         for pointer in self.where:
-            if (path == pointer or path.startswith(pointer + "/")) and (best is None or len(pointer) > len(best)):
+            if (path == pointer or path.startswith(pointer + "/")) and (
+                best is None or len(pointer) > len(best)
+            ):
                 best = pointer
         node = self.where.get(best) if best else None
         message = exc.message
@@ -1061,7 +1175,12 @@ def _has_parameters(spec: dict[str, Any]) -> bool:
     return kind in DRAWING_LAYERS
 
 
-_SIZE_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
+_SIZE_OPS = {
+    ast.Add: int.__add__,
+    ast.Sub: int.__sub__,
+    ast.Mult: int.__mul__,
+    ast.FloorDiv: int.__floordiv__,
+}
 
 
 def _size(node: ast.expr, depth: int = 0) -> int | float | None:
@@ -1071,7 +1190,12 @@ def _size(node: ast.expr, depth: int = 0) -> int | float | None:
         return value
     op = _SIZE_OPS.get(type(node.op))
     left, right = _size(node.left, depth + 1), _size(node.right, depth + 1)
-    if op is None or not isinstance(left, int) or not isinstance(right, int) or (right == 0 and op is int.__floordiv__):
+    if (
+        op is None
+        or not isinstance(left, int)
+        or not isinstance(right, int)
+        or (right == 0 and op is int.__floordiv__)
+    ):
         return None
     result = op(left, right)
     if abs(result) > 2**31:
@@ -1080,7 +1204,11 @@ def _size(node: ast.expr, depth: int = 0) -> int | float | None:
 
 
 def _docstring(stmt: ast.stmt) -> str | None:
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+    if (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    ):
         return stmt.value.value
     return None
 
@@ -1088,7 +1216,9 @@ def _docstring(stmt: ast.stmt) -> str | None:
 def _self_param(fn: ast.FunctionDef, min_extra: int) -> str:
     args = fn.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs or not args.args:
-        raise unsupported(fn, f"{fn.name}(self{', x' if min_extra else ''}) takes plain positional parameters")
+        raise unsupported(
+            fn, f"{fn.name}(self{', x' if min_extra else ''}) takes plain positional parameters"
+        )
     if fn.name == "__init__" and len(args.args) != 1:
         raise unsupported(fn, "__init__ takes self only: write layer sizes as numbers")
     if min_extra and len(args.args) < 2:

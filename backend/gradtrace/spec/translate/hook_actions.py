@@ -73,7 +73,12 @@ def action_of(node: ast.expr, is_var: IsVar, aliases: dict[str, str]) -> Action:
         if name is not None:
             head, _, rest = name.partition(".")
             canonical = aliases.get(head, head) + ("." + rest if rest else "")
-        if canonical == "torch.zeros_like" and len(node.args) == 1 and is_var(node.args[0]) and not node.keywords:
+        if (
+            canonical == "torch.zeros_like"
+            and len(node.args) == 1
+            and is_var(node.args[0])
+            and not node.keywords
+        ):
             return {"op": "zero"}
         if canonical == "torch.clamp" and node.args and is_var(node.args[0]):
             return _clamp(node, 1)
@@ -101,7 +106,12 @@ def _body_result(fn: ast.FunctionDef) -> ast.expr | ast.stmt | None:
     """The one statement that matters in a def hook: its return value, or an in-place write."""
     result: ast.expr | ast.stmt | None = None
     for i, stmt in enumerate(fn.body):
-        if i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+        if (
+            i == 0
+            and isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
             continue  # docstring
         if isinstance(stmt, ast.Pass) or is_print(stmt):
             continue
@@ -228,27 +238,23 @@ def _inplace_grad(result: ast.expr | ast.stmt, var: str) -> Action:
     )
 
 
-def action_python(action: Action, var: str) -> str:
-    """The Python expression applying ``action`` to ``var`` (what the engine computes)."""
-    op = action["op"]
-    if op == "scale":
-        return f"{var} * {action['by']!r}"
-    if op == "add":
-        return f"{var} + {action['by']!r}"
-    if op == "zero":
-        return f"torch.zeros_like({var})"
+def action_python(action: Action, var: str, in_place: bool = False) -> str:
+    """Python applying ``action`` to ``var`` (what the engine computes); ``in_place``: the
+    statement a post-accumulate-grad hook runs on ``var.grad`` instead."""
     bounds = ", ".join(f"{k}={action[k]!r}" for k in ("min", "max") if action.get(k) is not None)
-    return f"{var}.clamp({bounds})"
-
-
-def inplace_python(action: Action, var: str) -> str:
-    """The statement a post-accumulate-grad hook runs to apply ``action`` to ``var.grad``."""
-    op = action["op"]
-    if op == "scale":
-        return f"{var}.grad.mul_({action['by']!r})"
-    if op == "add":
-        return f"{var}.grad.add_({action['by']!r})"
-    if op == "zero":
-        return f"{var}.grad.zero_()"
-    bounds = ", ".join(f"{k}={action[k]!r}" for k in ("min", "max") if action.get(k) is not None)
-    return f"{var}.grad.clamp_({bounds})"
+    by = action.get("by")
+    if in_place:
+        grad = f"{var}.grad"
+        forms = {
+            "scale": f"mul_({by!r})",
+            "add": f"add_({by!r})",
+            "zero": "zero_()",
+            "clamp": f"clamp_({bounds})",
+        }
+        return f"{grad}.{forms[action['op']]}"
+    return {
+        "scale": f"{var} * {by!r}",
+        "add": f"{var} + {by!r}",
+        "zero": f"torch.zeros_like({var})",
+        "clamp": f"{var}.clamp({bounds})",
+    }[action["op"]]

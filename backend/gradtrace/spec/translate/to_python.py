@@ -16,7 +16,7 @@ from ..models import DEFAULT_TITLE, ModelSpec
 from ..modules import CompositeSpec, LeafSpec, SequentialSpec, walk_modules
 from ..parse import parse_spec
 from ..vocabulary import FUNCTIONS
-from .hook_actions import action_python, inplace_python
+from .hook_actions import action_python
 from .torch_names import F_PREFERRED, HOOK_METHOD_OF, HOOK_PARAMS, LAYER_POSITIONAL
 
 _IMPORTS = ["import torch", "from torch import nn", "import torch.nn.functional as F"]
@@ -107,7 +107,11 @@ class _Writer:
     def inputs(self) -> None:
         for name, inp in self.spec.inputs.items():
             dtype = inp.dtype or self.spec.dtype
-            extra = f", dtype=torch.{inp.dtype}" if inp.dtype and inp.dtype != self.spec.dtype and inp.value is None else ""
+            extra = (
+                f", dtype=torch.{inp.dtype}"
+                if inp.dtype and inp.dtype != self.spec.dtype and inp.value is None
+                else ""
+            )
             grad = ", requires_grad=True" if inp.requires_grad else ""
             if inp.value is not None:
                 if inp.dtype and inp.dtype != self.spec.dtype and dtype != "int64":
@@ -136,10 +140,12 @@ class _Writer:
             self.lines += ["with torch.no_grad():", *copies]
 
     def uses_dropout(self) -> bool:
-        for _path_, _ptr, mod, _depth in walk_modules(self.spec.modules):
+        for _where, _ptr, mod, _depth in walk_modules(self.spec.modules):
             if getattr(mod, "type", None) == "Dropout" and mod.p != 0:
                 return True
-        programs = [self.spec.forward] + [m.forward for _p, _q, m, _d in walk_modules(self.spec.modules) if isinstance(m, CompositeSpec)]
+        programs = [self.spec.forward] + [
+            m.forward for _p, _q, m, _d in walk_modules(self.spec.modules) if isinstance(m, CompositeSpec)
+        ]
         return any("dropout(" in line for program in programs for line in program)
 
     # ---- hooks ----------------------------------------------------------------------------
@@ -152,7 +158,12 @@ class _Writer:
         register = f"{target}.{HOOK_METHOD_OF[kind]}"
         if kind == "post_accumulate_grad" and action is not None:
             fn = self.name(f"hook_{index}")
-            return [f"def {fn}({var}):", f"    {inplace_python(action, var)}", "", f"{register}({fn})"]
+            return [
+                f"def {fn}({var}):",
+                f"    {action_python(action, var, in_place=True)}",
+                "",
+                f"{register}({fn})",
+            ]
         if action is None:
             body = "None"
         elif kind == "tensor" or (kind == "forward" and self.returns(hook.module) == 1):
@@ -179,8 +190,9 @@ class _Writer:
         modules = set(self.spec.modules)
         for source in lines:
             self.lines.append(self.line(source, modules, False))
-            targets = ast.parse(source).body[0].targets[0]  # type: ignore[attr-defined]
-            names = tuple(t.id for t in targets.elts) if isinstance(targets, ast.Tuple) else (targets.id,)
+            stmt = ast.parse(source).body[0]
+            assert isinstance(stmt, ast.Assign)  # a validated top-level line
+            names = tuple(n.id for n in ast.walk(stmt.targets[0]) if isinstance(n, ast.Name))
             self.lines += self.after_assign(names)
 
     # ---- steps ----------------------------------------------------------------------------
@@ -212,7 +224,9 @@ class _Writer:
             for name, inp in self.spec.inputs.items():
                 if inp.requires_grad:
                     self.lines.append(
-                        f"{name}.grad = None" if step.set_to_none else f"if {name}.grad is not None:\n    {name}.grad.zero_()"
+                        f"{name}.grad = None"
+                        if step.set_to_none
+                        else f"if {name}.grad is not None:\n    {name}.grad.zero_()"
                     )
         elif do == "sgd_step" and step.lr in self.optimizers:
             self.lines.append(f"{self.optimizers[step.lr]}.step()")
@@ -232,13 +246,21 @@ class _Writer:
         for name, mod in spec.modules.items():
             self.lines.append(f"{name} = {self.construct(mod)}")
         if self.uses_dropout():
-            self.lines.append(f"torch.manual_seed({spec.seed})  # the forward's dropout draws from a fresh seed")
+            self.lines.append(
+                f"torch.manual_seed({spec.seed})  # the forward's dropout draws from a fresh seed"
+            )
         self.init_values()
         for index, hook in enumerate(spec.hooks):
-            if hasattr(hook, "module") or hook.tensor in spec.inputs or hook.tensor in spec.parameter_shapes():
+            if (
+                hasattr(hook, "module")
+                or hook.tensor in spec.inputs
+                or hook.tensor in spec.parameter_shapes()
+            ):
                 self.lines += self.hook(index, hook)
         steps = spec.effective_steps()
-        if any(s.do == "sgd_step" for s in steps) and any(True for m in spec.modules.values() for _ in _params(m)):
+        if any(s.do == "sgd_step" for s in steps) and any(
+            True for m in spec.modules.values() for _ in _params(m)
+        ):
             for s in steps:
                 if s.do == "sgd_step" and s.lr not in self.optimizers:
                     self.optimizers[s.lr] = name = self.name("optimizer")
@@ -251,7 +273,7 @@ class _Writer:
 
 
 def _params(module: Any):  # noqa: ANN202
-    for _path_, _ptr, mod, _depth in walk_modules({"m": module}):
+    for _where, _ptr, mod, _depth in walk_modules({"m": module}):
         if isinstance(mod, LeafSpec):
             yield from mod.parameter_shapes()
 

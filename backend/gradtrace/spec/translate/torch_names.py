@@ -83,4 +83,11 @@ HOOK_PARAMS: dict[str, tuple[tuple[str, ...], int]] = {
     "post_accumulate_grad": (("param",), 0),
 }
 
-DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "double": "float64", "int64": "int64", "long": "int64"}
+DTYPES = {
+    "float32": "float32",
+    "float": "float32",
+    "float64": "float64",
+    "double": "float64",
+    "int64": "int64",
+    "long": "int64",
+}
