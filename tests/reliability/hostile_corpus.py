@@ -683,7 +683,9 @@ PYTHON_CASES: list[Case] = [
     Case("py-syntax-error", 422, "python_syntax", "/python", url=TRANSLATE, body=_py("x = = 1"), line=4),
     Case("py-null-byte", 422, "python_syntax", "/python", url=TRANSLATE, body=_py("x = 1\x00")),
     Case("py-not-a-string", 422, "invalid_request", "/python", url=TRANSLATE, body=_body({"python": 12})),
-    Case("py-both-fields", 422, "invalid_request", None, url=TRANSLATE, body=_body({"python": "", "spec": {}})),
+    Case(
+        "py-both-fields", 422, "invalid_request", None, url=TRANSLATE, body=_body({"python": "", "spec": {}})
+    ),
     Case("py-empty", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("", head=False)),
     Case("py-global", 422, "unsupported_python", "/python", url=TRANSLATE, body=_py("global torch"), line=4),
     Case(

@@ -136,7 +136,7 @@ HEAD = "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
             "drawn after parameters",
         ),
         ("x = torch.randn(2)\ny = F.softplus(x)\n", 5, 5, "F.softplus is not supported"),
-        ("x = torch.randn(2)\ny = x.cumsum(0)\n", 5, 5, "tensor method .cumsum() is not supported"),
+        ("x = torch.randn(2)\ny = x.cumsum(0)\n", 5, 7, "tensor method .cumsum() is not supported"),
         (
             "l = nn.Linear(2, 2)\nl.register_forward_hook(lambda m, i, o: o / 2)\n",
             5,

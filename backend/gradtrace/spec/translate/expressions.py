@@ -176,8 +176,11 @@ def _call(node: ast.Call, ctx: ExprContext) -> ast.expr:
     method = func.attr
     method_sig = METHODS.get(method)
     if method_sig is None:
+        at_name = ast.Name(
+            method, lineno=func.end_lineno, col_offset=(func.end_col_offset or 0) - len(method)
+        )
         raise unsupported(
-            func,
+            at_name,  # the method's own name, not the start of the expression it is called on
             f"tensor method .{method[:40]}() is not supported: the spec knows {', '.join(sorted(METHODS))}",
             "unknown_function",
         )
