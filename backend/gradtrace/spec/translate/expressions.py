@@ -177,7 +177,7 @@ def _call(node: ast.Call, ctx: ExprContext) -> ast.expr:
     method_sig = METHODS.get(method)
     if method_sig is None:
         at_name = ast.Name(
-            method, lineno=func.end_lineno, col_offset=(func.end_col_offset or 0) - len(method)
+            method, lineno=func.end_lineno or func.lineno, col_offset=(func.end_col_offset or 0) - len(method)
         )
         raise unsupported(
             at_name,  # the method's own name, not the start of the expression it is called on
