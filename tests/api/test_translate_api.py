@@ -51,7 +51,7 @@ def test_unsupported_python_is_422_at_its_line_and_column(live_server: str) -> N
         "unknown_function",
         "/python",
         7,
-        8,
+        17,  # the method's name: `softplus`
     )
     assert "softplus" in error["message"] and "the spec knows" in error["message"]
 
