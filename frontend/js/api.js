@@ -65,6 +65,8 @@ export const api = {
   traceOf: (spec) => requestTrace("/api/v1/trace", json(JSON.stringify(spec))),
   /** The comparison of a (baseline) and b, each a spec object or a permalink id. */
   compare: (a, b) => request("/api/v1/compare", json(JSON.stringify({ a, b }))),
+  /** {python} -> {spec}, or {spec} -> {python} (PyTorch source read, never run, by the server). */
+  translate: (body) => request("/api/v1/translate", json(JSON.stringify(body))),
   share: (specText) => request("/api/v1/specs", json(specText)),
   savedSpec: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}`),
   savedTrace: (id) => requestTrace(`/api/v1/specs/${encodeURIComponent(id)}/trace`),

@@ -6,6 +6,7 @@
 import { h } from "./dom.js";
 import { locatePointers, syntaxErrorAt } from "./jsonpos.js";
 import { createUnderlines } from "./underline.js";
+import { attachPytorchTab } from "./pytorch_tab.js";
 import { loadMomoa } from "./vendor.js";
 
 /** Without momoa (it failed to load): the line V8's JSON.parse message states, else line 1. */
@@ -26,6 +27,10 @@ const placeOf = (p) => `${p.line ? `Line ${p.line}` : "Spec"}${p.path ? ` (${p.p
 
 export function createEditor({ textarea, gutter, errorEl }) {
   let errorLines = new Set();
+  // "json", or "python" while the PyTorch tab shows the spec as PyTorch (pytorch_tab.js)
+  let language = "json";
+  let toSpecText = null;
+  const languageListeners = [];
   const momoa = loadMomoa().catch(() => null);
   const underlines = createUnderlines(textarea);
 
@@ -95,17 +100,50 @@ export function createEditor({ textarea, gutter, errorEl }) {
     if (placed.length) reveal(placed[0]);
   }
 
-  return {
+  const editor = {
     get value() {
       return textarea.value;
     },
+    /** New spec JSON (an example, a permalink): the JSON tab shows it. */
     set value(text) {
       textarea.value = text;
       clearError();
       renderGutter();
+      editor.setLanguage("json", null);
+    },
+    get language() {
+      return language;
+    },
+    /** Switch what the text is: "json", or "python" with `toSpec(text)` resolving to spec JSON text or null. */
+    setLanguage(next, toSpec) {
+      language = next;
+      toSpecText = toSpec;
+      textarea.setAttribute("aria-label", next === "python" ? "PyTorch" : "Spec");
+      languageListeners.forEach((fn) => fn(next));
+    },
+    onLanguage(fn) {
+      languageListeners.push(fn);
+    },
+    /** Replace the text keeping the language (the PyTorch tab's translations). */
+    replaceText(text) {
+      textarea.value = text;
+      clearError();
+      renderGutter();
+    },
+    /** Problems at 1-based lines of the text as shown, [{line, column?, message}]. */
+    showAtLines(problems) {
+      const text = textarea.value;
+      show(
+        problems.map((p) => {
+          if (!p.line) return { line: null, message: p.message };
+          const start = lineStart(text, p.line);
+          return p.column ? { line: p.line, message: p.message, start: start + p.column - 1, end: lineStart(text, p.line + 1) } : { line: p.line, message: p.message };
+        }),
+      );
     },
     /** Parse locally first: a syntax error never needs the server. Resolves to the text or null. */
     async checkSyntax() {
+      if (language === "python" && toSpecText) return toSpecText(textarea.value);
       const text = textarea.value;
       try {
         JSON.parse(text);
@@ -134,4 +172,6 @@ export function createEditor({ textarea, gutter, errorEl }) {
     },
     clearError,
   };
+  attachPytorchTab(editor, textarea);
+  return editor;
 }

@@ -72,3 +72,18 @@ def test_any_bytes(live_server: str, raw: bytes) -> None:
             timeout=60,
         )
     )
+
+
+@FUZZ
+@given(source=st.text(max_size=300))
+def test_any_python_source(live_server: str, source: str) -> None:
+    check(httpx.post(live_server + "/api/v1/translate", json={"python": source}, timeout=60))
+
+
+@FUZZ
+@given(line=st.text(max_size=60))
+def test_any_line_in_a_model(live_server: str, line: str) -> None:
+    source = (
+        f"import torch\nx = torch.randn(2, requires_grad=True)\n{line}\nloss = x.sum()\nloss.backward()\n"
+    )
+    check(httpx.post(live_server + "/api/v1/translate", json={"python": source}, timeout=60))

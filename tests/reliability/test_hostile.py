@@ -118,3 +118,15 @@ def test_after_the_corpus_the_server_is_clean_and_still_traces(server: ServerPro
     log = Path(server.log_path).read_text(errors="replace")
     assert "Traceback" not in log, log[-4000:]
     assert " 500 " not in log
+
+
+def test_python_payloads_never_run(server: ServerProcess) -> None:
+    """Every Python payload of the corpus would create EXECUTION_MARKER if any of it ran."""
+    from hostile_corpus import EXECUTION_MARKER, PYTHON_CASES
+
+    marker = Path(EXECUTION_MARKER)
+    marker.unlink(missing_ok=True)
+    for case in PYTHON_CASES:
+        r = httpx.post(server.url + case.url, content=case.body, headers=case.headers, timeout=60)
+        assert r.status_code < 500, (case.id, r.text[:300])
+    assert not marker.exists()

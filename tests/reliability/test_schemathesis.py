@@ -145,6 +145,7 @@ OPERATIONS = [
     ("GET", "/api/v1/schema/trace"),
     ("GET", "/api/v1/schema/compare"),
     ("POST", "/api/v1/compare"),
+    ("POST", "/api/v1/translate"),
     ("GET", "/api/v1/specs/{spec_id}"),
     ("GET", "/api/v1/specs/{spec_id}/trace"),
     ("GET", "/api/v1/specs/{spec_id}/diagram.svg"),

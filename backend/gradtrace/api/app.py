@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.routing import Match, Mount
 
-from gradtrace.api import compare, examples, health, schemas, specs, trace
+from gradtrace.api import compare, examples, health, schemas, specs, trace, translate
 from gradtrace.api.docs import install_docs_page, install_openapi
 from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
@@ -34,7 +34,7 @@ API_PREFIX = "/api/v1"
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(rate_limit)])
-    for module in (trace, compare, examples, schemas, specs):
+    for module in (trace, compare, examples, schemas, specs, translate):
         router.include_router(module.router)
     return router
 

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from gradtrace.cli import examples, render, serve, specs
+from gradtrace.cli import examples, render, serve, specs, translate
 from gradtrace.cli.common import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError, err
 
 __all__ = ["main"]
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     specs.add_parsers(sub)
     examples.add_parser(sub)
     render.add_parser(sub)
+    translate.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,12 @@
+"""PyTorch source <-> model spec, both ways, torch-free.
+
+``python_to_spec`` reads a restricted, common subset of PyTorch (a ``class …(nn.Module)``, layers
+with literal arguments, inputs made by ``torch.tensor``/``torch.randn``, hooks with the spec's
+actions, backward/grad/optimizer steps) by parsing it with ``ast``; nothing of it ever runs.
+``spec_to_python`` writes any spec as the plain PyTorch program that computes the same thing.
+"""
+
+from .from_python import LIMITS, TranslateLimits, python_to_spec
+from .to_python import spec_to_python
+
+__all__ = ["LIMITS", "TranslateLimits", "python_to_spec", "spec_to_python"]
