@@ -24,6 +24,7 @@ import { drawIcons } from "./icons.js";
 import { drawLegends } from "./legend.js";
 import { graphCssText } from "./download.js";
 import { resolveTensorData } from "./tensordata.js";
+import { bindOpenTrace } from "./opentrace.js";
 
 const $ = (id) => document.getElementById(id);
 const body = document.body;
@@ -200,7 +201,7 @@ async function showTrace(t, { layout: precomputedLayout = null, step, live = () 
   compare?.load(trace);
 }
 
-const { runSpec, openExample, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
+const { runSpec, openExample, openTrace, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
 
 // ---- user actions --------------------------------------------------------------------------
 
@@ -285,6 +286,15 @@ if (editor) {
   $("toggle-editor").addEventListener("click", (e) => {
     const open = body.classList.toggle("editor-hidden");
     e.currentTarget.setAttribute("aria-expanded", String(!open));
+  });
+}
+if ($("open-trace")) {
+  bindOpenTrace({
+    button: $("open-trace"),
+    input: $("open-trace-file"),
+    target: body,
+    open: (t, name) => openTrace(t, name).catch((err) => setStatus(`${name} could not be shown: ${err.message}`, true)),
+    refuse: (name, why) => setStatus(`${name} cannot be opened: ${why}`, true),
   });
 }
 $("show-inserted")?.addEventListener("change", (e) => store.set({ inserted: e.target.checked }));
