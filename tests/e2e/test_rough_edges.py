@@ -1,0 +1,58 @@
+"""Rough edges a newcomer hit first, each checked in real Chromium at the sizes they were seen.
+
+Hiding the editor: the graph takes the editor's width (it used to get none: the hidden panel
+left the grid and the graph slid into the editor's 0 px column).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_helpers import open_example
+
+pytestmark = pytest.mark.browser
+
+SIZES = [(1280, 720), (1440, 900), (1920, 1080)]
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_hiding_the_editor_gives_the_graph_its_width(
+    page: Any, live_server: str, screenshots: Path, width: int, height: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    open_example(page, live_server, "two-layer-linear")
+    graph = page.locator(".graph-panel")
+    side = page.locator(".side-panel")
+    before = graph.bounding_box()
+    page.get_by_role("button", name="Editor").click()
+    assert page.get_by_role("button", name="Editor").get_attribute("aria-expanded") == "false"
+    assert page.locator("#editor-panel").is_hidden()
+    page.wait_for_function(
+        "(w) => document.querySelector('.graph-panel').getBoundingClientRect().width > w + 200",
+        arg=before["width"],
+    )
+    after = graph.bounding_box()
+    right = side.bounding_box()
+    # The graph starts at the left edge and reaches the side panel; the side panel keeps its size.
+    assert after["x"] == pytest.approx(0, abs=1)
+    assert after["x"] + after["width"] == pytest.approx(right["x"], abs=1)
+    assert right["x"] + right["width"] == pytest.approx(width, abs=1)
+    assert 260 <= right["width"] <= 341
+    assert after["height"] == pytest.approx(before["height"], abs=1)
+    # The graph is re-framed into the wider panel: every node is inside it.
+    nodes = page.locator("#graph .gt-node").evaluate_all(
+        "ns => ns.map(n => { const r = n.getBoundingClientRect(); return [r.left, r.right, r.width]; })"
+    )
+    assert nodes and all(w > 0 for _, _, w in nodes)
+    assert min(left for left, _, _ in nodes) >= after["x"] - 1
+    assert max(r for _, r, _ in nodes) <= after["x"] + after["width"] + 1
+    page.screenshot(path=str(screenshots / f"editor-hidden-{width}x{height}.png"))
+    # And back: the editor returns with its own column.
+    page.get_by_role("button", name="Editor").click()
+    assert page.locator("#editor-panel").is_visible()
+    page.wait_for_function(
+        "(w) => Math.abs(document.querySelector('.graph-panel').getBoundingClientRect().width - w) < 2",
+        arg=before["width"],
+    )
