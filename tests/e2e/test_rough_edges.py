@@ -56,3 +56,33 @@ def test_hiding_the_editor_gives_the_graph_its_width(
         "(w) => Math.abs(document.querySelector('.graph-panel').getBoundingClientRect().width - w) < 2",
         arg=before["width"],
     )
+
+
+COMPARE_SIZES = [(1280, 720), (1440, 900)]
+
+
+@pytest.mark.parametrize(("width", "height"), COMPARE_SIZES, ids=[f"{w}x{h}" for w, h in COMPARE_SIZES])
+def test_compare_table_breaks_no_name_or_number(
+    page: Any, live_server: str, screenshots: Path, width: int, height: int
+) -> None:
+    """The compare table used to sit in the 260 px column and wrap mid-word (`lin.weig ht`)."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_example(page, live_server, "full-backward-hook-x2", "&compare=full-backward-hook")
+    page.wait_for_selector("body[data-compare=ready]", timeout=60000)
+    cells = page.locator("#compare-panel .compare-grads tbody").first.evaluate(
+        """tbody => [...tbody.querySelectorAll('th, td')].map(cell => {
+             const range = document.createRange();
+             range.selectNodeContents(cell);
+             const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+             return [cell.textContent, lines.size];
+           })"""
+    )
+    assert len(cells) >= 5 * 4
+    # A cell without a space (a name, a one-number summary, a factor) sits on one line.
+    broken = [text for text, lines in cells if " " not in text.strip() and lines > 1]
+    assert not broken, broken
+    assert any(text == "f1.f.weight" for text, _ in cells)
+    panel = page.locator("#compare-panel")
+    assert panel.evaluate("p => p.scrollWidth <= p.clientWidth + 1")
+    assert page.locator(".graph-panel").bounding_box()["width"] >= width * 0.4
+    page.screenshot(path=str(screenshots / f"compare-table-{width}x{height}.png"))
