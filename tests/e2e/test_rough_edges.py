@@ -86,3 +86,30 @@ def test_compare_table_breaks_no_name_or_number(
     assert panel.evaluate("p => p.scrollWidth <= p.clientWidth + 1")
     assert page.locator(".graph-panel").bounding_box()["width"] >= width * 0.4
     page.screenshot(path=str(screenshots / f"compare-table-{width}x{height}.png"))
+
+
+@pytest.mark.parametrize("example", ["sgd-training-step", "two-losses"])
+def test_timeline_bands_show_whole_words_or_nothing(
+    page: Any, live_server: str, screenshots: Path, example: str
+) -> None:
+    """At 1280×720 the bands read `forwar…`: each now shows the longest of its label, a short
+    form (`fwd #1`, `bwd #2`) or its number that fits whole; the full label stays its name."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_example(page, live_server, example)
+    bands = page.locator("#bands .band")
+    shown = bands.evaluate_all(
+        "bs => bs.map(b => [b.getAttribute('aria-label'), b.title, b.textContent, b.scrollWidth <= b.clientWidth])"
+    )
+    assert len(shown) >= 3
+    for name, title, text, fits in shown:
+        assert name == title and fits, (name, text)
+        short = (
+            name.split(" of ")[0].split(" lr=")[0].replace("forward ", "fwd ").replace("backward ", "bwd ")
+        )
+        assert text in (name, short, "#" + name.split("#")[-1].split()[0] if "#" in name else "", ""), (
+            name,
+            text,
+        )
+    assert any(text for _, _, text, _ in shown), "the wide bands keep a label"
+    page.get_by_role("button", name=shown[1][0], exact=True).click()  # still reachable by its full name
+    page.locator(".scrubber").screenshot(path=str(screenshots / f"bands-{example}-1280.png"))
