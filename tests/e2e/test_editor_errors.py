@@ -37,6 +37,18 @@ def api_errors(base: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
     return json.loads(info.value.read())["error"]["errors"]
 
 
+def run_in_editor(page: Any, base: str, text: str, count: int) -> tuple[Any, Any]:
+    """Run `text` from the editor; (the editor, the listed errors) once `count` are listed."""
+    open_example(page, base, "two-layer-linear")
+    editor = page.get_by_role("textbox", name="Spec")
+    editor.fill(text)
+    page.get_by_role("button", name="Run").click()
+    listed = page.locator("#spec-error .spec-errors li")
+    listed.nth(count - 1).wait_for()
+    assert listed.count() == count
+    return editor, listed
+
+
 def test_every_api_error_is_underlined_listed_and_reachable(
     page: Any, live_server: str, screenshots: Any
 ) -> None:
@@ -51,13 +63,7 @@ def test_every_api_error_is_underlined_listed_and_reachable(
         lines.index('      "type": "full_backwards",') + 1,
     ]
 
-    open_example(page, live_server, "two-layer-linear")
-    editor = page.get_by_role("textbox", name="Spec")
-    editor.fill(text)
-    page.get_by_role("button", name="Run").click()
-    listed = page.locator("#spec-error .spec-errors li")
-    listed.nth(2).wait_for()
-    assert listed.count() == 3
+    editor, listed = run_in_editor(page, live_server, text, 3)
     for k, err in enumerate(errors):
         entry = listed.nth(k).inner_text()
         assert err["message"] in entry and entry.startswith(f"Line {expected_lines[k]} ")
@@ -107,13 +113,7 @@ def test_a_mistake_of_each_stage_is_underlined_after_one_run(
         lines.index('    "loss = (yy - 1) ** 2"') + 1,
         lines.index('      "of": "los"') + 1,
     ]
-    open_example(page, live_server, "two-layer-linear")
-    editor = page.get_by_role("textbox", name="Spec")
-    editor.fill(text)
-    page.get_by_role("button", name="Run").click()
-    listed = page.locator("#spec-error .spec-errors li")
-    listed.nth(3).wait_for()
-    assert listed.count() == 4
+    editor, listed = run_in_editor(page, live_server, text, 4)
     for k, (_, _, message) in enumerate(FOUR_MISTAKES):
         entry = listed.nth(k).inner_text()
         assert message in entry and entry.startswith(f"Line {expected_lines[k]} "), entry

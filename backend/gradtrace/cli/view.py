@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gradtrace.cli.common import EXIT_OK, UsageError, parse_json, read_input
+from gradtrace.cli.serve import load_server
 
 DEFAULT_IDLE_TIMEOUT_S = 3600
 
@@ -78,20 +79,7 @@ def has_display() -> bool:
 
 def run(args: argparse.Namespace) -> int:
     data = read_trace(args.trace)
-    try:
-        from gradtrace.api.app import create_app
-        from gradtrace.service.server import serve
-    except ModuleNotFoundError as exc:  # the library alone: the service is an extra
-        raise UsageError(
-            f"gradtrace view needs the server extra ({exc.name} is not installed): "
-            "pip install 'gradtrace[server]'"
-        ) from exc
-    from gradtrace.service.settings import Settings
-
-    try:
-        settings = Settings.from_env()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+    create_app, serve, settings = load_server("view")
     name = "trace.json" if args.trace == "-" else Path(args.trace).name
     browser = not args.no_browser and has_display()
 
