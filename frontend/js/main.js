@@ -25,6 +25,7 @@ import { drawLegends } from "./legend.js";
 import { graphCssText } from "./download.js";
 import { resolveTensorData } from "./tensordata.js";
 import { bindOpenTrace } from "./opentrace.js";
+import { bindShortcutsHelp } from "./shortcuts.js";
 
 const $ = (id) => document.getElementById(id);
 const body = document.body;
@@ -297,6 +298,7 @@ if ($("open-trace")) {
     refuse: (name, why) => setStatus(`${name} cannot be opened: ${why}`, true),
   });
 }
+if ($("shortcuts-dialog")) bindShortcutsHelp({ dialog: $("shortcuts-dialog"), button: $("shortcuts") });
 $("show-inserted")?.addEventListener("change", (e) => store.set({ inserted: e.target.checked }));
 $("theme")?.addEventListener("click", () => store.set({ theme: document.documentElement.classList.contains("gt-theme-dark") ? "light" : "dark" }));
 $("fit").addEventListener("click", () => camera.fit());

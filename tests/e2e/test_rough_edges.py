@@ -113,3 +113,36 @@ def test_timeline_bands_show_whole_words_or_nothing(
     assert any(text for _, _, text, _ in shown), "the wide bands keep a label"
     page.get_by_role("button", name=shown[1][0], exact=True).click()  # still reachable by its full name
     page.locator(".scrubber").screenshot(path=str(screenshots / f"bands-{example}-1280.png"))
+
+
+def test_question_mark_opens_the_keyboard_shortcuts(page: Any, live_server: str, screenshots: Path) -> None:
+    open_example(page, live_server, "two-layer-linear")
+    dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+    # Typed in the editor, `?` is text, not a command.
+    editor = page.get_by_role("textbox", name="Spec")
+    editor.focus()
+    page.keyboard.press("End")
+    page.keyboard.type("?")
+    assert dialog.is_hidden() and editor.input_value().endswith("?")
+    page.locator("#graph").click(position={"x": 5, "y": 5})
+    page.keyboard.press("?")
+    dialog.wait_for()
+    text = dialog.inner_text()
+    for key, action in (
+        ("Space", "Play / pause"),
+        ("Home", "First / last event"),
+        ("Esc", "Clear the selection"),
+    ):
+        assert key in text and action in text
+    page.screenshot(path=str(screenshots / "keyboard-shortcuts.png"))
+    # The shortcuts it lists work once it is closed: → steps one event.
+    page.keyboard.press("Escape")
+    assert dialog.is_hidden()
+    before = page.locator("#counter").inner_text().split("/")[0].strip()
+    page.keyboard.press("ArrowRight")
+    assert page.locator("#counter").inner_text().split("/")[0].strip() == str(int(before) + 1)
+    # The ? button opens it too.
+    page.get_by_role("button", name="Keyboard shortcuts").click()
+    dialog.wait_for()
+    dialog.get_by_role("button", name="Close").click()
+    assert dialog.is_hidden()
