@@ -47,3 +47,21 @@ SEED_002: dict[str, Any] = {
 def seed_002() -> dict[str, Any]:
     """A fresh copy, so a test may change it."""
     return copy.deepcopy(SEED_002)
+
+
+def spec_with_four_mistakes() -> dict[str, Any]:
+    """Seed 002 with one mistake of each stage: an unknown module type (schema), a wrong call
+    (program), an undefined name (names) and a bad backward target (steps)."""
+    spec = seed_002()
+    spec["modules"]["f0"]["type"] = "Lineaar"
+    spec["forward"] = ["x1 = f0(x)", "y = f1(x1, x)", "loss = (yy - 1) ** 2"]
+    spec["steps"] = [{"do": "backward", "of": "los"}]
+    return spec
+
+
+FOUR_MISTAKES = [  # (code, path, what the message says) of each, in the order they are listed
+    ("invalid_spec", "/modules/f0", "unknown 'type' 'Lineaar'; did you mean 'Linear'?"),
+    ("program_syntax", "/forward/1", "module f1 (Module) takes 1 positional argument(s), got 2"),
+    ("undefined_name", "/forward/2", "name 'yy' is not defined; did you mean 'y'?"),
+    ("undefined_name", "/steps/0/of", "'los' is not a tensor of this spec; did you mean 'loss'?"),
+]

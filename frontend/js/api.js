@@ -70,6 +70,8 @@ export const api = {
   share: (specText) => request("/api/v1/specs", json(specText)),
   savedSpec: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}`),
   savedTrace: (id) => requestTrace(`/api/v1/specs/${encodeURIComponent(id)}/trace`),
+  /** The trace file `gradtrace view FILE` serves (404 on a plain `gradtrace serve`). */
+  openedTrace: () => requestTrace("/api/v1/opened-trace"),
   /** A permalink as the one-file offline player: {blob, filename} (the server names the file). */
   async playerHtml(id, theme = "") {
     const query = theme ? `?theme=${encodeURIComponent(theme)}` : "";

@@ -38,7 +38,27 @@ function summary(ev, names) {
   }
 }
 
+/** What a phase band may show, longest first: its pass's label, a short form, its number, nothing.
+ * A band shows the longest that fits whole, never a word cut by an ellipsis ("forwar…"); the
+ * full label stays its tooltip and accessible name. */
+export function bandLabels(label) {
+  const short = label.replace(/ of .*$/, "").replace(/ lr=.*$/, "").replace(/^forward /, "fwd ").replace(/^backward /, "bwd ");
+  const number = /#\d+$/.exec(short)?.[0] ?? "";
+  return [...new Set([label, short, number, ""])];
+}
+
+/** Each band's text: the longest of bandLabels that fits its width. */
+function fitBands(bandsEl) {
+  for (const el of bandsEl.children) {
+    for (const text of bandLabels(el.title)) {
+      el.textContent = text;
+      if (el.scrollWidth <= el.clientWidth) break;
+    }
+  }
+}
+
 export function createEventList({ listEl, bandsEl, onPick }) {
+  if (typeof ResizeObserver !== "undefined") new ResizeObserver(() => fitBands(bandsEl)).observe(bandsEl);
   let rows = [];
   let current = -1;
   let marked = [];
@@ -84,12 +104,14 @@ export function createEventList({ listEl, bandsEl, onPick }) {
           class: `band band--${b.phase}`,
           style: `left:${(100 * b.from) / total}%;width:${(100 * (b.to - b.from + 1)) / total}%`,
           title: b.label,
+          "aria-label": b.label,
           text: b.label,
           type: "button",
           onclick: () => onPick(b.from),
         }),
       ),
     );
+    fitBands(bandsEl);
     const frag = document.createDocumentFragment();
     rows = timeline.events.map((ev, i) => {
       const row = h("li", { id: `ev-${i}`, role: "option", "aria-selected": "false", class: `ev ev--${ev.kind} ev--${ev.phase}`, "data-seq": i, "data-node": timeline.eventAbout[i] || "" }, [

@@ -1,5 +1,6 @@
 // Where traces come from: an example (spec into the editor, then POST /trace), the editor's
-// own text (Run), a permalink (?spec=<id> or #spec=<id>), or the embed page (/embed/<id>).
+// own text (Run), a permalink (?spec=<id> or #spec=<id>), the embed page (/embed/<id>), or a
+// trace.json the user opened (Open, a dropped file, or `gradtrace view`: ?opened=<file name>).
 // Errors go to the editor at the line the API names; successful traces go to showTrace.
 //
 // The URL always names what is on screen: an example by id, anything else by permalink. Running
@@ -29,7 +30,7 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
   }
 
   /** The Example select shows the truth: the example, or one "Edited spec" entry. */
-  function showSource({ example = "", permalink = "", note = "" }) {
+  function showSource({ example = "", permalink = "", note = "", file = "" }) {
     const select = $("example");
     if (!select) return;
     let edited = select.querySelector("option[data-edited]");
@@ -45,9 +46,10 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
       edited.dataset.edited = "1";
       select.prepend(edited);
     }
-    edited.textContent = permalink ? `Edited spec (permalink ${permalink})` : `Edited spec${note ? ` (${note})` : ""}`;
+    edited.textContent = file ? `Opened file ${file}` : permalink ? `Edited spec (permalink ${permalink})` : `Edited spec${note ? ` (${note})` : ""}`;
     select.value = "";
-    if ($("example-description")) $("example-description").textContent = permalink ? "Your own spec, stored as a permalink: this page's URL reopens it." : "";
+    const about = file ? "A trace opened from a file, read in this browser. Its spec (if it has one) is in the editor: Run traces it again here." : permalink ? "Your own spec, stored as a permalink: this page's URL reopens it." : "";
+    if ($("example-description")) $("example-description").textContent = about;
   }
 
   /** Store an edited spec as a permalink and make the URL name it. */
@@ -137,12 +139,31 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
     return Promise.resolve();
   }
 
+  /** Show a trace read from a file (a new navigation, at its built graph); its spec goes to the
+   * editor, unsaved: a Run stores it as a permalink like any edit. `view`: the step, node… to
+   * open at (a reload of a `gradtrace view` page keeps its place). */
+  function openTrace(t, name, view = {}) {
+    const nav = navigation(view);
+    store.set({ example: "", spec: "", ...freshView(view) });
+    if (editor) {
+      editor.value = t.spec ? JSON.stringify(t.spec, null, 2) : "";
+      editor.clearError();
+      loadedText = null;
+    }
+    showSource({ file: name });
+    setStatus("");
+    return showTrace(t, nav);
+  }
+
   async function bootFull() {
     const examples = await api.examples();
     const select = $("example");
     select.replaceChildren(...examples.map((e) => Object.assign(document.createElement("option"), { value: e.id, textContent: e.title || e.id, title: e.description || "" })));
     for (const [k, e] of examples.entries()) select.options[k].dataset.description = e.description || "";
     const { spec, example } = store.get();
+    // `gradtrace view`'s page opens its file, unless the user has since chosen another source.
+    const opened = new URLSearchParams(location.search).get("opened");
+    if (opened && !spec && !readHash(location.hash).example) return openServedTrace(opened, readHash(location.hash));
     const nav = navigation(readHash(location.hash));
     if (spec) {
       store.set({ example: "" });
@@ -155,6 +176,11 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
     await loadExample(id, nav);
   }
 
+  /** The trace `gradtrace view FILE` serves, named `name`, at the view the hash asks for. */
+  async function openServedTrace(name, view) {
+    return openTrace(await api.openedTrace(), name, view);
+  }
+
   async function bootEmbed() {
     const m = /\/embed\/([^/?#]+)/.exec(location.pathname);
     const id = m ? decodeURIComponent(m[1]) : store.get().spec;
@@ -163,5 +189,5 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
     await showTrace(await api.savedTrace(id), nav);
   }
 
-  return { runSpec, openExample, followHash, bootFull, bootEmbed };
+  return { runSpec, openExample, openTrace, followHash, bootFull, bootEmbed };
 }

@@ -26,6 +26,8 @@ import { graphCssText } from "./download.js";
 import { resolveTensorData } from "./tensordata.js";
 import { narrate, passError } from "./narration.js";
 import { h } from "./dom.js";
+import { bindOpenTrace } from "./opentrace.js";
+import { bindShortcutsHelp } from "./shortcuts.js";
 
 const $ = (id) => document.getElementById(id);
 const body = document.body;
@@ -281,7 +283,7 @@ async function showTrace(t, { layout: precomputedLayout = null, step, live = () 
   compare?.load(trace);
 }
 
-const { runSpec, openExample, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
+const { runSpec, openExample, openTrace, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
 
 // ---- user actions --------------------------------------------------------------------------
 
@@ -368,6 +370,16 @@ if (editor) {
     e.currentTarget.setAttribute("aria-expanded", String(!open));
   });
 }
+if ($("open-trace")) {
+  bindOpenTrace({
+    button: $("open-trace"),
+    input: $("open-trace-file"),
+    target: body,
+    open: (t, name) => openTrace(t, name).catch((err) => setStatus(`${name} could not be shown: ${err.message}`, true)),
+    refuse: (name, why) => setStatus(`${name} cannot be opened: ${why}`, true),
+  });
+}
+if ($("shortcuts-dialog")) bindShortcutsHelp({ dialog: $("shortcuts-dialog"), button: $("shortcuts") });
 $("show-inserted")?.addEventListener("change", (e) => store.set({ inserted: e.target.checked }));
 $("theme")?.addEventListener("click", () => store.set({ theme: document.documentElement.classList.contains("gt-theme-dark") ? "light" : "dark" }));
 $("fit").addEventListener("click", () => camera.fit());

@@ -108,6 +108,20 @@ def test_422_undefined_name_is_named(live_server: str) -> None:
     assert err["path"] == "/forward/1" and "x2" in err["message"]
 
 
+def test_422_lists_a_mistake_of_each_stage_in_one_answer(live_server: str) -> None:
+    from design_specs import FOUR_MISTAKES, spec_with_four_mistakes
+
+    r = post(live_server + "/api/v1/trace", json.dumps(spec_with_four_mistakes()))
+    assert r.status_code == 422
+    err = envelope(r)
+    listed = err["errors"]
+    assert [(e["code"], e["path"]) for e in listed] == [(c, p) for c, p, _ in FOUR_MISTAKES]
+    for e, (_, _, text) in zip(listed, FOUR_MISTAKES, strict=True):
+        assert text in e["message"]
+    assert (err["code"], err["path"]) == (listed[0]["code"], listed[0]["path"])
+    assert [e.get("line") for e in listed] == [None, 2, 3, None]
+
+
 def test_422_wrong_structure(live_server: str) -> None:
     for doc in ([], "spec", 3, {"spec_version": 99}):
         r = post(live_server + "/api/v1/trace", json.dumps(doc))

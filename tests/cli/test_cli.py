@@ -94,6 +94,21 @@ def test_validate_invalid_spec_names_the_line(tmp_path: Path) -> None:
     assert "/forward/1" in r.stderr and "undefined_thing" in r.stderr
 
 
+def test_validate_prints_a_mistake_of_each_stage(tmp_path: Path) -> None:
+    from design_specs import FOUR_MISTAKES, spec_with_four_mistakes
+
+    bad = tmp_path / "four.json"
+    bad.write_text(json.dumps(spec_with_four_mistakes()))
+    r = run("validate", str(bad))
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 4, r.stderr
+    for line, (code, path, text) in zip(lines, FOUR_MISTAKES, strict=True):
+        assert f"{path}: {code}: " in line and text in line, line
+    assert lines[0].startswith(f"gradtrace: {bad}: /modules/f0: ")
+    assert lines[1].startswith(f"{bad}: line 2, column 5: /forward/1: ")
+
+
 def test_validate_does_not_import_torch(spec_file: Path) -> None:
     code = (
         "import sys; from gradtrace.cli import main; rc = main(['validate', sys.argv[1]]);"

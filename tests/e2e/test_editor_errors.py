@@ -37,6 +37,18 @@ def api_errors(base: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
     return json.loads(info.value.read())["error"]["errors"]
 
 
+def run_in_editor(page: Any, base: str, text: str, count: int) -> tuple[Any, Any]:
+    """Run `text` from the editor; (the editor, the listed errors) once `count` are listed."""
+    open_example(page, base, "two-layer-linear")
+    editor = page.get_by_role("textbox", name="Spec")
+    editor.fill(text)
+    page.get_by_role("button", name="Run").click()
+    listed = page.locator("#spec-error .spec-errors li")
+    listed.nth(count - 1).wait_for()
+    assert listed.count() == count
+    return editor, listed
+
+
 def test_every_api_error_is_underlined_listed_and_reachable(
     page: Any, live_server: str, screenshots: Any
 ) -> None:
@@ -51,13 +63,7 @@ def test_every_api_error_is_underlined_listed_and_reachable(
         lines.index('      "type": "full_backwards",') + 1,
     ]
 
-    open_example(page, live_server, "two-layer-linear")
-    editor = page.get_by_role("textbox", name="Spec")
-    editor.fill(text)
-    page.get_by_role("button", name="Run").click()
-    listed = page.locator("#spec-error .spec-errors li")
-    listed.nth(2).wait_for()
-    assert listed.count() == 3
+    editor, listed = run_in_editor(page, live_server, text, 3)
     for k, err in enumerate(errors):
         entry = listed.nth(k).inner_text()
         assert err["message"] in entry and entry.startswith(f"Line {expected_lines[k]} ")
@@ -90,3 +96,35 @@ def test_every_api_error_is_underlined_listed_and_reachable(
     assert page.locator("#spec-error").is_hidden()
     assert page.locator(".gutter-line.has-error").count() == 0
     assert page.locator(".editor-marks .editor-mark").count() == 0
+
+
+def test_a_mistake_of_each_stage_is_underlined_after_one_run(
+    page: Any, live_server: str, screenshots: Any
+) -> None:
+    """Schema, call, name and step mistakes come back from one Run, each marked on its line."""
+    from design_specs import FOUR_MISTAKES, spec_with_four_mistakes
+
+    spec = spec_with_four_mistakes()
+    text = json.dumps(spec, indent=2)
+    lines = text.splitlines()
+    expected_lines = [
+        lines.index('      "type": "Lineaar",') + 1,
+        lines.index('    "y = f1(x1, x)",') + 1,
+        lines.index('    "loss = (yy - 1) ** 2"') + 1,
+        lines.index('      "of": "los"') + 1,
+    ]
+    editor, listed = run_in_editor(page, live_server, text, 4)
+    for k, (_, _, message) in enumerate(FOUR_MISTAKES):
+        entry = listed.nth(k).inner_text()
+        assert message in entry and entry.startswith(f"Line {expected_lines[k]} "), entry
+    gutter = page.locator(".gutter-line.has-error").all_inner_texts()
+    assert sorted(int(g) for g in gutter) == expected_lines
+    marks = page.locator(".editor-marks .editor-mark")
+    assert marks.count() == 4
+    top = editor.evaluate("t => t.getBoundingClientRect().top + 6 - t.scrollTop")
+    mark_tops = marks.evaluate_all("ms => ms.map(m => m.getBoundingClientRect().top)")
+    assert sorted(round((y - top) / 18) + 1 for y in mark_tops) == expected_lines
+    marked = marks.all_inner_texts()
+    for fragment in ('"Lineaar"', "f1(x1, x)", "yy", '"los"'):
+        assert any(fragment in m for m in marked), (fragment, marked)
+    page.screenshot(path=str(screenshots / "editor-four-mistakes.png"))

@@ -181,3 +181,72 @@ def test_published_schema_and_validator_agree_on_hook_actions(spec002, action):
     except SpecError:
         by_validator = False
     assert by_schema == by_validator
+
+
+def test_a_mistake_of_each_stage_is_reported_in_one_answer():
+    from design_specs import FOUR_MISTAKES, spec_with_four_mistakes
+
+    with pytest.raises(SpecError) as info:
+        parse_spec(spec_with_four_mistakes())
+    found = info.value.errors
+    assert [(e.code, e.path) for e in found] == [(code, path) for code, path, _ in FOUR_MISTAKES]
+    for error, (_, _, text) in zip(found, FOUR_MISTAKES, strict=True):
+        assert text in error.message
+    assert [e.line for e in found] == [None, 2, 3, None]
+
+
+def test_what_a_refused_part_would_define_is_not_blamed_on_later_checks(spec002):
+    # f0's type is refused: calling it, hooking it and reading its parameter are not errors.
+    spec002["modules"]["f0"]["type"] = "Linaer"
+    spec002["hooks"].append({"type": "forward", "module": "f0"})
+    spec002["steps"] = [{"do": "backward", "of": "loss", "inputs": ["f0.weight"]}]
+    # A line that does not parse still assigns `y`; a refused grad step still assigns `g`.
+    spec002["forward"][1] = "y = f1(x1))"
+    spec002["steps"] += [
+        {"do": "grad", "of": "loss", "inputs": ["x"], "as": ["g"], "bogus": 1},
+        {"do": "forward", "program": ["h = g * 2"]},
+    ]
+    spec002["retain_grad"] = ["h"]
+    assert _errors(spec002) == [
+        ("invalid_spec", "/modules/f0", None),
+        ("invalid_spec", "/steps/1/bogus", None),
+        ("program_syntax", "/forward/1", 2),
+    ]
+
+
+def test_a_refused_input_is_still_a_tensor_and_a_broken_composite_still_a_module(spec002):
+    spec002["inputs"]["x"]["value"] = "0.3"
+    spec002["modules"]["f1"]["forward"] = ["s = f(x, x)", "return s ** 2"]
+    spec002["hooks"].append({"type": "post_accumulate_grad", "tensor": "x"})
+    assert _errors(spec002) == [
+        ("invalid_spec", "/inputs/x/value", None),
+        ("program_syntax", "/modules/f1/forward/0", 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (
+            {"/forward/0": "x1 = f0(x).summ()"},
+            "tensor method .summ() is not in the whitelist; did you mean 'sum'?",
+        ),
+        (
+            {"/forward/2": "loss = tanhh(y)"},
+            "'tanhh' is not a module of this program or a whitelisted function; did you mean 'tanh'?",
+        ),
+        ({"/forward/1": "y = F1(x1)"}, "did you mean 'f1'?"),
+        ({"/hooks/0/module": "f1.ff"}, "no module 'f1.ff'; did you mean 'f1.f'?"),
+        ({"/modules/f0/type": "linear"}, "unknown 'type' 'linear'; did you mean 'Linear'?"),
+    ],
+)
+def test_unknown_names_get_the_nearest_valid_one(spec002, change, fragment):
+    for where, value in change.items():
+        keys = where.strip("/").split("/")
+        node = spec002
+        for key in keys[:-1]:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        node[int(keys[-1]) if isinstance(node, list) else keys[-1]] = value
+    with pytest.raises(SpecError) as info:
+        parse_spec(spec002)
+    assert any(fragment in e.message for e in info.value.errors), [e.message for e in info.value.errors]

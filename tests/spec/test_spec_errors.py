@@ -393,7 +393,7 @@ CASES = [
         "/modules/f0",
         None,
         None,
-        "/modules/f0: unknown 'type' 'Conv9d'; expected one of 'Linear', 'Conv1d', 'Conv2d', 'Embedding', 'LayerNorm', 'BatchNorm1d', 'Dropout', 'ReLU', 'GELU', 'Tanh', 'Sigmoid', 'Softmax', 'LogSoftmax', 'Identity', 'Flatten', 'MultiheadAttention', 'Sequential', 'Module'",
+        "/modules/f0: unknown 'type' 'Conv9d'; did you mean 'Conv2d'? Expected one of 'Linear', 'Conv1d', 'Conv2d', 'Embedding', 'LayerNorm', 'BatchNorm1d', 'Dropout', 'ReLU', 'GELU', 'Tanh', 'Sigmoid', 'Softmax', 'LogSoftmax', 'Identity', 'Flatten', 'MultiheadAttention', 'Sequential', 'Module'",
     ),
     (
         "missing_field",

@@ -21,6 +21,7 @@ from gradtrace.api.docs import install_docs_page, install_openapi
 from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
 from gradtrace.api.middleware import install_middleware
+from gradtrace.api.opened import opened_router
 from gradtrace.api.static import embed_router, mount_frontend
 from gradtrace.service.ratelimit import make_rate_limiter
 from gradtrace.service.settings import Settings
@@ -70,7 +71,9 @@ def install_api_fallback(app: FastAPI) -> None:
     fallback = app.router.routes[-1]
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, opened_trace: bytes | None = None) -> FastAPI:
+    """The app; ``opened_trace`` (a trace document's JSON, for ``gradtrace view``) is served
+    at ``/api/v1/opened-trace`` for the viewer to open."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
@@ -126,6 +129,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_middleware(app, settings.cors_origins, settings.max_body_bytes)
     app.include_router(health.router)
     app.include_router(api_router())
+    if opened_trace is not None:
+        app.include_router(opened_router(API_PREFIX, opened_trace))
     install_api_fallback(app)
     app.include_router(embed_router(settings.frontend_dir))
     install_openapi(app)

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from gradtrace.cli import examples, render, serve, specs, translate
+from gradtrace.cli import examples, render, serve, specs, translate, view
 from gradtrace.cli.common import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError, err
 
 __all__ = ["main"]
@@ -28,6 +28,7 @@ examples:
   gradtrace examples full-backward-hook > s.json   write one example's spec to a file
   gradtrace validate s.json                check a spec without running it (exit 1 if invalid)
   gradtrace trace s.json -o trace.json     trace a spec with real PyTorch, write the trace JSON
+  gradtrace view trace.json                open a saved trace in the viewer (prints its URL)
   gradtrace render s.json -o d.svg --animated   draw it (.svg, .html player, .png), offline
 
 exit codes: 0 success, 1 invalid spec or PyTorch refused it, 2 usage error or unreadable file.
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve.add_parser(sub)
+    view.add_parser(sub)
     specs.add_parsers(sub)
     examples.add_parser(sub)
     render.add_parser(sub)

@@ -22,15 +22,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    import logging
-
+def load_server(command: str) -> tuple[Any, Any, Any]:
+    """(create_app, serve, Settings from the environment) for a command that runs the server;
+    a missing server extra or a malformed GRADTRACE_* variable is a UsageError saying so."""
     try:
         from gradtrace.api.app import create_app
         from gradtrace.service.server import serve
     except ModuleNotFoundError as exc:  # the library alone: the service is an extra
         raise UsageError(
-            f"gradtrace serve needs the server extra ({exc.name} is not installed): "
+            f"gradtrace {command} needs the server extra ({exc.name} is not installed): "
             "pip install 'gradtrace[server]'"
         ) from exc
     from gradtrace.service.settings import Settings
@@ -39,6 +39,13 @@ def run(args: argparse.Namespace) -> int:
         settings = Settings.from_env()
     except ValueError as exc:  # a malformed GRADTRACE_* variable: say which, no traceback
         raise UsageError(str(exc)) from exc
+    return create_app, serve, settings
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    create_app, serve, settings = load_server("serve")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     serve(create_app(settings), args.host, args.port, args.log_level)
     return EXIT_OK

@@ -17,6 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import socket
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -25,6 +30,8 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gradtrace.problem import Problem
+
+log = logging.getLogger(__name__)
 
 # Requests that have not arrived whole by then are cut off: ample for 256 KiB on a slow link.
 REQUEST_READ_TIMEOUT_S = 10.0
@@ -130,10 +137,22 @@ class ReadDeadlineH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
 
-def serve(app: ASGIApp, host: str, port: int, log_level: str = "info") -> None:
+def serve(
+    app: ASGIApp,
+    host: str,
+    port: int,
+    log_level: str = "info",
+    *,
+    on_ready: Callable[[int], None] | None = None,
+    idle_timeout_s: float | None = None,
+) -> None:
     """Run the app (``gradtrace.api.app.create_app(settings)``) until SIGINT/SIGTERM; its
-    lifespan stops every worker process on the way out."""
-    uvicorn.run(
+    lifespan stops every worker process on the way out.
+
+    ``on_ready(port)`` is called once the server listens (with the port the system chose when
+    ``port`` is 0); ``idle_timeout_s`` stops it after that long without a request.
+    """
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -143,3 +162,41 @@ def serve(app: ASGIApp, host: str, port: int, log_level: str = "info") -> None:
         timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
         proxy_headers=False,
     )
+    server = _Server(config, on_ready, idle_timeout_s)
+    server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)  # what uvicorn.run does: the port was taken, the lifespan failed
+
+
+STARTUP_FAILURE = 3
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling when it listens and stopping when idle (see ``serve``)."""
+
+    def __init__(
+        self, config: uvicorn.Config, on_ready: Callable[[int], None] | None, idle_timeout_s: float | None
+    ) -> None:
+        super().__init__(config)
+        self._on_ready = on_ready
+        self._idle_timeout_s = idle_timeout_s
+        self._requests_seen = 0
+        self._last_request = time.monotonic()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self._on_ready is not None:
+            self._on_ready(self.servers[0].sockets[0].getsockname()[1])
+
+    async def on_tick(self, counter: int) -> bool:
+        if await super().on_tick(counter):
+            return True
+        if self._idle_timeout_s is None or counter % 10:
+            return False
+        now = time.monotonic()
+        if self.server_state.total_requests != self._requests_seen:
+            self._requests_seen, self._last_request = self.server_state.total_requests, now
+        elif now - self._last_request > self._idle_timeout_s:
+            log.warning("no request for %.0f s: stopping", self._idle_timeout_s)
+            return True
+        return False

@@ -7,12 +7,12 @@ report its longest path and fan-in/fan-out, and flag unused names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import networkx as nx
 
-from .errors import SpecError, SpecWarning
+from .errors import SpecError, SpecWarning, did_you_mean
 from .program import Program
 from .vocabulary import FUNCTIONS
 
@@ -25,34 +25,47 @@ class ProgramAnalysis:
     unused: tuple[str, ...]  # names defined but never read
 
 
-def check_names(program: Program, defined: dict[str, str], reserved: Mapping[str, str]) -> dict[str, str]:
+def check_names(
+    program: Program,
+    defined: dict[str, str],
+    reserved: Mapping[str, str],
+    problems: list[SpecError],
+    unknown: Callable[[str], bool] = lambda name: False,
+) -> dict[str, str]:
     """Resolve every name a program reads and writes; return `defined` extended by its assignments.
 
     `defined` maps tensor names in scope to a description of where they come from ("input x");
-    `reserved` maps module and function names to theirs. Errors name both uses of a name.
+    `reserved` maps module and function names to theirs. Errors name both uses of a name; each
+    is appended to `problems` and the check goes on. A name `unknown` says an earlier error
+    may define, or one a refused line of this program seems to assign, is not called undefined.
     """
     defined = dict(defined)
+    for target in program.failed_targets or ():
+        defined.setdefault(target, f"assigned on a line of {program.label()} that has an error")
     later = {t: s.index for s in program.statements for t in s.targets}
     for stmt in program.statements:
         where = program.where(stmt.index)
         ptr = f"{program.path}/{stmt.index}"
         for name in stmt.uses:
-            if name in defined:
+            if name in defined or unknown(name) or program.failed_targets is None:
                 continue
             col = stmt.column_of(name)
             at = f"{where}, column {col}"
             if name in later and later[name] >= stmt.index:
                 message = f"{at}: {name!r} is used before it is assigned (on line {later[name] + 1})"
-                raise SpecError("use_before_assignment", message, ptr, stmt.index + 1, col)
-            if name in reserved:
+                problems.append(SpecError("use_before_assignment", message, ptr, stmt.index + 1, col))
+            elif name in reserved:
                 message = f"{at}: {name!r} is {reserved[name]}, not a tensor; call it, e.g. {name}(x)"
-                raise SpecError("not_a_tensor", message, ptr, stmt.index + 1, col)
-            raise SpecError("undefined_name", f"{at}: name {name!r} is not defined", ptr, stmt.index + 1, col)
+                problems.append(SpecError("not_a_tensor", message, ptr, stmt.index + 1, col))
+            else:
+                hint = did_you_mean(name, [*defined, *later])
+                message = f"{at}: name {name!r} is not defined{hint}"
+                problems.append(SpecError("undefined_name", message, ptr, stmt.index + 1, col))
         for target in stmt.targets:
             other = defined.get(target) or reserved.get(target)
             if other is not None:
                 message = f"{where}: {target!r} is already {other}; pick another name"
-                raise SpecError("name_conflict", message, ptr, stmt.index + 1, stmt.column)
+                problems.append(SpecError("name_conflict", message, ptr, stmt.index + 1, stmt.column))
             defined[target] = f"assigned on {where}"
     return defined
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gradtrace.problem import Problem
@@ -54,3 +56,16 @@ def pointer(*parts: object) -> str:
         out.append("/" + text)
     joined = "".join(out)
     return joined if len(joined) <= MAX_POINTER else joined[:MAX_POINTER] + "…"  # absurdly deep documents
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean 'Linear'?"`` for the valid name nearest to ``word``, or ``""`` if none is near.
+
+    A name that differs only in case wins over a closer spelling (``linear`` -> ``Linear``).
+    """
+    names = [c for c in dict.fromkeys(candidates) if c != word]
+    folded = [c for c in names if c.lower() == word.lower()]
+    # Dotted paths share suffixes (".weight"): only a near twin of the whole path is a suggestion.
+    cutoff = 0.8 if "." in word else 0.6
+    near = folded or difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
+    return f"; did you mean {near[0]!r}?" if near else ""

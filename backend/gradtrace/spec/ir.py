@@ -125,10 +125,15 @@ class Program:
     path: str
     owner: str | None = None  # module path for a Module's program; None at top level
     args: tuple[str, ...] = ()
-    returns: int = 1  # values a Module program returns
+    returns: int | None = 1  # values a Module program returns (None: its `return` line was refused)
     title: str = (
         "forward"  # how messages name the program: "forward", "module f1, forward", "step 2 (forward)"
     )
+    # Lines refused while the parser collected every error: they have no statement. What they seem
+    # to assign counts as defined, so later lines are not blamed for it (None: a line whose names
+    # cannot be read, so no later use is called undefined).
+    failed_lines: tuple[int, ...] = ()
+    failed_targets: tuple[str, ...] | None = ()
 
     def label(self) -> str:
         return self.title
@@ -144,8 +149,9 @@ class Program:
 
 @dataclass(frozen=True)
 class CalleeInfo:
-    """What the parser needs to know about a module it may call."""
+    """What the parser needs to know about a module it may call (None: unknown, because the
+    module's own spec or program has an error; calls to it are then not checked)."""
 
     type: str
-    arity: int
-    returns: int = 1
+    arity: int | None
+    returns: int | None = 1

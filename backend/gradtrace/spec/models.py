@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
 
 from .hooks import HOOK_TARGETS, HookAction, HookSpec, ModuleHookSpec, TensorHookSpec  # noqa: F401 (re-exported)
 from .modules import (
@@ -140,10 +140,11 @@ class ModelSpec(SpecModel):
     _analysis: Any = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _check_semantics(self) -> ModelSpec:
+    def _check_semantics(self, info: ValidationInfo) -> ModelSpec:
         from .semantics import check_spec  # late import: semantics imports this module
 
-        check_spec(self)
+        # parse_spec passes the parts the schema refused (``gaps``) when it checks the rest.
+        check_spec(self, (info.context or {}).get("gaps"))
         return self
 
     # ---- compiled views (filled by the validator) ----------------------------------------

@@ -8,14 +8,17 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from .errors import SpecError, pointer
+from gradtrace.problem import Problem
+
+from .errors import SpecError, did_you_mean, pointer
+from .gaps import set_aside
 from .models import ModelSpec
 
 MAX_MESSAGE = 300
 
 
-def _json_pointer(loc: tuple[Any, ...], data: Any, kind: str = "") -> str:
-    """Turn a pydantic loc into a JSON Pointer into `data`, skipping discriminator tags."""
+def _doc_parts(loc: tuple[Any, ...], data: Any, kind: str = "") -> list[Any]:
+    """Turn a pydantic loc into the keys of a path into `data`, skipping discriminator tags."""
     parts: list[Any] = []
     node = data
     for position, part in enumerate(loc):
@@ -30,7 +33,7 @@ def _json_pointer(loc: tuple[Any, ...], data: Any, kind: str = "") -> str:
         elif kind == "missing" and position == len(loc) - 1:
             parts.append(part)  # a missing required field: point at where it belongs
         # else: a union/discriminator tag such as "Linear" or "backward": not in the document
-    return pointer(*parts)
+    return parts
 
 
 def _message(error: ErrorDetails, path: str) -> str:
@@ -38,7 +41,11 @@ def _message(error: ErrorDetails, path: str) -> str:
     if kind == "union_tag_invalid":
         ctx = error.get("ctx", {})
         tag = str(ctx.get("tag", ""))[:40]
-        msg = f"unknown {ctx.get('discriminator', 'tag')} {tag!r}; expected one of {ctx.get('expected_tags', '')}"
+        expected = str(ctx.get("expected_tags", ""))
+        hint = did_you_mean(tag, re.findall(r"'([^']+)'", expected))
+        msg = f"unknown {ctx.get('discriminator', 'tag')} {tag!r}" + (
+            f"{hint} Expected one of {expected}" if hint else f"; expected one of {expected}"
+        )
     elif kind == "union_tag_not_found":
         msg = f"missing the field {error.get('ctx', {}).get('discriminator', 'type')} that says which kind this is"
     elif kind == "extra_forbidden":
@@ -61,8 +68,8 @@ def _message(error: ErrorDetails, path: str) -> str:
 _PROGRAM_LINE = re.compile(r"/(?:forward|program)/(\d+)$")
 
 
-def _spec_error(error: ErrorDetails, data: Any) -> SpecError:
-    path = _json_pointer(tuple(error["loc"]), data, error["type"])
+def _spec_error(error: ErrorDetails, parts: list[Any]) -> SpecError:
+    path = pointer(*parts)
     line = _PROGRAM_LINE.search(path)
     return SpecError("invalid_spec", _message(error, path), path, int(line.group(1)) + 1 if line else None)
 
@@ -71,16 +78,35 @@ def parse_spec(data: Any) -> ModelSpec:
     """Validate a spec document (a dict from JSON); raise SpecError naming the offending field.
 
     The first error is the one raised; ``errors`` on it lists all of them (the first 20), so an
-    editor or a CLI can show every problem of a spec at once.
+    editor or a CLI can show every problem of a spec at once: when the schema refuses parts of
+    the spec, the rest still goes through the semantic checks (names, calls, steps, hooks).
     """
     if not isinstance(data, dict):
         raise SpecError("invalid_spec", "the spec must be a JSON object", "")
     try:
         return ModelSpec.model_validate(data)
     except ValidationError as exc:
-        errors = [_spec_error(e, data) for e in exc.errors(include_input=False, include_url=False)]
+        found = exc.errors(include_input=False, include_url=False)
+        located = [(e, _doc_parts(tuple(e["loc"]), data, e["type"])) for e in found]
+        errors: list[Problem] = [_spec_error(e, parts) for e, parts in located]
+        errors += _errors_of_the_rest(data, [parts for _, parts in located])
         raise errors[0].with_errors(errors) from None
     except SpecError as exc:
         raise exc if exc.errors else exc.with_errors([exc]) from None
     except RecursionError:
         raise SpecError("invalid_spec", "the spec is nested too deeply", "") from None
+
+
+def _errors_of_the_rest(data: dict[str, Any], refused: list[list[Any]]) -> list[Problem]:
+    """The semantic errors of what the schema accepted (see gaps.py); [] if it cannot be checked."""
+    rest = set_aside(data, refused)
+    if rest is None:
+        return []
+    doc, gaps = rest
+    try:
+        ModelSpec.model_validate(doc, context={"gaps": gaps})
+    except SpecError as exc:
+        return list(exc.errors or [exc])
+    except (ValidationError, RecursionError):
+        pass  # a part set aside left something the schema refuses: report the first stage only
+    return []

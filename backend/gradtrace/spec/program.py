@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import SpecError
+from .errors import SpecError, did_you_mean
 from .ir import (  # noqa: F401 (re-exported: the IR is part of this module's interface)
     ELLIPSIS,
     BinOp,
@@ -161,10 +162,13 @@ class _LineParser:
             return None
         return IntTuple(tuple(values))  # type: ignore[arg-type]
 
-    def kwarg(self, callee: str, node: ast.keyword, allowed: frozenset[str]) -> tuple[str, Const | IntTuple]:
+    def kwarg(
+        self, callee: str, node: ast.keyword, allowed: frozenset[str] | None
+    ) -> tuple[str, Const | IntTuple]:
+        """``allowed`` None: a module whose spec has an error, so its keywords are not known."""
         if node.arg is None:
             raise self.fail(node.value, "`**kwargs` is not allowed")
-        if node.arg not in allowed:
+        if allowed is not None and node.arg not in allowed:
             names = ", ".join(sorted(allowed)) or "none"
             raise self.fail(node, f"{callee}() takes no keyword argument {node.arg!r} (accepted: {names})")
         value = node.value
@@ -194,7 +198,9 @@ class _LineParser:
             sig = METHODS.get(method)
             if sig is None:
                 raise self.fail(
-                    node.func, f"tensor method .{method}() is not in the whitelist", "unknown_function"
+                    node.func,
+                    f"tensor method .{method}() is not in the whitelist{did_you_mean(method, METHODS)}",
+                    "unknown_function",
                 )
             self.check_arity(node, f".{method}", sig)
             obj = self.expr(node.func.value)
@@ -209,8 +215,8 @@ class _LineParser:
         name = node.func.id
         module = self.modules.get(name)
         if module is not None:
-            allowed = MODULE_CALL_KWARGS.get(module.type, frozenset())
-            if len(node.args) != module.arity:
+            allowed = MODULE_CALL_KWARGS.get(module.type, frozenset()) if module.arity is not None else None
+            if module.arity is not None and len(node.args) != module.arity:
                 raise self.fail(
                     node,
                     f"module {name} ({module.type}) takes {module.arity} positional argument(s), got {len(node.args)}",
@@ -222,7 +228,8 @@ class _LineParser:
         if sig is None:
             raise self.fail(
                 node.func,
-                f"{name!r} is not a module of this program or a whitelisted function",
+                f"{name!r} is not a module of this program or a whitelisted function"
+                + did_you_mean(name, [*self.modules, *FUNCTIONS]),
                 "unknown_function",
             )
         self.check_arity(node, name, sig)
@@ -313,69 +320,128 @@ def parse_program(
     owner: str | None = None,
     args: tuple[str, ...] = (),
     label: str | None = None,
+    problems: list[SpecError] | None = None,
 ) -> Program:
-    """Compile program lines. A Module program (owner set) must end in `return <expr>`."""
+    """Compile program lines. A Module program (owner set) must end in `return <expr>`.
+
+    Without ``problems`` the first refused line raises. With it, each refused line's SpecError
+    is appended there and the line is left out (lines are independent until names are
+    resolved); the Program records what the refused lines seem to assign.
+    """
     statements: list[Statement] = []
     label = label or (f"module {owner}, forward" if owner else "forward")
-    returns = 1
+    returns: int | None = 1
+    failed_lines: list[int] = []
+    failed_targets: list[str] | None = []
     for index, source in enumerate(lines):
-        parser = _LineParser(path, label, index, modules)
         try:
-            with _AST_PARSE:
-                tree = ast.parse(source, mode="exec")
-        except SyntaxError as exc:
-            col = exc.offset if exc.offset else None
-            msg = (
-                f"{label} line {index + 1}"
-                + (f", column {col}" if col else "")
-                + f": invalid syntax ({exc.msg})"
-            )
-            raise SpecError("program_syntax", msg, f"{path}/{index}", index + 1, col) from None
-        except (RecursionError, MemoryError, ValueError):
-            raise SpecError(
-                "program_syntax",
-                f"{label} line {index + 1}: expression too complex",
-                f"{path}/{index}",
-                index + 1,
-            ) from None
-        if len(tree.body) != 1:
-            raise parser.fail(tree.body[1] if tree.body else None, "one statement per line")
-        if _count_nodes(tree) > MAX_EXPRESSION_NODES:
-            raise parser.fail(
-                tree.body[0],
-                f"expression too large (more than {MAX_EXPRESSION_NODES} parts); split it over several lines",
-            )
-        stmt = tree.body[0]
-        last = index == len(lines) - 1
-        if isinstance(stmt, ast.Return):
-            if owner is None:
-                raise parser.fail(
-                    stmt,
-                    "`return` is not allowed in the top-level program (it has no caller); assign instead",
-                    "return_not_allowed",
-                )
-            if not last:
-                raise parser.fail(stmt, "`return` must be the last line", "return_not_last")
-            if stmt.value is None:
-                raise parser.fail(stmt, "`return` needs a value")
-            if isinstance(stmt.value, ast.Tuple):
-                value: Expr = TupleExpr(tuple(parser.expr(e) for e in stmt.value.elts))
-                returns = len(stmt.value.elts)
+            stmt = _parse_line(source, index, len(lines), path, label, modules, owner)
+        except SpecError as exc:
+            if problems is None:
+                raise
+            problems.append(exc)
+            failed_lines.append(index)
+            guessed = assigned_names(source)
+            if guessed is None or failed_targets is None:
+                failed_targets = None
             else:
-                value = parser.expr(stmt.value)
-            statements.append(
-                Statement(
-                    (),
-                    value,
-                    True,
-                    index,
-                    source,
-                    stmt.col_offset + 1,
-                    tuple(parser.uses),
-                    tuple(parser.columns[u] for u in parser.uses),
-                )
-            )
+                failed_targets.extend(guessed)
+            if index == len(lines) - 1:
+                returns = None  # a refused `return`: how many values it gives is unknown
             continue
+        if stmt.is_return and isinstance(stmt.value, TupleExpr):
+            returns = len(stmt.value.items)
+        statements.append(stmt)
+    last_refused = len(lines) - 1 in failed_lines
+    if owner is not None and not last_refused and (not statements or not statements[-1].is_return):
+        n = len(lines)
+        error = SpecError(
+            "missing_return",
+            f"{label} line {n}: a Module program must end with `return <expr>`",
+            f"{path}/{n - 1}",
+            n,
+            None,
+        )
+        if problems is None:
+            raise error
+        problems.append(error)
+        failed_lines.append(n - 1)
+    return Program(
+        tuple(statements),
+        path,
+        owner,
+        args,
+        returns,
+        label,
+        tuple(failed_lines),
+        None if failed_targets is None else tuple(failed_targets),
+    )
+
+
+# `a = …` or `a, b = …` at the start of a line that did not compile: the names it assigns.
+_ASSIGNED = re.compile(r"\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*,?\s*=(?!=)")
+
+
+def assigned_names(source: str) -> tuple[str, ...] | None:
+    """The names a refused line seems to assign; () for a `return`; None when it cannot be told."""
+    if re.match(r"\s*return\b", source):
+        return ()
+    found = _ASSIGNED.match(source)
+    return tuple(n.strip() for n in found.group(1).split(",")) if found else None
+
+
+def _parse_line(
+    source: str,
+    index: int,
+    count: int,
+    path: str,
+    label: str,
+    modules: Mapping[str, CalleeInfo],
+    owner: str | None,
+) -> Statement:
+    """One program line as a Statement; a refused line raises SpecError naming line and column."""
+    parser = _LineParser(path, label, index, modules)
+    try:
+        with _AST_PARSE:
+            tree = ast.parse(source, mode="exec")
+    except SyntaxError as exc:
+        col = exc.offset if exc.offset else None
+        msg = (
+            f"{label} line {index + 1}" + (f", column {col}" if col else "") + f": invalid syntax ({exc.msg})"
+        )
+        raise SpecError("program_syntax", msg, f"{path}/{index}", index + 1, col) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise SpecError(
+            "program_syntax",
+            f"{label} line {index + 1}: expression too complex",
+            f"{path}/{index}",
+            index + 1,
+        ) from None
+    if len(tree.body) != 1:
+        raise parser.fail(tree.body[1] if tree.body else None, "one statement per line")
+    if _count_nodes(tree) > MAX_EXPRESSION_NODES:
+        raise parser.fail(
+            tree.body[0],
+            f"expression too large (more than {MAX_EXPRESSION_NODES} parts); split it over several lines",
+        )
+    stmt = tree.body[0]
+    if isinstance(stmt, ast.Return):
+        if owner is None:
+            raise parser.fail(
+                stmt,
+                "`return` is not allowed in the top-level program (it has no caller); assign instead",
+                "return_not_allowed",
+            )
+        if index != count - 1:
+            raise parser.fail(stmt, "`return` must be the last line", "return_not_last")
+        if stmt.value is None:
+            raise parser.fail(stmt, "`return` needs a value")
+        if isinstance(stmt.value, ast.Tuple):
+            value: Expr = TupleExpr(tuple(parser.expr(e) for e in stmt.value.elts))
+        else:
+            value = parser.expr(stmt.value)
+        targets: tuple[str, ...] = ()
+    else:
         if not isinstance(stmt, ast.Assign):
             hint = (
                 " (write `x = x + 1` as a new name, e.g. `x2 = x + 1`)"
@@ -390,28 +456,16 @@ def parse_program(
         targets = _targets(parser, stmt.targets[0])
         value = parser.expr(stmt.value)
         _check_unpacking(parser, stmt, targets, value, modules)
-        statements.append(
-            Statement(
-                targets,
-                value,
-                False,
-                index,
-                source,
-                stmt.col_offset + 1,
-                tuple(parser.uses),
-                tuple(parser.columns[u] for u in parser.uses),
-            )
-        )
-    if owner is not None and (not statements or not statements[-1].is_return):
-        n = len(lines)
-        raise SpecError(
-            "missing_return",
-            f"{label} line {n}: a Module program must end with `return <expr>`",
-            f"{path}/{n - 1}",
-            n,
-            None,
-        )
-    return Program(tuple(statements), path, owner, args, returns, label)
+    return Statement(
+        targets,
+        value,
+        isinstance(stmt, ast.Return),
+        index,
+        source,
+        stmt.col_offset + 1,
+        tuple(parser.uses),
+        tuple(parser.columns[u] for u in parser.uses),
+    )
 
 
 def _statement_kind(stmt: ast.stmt) -> str:
@@ -464,7 +518,7 @@ def _check_unpacking(
     elif isinstance(value, BinOp | Neg | MethodCall | Const):
         produced = 1
     if produced is None:
-        return
+        return  # not a call, or a module whose error left its outputs unknown
     if produced == 1 and len(targets) > 1:
         raise parser.fail(stmt, f"cannot unpack one tensor into {len(targets)} names")
     if produced > 1 and len(targets) not in (1, produced):

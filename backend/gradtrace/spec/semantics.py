@@ -1,9 +1,10 @@
 """Whole-spec checks: one shared name space, compiled programs, steps, hooks, retain_grad.
 
 Called by ModelSpec's root validator; raises SpecError naming the field (JSON Pointer) and,
-for programs, the line and column. Independent checks (each module, each step, hook and
-retain_grad entry) all run: the first error is raised with every error found attached
-(``SpecError.errors``). Checks that need the top-level program stop at its first error.
+for programs, the line and column. Independent checks (each module, each program line, each
+step, hook and retain_grad entry) all run: the first error is raised with every error found
+attached (``SpecError.errors``). A refused line or module still counts as defining what it
+names, so what comes after it is checked without blaming it for that.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .analysis import analyse, check_module_args, check_names, reserved_function_names, unused_warnings
-from .errors import SpecError, SpecWarning
+from .errors import SpecError, SpecWarning, did_you_mean
+from .gaps import Gaps
 from .hooks import TensorHookSpec
 from .modules import CompositeSpec, walk_modules
 from .program import CalleeInfo, Program, parse_program
@@ -26,11 +28,22 @@ if TYPE_CHECKING:
 HARD_MAX_MODULE_DEPTH = 16
 
 
-def _callees(children: dict) -> dict[str, CalleeInfo]:
+def _callees(children: dict, owner: str, gaps: Gaps, failed: set[str]) -> dict[str, CalleeInfo]:
+    """What a program may call: its children, those refused by the schema with nothing known
+    (their calls are not checked) and composites whose program failed with unknown outputs."""
     out = {}
     for name, child in children.items():
-        out[name] = CalleeInfo(child.type, child.call_arity, child.returns)
+        returns = None if _join(owner, name) in failed else child.returns
+        out[name] = CalleeInfo(child.type, child.call_arity, returns)
+    for path in gaps.modules:
+        parent, _, name = path.rpartition(".")
+        if parent == owner:
+            out[name] = CalleeInfo("", None, None)
     return out
+
+
+def _join(owner: str, name: str) -> str:
+    return f"{owner}.{name}" if owner else name
 
 
 def _conflict(name: str, first: str, second: str, path: str) -> SpecError:
@@ -64,23 +77,24 @@ def _check_attribute_name(
         raise SpecError("reserved_name", f"{what}: {why}", path, line, column)
 
 
-def _check_program_names(program: Program) -> None:
+def _check_program_names(program: Program, findings: _Findings) -> None:
     """The names a program assigns are tensors: none may shadow an nn.Module attribute."""
     for stmt in program.statements:
         for target in stmt.targets:
-            _check_attribute_name(
-                target,
-                f"{program.where(stmt.index)}: tensor {target!r}",
-                f"{program.path}/{stmt.index}",
-                stmt.index + 1,
-                stmt.column,
-            )
+            with findings.check():
+                _check_attribute_name(
+                    target,
+                    f"{program.where(stmt.index)}: tensor {target!r}",
+                    f"{program.path}/{stmt.index}",
+                    stmt.index + 1,
+                    stmt.column,
+                )
 
 
-def _compile_modules(spec: ModelSpec, functions: dict[str, str], findings: _Findings) -> bool:
+def _compile_modules(spec: ModelSpec, functions: dict[str, str], findings: _Findings, gaps: Gaps) -> set[str]:
     """Compile each composite Module's program against its own arguments and children.
 
-    Returns whether every module compiled (callers skip checks that depend on them).
+    Returns the paths of the composites that failed: their callers do not know their outputs.
     """
     # Children of composites are compiled first (deepest first) so a parent knows their `returns`.
     walked = list(walk_modules(spec.modules))
@@ -93,17 +107,29 @@ def _compile_modules(spec: ModelSpec, functions: dict[str, str], findings: _Find
             )
         with findings.check():
             _check_attribute_name(path.rsplit(".", 1)[-1], f"module {path}", ptr)
-    before = len(findings.errors)
+    failed: set[str] = set()
     for path, ptr, mod, _depth in reversed(walked):
         if isinstance(mod, CompositeSpec):
+            before = len(findings.errors)
             with findings.check():
-                _compile_module(path, ptr, mod, functions)
-    return len(findings.errors) == before
+                _compile_module(path, ptr, mod, functions, findings, gaps, failed)
+            if len(findings.errors) > before:
+                failed.add(path)
+    return failed
 
 
-def _compile_module(path: str, ptr: str, mod: CompositeSpec, functions: dict[str, str]) -> None:
+def _compile_module(
+    path: str,
+    ptr: str,
+    mod: CompositeSpec,
+    functions: dict[str, str],
+    findings: _Findings,
+    gaps: Gaps,
+    failed: set[str],
+) -> None:
     reserved = dict(functions)
-    for child in mod.modules:
+    callees = _callees(mod.modules, path, gaps, failed)
+    for child in callees:
         if child in functions:
             raise _conflict(
                 child,
@@ -120,19 +146,26 @@ def _compile_module(path: str, ptr: str, mod: CompositeSpec, functions: dict[str
             raise _conflict(arg, f"argument {arg!r} of module {path}", other, f"{ptr}/args/{i}")
         defined[arg] = f"an argument of module {path}"
     program = parse_program(
-        mod.forward, f"{ptr}/forward", _callees(mod.modules), owner=path, args=tuple(mod.args)
+        mod.forward, f"{ptr}/forward", callees, owner=path, args=tuple(mod.args), problems=findings.errors
     )
-    _check_program_names(program)
-    check_names(program, defined, reserved)
-    check_module_args(program, f"{ptr}/args")
+    before = len(findings.errors)
+    _check_program_names(program, findings)
+    check_names(program, defined, reserved, findings.errors)
+    # A refused line's reads are unknown and a misspelled name may be the argument meant:
+    # "argument never used" would then blame the wrong thing.
+    if not program.failed_lines and len(findings.errors) == before:
+        check_module_args(program, f"{ptr}/args")
     mod._program = program
 
 
-def check_spec(spec: ModelSpec) -> None:
+def check_spec(spec: ModelSpec, gaps: Gaps | None = None) -> None:
+    """Every check of a spec whose structure the schema accepted (``gaps``: the parts it
+    refused, set aside by parse_spec; checks skip what depends on them)."""
+    gaps = gaps or Gaps()
     findings = _Findings()
     functions = reserved_function_names()
     reserved = dict(functions)
-    for name in spec.modules:
+    for name in [*spec.modules, *(m for m in gaps.modules if "." not in m)]:
         with findings.check():
             if name in functions:
                 raise _conflict(
@@ -148,11 +181,9 @@ def check_spec(spec: ModelSpec) -> None:
         inputs[name] = f"the input {name} (/inputs/{name})"
         if inp.dtype is None:
             inp.dtype = spec.dtype
-    if not _compile_modules(spec, functions, findings):
-        findings.raise_all()  # the top-level program calls these modules: checking it now would mislead
-
+    failed = _compile_modules(spec, functions, findings, gaps)
     with findings.check():
-        _check_top_level(spec, functions, reserved, inputs, findings)
+        _check_top_level(spec, functions, reserved, inputs, findings, gaps, failed)
     _check_number_ranges(spec, findings)
     findings.raise_all()
 
@@ -216,22 +247,25 @@ def _check_top_level(
     reserved: dict[str, str],
     inputs: dict[str, str],
     findings: _Findings,
+    gaps: Gaps,
+    failed: set[str],
 ) -> None:
-    program = parse_program(spec.forward, "/forward", _callees(spec.modules))
-    if not program.statements:
+    callees = _callees(spec.modules, "", gaps, failed)
+    program = parse_program(spec.forward, "/forward", callees, problems=findings.errors)
+    if not program.statements and not program.failed_lines:
         raise SpecError("empty_program", "the forward program has no statements", "/forward")
-    _check_program_names(program)
-    defined = check_names(program, inputs, reserved)
+    _check_program_names(program, findings)
+    defined = check_names(program, inputs, reserved, findings.errors, gaps.unknown_name)
+    gaps.any_name = gaps.any_name or program.failed_targets is None
     spec._program = program
 
     params = spec.parameter_shapes()
     grad_leaves = {n for n, i in spec.inputs.items() if i.requires_grad} | set(params)
-    # Steps define names later steps, hooks and retain_grad read: after a step's error, checking
-    # those would report names as undefined that are not. Hooks and retain_grad entries are
-    # independent of each other: each is checked.
-    defined, keep = _check_steps(spec, defined, reserved, params)
-    keep |= _check_hooks(spec, defined, params, grad_leaves, findings)
-    retain_warnings = _check_retain_grad(spec, defined, params, findings)
+    # Steps define names later steps, hooks and retain_grad read: a refused step still defines
+    # what it names, so what comes after it is checked without blaming names it would assign.
+    defined, keep = _check_steps(spec, defined, reserved, params, callees, findings, gaps)
+    keep |= _check_hooks(spec, defined, params, grad_leaves, findings, gaps)
+    retain_warnings = _check_retain_grad(spec, defined, params, findings, gaps)
     keep |= set(spec.retain_grad)
     if findings.errors:
         return  # the analysis below assumes a program whose every name resolved
@@ -241,56 +275,83 @@ def _check_top_level(
     spec._warnings = unused_warnings(program, stats, spec.inputs) + retain_warnings
 
 
-def _tensor_ref(ref: str, defined: dict[str, str], params: dict, path: str, what: str) -> None:
-    if ref in defined or ref in params:
+def _tensor_ref(ref: str, defined: dict[str, str], params: dict, path: str, what: str, gaps: Gaps) -> None:
+    if ref in defined or ref in params or gaps.unknown_name(ref):
         return
-    hint = ""
+    hint = did_you_mean(ref, [*defined, *params])
     if "." in ref:
-        hint = f" (parameters: {', '.join(list(params)[:12]) or 'none'})"
+        hint += f" (parameters: {', '.join(list(params)[:12]) or 'none'})"
     raise SpecError("undefined_name", f"{what}: {ref!r} is not a tensor of this spec{hint}", path)
 
 
-def _check_steps(spec: ModelSpec, defined: dict[str, str], reserved: dict[str, str], params: dict):
+def _check_steps(
+    spec: ModelSpec,
+    defined: dict[str, str],
+    reserved: dict[str, str],
+    params: dict,
+    callees: dict[str, CalleeInfo],
+    findings: _Findings,
+    gaps: Gaps,
+) -> tuple[dict[str, str], set[str]]:
     """Names each step reads must exist by then; `grad` results and step programs add names."""
     keep: set[str] = set()
-    callees = _callees(spec.modules)
     for i, step in enumerate(spec.steps or []):
         ptr = f"/steps/{i}"
+        if ptr in gaps.skip:
+            continue
         if step.do == "backward":
-            _tensor_ref(step.of, defined, {}, f"{ptr}/of", f"step {i} (backward)")
+            with findings.check():
+                _tensor_ref(step.of, defined, {}, f"{ptr}/of", f"step {i} (backward)", gaps)
             keep.add(step.of)
             for j, ref in enumerate(step.inputs or []):
-                _tensor_ref(ref, defined, params, f"{ptr}/inputs/{j}", f"step {i} (backward) inputs")
+                with findings.check():
+                    _tensor_ref(
+                        ref, defined, params, f"{ptr}/inputs/{j}", f"step {i} (backward) inputs", gaps
+                    )
                 keep.add(ref)
         elif step.do == "grad":
             for j, name in enumerate(step.outputs()):
                 sub = f"{ptr}/of" if isinstance(step.of, str) else f"{ptr}/of/{j}"
-                _tensor_ref(name, defined, {}, sub, f"step {i} (grad)")
+                with findings.check():
+                    _tensor_ref(name, defined, {}, sub, f"step {i} (grad)", gaps)
                 keep.add(name)
             for j, ref in enumerate(step.inputs):
-                _tensor_ref(ref, defined, params, f"{ptr}/inputs/{j}", f"step {i} (grad) inputs")
+                with findings.check():
+                    _tensor_ref(ref, defined, params, f"{ptr}/inputs/{j}", f"step {i} (grad) inputs", gaps)
                 keep.add(ref)
             for j, name in enumerate(step.as_):
                 other = defined.get(name) or reserved.get(name)
                 if other:
-                    raise _conflict(name, f"step {i} (grad) `as` ({ptr}/as/{j})", other, f"{ptr}/as/{j}")
+                    findings.errors.append(
+                        _conflict(name, f"step {i} (grad) `as` ({ptr}/as/{j})", other, f"{ptr}/as/{j}")
+                    )
                 defined[name] = f"a result of step {i} (grad)"
         elif step.do == "forward" and step.program is not None:
-            program = parse_program(step.program, f"{ptr}/program", callees, label=f"step {i} (forward)")
-            defined = check_names(program, defined, reserved)
+            program = parse_program(
+                step.program, f"{ptr}/program", callees, label=f"step {i} (forward)", problems=findings.errors
+            )
+            defined = check_names(program, defined, reserved, findings.errors, gaps.unknown_name)
+            gaps.any_name = gaps.any_name or program.failed_targets is None
             keep |= {u for s in program.statements for u in s.uses}
             spec._step_programs[i] = program
     return defined, keep
 
 
 def _check_hooks(
-    spec: ModelSpec, defined: dict[str, str], params: dict, grad_leaves: set[str], findings: _Findings
+    spec: ModelSpec,
+    defined: dict[str, str],
+    params: dict,
+    grad_leaves: set[str],
+    findings: _Findings,
+    gaps: Gaps,
 ) -> set[str]:
     paths = spec.module_paths()
     keep = set()
     for i, hook in enumerate(spec.hooks):
+        if f"/hooks/{i}" in gaps.skip:
+            continue
         with findings.check():
-            keep |= _check_hook(i, hook, spec, defined, params, grad_leaves, paths)
+            keep |= _check_hook(i, hook, spec, defined, params, grad_leaves, paths, gaps)
     return keep
 
 
@@ -302,12 +363,15 @@ def _check_hook(
     params: dict,
     grad_leaves: set[str],
     paths: dict,
+    gaps: Gaps,
 ) -> set[str]:
     keep = set()
     ptr = f"/hooks/{i}"
     if isinstance(hook, TensorHookSpec):  # "tensor" and "post_accumulate_grad"
-        _tensor_ref(hook.tensor, defined, params, f"{ptr}/tensor", f"hook {i} ({hook.type})")
+        _tensor_ref(hook.tensor, defined, params, f"{ptr}/tensor", f"hook {i} ({hook.type})", gaps)
         keep.add(hook.tensor)
+        if gaps.unknown_name(hook.tensor):
+            return keep  # whether it requires grad is not known
         if hook.tensor in spec.inputs and hook.tensor not in grad_leaves:
             raise SpecError(
                 "hook_on_no_grad",
@@ -320,21 +384,23 @@ def _check_hook(
                 f"hook {i} (post_accumulate_grad): {hook.tensor!r} is not a leaf that requires grad (an input with requires_grad or a parameter)",
                 f"{ptr}/tensor",
             )
-    elif hook.module not in paths:
+    elif hook.module not in paths and not gaps.unknown_module(hook.module):
         known = ", ".join(list(paths)[:12]) or "none"
         raise SpecError(
             "undefined_module",
-            f"hook {i} ({hook.type}): no module {hook.module!r} (modules: {known})",
+            f"hook {i} ({hook.type}): no module {hook.module!r}{did_you_mean(hook.module, paths)} (modules: {known})",
             f"{ptr}/module",
         )
     return keep
 
 
 def _check_retain_grad(
-    spec: ModelSpec, defined: dict[str, str], params: dict, findings: _Findings
+    spec: ModelSpec, defined: dict[str, str], params: dict, findings: _Findings, gaps: Gaps
 ) -> list[SpecWarning]:
     warnings = []
     for i, name in enumerate(spec.retain_grad):
+        if f"/retain_grad/{i}" in gaps.skip:
+            continue
         if name in spec.inputs:
             warnings.append(
                 SpecWarning(
@@ -345,5 +411,5 @@ def _check_retain_grad(
             )
             continue
         with findings.check():
-            _tensor_ref(name, defined, {}, f"/retain_grad/{i}", "retain_grad")
+            _tensor_ref(name, defined, {}, f"/retain_grad/{i}", "retain_grad", gaps)
     return warnings

@@ -1,0 +1,148 @@
+"""Rough edges a newcomer hit first, each checked in real Chromium at the sizes they were seen.
+
+Hiding the editor: the graph takes the editor's width (it used to get none: the hidden panel
+left the grid and the graph slid into the editor's 0 px column).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_helpers import open_example
+
+pytestmark = pytest.mark.browser
+
+SIZES = [(1280, 720), (1440, 900), (1920, 1080)]
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_hiding_the_editor_gives_the_graph_its_width(
+    page: Any, live_server: str, screenshots: Path, width: int, height: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    open_example(page, live_server, "two-layer-linear")
+    graph = page.locator(".graph-panel")
+    side = page.locator(".side-panel")
+    before = graph.bounding_box()
+    page.get_by_role("button", name="Editor").click()
+    assert page.get_by_role("button", name="Editor").get_attribute("aria-expanded") == "false"
+    assert page.locator("#editor-panel").is_hidden()
+    page.wait_for_function(
+        "(w) => document.querySelector('.graph-panel').getBoundingClientRect().width > w + 200",
+        arg=before["width"],
+    )
+    after = graph.bounding_box()
+    right = side.bounding_box()
+    # The graph starts at the left edge and reaches the side panel; the side panel keeps its size.
+    assert after["x"] == pytest.approx(0, abs=1)
+    assert after["x"] + after["width"] == pytest.approx(right["x"], abs=1)
+    assert right["x"] + right["width"] == pytest.approx(width, abs=1)
+    assert 260 <= right["width"] <= 341
+    assert after["height"] == pytest.approx(before["height"], abs=1)
+    # The graph is re-framed into the wider panel: every node is inside it.
+    nodes = page.locator("#graph .gt-node").evaluate_all(
+        "ns => ns.map(n => { const r = n.getBoundingClientRect(); return [r.left, r.right, r.width]; })"
+    )
+    assert nodes and all(w > 0 for _, _, w in nodes)
+    assert min(left for left, _, _ in nodes) >= after["x"] - 1
+    assert max(r for _, r, _ in nodes) <= after["x"] + after["width"] + 1
+    page.screenshot(path=str(screenshots / f"editor-hidden-{width}x{height}.png"))
+    # And back: the editor returns with its own column.
+    page.get_by_role("button", name="Editor").click()
+    assert page.locator("#editor-panel").is_visible()
+    page.wait_for_function(
+        "(w) => Math.abs(document.querySelector('.graph-panel').getBoundingClientRect().width - w) < 2",
+        arg=before["width"],
+    )
+
+
+COMPARE_SIZES = [(1280, 720), (1440, 900)]
+
+
+@pytest.mark.parametrize(("width", "height"), COMPARE_SIZES, ids=[f"{w}x{h}" for w, h in COMPARE_SIZES])
+def test_compare_table_breaks_no_name_or_number(
+    page: Any, live_server: str, screenshots: Path, width: int, height: int
+) -> None:
+    """The compare table used to sit in the 260 px column and wrap mid-word (`lin.weig ht`)."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_example(page, live_server, "full-backward-hook-x2", "&compare=full-backward-hook")
+    page.wait_for_selector("body[data-compare=ready]", timeout=60000)
+    cells = page.locator("#compare-panel .compare-grads tbody").first.evaluate(
+        """tbody => [...tbody.querySelectorAll('th, td')].map(cell => {
+             const range = document.createRange();
+             range.selectNodeContents(cell);
+             const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+             return [cell.textContent, lines.size];
+           })"""
+    )
+    assert len(cells) >= 5 * 4
+    # A cell without a space (a name, a one-number summary, a factor) sits on one line.
+    broken = [text for text, lines in cells if " " not in text.strip() and lines > 1]
+    assert not broken, broken
+    assert any(text == "f1.f.weight" for text, _ in cells)
+    panel = page.locator("#compare-panel")
+    assert panel.evaluate("p => p.scrollWidth <= p.clientWidth + 1")
+    assert page.locator(".graph-panel").bounding_box()["width"] >= width * 0.4
+    page.screenshot(path=str(screenshots / f"compare-table-{width}x{height}.png"))
+
+
+@pytest.mark.parametrize("example", ["sgd-training-step", "two-losses"])
+def test_timeline_bands_show_whole_words_or_nothing(
+    page: Any, live_server: str, screenshots: Path, example: str
+) -> None:
+    """At 1280×720 the bands read `forwar…`: each now shows the longest of its label, a short
+    form (`fwd #1`, `bwd #2`) or its number that fits whole; the full label stays its name."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_example(page, live_server, example)
+    bands = page.locator("#bands .band")
+    shown = bands.evaluate_all(
+        "bs => bs.map(b => [b.getAttribute('aria-label'), b.title, b.textContent, b.scrollWidth <= b.clientWidth])"
+    )
+    assert len(shown) >= 3
+    for name, title, text, fits in shown:
+        assert name == title and fits, (name, text)
+        short = (
+            name.split(" of ")[0].split(" lr=")[0].replace("forward ", "fwd ").replace("backward ", "bwd ")
+        )
+        assert text in (name, short, "#" + name.split("#")[-1].split()[0] if "#" in name else "", ""), (
+            name,
+            text,
+        )
+    assert any(text for _, _, text, _ in shown), "the wide bands keep a label"
+    page.get_by_role("button", name=shown[1][0], exact=True).click()  # still reachable by its full name
+    page.locator(".scrubber").screenshot(path=str(screenshots / f"bands-{example}-1280.png"))
+
+
+def test_question_mark_opens_the_keyboard_shortcuts(page: Any, live_server: str, screenshots: Path) -> None:
+    open_example(page, live_server, "two-layer-linear")
+    dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+    # Typed in the editor, `?` is text, not a command.
+    editor = page.get_by_role("textbox", name="Spec")
+    editor.focus()
+    page.keyboard.press("End")
+    page.keyboard.type("?")
+    assert dialog.is_hidden() and editor.input_value().endswith("?")
+    page.locator("#graph").click(position={"x": 5, "y": 5})
+    page.keyboard.press("?")
+    dialog.wait_for()
+    text = dialog.inner_text()
+    for key, action in (
+        ("Space", "Play / pause"),
+        ("Home", "First / last event"),
+        ("Esc", "Clear the selection"),
+    ):
+        assert key in text and action in text
+    page.screenshot(path=str(screenshots / "keyboard-shortcuts.png"))
+    # The shortcuts it lists work once it is closed: → steps one event.
+    page.keyboard.press("Escape")
+    assert dialog.is_hidden()
+    before = page.locator("#counter").inner_text().split("/")[0].strip()
+    page.keyboard.press("ArrowRight")
+    assert page.locator("#counter").inner_text().split("/")[0].strip() == str(int(before) + 1)
+    # The ? button opens it too.
+    page.get_by_role("button", name="Keyboard shortcuts").click()
+    dialog.wait_for()
+    dialog.get_by_role("button", name="Close").click()
+    assert dialog.is_hidden()
