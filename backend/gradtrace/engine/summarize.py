@@ -34,6 +34,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NamedTuple, overload
 
+import msgspec
 import numpy as np
 import pybase64
 import torch
@@ -288,6 +289,33 @@ def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
     return True
 
 
+_FUNCTORCH = torch._C._functorch
+
+
+def functorch_unwrapped(t: torch.Tensor) -> tuple[torch.Tensor, str] | None:
+    """What a torch.func wrapper tensor wraps (the innermost plain tensor) and how it was
+    wrapped; None for any other tensor.
+
+    Inside ``vmap``, ``grad``, ``jacrev``, ``vjp``… the model's tensors are functorch wrappers
+    with no storage of their own: their numbers are the wrapped tensor's. A grad-tracking
+    wrapper holds the same numbers; a batched one (``vmap``) stands for one lane of the
+    tensor it wraps, which has the batch dimension too: that whole tensor is what is read."""
+    if not _FUNCTORCH.is_functorch_wrapped_tensor(t):
+        return None
+    layers: list[str] = []
+    while _FUNCTORCH.is_functorch_wrapped_tensor(t):
+        inner = _FUNCTORCH.get_unwrapped(t)
+        if _FUNCTORCH.is_batchedtensor(t):
+            dim = _FUNCTORCH.maybe_get_bdim(t)
+            layers.append(f"vmap (batch dim {dim} of size {inner.shape[dim]})")
+        elif _FUNCTORCH.is_gradtrackingtensor(t):
+            layers.append("a grad transform")
+        else:
+            layers.append("functionalize")
+        t = inner
+    return t, ", inside ".join(layers)
+
+
 def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
@@ -359,6 +387,9 @@ class Summarizer:
         # themselves are shared): a trace holds tens of thousands of records and few shapes,
         # and each list is one more object the cyclic GC traverses
         self._shapes: dict[torch.Size, list[int]] = {}
+        # id(record) -> (record, how it was wrapped): records of torch.func wrapper tensors,
+        # read from the tensors they wrap (see functorch_unwrapped)
+        self.wrapped: dict[int, tuple[TensorValue, str]] = {}
 
     @overload
     def __call__(self, t: torch.Tensor) -> TensorValue: ...
@@ -373,7 +404,10 @@ class Summarizer:
         seen = self._by_object.get(id(t))
         if seen is None or seen[0] is not t or seen[1] != version:
             # The held reference keeps the memory from being reused by another tensor.
-            key = _key(t, version)
+            try:
+                key = _key(t, version)
+            except RuntimeError:  # (no storage: a torch.func wrapper, or not ours to read)
+                return self._wrapped(t, self)
             cached = self._cache.get(key)
             value = self._new(t, key) if cached is None else cached[1]
             self._by_object[id(t)] = (t, version, value)
@@ -409,7 +443,10 @@ class Summarizer:
         # grad seen at its grad_write, a named output), found without building its key
         known = self.known(t)
         if known is None or known.truncated:
-            key = _key(t, t._version)
+            try:
+                key = _key(t, t._version)
+            except RuntimeError:  # (see __call__)
+                return self._wrapped(t, self.final)
             hit = self._cache.get(key)
             known = None if hit is None else hit[1]
         if known is not None and not known.truncated:
@@ -426,6 +463,22 @@ class Summarizer:
         value = self._snapshot(t, key, numel, numbers, kind)
         if numbers:  # (a snapshot of it made later shares it, numbers and all)
             self._cache[key] = (t, value)
+        return value
+
+    def _wrapped(self, t: torch.Tensor, summarize: Any) -> TensorValue:
+        """The record of a torch.func wrapper tensor: ``summarize`` (``__call__`` or
+        ``final``) of what it wraps, as a record of its own, noted in :attr:`wrapped` (the
+        session names where such records appear). Any other tensor without storage: the
+        error reading it raised, again."""
+        found = functorch_unwrapped(t)
+        if found is None:
+            _key(t, t._version)  # (raises what it raised)
+        assert found is not None
+        inner, how = found
+        # (a copy of the inner tensor's record: sharing it would mark that record's other
+        # appearances, where the plain tensor was read, as wrapped too)
+        value = msgspec.structs.replace(summarize(inner))
+        self.wrapped[id(value)] = (value, how)
         return value
 
     def known(self, t: torch.Tensor) -> TensorValue | None:
