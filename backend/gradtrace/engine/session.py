@@ -21,6 +21,7 @@ from torch import nn
 from gradtrace.engine import graph_walk
 from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norms, wrapped_values
 from gradtrace.engine.backward_capture import BackwardCapture
+from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import NestedRuns
@@ -176,7 +177,7 @@ class TraceSession:
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
-        warnings.simplefilter("always")
+        record_all_but_errors()
         if model_hooks and self.root is not None:
             self.model_hooks = ModelHooks(
                 self.recorder,
@@ -208,6 +209,12 @@ class TraceSession:
         # no cycle left the session and every tensor it holds are freed when the trace is done,
         # by reference counting, not by a later full GC pass over all of them)
         self._stack.close()
+
+    def reissue_warnings(self) -> None:
+        """The model's warnings, recorded while the session ran, issued again to the caller
+        (after ``close()``; see caller_warnings). Once: a second call issues nothing."""
+        records, self._warnings = self._warnings, []
+        reissue(records)
 
     # ---- passes -------------------------------------------------------------------------
     def forward(

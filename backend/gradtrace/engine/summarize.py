@@ -34,7 +34,6 @@ import sys
 from collections.abc import Iterator
 from typing import Any, NamedTuple, overload
 
-import msgspec
 import numpy as np
 import pybase64
 import torch
@@ -390,6 +389,7 @@ class Summarizer:
         # id(record) -> (record, how it was wrapped): records of torch.func wrapper tensors,
         # read from the tensors they wrap (see functorch_unwrapped)
         self.wrapped: dict[int, tuple[TensorValue, str]] = {}
+        self._keep: list[torch.Tensor] = []  # the tensors those records were read from
 
     @overload
     def __call__(self, t: torch.Tensor) -> TensorValue: ...
@@ -407,7 +407,7 @@ class Summarizer:
             try:
                 key = _key(t, version)
             except RuntimeError:  # (no storage: a torch.func wrapper, or not ours to read)
-                return self._wrapped(t, self)
+                return self._wrapped(t, final=False)
             cached = self._cache.get(key)
             value = self._new(t, key) if cached is None else cached[1]
             self._by_object[id(t)] = (t, version, value)
@@ -446,7 +446,7 @@ class Summarizer:
             try:
                 key = _key(t, t._version)
             except RuntimeError:  # (see __call__)
-                return self._wrapped(t, self.final)
+                return self._wrapped(t, final=True)
             hit = self._cache.get(key)
             known = None if hit is None else hit[1]
         if known is not None and not known.truncated:
@@ -465,19 +465,33 @@ class Summarizer:
             self._cache[key] = (t, value)
         return value
 
-    def _wrapped(self, t: torch.Tensor, summarize: Any) -> TensorValue:
-        """The record of a torch.func wrapper tensor: ``summarize`` (``__call__`` or
-        ``final``) of what it wraps, as a record of its own, noted in :attr:`wrapped` (the
-        session names where such records appear). Any other tensor without storage: the
-        error reading it raised, again."""
+    def _wrapped(self, t: torch.Tensor, final: bool) -> TensorValue:
+        """The record of a torch.func wrapper tensor: a snapshot (``final``: a final value)
+        of what it wraps, a record of its own noted in :attr:`wrapped` (the session names
+        where such records appear). Any other tensor without storage: the error reading it
+        raised, again."""
         found = functorch_unwrapped(t)
         if found is None:
             _key(t, t._version)  # (raises what it raised)
         assert found is not None
         inner, how = found
-        # (a copy of the inner tensor's record: sharing it would mark that record's other
-        # appearances, where the plain tensor was read, as wrapped too)
-        value = msgspec.structs.replace(summarize(inner))
+        # (not the inner tensor's cached record: that one's other appearances, where the plain
+        # tensor was read, would be marked as wrapped too)
+        key = _key(inner, inner._version)
+        kind = _kind(key[3])
+        numel = inner.numel()
+        cost = numel if final else _cost(numel)
+        numbers = not kind.complex and cost <= (self.final_left if final else self.budget_left)
+        if numbers and final:
+            self.final_left -= cost
+        elif numbers:
+            self.budget_left -= cost
+        elif final:
+            self.finals_truncated += 1
+        else:
+            self.values_truncated += 1
+        value = self._snapshot(inner, key, numel, numbers, kind)
+        self._keep.append(inner)  # (its memory is not reused by another tensor before finalize)
         self.wrapped[id(value)] = (value, how)
         return value
 
