@@ -177,7 +177,7 @@ class TraceSession:
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
-        record_all_but_errors()
+        record_all_but_errors(self._warnings)
         if model_hooks and self.root is not None:
             self.model_hooks = ModelHooks(
                 self.recorder,
