@@ -26,11 +26,25 @@ def trace(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace
     snapshots, default 1,000,000), ``final_value_limit`` (numbers of final gradients and named
     values serialised exactly, default 64,000,000), ``retain_grad`` (True, or names among
     "output", "loss"), ``title``.
+
+    An exception in the model's forward, the loss or the backward (a hook's, PyTorch's) is
+    raised exactly as without gradtrace: the same exception object, type and message. The
+    trace recorded up to it (with an ``error`` event where it broke) is attached to it as
+    ``exc.gradtrace_trace``, a ``Trace`` that can still be saved and drawn. Warnings the model
+    raises are issued again after the trace, through your filters (an "error" filter raises
+    inside the model, where a plain run raises), and listed in the trace's diagnostics.
     """
     from gradtrace.engine import trace_module
 
     grads: dict[str, Any] = {}
-    return Trace(trace_module(model, inputs, loss_fn, grads_out=grads, **options), grads=grads)
+    try:
+        doc = trace_module(model, inputs, loss_fn, grads_out=grads, **options)
+    except Exception as exc:
+        partial = exc.__dict__.pop("gradtrace_partial", None)
+        if partial is not None:
+            exc.gradtrace_trace = Trace(partial[0], grads=partial[1])  # type: ignore[attr-defined]
+        raise
+    return Trace(doc, grads=grads)
 
 
 def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 from engine_checks import check_engine_order, check_node_states
 from torch import nn
@@ -218,7 +219,10 @@ class FailingSegment(nn.Module):
 
 
 def test_an_error_inside_a_nested_run_is_recorded_once_in_that_pass() -> None:
-    doc = gradtrace.trace(FailingSegment(), X.float().clone().requires_grad_()).to_dict()
+    # raised from trace() as PyTorch raises it, the partial trace attached
+    with pytest.raises(RuntimeError, match="^refused inside the recomputed segment$") as raised:
+        gradtrace.trace(FailingSegment(), X.float().clone().requires_grad_())
+    doc = raised.value.gradtrace_trace.to_dict()  # type: ignore[attr-defined]
     errors = [e for e in doc["events"] if e["kind"] == "error"]
     assert [e["message"] for e in errors] == ["refused inside the recomputed segment"]
     nested = next(p for p in doc["passes"] if p["parent"] is not None)

@@ -402,3 +402,42 @@ def diagnose(
             continue  # already reported, naming the module
         out.append(diagnostic(code, "warning", text))
     return out
+
+
+def wrapped_values(
+    nodes: list[Any], events: list[Any], wrapped: dict[int, tuple[TensorValue, str]]
+) -> list[Diagnostic]:
+    """One diagnostic per node or module whose values in the trace are torch.func wrapper
+    tensors read from what they wrap (``Summarizer.wrapped``), naming it and how it was
+    wrapped: inside ``vmap`` a value is the whole batch its lane belongs to."""
+    if not wrapped:
+        return []
+    places: dict[tuple[str | None, str | None], str] = {}  # (node, module) -> how
+
+    def note(value: Any, node: str | None, module: str | None) -> None:
+        if isinstance(value, list | tuple):
+            for item in value:
+                note(item, node, module)
+        elif isinstance(value, TensorValue) and id(value) in wrapped:
+            places.setdefault((node, module), wrapped[id(value)][1])
+
+    for record in nodes:
+        note([record.value, *(s.value for s in record.saved)], record.id, None)
+    for event in events:
+        for item in event.payload.values():
+            note(item, event.node, None if event.node is not None else event.module)
+    out = []
+    for (node, module), how in places.items():
+        where = f"node {node}" if node is not None else (f"module '{module}'" if module else "the model")
+        out.append(
+            diagnostic(
+                "functorch_value",
+                "info",
+                f"{where} ran inside torch.func ({how}): its tensors there are wrappers without "
+                "storage of their own, read from the tensors they wrap"
+                + (" (a vmap lane's value is shown as its whole batch)" if "vmap" in how else ""),
+                node=node,
+                module=module,
+            )
+        )
+    return out

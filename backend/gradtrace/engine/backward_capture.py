@@ -193,9 +193,14 @@ class _AccumulateHooks(_NodeHooks):
         of yet another alias. Only a weak reference to the engine's tensor is kept, so that
         AccumulateGrad may still take it as ``.grad``."""
         alias = grad.detach()
-        # (a sparse gradient has no address: never handed over)
-        strided = grad.layout is torch.strided
-        self.handed = (weakref.ref(grad), grad._version, grad.data_ptr(), alias) if strided else None
+        # (a sparse gradient has no address, nor a torch.func wrapper inside jacrev's
+        # backward: never handed over)
+        self.handed = None
+        if grad.layout is torch.strided:
+            try:
+                self.handed = (weakref.ref(grad), grad._version, grad.data_ptr(), alias)
+            except RuntimeError:
+                pass
         return alias
 
     def _arrived(self, grad: torch.Tensor | None) -> torch.Tensor | None:

@@ -16,6 +16,7 @@ Recording hooks return None: a returned value would replace the module's input/o
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +32,12 @@ from gradtrace.engine.memory import saved_tensor_hooks_active
 from gradtrace.engine.recorder import Recorder
 
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+# True while Dynamo traces a frame (torch.compile), a constant to it: every hook gradtrace
+# installs returns at once when it is, so Dynamo compiles exactly the graph of the plain run
+# (no graph break, no gradtrace code in it) and the compiled code never calls gradtrace,
+# whose view of a compiled region is the autograd node it made (CompiledFunctionBackward).
+# (torch._dynamo.disable instead would break the graph at each hook: more compiled regions.)
+compiling = torch.compiler.is_compiling
 
 
 def flat_tensors(obj: Any) -> list[torch.Tensor]:
@@ -113,7 +120,7 @@ class _DiscoveryMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
         capture = self.capture
-        if capture.paused:  # (quiet() is entered and left around whole calls: still so after)
+        if capture.paused or compiling():  # (quiet() is entered and left around whole calls: still so after)
             return func(*args, **kwargs)
         intercept = capture.intercepts.get(func)
         if intercept is not None:
@@ -233,7 +240,7 @@ class ForwardCapture:
 
     def _pre_hook(self, module: nn.Module, args: tuple) -> None:
         path = self.module_paths.get(id(module))
-        if path is None:  # not this model's (the process-wide hook sees every module)
+        if path is None or compiling():  # not this model's (the process-wide hook sees every module)
             return
         rec = self.recorder
         # (torch function dispatch off, as in quiet(): nothing in here can reach the mode, nor
@@ -252,7 +259,7 @@ class ForwardCapture:
 
     def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.module_paths.get(id(module))
-        if path is None:
+        if path is None or compiling():
             return
         try:
             with _NO_TORCH_FUNCTION():  # (see _pre_hook)
@@ -322,13 +329,18 @@ class ForwardCapture:
         theirs.
         """
         handles: list[RemovableHandle] = []
+        # a torch.compile'd submodule warns at every call while process-wide module hooks
+        # exist (the plain run would not): then every module gets a pair of its own
+        # (only torch.compile imports Dynamo, which takes seconds: no need to here)
+        dynamo = sys.modules.get("torch._dynamo.eval_frame")
+        own_pairs = dynamo is not None and any(isinstance(m, dynamo.OptimizedModule) for m in self.modules)
         try:
             for module in self.modules:
-                if module._forward_pre_hooks or module._forward_hooks:
+                if own_pairs or module._forward_pre_hooks or module._forward_hooks:
                     self._own_pair.add(id(module))
                     handles.append(module.register_forward_pre_hook(self._pre_hook))
                     handles.append(module.register_forward_hook(self._post_hook, always_call=True))
-            if self.modules:
+            if self.modules and not own_pairs:
                 handles.append(register_module_forward_pre_hook(self._global_pre_hook))
                 handles.append(register_module_forward_hook(self._global_post_hook, always_call=True))
             yield

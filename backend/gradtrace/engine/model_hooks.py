@@ -47,7 +47,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.analyses import diagnostic
-from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.forward_capture import ForwardCapture, compiling, flat_tensors
 from gradtrace.engine.node_hook_sets import is_set_key
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import Diagnostic, Event, EventKind, ModuleHook
@@ -535,7 +535,8 @@ class ModelHooks:
 
         def fire(*args: Any, **kwargs: Any) -> tuple[Any, Event | None]:
             """(what the hook returned, its event)."""
-            if not self._active:  # kept by a graph that outlived the trace: just the hook
+            # kept by a graph that outlived the trace, or traced by Dynamo: just the hook
+            if not self._active or compiling():
                 return hook(*args, **kwargs), None
             with capture.quiet():
                 payload, given = seen(args)

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from gradtrace.engine.analyses import reduced_to_sum
+from gradtrace.engine.errors import TraceError
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, gc_paused
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
@@ -118,17 +119,40 @@ def _traced(
                 session.retained["loss"] = loss
             return loss
 
-        loss = session.forward(forward)
+        title = title or f"{type(model).__name__} forward and backward"
         try:
+            loss = session.forward(forward, error_is_event=_the_models)
             session.backward_pass("backward", "loss", None, loss.backward)
-        except RuntimeError:
-            pass  # recorded as an error event with PyTorch's message
-        doc = session.finish(
-            source="module", spec=None, title=title or f"{type(model).__name__} forward and backward"
-        )
-        return doc, session.final_grad_arrays(in_trace=doc.grads) if want_grads else None
+        except Exception as exc:
+            if _the_models(exc):
+                _attach_partial(exc, session, title, want_grads)
+            raise
+        doc = session.finish(source="module", spec=None, title=title)
+        grads = session.final_grad_arrays(in_trace=doc.grads) if want_grads else None
+        session.reissue_warnings()
+        return doc, grads
     finally:
         session.close()
+
+
+def _the_models(exc: BaseException) -> bool:
+    """An exception the model or PyTorch raised (not gradtrace's refusal of a limit)."""
+    return not isinstance(exc, TraceError)
+
+
+def _attach_partial(exc: Exception, session: TraceSession, title: str, want_grads: bool) -> None:
+    """What was recorded up to the exception, as ``exc.gradtrace_partial``: (the trace, its
+    final gradients or None), for ``gradtrace.trace`` to attach as ``exc.gradtrace_trace``.
+    The exception itself stays exactly PyTorch's (or the model's): same object, type and
+    message. The warnings recorded until then are issued first, as a plain run showed them."""
+    try:
+        doc = session.finish(source="module", spec=None, title=title)
+        grads = session.final_grad_arrays(in_trace=doc.grads) if want_grads else None
+    except Exception as failure:  # noqa: BLE001 - the model's exception is what is raised
+        exc.add_note(f"gradtrace could not assemble the partial trace: {type(failure).__name__}: {failure}")
+    else:
+        exc.gradtrace_partial = (doc, grads)  # type: ignore[attr-defined]
+    session.reissue_warnings()
 
 
 def _loss_of(output: Any, loss_fn: Callable[[Any], Any] | None, session: TraceSession) -> torch.Tensor:

@@ -19,8 +19,9 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
-from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norms
+from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norms, wrapped_values
 from gradtrace.engine.backward_capture import BackwardCapture
+from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import NestedRuns
@@ -140,12 +141,12 @@ class TraceSession:
             modules.append(module)
             cls = type(module)
             if isinstance(module, nn.Linear):
-                # (module.weight is nn.Module.__getattr__'s slow fallback; it stays for a
-                # parametrized weight, which is not in _parameters)
+                # (from _parameters, never module.weight: a parametrized weight (weight_norm,
+                # spectral_norm) is a property that runs model code, e.g. one more power
+                # iteration, changing the model; it is no leaf, so it has no .grad to rebuild)
                 weight = module._parameters.get("weight")
-                linear_weights[f"{path}.weight" if path else "weight"] = (
-                    module.weight if weight is None else weight
-                )
+                if weight is not None:
+                    linear_weights[f"{path}.weight" if path else "weight"] = weight
             full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
             module_paths[id(module)] = full
             parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
@@ -177,7 +178,7 @@ class TraceSession:
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
         self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
-        warnings.simplefilter("always")
+        record_all_but_errors(self._warnings)
         if model_hooks and self.root is not None:
             self.model_hooks = ModelHooks(
                 self.recorder,
@@ -211,6 +212,12 @@ class TraceSession:
         # no cycle left the session and every tensor it holds are freed when the trace is done,
         # by reference counting, not by a later full GC pass over all of them)
         self._stack.close()
+
+    def reissue_warnings(self) -> None:
+        """The model's warnings, recorded while the session ran, issued again to the caller
+        (after ``close()``; see caller_warnings). Once: a second call issues nothing."""
+        records, self._warnings = self._warnings, []
+        reissue(records)
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
@@ -366,6 +373,19 @@ class TraceSession:
         self.diagnostics += diagnose(
             rec, self.env, self.retained, self.backward_roots, [str(w.message) for w in self._warnings], found
         )
+        self.diagnostics += wrapped_values(rec.nodes, rec.events, self.summarize.wrapped)
+        self.diagnostics += [
+            diagnostic(
+                "compiled_module",
+                "info",
+                f"module '{path}' is compiled by torch.compile: what runs inside it runs as compiled "
+                "code, which gradtrace does not see (no events of its submodules; its nodes are the "
+                "ones the compiled code made, e.g. one CompiledFunctionBackward)",
+                module=path,
+            )
+            for path, (kind, _parent, _params) in self.module_types.items()
+            if kind == "OptimizedModule"
+        ]
         modules = [
             ModuleInfo(
                 path=path, type=typ, parent=parent, parameters=params, hooks=self.module_hooks.get(path, [])

@@ -311,6 +311,33 @@ def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
     return True
 
 
+_FUNCTORCH = torch._C._functorch
+
+
+def functorch_unwrapped(t: torch.Tensor) -> tuple[torch.Tensor, str] | None:
+    """What a torch.func wrapper tensor wraps (the innermost plain tensor) and how it was
+    wrapped; None for any other tensor.
+
+    Inside ``vmap``, ``grad``, ``jacrev``, ``vjp``… the model's tensors are functorch wrappers
+    with no storage of their own: their numbers are the wrapped tensor's. A grad-tracking
+    wrapper holds the same numbers; a batched one (``vmap``) stands for one lane of the
+    tensor it wraps, which has the batch dimension too: that whole tensor is what is read."""
+    if not _FUNCTORCH.is_functorch_wrapped_tensor(t):
+        return None
+    layers: list[str] = []
+    while _FUNCTORCH.is_functorch_wrapped_tensor(t):
+        inner = _FUNCTORCH.get_unwrapped(t)
+        if _FUNCTORCH.is_batchedtensor(t):
+            dim = _FUNCTORCH.maybe_get_bdim(t)
+            layers.append(f"vmap (batch dim {dim} of size {inner.shape[dim]})")
+        elif _FUNCTORCH.is_gradtrackingtensor(t):
+            layers.append("a grad transform")
+        else:
+            layers.append("functionalize")
+        t = inner
+    return t, ", inside ".join(layers)
+
+
 def exact_array(t: torch.Tensor) -> np.ndarray:
     """A tensor as a numpy array of its own dtype and shape, copied (later writes to the
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
@@ -382,6 +409,10 @@ class Summarizer:
         # themselves are shared): a trace holds tens of thousands of records and few shapes,
         # and each list is one more object the cyclic GC traverses
         self._shapes: dict[torch.Size, list[int]] = {}
+        # id(record) -> (record, how it was wrapped): records of torch.func wrapper tensors,
+        # read from the tensors they wrap (see functorch_unwrapped)
+        self.wrapped: dict[int, tuple[TensorValue, str]] = {}
+        self._keep: list[torch.Tensor] = []  # the tensors those records were read from
 
     @overload
     def __call__(self, t: torch.Tensor) -> TensorValue: ...
@@ -396,7 +427,10 @@ class Summarizer:
         seen = self._by_object.get(id(t))
         if seen is None or seen[0] is not t or seen[1] != version:
             # The held reference keeps the memory from being reused by another tensor.
-            key = _key(t, version)
+            try:
+                key = _key(t, version)
+            except RuntimeError:  # (no storage: a torch.func wrapper, or not ours to read)
+                return self._wrapped(t, final=False)
             cached = self._cache.get(key)
             value = self._new(t, key) if cached is None else cached[1]
             self._by_object[id(t)] = (t, version, value)
@@ -432,7 +466,10 @@ class Summarizer:
         # grad seen at its grad_write, a named output), found without building its key
         known = self.known(t)
         if known is None or known.truncated:
-            key = _key(t, t._version)
+            try:
+                key = _key(t, t._version)
+            except RuntimeError:  # (see __call__)
+                return self._wrapped(t, final=True)
             hit = self._cache.get(key)
             known = None if hit is None else hit[1]
         if known is not None and not known.truncated:
@@ -461,6 +498,36 @@ class Summarizer:
         self._cache.pop(key, None)
         if key[0] is not None:
             self._stats_by_memory.pop((key[0], t.numel(), key[3], key[4], key[5], key[6]), None)
+
+    def _wrapped(self, t: torch.Tensor, final: bool) -> TensorValue:
+        """The record of a torch.func wrapper tensor: a snapshot (``final``: a final value)
+        of what it wraps, a record of its own noted in :attr:`wrapped` (the session names
+        where such records appear). Any other tensor without storage: the error reading it
+        raised, again."""
+        found = functorch_unwrapped(t)
+        if found is None:
+            _key(t, t._version)  # (raises what it raised)
+        assert found is not None
+        inner, how = found
+        # (not the inner tensor's cached record: that one's other appearances, where the plain
+        # tensor was read, would be marked as wrapped too)
+        key = _key(inner, inner._version)
+        kind = _kind(key[3])
+        numel = inner.numel()
+        cost = numel if final else _cost(numel)
+        numbers = cost <= (self.final_left if final else self.budget_left)
+        if numbers and final:
+            self.final_left -= cost
+        elif numbers:
+            self.budget_left -= cost
+        elif final:
+            self.finals_truncated += 1
+        else:
+            self.values_truncated += 1
+        value = self._snapshot(inner, key, numel, numbers, kind)
+        self._keep.append(inner)  # (its memory is not reused by another tensor before finalize)
+        self.wrapped[id(value)] = (value, how)
+        return value
 
     def known(self, t: torch.Tensor) -> TensorValue | None:
         """The summary already made of this very tensor at its current version."""
