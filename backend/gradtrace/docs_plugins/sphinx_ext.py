@@ -57,7 +57,7 @@ class GradtraceDirective(SphinxDirective):
     optional_arguments = 1
     final_argument_whitespace = True
     has_content = True
-    option_spec = _EveryOption({name: directives.unchanged for name in (*FLAGS, *VALUED)})
+    option_spec = _EveryOption(dict.fromkeys((*FLAGS, *VALUED), directives.unchanged))
 
     def run(self) -> list[nodes.Node]:
         if self.env.app.builder.format != "html":  # say so rather than leave a silent gap
@@ -65,7 +65,9 @@ class GradtraceDirective(SphinxDirective):
             return []
         try:
             if not self.arguments:
-                raise ValueError("the directive needs the spec or trace JSON to draw: .. gradtrace:: model.json")
+                raise ValueError(
+                    "the directive needs the spec or trace JSON to draw: .. gradtrace:: model.json"
+                )
             if self.content:
                 raise ValueError("the directive takes no content: options go in `:name: value` lines")
             relative, absolute = self.env.relfn2path(self.arguments[0], self.env.docname)
@@ -96,7 +98,9 @@ class GradtraceDirective(SphinxDirective):
             try:
                 given["height"] = int(given["height"])
             except ValueError:
-                raise ValueError(f"height must be a whole number of pixels, not {given['height']!r}") from None
+                raise ValueError(
+                    f"height must be a whole number of pixels, not {given['height']!r}"
+                ) from None
         given["animated"] = "animated" in self.options
         given["values"] = "no-values" not in self.options
         return given

@@ -15,7 +15,8 @@ from collections import OrderedDict
 from typing import Any
 
 from gradtrace.render.node_tool import run_render
-from gradtrace.render.source import drawing_json
+from gradtrace.render.progress import progress
+from gradtrace.render.source import drawing_json, drawing_what
 
 PHASES = ("forward", "backward", "both")
 THEMES = ("light", "dark")
@@ -55,7 +56,8 @@ def diagram_svg(
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    svg = run_render(data, svg_args(animated, phase, theme, values)).decode("utf-8")
+    with progress(lambda: drawing_what(trace)):
+        svg = run_render(data, svg_args(animated, phase, theme, values)).decode("utf-8")
     with _lock:
         _cache[key] = svg
         while len(_cache) > _CACHE_ENTRIES:

@@ -40,9 +40,17 @@ def render_bytes(
     )
 
 
-def save(trace: Any, path: str | Path, **options: Any) -> Path:
+def save(
+    trace: Any,
+    path: str | Path,
+    *,
+    animated: bool = False,
+    phase: str = "both",
+    theme: str | None = "light",
+    values: bool = True,
+) -> Path:
     """Write the trace to ``path`` in the format its suffix names. Options: see render_bytes."""
     path = Path(path)
-    data = render_bytes(trace, path.suffix, **options)
+    data = render_bytes(trace, path.suffix, animated=animated, phase=phase, theme=theme, values=values)
     path.write_bytes(data)
     return path
