@@ -266,13 +266,17 @@ class Trace:
         phase: str = "both",
         theme: str | None = "light",
         values: bool = True,
+        depth: int | None = None,
+        direction: str = "down",
     ) -> Path:
         """Save as ``.json`` here; ``.html``/``.svg``/``.png`` are drawn by gradtrace.render.
 
         Drawing options (not for ``.json``): ``animated`` (SVG: CSS keyframes replay the
         passes), ``phase`` ("forward", "backward", "both"), ``theme`` ("light", "dark"; for
         ``.html`` None follows the reader's colour scheme), ``values`` (value and gradient
-        chips). See ``render.save``.
+        chips); for ``.svg``/``.png``: ``depth`` (every module that deep drawn as one box;
+        None: the viewer's folding) and ``direction`` ("down", "right"). See
+        ``render.diagram_svg``.
         """
         path = Path(path)
         suffix = path.suffix.lower()
@@ -282,7 +286,16 @@ class Trace:
         if suffix in (".html", ".svg", ".png"):
             from gradtrace import render
 
-            render.save(self, path, animated=animated, phase=phase, theme=theme, values=values)
+            render.save(
+                self,
+                path,
+                animated=animated,
+                phase=phase,
+                theme=theme,
+                values=values,
+                depth=depth,
+                direction=direction,
+            )
             return path
         raise ValueError(
             f"cannot save a trace as {suffix or 'a file without suffix'!r}: use .json, .html, .svg or .png"

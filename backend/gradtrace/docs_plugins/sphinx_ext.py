@@ -10,6 +10,8 @@ In ``conf.py``: ``extensions = ["gradtrace.docs_plugins.sphinx_ext"]``. In a pag
        :no-values:
        :height: 560          (the player's height in pixels)
        :alt: Backward pass of a two-layer network
+       :depth: 1             (svg: every module this deep drawn as one box; default: the viewer's folding)
+       :direction: right     (svg: data flows left to right; default down)
 
 The path is relative to the page (or to the source directory when it starts with ``/``), as
 for ``image``. The drawing is written to ``_gradtrace/`` in the output directory and shown
@@ -40,7 +42,7 @@ from gradtrace.docs_plugins.diagrams import OUTPUT_DIR, DiagramOptions, draw, ht
 log = logging.getLogger(__name__)
 
 FLAGS = ("animated", "no-values")  # written alone: `:animated:`
-VALUED = ("format", "phase", "theme", "height", "alt")
+VALUED = ("format", "phase", "theme", "height", "alt", "depth", "direction")
 
 
 class _EveryOption(dict[str, Any]):
@@ -94,13 +96,12 @@ class GradtraceDirective(SphinxDirective):
             if self.options.get(flag):  # (a flag's value is None; anything written after it is one)
                 raise ValueError(f":{flag}: is a flag, written alone (got {self.options[flag]!r})")
         given: dict[str, Any] = {key: self.options[key] for key in VALUED if key in self.options}
-        if "height" in given:
-            try:
-                given["height"] = int(given["height"])
-            except ValueError:
-                raise ValueError(
-                    f"height must be a whole number of pixels, not {given['height']!r}"
-                ) from None
+        for name in ("height", "depth"):
+            if name in given:
+                try:
+                    given[name] = int(given[name])
+                except ValueError:
+                    raise ValueError(f"{name} must be a whole number, not {given[name]!r}") from None
         given["animated"] = "animated" in self.options
         given["values"] = "no-values" not in self.options
         return given
