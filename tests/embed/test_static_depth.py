@@ -47,7 +47,7 @@ def test_a_100_layer_model_folds_and_fits_a_docs_column(chain: gradtrace.Trace) 
     # The viewer's fold: the first and last block open, the 98 between as one box.
     assert "(Linear, Tanh) ×98 → (2, 8) · 686 nodes" in texts(svg)
     assert "m:2~197" in drawn_node_ids(root)
-    assert {"0.weight", "198.weight"} <= {t for t in texts(svg)}  # real nodes at both ends
+    assert {"0.weight", "198.weight"} <= set(texts(svg))  # real nodes at both ends
 
 
 def test_depth_draws_each_module_as_one_box_with_its_shape(chain: gradtrace.Trace) -> None:
