@@ -173,7 +173,7 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
     const label = fold ? `${fold.paths[0]} … ${fold.paths[fold.paths.length - 1]}` : key;
     const what = fold ? `${fold.period > 1 ? `(${fold.types.join(", ")})` : fold.types[0]} ×${fold.count}` : modules.get(key)?.type || "module";
     const out = outputShape(trace, byId, members);
-    const sublabel = `${what}${out ? ` → ${formatShape(out)}` : ""} · ${members.length} nodes`;
+    const sublabel = `${what}${out ? ` → ${formatShape(out)}` : ""} · ${members.length} node${members.length === 1 ? "" : "s"}`;
     const elk = { id, ...nodeSize("module", label, sublabel) };
     elkNodes.set(id, elk);
     // Inside the box of the collapsed module's parent (its first call's, when the parent repeats).

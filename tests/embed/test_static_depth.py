@@ -55,7 +55,7 @@ def test_depth_draws_each_module_as_one_box_with_its_shape(chain: gradtrace.Trac
     ids = drawn_node_ids(assert_self_contained_svg(svg))
     assert {"m:0", "m:1", "m:2~197", "m:198", "m:199"} <= ids
     assert "0.weight" not in texts(svg)  # inside the box "0": not drawn
-    assert "Linear → (2, 8) · 6 nodes" in texts(svg) and "Tanh → (2, 8) · 1 nodes" in texts(svg)
+    assert "Linear → (2, 8) · 6 nodes" in texts(svg) and "Tanh → (2, 8) · 1 node" in texts(svg)
     assert 'class="gt-group"' not in svg  # no open module box: everything at depth 1 is one box
     # The gradient between boxes is on the edges: norms as PyTorch computes them.
     assert any(t.startswith("‖g‖") for t in texts(svg))
@@ -122,3 +122,19 @@ def test_api_depth_and_direction(live_server: str) -> None:
     assert documented["depth"]["schema"]["anyOf"][0]["minimum"] == 1
     assert "one box" in documented["depth"]["description"]
     assert documented["direction"]["schema"]["enum"] == ["down", "right"]
+
+
+def test_the_docs_plugins_take_depth_and_direction(tmp_path: Path) -> None:
+    from gradtrace.docs_plugins.diagrams import DiagramOptions, draw
+
+    spec = tmp_path / "mlp.json"
+    spec.write_text(json.dumps(get_example("mlp-hooks-reconstruction")))
+    options = DiagramOptions.from_mapping({"depth": 1, "direction": "right"})
+    drawn = draw(spec, options).content.decode("utf-8")
+    assert drawn == diagram_svg(example_trace("mlp-hooks-reconstruction"), depth=1, direction="right")
+    for given, message in [
+        ({"depth": 0}, "depth must be a whole number"),
+        ({"direction": "up"}, "direction"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            DiagramOptions.from_mapping(given)
