@@ -6,26 +6,43 @@ torch-free); the tracing functions import the engine when first called.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from gradtrace.trace import Trace
+from gradtrace.trace import GradtraceWarning, Trace, warn_diagnostics
+from gradtrace.trace_schema import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET, LIBRARY_MAX_NODES
 
-__all__ = ["Trace", "__version__", "compare", "show", "trace", "trace_spec"]
+__all__ = ["GradtraceWarning", "Trace", "__version__", "compare", "show", "trace", "trace_spec"]
 
 # The one version string: the package metadata reads it (pyproject: dynamic version).
 __version__ = "0.1.0"
 
 
-def trace(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace:
+def trace(
+    model: Any,
+    inputs: Any,
+    loss_fn: Callable[[Any], Any] | None = None,
+    *,
+    max_nodes: int = LIBRARY_MAX_NODES,
+    value_budget: int = DEFAULT_VALUE_BUDGET,
+    final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
+    retain_grad: bool | Sequence[str] = False,
+    title: str | None = None,
+) -> Trace:
     """Trace one forward and backward of a real ``nn.Module``.
 
     ``inputs``: a tensor or a tuple of tensors. ``loss_fn(output) -> scalar``; without it a
-    scalar output is the loss and a non-scalar output is reduced with ``.sum()`` (a
-    diagnostic says so). ``Trace.grads`` holds every final gradient exactly, in memory.
-    Options: ``max_nodes`` (default 40,000), ``value_budget`` (numbers kept in per-event
-    snapshots, default 1,000,000), ``final_value_limit`` (numbers of final gradients and named
-    values serialised exactly, default 64,000,000), ``retain_grad`` (True, or names among
-    "output", "loss"), ``title``.
+    scalar output is the loss and a non-scalar output is reduced with ``.sum()``.
+    ``Trace.grads`` holds every final gradient exactly, in memory.
+
+    ``max_nodes``: the most graph nodes traced. ``value_budget``: tensor numbers kept in
+    per-event snapshots (the rest keep their statistics). ``final_value_limit``: numbers of
+    final gradients and named values serialised exactly. ``retain_grad``: True (keep
+    ``output.grad``) or names among "output", "loss". ``title``: the trace's title.
+
+    What the trace's diagnostics say (the output was reduced with ``.sum()``, a hook fires
+    on outputs only, a tensor gets no gradient, …) is also issued as a
+    :class:`GradtraceWarning` (see ``diagnostic_warnings``).
 
     An exception in the model's forward, the loss or the backward (a hook's, PyTorch's) is
     raised exactly as without gradtrace: the same exception object, type and message. The
@@ -38,13 +55,25 @@ def trace(model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Trace
 
     grads: dict[str, Any] = {}
     try:
-        doc = trace_module(model, inputs, loss_fn, grads_out=grads, **options)
+        doc = trace_module(
+            model,
+            inputs,
+            loss_fn,
+            max_nodes=max_nodes,
+            value_budget=value_budget,
+            final_value_limit=final_value_limit,
+            retain_grad=retain_grad,
+            title=title,
+            grads_out=grads,
+        )
     except Exception as exc:
         partial = exc.__dict__.pop("gradtrace_partial", None)
         if partial is not None:
             exc.gradtrace_trace = Trace(partial[0], grads=partial[1])  # type: ignore[attr-defined]
         raise
-    return Trace(doc, grads=grads)
+    traced = Trace(doc, grads=grads)
+    warn_diagnostics(doc, stacklevel=2)  # (2: the line that called trace())
+    return traced
 
 
 def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:

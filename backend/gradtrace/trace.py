@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import msgspec
 from gradtrace.trace_schema import (
     SCHEMA_VERSION,
     WIRE_DTYPES,
+    Diagnostic,
     Event,
     GradInTrace,
     TensorValue,
@@ -18,6 +20,42 @@ from gradtrace.trace_schema import (
     encode_doc,
     encode_doc_text,
 )
+
+
+class GradtraceWarning(UserWarning):
+    """A diagnostic of a trace, issued as a Python warning (it is in the trace too, in
+    ``trace.doc.analyses.diagnostics``): ``code`` (e.g. ``"output_reduced"``), ``severity``
+    (``"info"``, ``"warning"``, ``"error"``) and the ``diagnostic`` record itself.
+
+    Its own category, apart from the warnings the traced model itself raises:
+    ``warnings.simplefilter("ignore", gradtrace.GradtraceWarning)`` silences gradtrace only.
+    """
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(f"{diagnostic.message} [{diagnostic.code}]")
+        self.diagnostic = diagnostic
+        self.code = diagnostic.code
+        self.severity = diagnostic.severity
+
+
+# Diagnostics kept in the trace but not issued: this one restates PyTorch's rule for any
+# intermediate output (its .grad is None unless retained), true of nearly every trace with a
+# loss_fn, so as a warning it would only be noise.
+# (torch_warning: the model's own warning, issued again as itself by trace())
+QUIET_DIAGNOSTICS = frozenset({"grad_not_retained", "torch_warning"})
+
+
+def diagnostic_warnings(doc: TraceDoc) -> list[GradtraceWarning]:
+    """The trace's diagnostics that are issued as warnings, in the trace's order."""
+    return [GradtraceWarning(d) for d in doc.analyses.diagnostics if d.code not in QUIET_DIAGNOSTICS]
+
+
+def warn_diagnostics(doc: TraceDoc, stacklevel: int = 2) -> None:
+    """Issue ``diagnostic_warnings(doc)``; ``stacklevel`` as ``warnings.warn`` would take it
+    in the function calling this one (2: that function's caller)."""
+    for warning in diagnostic_warnings(doc):
+        warnings.warn(warning, stacklevel=stacklevel + 1)
+
 
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
@@ -226,10 +264,25 @@ class Trace:
             return encode_doc_text(self._doc)
         return self.to_json_bytes(indent).decode("utf-8")
 
-    def save(self, path: str | Path, **options: Any) -> Path:
+    def save(
+        self,
+        path: str | Path,
+        *,
+        animated: bool = False,
+        phase: str = "both",
+        theme: str | None = "light",
+        values: bool = True,
+        depth: int | None = None,
+        direction: str = "down",
+    ) -> Path:
         """Save as ``.json`` here; ``.html``/``.svg``/``.png`` are drawn by gradtrace.render.
 
-        Drawing options (``animated``, ``phase``, ``theme``, ``values``): see ``render.save``.
+        Drawing options (not for ``.json``): ``animated`` (SVG: CSS keyframes replay the
+        passes), ``phase`` ("forward", "backward", "both"), ``theme`` ("light", "dark"; for
+        ``.html`` None follows the reader's colour scheme), ``values`` (value and gradient
+        chips); for ``.svg``/``.png``: ``depth`` (every module that deep drawn as one box;
+        None: the viewer's folding) and ``direction`` ("down", "right"). See
+        ``render.diagram_svg``.
         """
         path = Path(path)
         suffix = path.suffix.lower()
@@ -239,7 +292,16 @@ class Trace:
         if suffix in (".html", ".svg", ".png"):
             from gradtrace import render
 
-            render.save(self, path, **options)
+            render.save(
+                self,
+                path,
+                animated=animated,
+                phase=phase,
+                theme=theme,
+                values=values,
+                depth=depth,
+                direction=direction,
+            )
             return path
         raise ValueError(
             f"cannot save a trace as {suffix or 'a file without suffix'!r}: use .json, .html, .svg or .png"

@@ -417,6 +417,20 @@ class Analyses(_Record, kw_only=True):
     per_sample: list[PerSampleContributions] = msgspec.field(default_factory=list)
 
 
+# The library's defaults for a Limits' first three fields (gradtrace.trace shows them in its
+# signature, torch-free; the engine uses them):
+LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
+# numbers in per-event snapshots across one trace (~5.3 MB of float32 base64). JSON `values`
+# lists are charged LIST_COST per number (~20 bytes in JSON vs ~5.3 in base64); a tensor's
+# numbers count once (the wire holds each block once): the budget bounds the size of the
+# snapshots' numbers on the wire.
+DEFAULT_VALUE_BUDGET = 1_000_000
+# numbers of final values (grads + named forward values): resnet18 has 11.7 M parameters, a
+# 12-layer TransformerEncoder(d_model=512) 37.8 M; past this a model is "too big" (one
+# diagnostic) and the rest of its final values are stats only in the serialised trace
+DEFAULT_FINAL_VALUE_LIMIT = 64_000_000
+
+
 class Limits(_Record, kw_only=True):
     """What the trace left out to stay small, so a reader knows it is not the whole story."""
 

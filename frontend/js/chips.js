@@ -19,7 +19,7 @@ export function gradChipText(tv) {
   if (!tv) return null;
   const flag = hasNonFinite(tv) ? " ⚠" : "";
   const nums = smallTensorNumbers(tv, 3);
-  if (nums) return formatChipNumbers(nums, tv.shape) + flag;
+  if (nums) return formatChipNumbers(nums, tv.shape, tv.dtype) + flag;
   const norm = tv.stats && tv.stats.norm;
   return (norm === null || norm === undefined ? formatTensorChip(tv) : `‖g‖ ${formatNumber(norm)}`) + flag;
 }
@@ -34,7 +34,7 @@ export function compactGradText(tv) {
 /** Chip text for a forward value: only small tensors (the shape is already the node's sublabel). */
 export function valueChipText(tv) {
   const nums = smallTensorNumbers(tv, 3);
-  return nums ? formatChipNumbers(nums, tv.shape) : null;
+  return nums ? formatChipNumbers(nums, tv.shape, tv.dtype) : null;
 }
 
 /** The text a .grad chip shows (a leaf's, or a retained intermediate's). */

@@ -37,6 +37,28 @@ export function formatNumber(value, digits = 4) {
   return x < 0 ? `${MINUS}${text}` : text;
 }
 
+// Dtypes whose elements are whole numbers: printed as they are, never with a decimal point.
+const INTEGER_DTYPES = new Set(["int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8", "bool"]);
+
+/** Does a tensor of this dtype hold whole numbers (integers, bools)? */
+export function isIntegerDtype(dtype) {
+  return INTEGER_DTYPES.has(dtype);
+}
+
+/**
+ * One element of a tensor of `dtype`: an integer tensor's as the integer it is ("2", "−3",
+ * "True"), a float tensor's as formatNumber with `digits` significant digits ("2.000"). The
+ * dtype decides, not the number: a float 2.0 stays "2.000", which says it is a float.
+ */
+export function formatElement(value, dtype, digits = 4) {
+  if (!isIntegerDtype(dtype)) return formatNumber(value, digits);
+  const x = decodeNumber(value);
+  if (!Number.isFinite(x)) return formatNumber(x);
+  if (dtype === "bool") return x ? "True" : "False";
+  const text = BigInt(Math.round(Math.abs(x))).toString(); // no exponent, however large
+  return x < 0 ? `${MINUS}${text}` : text;
+}
+
 /** Full precision for hover titles (still with the real minus). */
 export function formatNumberFull(value) {
   const x = decodeNumber(value);
@@ -167,15 +189,15 @@ export function smallTensorNumbers(tv, most) {
  * complex tensor's numbers are magnitudes, marked |z|). */
 export function formatTensorChip(tv) {
   if (!tv) return "None";
-  const text = formatChipNumbers(smallTensorNumbers(tv, 3), tv.shape);
+  const text = formatChipNumbers(smallTensorNumbers(tv, 3), tv.shape, tv.dtype);
   return isComplex(tv.dtype) ? `|z| ${text}` : text;
 }
 
 /** formatTensorChip of numbers already decoded (`nums`: smallTensorNumbers(tv, 3), null when
- * there are none to print) and the tensor's shape. */
-export function formatChipNumbers(nums, shape) {
-  if (nums && nums.length === 1) return formatNumber(nums[0]);
-  if (nums && nums.length <= 3) return `[${nums.map((n) => formatNumber(n, 3)).join(", ")}]`;
+ * there are none to print), the tensor's shape and its dtype (integers print as integers). */
+export function formatChipNumbers(nums, shape, dtype) {
+  if (nums && nums.length === 1) return formatElement(nums[0], dtype);
+  if (nums && nums.length <= 3) return `[${nums.map((n) => formatElement(n, dtype, 3)).join(", ")}]`;
   return formatShape(shape);
 }
 
@@ -185,7 +207,7 @@ export function formatTensorInline(tv, maxItems = 8) {
   const nums = tensorNumbers(tv);
   const of = isComplex(tv.dtype) ? "|z| " : "";
   if (nums && nums.length <= maxItems) {
-    const body = nums.map((n) => formatNumber(n)).join(", ");
+    const body = nums.map((n) => formatElement(n, tv.dtype)).join(", ");
     return of + (nums.length === 1 && (tv.shape || []).length === 0 ? body : `[${body}]`);
   }
   const s = tv.stats || {};

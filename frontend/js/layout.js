@@ -111,6 +111,18 @@ function groupTitle(path, type, call, calls) {
   return calls > 1 ? `${base} (call ${call + 1} of ${calls})` : base;
 }
 
+/** The shape of what a collapsed box hands on: its last-made node with an edge leaving the box. */
+function outputShape(trace, byId, members) {
+  const inside = new Set(members);
+  let last = null;
+  for (const e of trace.graph.edges) {
+    if (!inside.has(e.source) || inside.has(e.target)) continue;
+    const n = byId.get(e.source);
+    if (n && Array.isArray(n.shape) && (!last || (n.created_seq ?? 0) > (last.created_seq ?? 0))) last = n;
+  }
+  return last ? last.shape : null;
+}
+
 /** Build the ELK graph (compound nodes for module boxes) and a lookup of what each id is. */
 function buildElkGraph(trace, { collapsed, showInserted }) {
   const hiddenIds = new Set(showInserted ? [] : trace.graph.nodes.filter((n) => n.inserted).map((n) => n.id));
@@ -154,12 +166,14 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
     const type = modules.get(g.path)?.type || "";
     info.set(elk.id, { id, path: g.path, label: g.path, type, title: groupTitle(g.path, type, g.call, g.calls), depth: depth(id) });
   }
+  const byId = new Map(trace.graph.nodes.map((n) => [n.id, n]));
   for (const [key, members] of collapsedCounts) {
     const id = `m:${key}`;
     const fold = foldById.get(key);
     const label = fold ? `${fold.paths[0]} … ${fold.paths[fold.paths.length - 1]}` : key;
     const what = fold ? `${fold.period > 1 ? `(${fold.types.join(", ")})` : fold.types[0]} ×${fold.count}` : modules.get(key)?.type || "module";
-    const sublabel = `${what} · ${members.length} nodes`;
+    const out = outputShape(trace, byId, members);
+    const sublabel = `${what}${out ? ` → ${formatShape(out)}` : ""} · ${members.length} node${members.length === 1 ? "" : "s"}`;
     const elk = { id, ...nodeSize("module", label, sublabel) };
     elkNodes.set(id, elk);
     // Inside the box of the collapsed module's parent (its first call's, when the parent repeats).
@@ -212,6 +226,8 @@ export const LAYOUT_OPTIONS = {
 // millisecond a node; box by box, equal boxes are laid out once and a top level that is one
 // chain is stacked without ELK (a 2,000-node stack of blocks: ~1 s of CPU -> under 0.1 s).
 export const WHOLE_HIERARCHY_UP_TO = 120;
+/** Which way data flows in the picture: top to bottom (the viewer's) or left to right. */
+export const DIRECTIONS = ["DOWN", "RIGHT"];
 // Where boxes sit in a box (or the root), each is placed under the one it reads from: ELK's
 // default placement keeps the edge between two boxes straight, and as a box's exit and entry
 // are rarely in line, a deep model became a staircase running off to the right.
@@ -235,13 +251,16 @@ function collect(elkNode, depth, info, out) {
  * Lay the trace's graph out: module boxes, nodes, routed edges, in absolute coordinates.
  * `wholeUpTo`: the most drawn nodes laid out as one hierarchy (more: box by box).
  */
-export async function layoutGraph(trace, { elk, collapsed = new Set(), showInserted = true, wholeUpTo = WHOLE_HIERARCHY_UP_TO } = {}) {
+export async function layoutGraph(trace, { elk, collapsed = new Set(), showInserted = true, wholeUpTo = WHOLE_HIERARCHY_UP_TO, direction = "DOWN" } = {}) {
+  if (!DIRECTIONS.includes(direction)) throw new RangeError(`direction must be one of ${DIRECTIONS.join(", ")} (got ${direction})`);
   const { root, info, edges } = buildElkGraph(trace, { collapsed, showInserted });
   let drawn = 0;
   for (const id of info.keys()) drawn += id.startsWith("g:") ? 0 : 1;
+  // Box by box is top to bottom only (ports on the boxes' bottoms and tops, stacked chains):
+  // left to right, ELK lays out the whole hierarchy (a static picture's few hundred boxes).
   const result =
-    drawn <= wholeUpTo
-      ? await elk.layout({ ...root, layoutOptions: LAYOUT_OPTIONS })
+    drawn <= wholeUpTo || direction !== "DOWN"
+      ? await elk.layout({ ...root, layoutOptions: { ...LAYOUT_OPTIONS, "elk.direction": direction } })
       : await layoutByBoxes(elk, { ...root, layoutOptions: ROOT_BOX }, { options: LAYERED, stacking: STACKING });
   const out = { width: result.width, height: result.height, nodes: [], edges: [], groups: [] };
   collect(result, 0, info, out);

@@ -2,11 +2,13 @@
 // histogram for large tensors) and its stats, NaN/inf flagged. Prints trace numbers only.
 
 import { h, svgEl } from "./dom.js";
-import { formatNumber, formatNumberFull, formatShape, tensorNumbers, hasNonFinite, matrixView, decodeNumber, isComplex } from "./format.js";
+import { formatElement, formatNumber, formatNumberFull, formatShape, tensorNumbers, hasNonFinite, matrixView, decodeNumber, isComplex } from "./format.js";
 
-function num(v) {
+/** A number as the inspector prints it: `dtype`'s elements as that dtype is written (integers
+ * as integers), statistics (no dtype: a mean of integers is not one) with 4 significant digits. */
+function num(v, dtype) {
   const x = decodeNumber(v);
-  return h("span", { class: Number.isFinite(x) ? "num" : "num num--flag", title: formatNumberFull(v), text: formatNumber(v) });
+  return h("span", { class: Number.isFinite(x) ? "num" : "num num--flag", title: formatNumberFull(v), text: dtype ? formatElement(v, dtype) : formatNumber(v) });
 }
 
 /** Diverging colour for a heatmap cell: coral for negative, teal for positive (CB-safe pair). */
@@ -28,14 +30,14 @@ function heatmap(tv) {
   for (let r = 0; r < rows; r++)
     for (let c = 0; c < cols; c++) {
       const x = m.nums[r * m.cols + c];
-      grid.append(h("span", { class: "cell", style: `background:${cellColor(x, maxAbs)}`, title: `[${r}, ${c}] = ${formatNumberFull(x)}`, text: showText ? formatNumber(x) : "" }));
+      grid.append(h("span", { class: "cell", style: `background:${cellColor(x, maxAbs)}`, title: `[${r}, ${c}] = ${formatNumberFull(x)}`, text: showText ? formatElement(x, tv.dtype) : "" }));
     }
   const note = rows < m.rows || cols < m.cols ? h("p", { class: "muted", text: `showing ${rows}×${cols} of ${m.rows}×${m.cols}` }) : null;
   return h("div", {}, [grid, note]);
 }
 
 /** A histogram of a large tensor's finite values (24 bins), with its range written under it. */
-function histogram(nums) {
+function histogram(nums, dtype) {
   const finite = nums.filter(Number.isFinite);
   if (finite.length < 2) return null;
   let lo = Infinity;
@@ -50,7 +52,7 @@ function histogram(nums) {
   const bars = bins.map((c, i) => svgEl("rect", { x: i * 10, y: 40 - (40 * c) / top, width: 9, height: (40 * c) / top, class: "hist-bar" }, [svgEl("title", {}, [`${c}`])]));
   return h("div", { class: "hist" }, [
     svgEl("svg", { viewBox: "0 0 240 40", width: 240, height: 40, role: "img", "aria-label": `histogram of ${finite.length} values` }, bars),
-    h("div", { class: "hist-range" }, [num(lo), num(hi)]),
+    h("div", { class: "hist-range" }, [num(lo, dtype), num(hi, dtype)]),
   ]);
 }
 
@@ -61,11 +63,11 @@ export function tensorView(tv, caption) {
   const s = tv.stats || {};
   const flag = hasNonFinite(tv) ? h("span", { class: "flag", text: ` ⚠ ${s.nan || 0} NaN, ${s.inf || 0} inf` }) : null;
   let body;
-  if (nums && nums.length <= 8 && (tv.shape || []).length <= 1) body = h("div", { class: "values" }, ["[", ...nums.flatMap((x, i) => (i ? [", ", num(x)] : [num(x)])), "]"]);
-  else if (nums && (tv.shape || []).length <= 1) body = histogram(nums);
-  else if (nums) body = h("div", {}, [heatmap(tv), nums.length > 64 ? histogram(nums) : null]);
+  if (nums && nums.length <= 8 && (tv.shape || []).length <= 1) body = h("div", { class: "values" }, ["[", ...nums.flatMap((x, i) => (i ? [", ", num(x, tv.dtype)] : [num(x, tv.dtype)])), "]"]);
+  else if (nums && (tv.shape || []).length <= 1) body = histogram(nums, tv.dtype);
+  else if (nums) body = h("div", {}, [heatmap(tv), nums.length > 64 ? histogram(nums, tv.dtype) : null]);
   else body = h("p", { class: "muted", text: "values truncated (stats only)" });
-  const stats = h("dl", { class: "stats" }, ["min", "max", "mean", "std", "norm"].flatMap((k) => [h("dt", { text: k }), h("dd", {}, [num(s[k] ?? "NaN")])]));
+  const stats = h("dl", { class: "stats" }, ["min", "max", "mean", "std", "norm"].flatMap((k) => [h("dt", { text: k }), h("dd", {}, [num(s[k] ?? "NaN", k === "min" || k === "max" ? tv.dtype : undefined)])]));
   return h("div", { class: "tensor" }, [
     h("div", {}, [
       caption ? h("span", { class: "caption", text: caption + " " }) : null,

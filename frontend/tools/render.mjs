@@ -6,7 +6,11 @@
 // graph, not the values), so a second picture of the same model skips the layout.
 //
 //   node frontend/tools/render.mjs --format svg|layout [--animated] [--phase both]
-//        [--theme light] [--no-values] [--in trace.json] [--out file] [--cache-dir DIR]
+//        [--theme light] [--no-values] [--depth N] [--direction down|right]
+//        [--in trace.json] [--out file] [--cache-dir DIR]
+//   --depth N: every module N deep is one box (torchview's depth); without it, the viewer's
+//   rule (big graphs fold repeated blocks, then collapse as deep as fits). Repeated blocks
+//   fold either way. --direction right: data flows left to right.
 //   node frontend/tools/render.mjs --serve [--cache-dir DIR]   (requests on stdin, answers on stdout:)
 //     request:  {"args": [same options as above], "length": N}\n  + N bytes of trace JSON
 //     answer:   {"ok": true, "length": N, "layout_from": "memory"|"disk"|"elk", "warning"?: "…"}\n
@@ -46,17 +50,23 @@ const OPTIONS = {
   phase: { type: "string", default: "both" },
   theme: { type: "string", default: "light" },
   "no-values": { type: "boolean", default: false },
+  depth: { type: "string" },
+  direction: { type: "string", default: "down" },
   in: { type: "string" },
   out: { type: "string" },
   serve: { type: "boolean", default: false },
   "cache-dir": { type: "string" },
 };
-const CHOICES = { format: ["svg", "layout"], phase: ["forward", "backward", "both"], theme: ["light", "dark"] };
+const CHOICES = { format: ["svg", "layout"], phase: ["forward", "backward", "both"], theme: ["light", "dark"], direction: ["down", "right"] };
 
 function parseOptions(args) {
   const { values: opts } = parseArgs({ args, options: OPTIONS, allowPositionals: false });
   for (const [k, allowed] of Object.entries(CHOICES)) {
     if (!allowed.includes(opts[k])) throw new InputError(`--${k} must be one of ${allowed.join(", ")} (got ${JSON.stringify(opts[k])})`);
+  }
+  if (opts.depth !== undefined) {
+    if (!/^[1-9][0-9]{0,2}$/.test(opts.depth)) throw new InputError(`--depth must be a whole number from 1 (got ${JSON.stringify(opts.depth)})`);
+    opts.depth = Number(opts.depth);
   }
   return opts;
 }
@@ -98,11 +108,13 @@ const PAYLOAD_KEYS = new Set(["saved", "value"]);
 const withoutPayloads = (key, value) => (PAYLOAD_KEYS.has(key) ? undefined : value);
 /** The still picture's layout (modules collapsed as deep as fits), computed once per graph:
  * {layout, from: "memory" | "disk" | "elk", warning?}. */
-async function layoutOf(trace, cacheDir) {
+async function layoutOf(trace, cacheDir, { depth = null, direction = "down" } = {}) {
   const t = await loadTools();
-  // The graph and when each module call starts (a module called twice gets one box per call).
+  // The graph and when each module call starts (a module called twice gets one box per call),
+  // and how it is drawn (depth, direction).
   const calls = trace.events.filter((ev) => ev.kind === "module_forward_pre").map((ev) => [ev.module, ev.seq]);
-  const key = createHash("sha256").update(JSON.stringify(trace.graph, withoutPayloads)).update(JSON.stringify(calls)).digest("hex");
+  const how = depth === null && direction === "down" ? "" : JSON.stringify({ depth, direction }); // ("": the keys of layouts kept before these options)
+  const key = createHash("sha256").update(JSON.stringify(trace.graph, withoutPayloads)).update(JSON.stringify(calls)).update(how).digest("hex");
   let layout = layouts.get(key);
   let from = "memory";
   let warning;
@@ -112,7 +124,8 @@ async function layoutOf(trace, cacheDir) {
     layout = disk?.read();
     from = "disk";
     if (!layout) {
-      layout = await t.layoutGraph(trace, { elk: t.elk, collapsed: t.exportCollapsed(trace), showInserted: true });
+      const collapsed = t.exportCollapsed(trace, { depth });
+      layout = await t.layoutGraph(trace, { elk: t.elk, collapsed, showInserted: true, direction: direction.toUpperCase() });
       from = "elk";
       warning = disk?.write(layout);
     }
@@ -206,7 +219,7 @@ function forgetOldest(dir) {
 /** One request: the trace JSON text and the options -> {output text, where the layout came from, warning?}. */
 async function render(raw, opts) {
   const trace = parseTrace(raw);
-  const { layout, from, warning } = await layoutOf(trace, opts["cache-dir"]);
+  const { layout, from, warning } = await layoutOf(trace, opts["cache-dir"], { depth: opts.depth ?? null, direction: opts.direction });
   const done = { from, warning };
   if (opts.format === "layout") return { output: JSON.stringify(layout), ...done };
   const { buildDiagramSvg, css } = await loadTools();

@@ -85,7 +85,7 @@ def test_bad_options_name_the_option(two_layer) -> None:
         diagram_svg(two_layer, theme="neon")
 
 
-def test_a_big_model_is_collapsed_as_deep_as_fits_and_every_node_is_accounted_for() -> None:
+def test_a_big_model_folds_like_the_viewer_and_every_node_is_accounted_for() -> None:
     torch = pytest.importorskip("torch")
     import gradtrace
 
@@ -100,8 +100,13 @@ def test_a_big_model_is_collapsed_as_deep_as_fits_and_every_node_is_accounted_fo
     root = assert_self_contained_svg(svg)
     drawn = drawn_node_ids(root)
     boxes = [d[2:] for d in drawn if d.startswith("m:")]
-    # Deeper than the top level ("layers"): one box per sub-module of each encoder layer.
-    assert boxes and all(b.count(".") >= 2 for b in boxes)
+    # The viewer's rule (issue 24: pictures fold like the viewer): the repeated encoder layers
+    # fold into one box, the first and last layer stay open.
+    (fold,) = boxes
+    first, last = fold.split("~")
+    parent, start = first.rsplit(".", 1)
+    paths = [f"{parent}.{i}" for i in range(int(start), int(last) + 1)]
+    assert parent == "layers" and len(paths) >= 5
     for n in trace.doc.graph.nodes:
-        inside = any(n.module == b or (n.module or "").startswith(b + ".") for b in boxes)
+        inside = any(n.module == p or (n.module or "").startswith(p + ".") for p in paths)
         assert n.id in drawn or inside, n.id

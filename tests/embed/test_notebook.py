@@ -79,7 +79,9 @@ def test_the_notebook_checks_its_numbers_and_draws_an_svg(executed: Any) -> None
     # The gradient cell asserts against torch.autograd.grad: it ran, so the numbers matched.
     grads = code_cell(executed, "torch.autograd.grad")
     assert grads.outputs[0]["data"]["text/plain"] == "['0.bias', '0.weight', '2.bias', '2.weight']"
-    svg = code_cell(executed, "quickstart.svg").outputs[0]["data"]["image/svg+xml"]
+    # (a drawing slower than 2 s, on a loaded machine, first prints its progress line on stderr)
+    shown = [o for o in code_cell(executed, "quickstart.svg").outputs if "data" in o]
+    svg = shown[0]["data"]["image/svg+xml"]
     assert "<svg" in svg and "TanhBackward0" in svg
 
 

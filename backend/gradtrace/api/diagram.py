@@ -25,12 +25,13 @@ from gradtrace.api.errors import ApiError
 from gradtrace.api.tracing import get_trace_service, not_modified, trace_bytes
 from gradtrace.problem import public_text
 from gradtrace.render import RenderError, RenderUnavailable, diagram_svg
+from gradtrace.render.diagram import MAX_DEPTH
 from gradtrace.service.hashing import trace_key
 
 log = logging.getLogger(__name__)
 
 # Bump when the drawing changes, so cached SVGs and ETags from an older renderer are not reused.
-RENDERER_VERSION = "2"  # bump when the drawings change: cached SVG/HTML of older renderers are not served
+RENDERER_VERSION = "3"  # bump when the drawings change: cached SVG/HTML of older renderers are not served
 MAX_CONCURRENT_RENDERS = 2  # Node + ELK is CPU-bound; the machine has few cores
 MAX_WAITING_RENDERS = 8
 CACHE_CONTROL = "public, max-age=86400"
@@ -134,11 +135,30 @@ def register_diagram_route(
         phase: Literal["forward", "backward", "both"] = Query("both", description="which passes to draw"),
         theme: Literal["light", "dark"] = Query("light"),
         values: bool = Query(True, description="value and gradient chips"),
+        depth: int | None = Query(
+            None,
+            ge=1,
+            le=MAX_DEPTH,
+            description="draw every module this deep as one box (1: the model's children) with its "
+            "type and output shape, gradient norms on the edges between boxes; default: repeated blocks "
+            "fold and a big graph collapses as deep as fits, as in the viewer",
+        ),
+        direction: Literal["down", "right"] = Query("down", description="data flows down or to the right"),
     ) -> Response:
         spec = await load_spec(request, spec_id)
         _, normalized = await check_spec(spec)
-        options: dict[str, Any] = {"animated": animated, "phase": phase, "theme": theme, "values": values}
-        key = f"svg:{RENDERER_VERSION}:{trace_key(normalized)}:{int(animated)}{phase}{theme}{int(values)}"
+        options: dict[str, Any] = {
+            "animated": animated,
+            "phase": phase,
+            "theme": theme,
+            "values": values,
+            "depth": depth,
+            "direction": direction,
+        }
+        how = f"{int(animated)}{phase}{theme}{int(values)}"
+        if depth is not None or direction != "down":  # (the keys of the drawings cached before these options)
+            how += f":{depth}{direction}"
+        key = f"svg:{RENDERER_VERSION}:{trace_key(normalized)}:{how}"
         return await cached_render(
             request,
             spec,

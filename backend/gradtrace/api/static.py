@@ -24,7 +24,8 @@ _PERMALINK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 def embed_router(frontend_dir: Path) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
-    @router.get("/embed/{spec_id}")
+    # HEAD as GET (link checkers, docs builds, proxies ask it): FileResponse sends no body for it.
+    @router.api_route("/embed/{spec_id}", methods=["GET", "HEAD"])
     async def embed(spec_id: str) -> FileResponse:
         if not _PERMALINK_ID.match(spec_id):
             raise ApiError(404, "not_found", "no such permalink", "/id")

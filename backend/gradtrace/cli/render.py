@@ -23,7 +23,7 @@ from gradtrace.cli.common import (
     parse_json,
     read_input,
 )
-from gradtrace.render.diagram import PHASES, THEMES
+from gradtrace.render.diagram import DIRECTIONS, MAX_DEPTH, PHASES, THEMES
 from gradtrace.render.save import SUFFIXES
 
 
@@ -44,7 +44,24 @@ def add_parser(sub: Any) -> None:
         "--theme", choices=THEMES, default=None, help="colours (default light; HTML follows the reader)"
     )
     p.add_argument("--no-values", action="store_true", help="leave out value and gradient chips")
+    p.add_argument(
+        "--depth",
+        type=_depth,
+        default=None,
+        metavar="N",
+        help="SVG/PNG: draw every module N deep as one box (1: the model's children); "
+        "default: fold repeated blocks and collapse as deep as fits, as the viewer does",
+    )
+    p.add_argument(
+        "--direction", choices=DIRECTIONS, default="down", help="SVG/PNG: data flows down (default) or right"
+    )
     p.set_defaults(func=run)
+
+
+def _depth(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_DEPTH:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_DEPTH} (got {text!r})")
+    return int(text)
 
 
 def is_trace(doc: Any) -> bool:
@@ -114,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         "phase": args.phase,
         "theme": args.theme,
         "values": not args.no_values,
+        "depth": args.depth,
+        "direction": args.direction,
     }
     try:
         data = render_bytes(trace, suffix, **options)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradtrace.render import PHASES, THEMES, RenderError, diagram_svg, standalone_html
+from gradtrace.render import DIRECTIONS, PHASES, THEMES, RenderError, diagram_svg, standalone_html
+from gradtrace.render.diagram import MAX_DEPTH
 
 FORMATS = ("svg", "html")
 OUTPUT_DIR = "_gradtrace"  # beside the built pages, at the root of the output
@@ -32,9 +33,16 @@ class DiagramOptions:
     values: bool = True
     height: int = DEFAULT_HEIGHT_PX  # the player's iframe
     alt: str | None = None  # default: the trace's title
+    depth: int | None = None  # svg: every module this deep as one box (None: the viewer's folding)
+    direction: str = "down"  # svg: data flows down or right
 
     def __post_init__(self) -> None:
-        for name, allowed in (("format", FORMATS), ("phase", PHASES), ("theme", THEMES)):
+        for name, allowed in (
+            ("format", FORMATS),
+            ("phase", PHASES),
+            ("theme", THEMES),
+            ("direction", DIRECTIONS),
+        ):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
         for name in ("animated", "values"):
@@ -46,6 +54,12 @@ class DiagramOptions:
             or not 100 <= self.height <= 4000
         ):
             raise ValueError(f"height must be a whole number of pixels from 100 to 4000, not {self.height!r}")
+        if self.depth is not None and (
+            isinstance(self.depth, bool)
+            or not isinstance(self.depth, int)
+            or not 1 <= self.depth <= MAX_DEPTH
+        ):
+            raise ValueError(f"depth must be a whole number from 1 to {MAX_DEPTH}, not {self.depth!r}")
 
     @classmethod
     def from_mapping(cls, options: dict[str, Any]) -> DiagramOptions:
@@ -118,6 +132,8 @@ def draw(source: Path, options: DiagramOptions) -> Diagram:
                 phase=options.phase,
                 theme=options.theme,
                 values=options.values,
+                depth=options.depth,
+                direction=options.direction,
             )
         else:
             text = standalone_html(trace, theme=options.theme)

@@ -12,6 +12,8 @@ a page, a fenced block whose body is the options (YAML)::
     values: true
     height: 560          # the player's height in pixels
     alt: Backward pass of a two-layer network
+    depth: 1             # svg: every module this deep drawn as one box (default: the viewer's folding)
+    direction: right     # svg: data flows left to right (default down)
     ```
 
 ``source`` is relative to the page's file (or to ``docs_dir`` when it starts with ``/``), as

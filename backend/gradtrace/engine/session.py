@@ -35,6 +35,7 @@ from gradtrace.engine.summarize import (
 from gradtrace.problem import public_text
 from gradtrace.spec.errors import SpecError
 from gradtrace.trace_schema import (
+    LIBRARY_MAX_NODES,
     Analyses,
     Base64Blocks,
     Diagnostic,
@@ -47,8 +48,6 @@ from gradtrace.trace_schema import (
     TensorValue,
     TraceDoc,
 )
-
-LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
 
 
 @contextmanager

@@ -39,22 +39,19 @@ import pybase64
 import torch
 
 from gradtrace.engine.tensor_stats import StatsRow, block_stats, stats_of
-from gradtrace.trace_schema import NonFinite, TensorStats, TensorValue
+from gradtrace.trace_schema import (
+    DEFAULT_FINAL_VALUE_LIMIT,
+    DEFAULT_VALUE_BUDGET,
+    NonFinite,
+    TensorStats,
+    TensorValue,
+)
 
 TINY_TENSOR = 16  # elements: up to this, a JSON list `values` a person (a curl reader) sees
 BATCH_STATS = 1024  # elements: up to this, stats of all such tensors are computed together
 # float64 elements per block of small tensors summarized at once in finalize(): bounds the
 # temporaries (a model with 100k small tensors must not build one 800 MB array)
 _BLOCK_ELEMENTS = 1 << 18
-# numbers in per-event snapshots across one trace (~5.3 MB of float32 base64). JSON `values`
-# lists are charged LIST_COST per number (~20 bytes in JSON vs ~5.3 in base64); a tensor's
-# numbers count once (the wire holds each block once): the budget bounds the size of the
-# snapshots' numbers on the wire.
-DEFAULT_VALUE_BUDGET = 1_000_000
-# numbers of final values (grads + named forward values): resnet18 has 11.7 M parameters, a
-# 12-layer TransformerEncoder(d_model=512) 37.8 M; past this a model is "too big" (one
-# diagnostic) and the rest of its final values are stats only in the serialised trace
-DEFAULT_FINAL_VALUE_LIMIT = 64_000_000
 LIST_COST = 4
 
 

@@ -6,13 +6,14 @@ output are put together in Python (the player lays itself out in the browser): n
 PNG rasterises the SVG in headless Chromium. Torch-free.
 """
 
-from gradtrace.render.diagram import PHASES, THEMES, diagram_svg
+from gradtrace.render.diagram import DIRECTIONS, PHASES, THEMES, diagram_svg
 from gradtrace.render.node_tool import RenderError, RenderUnavailable
 from gradtrace.render.page import notebook_html, standalone_html
 from gradtrace.render.png import svg_to_png
 from gradtrace.render.save import SUFFIXES, render_bytes, save
 
 __all__ = [
+    "DIRECTIONS",
     "PHASES",
     "SUFFIXES",
     "THEMES",

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from gradtrace.render.node_tool import RenderError, RenderUnavailable
+from gradtrace.render.progress import progress
 
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 MAX_PIXELS = 80_000_000  # past this the device scale drops, so the bitmap stays bounded
@@ -66,7 +67,8 @@ def svg_to_png(svg: str, scale: float = 2.0, timeout: float = 60.0) -> bytes:
             page.as_uri(),
         ]
         try:
-            done = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
+            with progress(f"rasterising {width:,}×{height:,} px at {scale:g}× in Chromium"):
+                done = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
             raise RenderError(f"Chromium took longer than {timeout:g} s to draw the PNG") from exc
         if done.returncode != 0 or not out.is_file():

@@ -20,8 +20,12 @@ def render_bytes(
     phase: str = "both",
     theme: str | None = "light",
     values: bool = True,
+    depth: int | None = None,
+    direction: str = "down",
 ) -> bytes:
-    """The file content for ``suffix``; raises ValueError for an unknown suffix or option."""
+    """The file content for ``suffix``; raises ValueError for an unknown suffix or option.
+    ``depth`` and ``direction`` (see ``diagram_svg``) are for the still pictures (.svg, .png);
+    the HTML player folds and expands in the reader's hands."""
     suffix = suffix.lower()
     if suffix == ".json":
         return trace_json(trace)
@@ -30,19 +34,49 @@ def render_bytes(
         return standalone_html(trace, theme=theme).encode("utf-8")
     theme = theme or "light"
     if suffix == ".svg":
-        return diagram_svg(trace, animated=animated, phase=phase, theme=theme, values=values).encode("utf-8")
+        svg = diagram_svg(
+            trace,
+            animated=animated,
+            phase=phase,
+            theme=theme,
+            values=values,
+            depth=depth,
+            direction=direction,
+        )
+        return svg.encode("utf-8")
     if suffix == ".png":
         if animated:
             raise ValueError("a PNG is a still picture: save the animated diagram as .svg")
-        return svg_to_png(diagram_svg(trace, animated=False, phase=phase, theme=theme, values=values))
+        return svg_to_png(
+            diagram_svg(trace, phase=phase, theme=theme, values=values, depth=depth, direction=direction)
+        )
     raise ValueError(
         f"cannot save a trace as {suffix or 'a file without suffix'!r}: use one of {', '.join(SUFFIXES)}"
     )
 
 
-def save(trace: Any, path: str | Path, **options: Any) -> Path:
+def save(
+    trace: Any,
+    path: str | Path,
+    *,
+    animated: bool = False,
+    phase: str = "both",
+    theme: str | None = "light",
+    values: bool = True,
+    depth: int | None = None,
+    direction: str = "down",
+) -> Path:
     """Write the trace to ``path`` in the format its suffix names. Options: see render_bytes."""
     path = Path(path)
-    data = render_bytes(trace, path.suffix, **options)
+    data = render_bytes(
+        trace,
+        path.suffix,
+        animated=animated,
+        phase=phase,
+        theme=theme,
+        values=values,
+        depth=depth,
+        direction=direction,
+    )
     path.write_bytes(data)
     return path

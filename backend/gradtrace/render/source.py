@@ -59,6 +59,22 @@ def drawing_json(trace: Any) -> bytes:
     return _without_tensor_data(trace_json(trace))
 
 
+def node_count(trace: Any) -> int | None:
+    """How many graph nodes the trace has (None for JSON text or bytes: not parsed for this)."""
+    doc = getattr(trace, "doc", trace)
+    if isinstance(doc, TraceDoc):
+        return len(doc.graph.nodes)
+    if isinstance(doc, dict) and isinstance(doc.get("graph"), dict):
+        return len(doc["graph"].get("nodes") or [])
+    return None
+
+
+def drawing_what(trace: Any) -> str:
+    """What a drawing of ``trace`` is doing, for a progress line."""
+    count = node_count(trace)
+    return "laying out and drawing " + (f"{count:,} nodes" if count is not None else "the graph")
+
+
 def trace_title(trace: Any) -> str:
     doc = getattr(trace, "doc", trace)
     if hasattr(doc, "title"):

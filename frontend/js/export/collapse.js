@@ -1,29 +1,25 @@
-// Which modules a still picture collapses. The viewer collapses every top-level module past
-// 400 nodes and lets the reader expand them; a picture cannot be expanded, so it collapses as
-// deep as it can while staying under the same budget (8 encoder layers as 8 boxes, not one).
+// Which modules a still picture collapses. By default the viewer's own rule (fold.js): a big
+// graph folds its repeated blocks (a 100-layer chain: its first and last block, and one box
+// "×98" between), then collapses modules as deep as fits the budget. With a `depth`, as
+// torchview's: every module at that depth is one box (its insides hidden: its type, output
+// shape and size on the box), the modules above it are open boxes, and repeated blocks fold.
 
-function depthOf(path) {
-  return path ? path.split(".").length : 0;
-}
+import { ancestry, defaultCollapsed, repeatedBlocks } from "../fold.js";
 
 /** Paths at `depth` that hold nodes (a node in "a.b.c" is inside "a.b" at depth 2). */
 function pathsAt(nodes, depth) {
   const out = new Set();
-  for (const n of nodes) if (n.module && depthOf(n.module) >= depth) out.add(n.module.split(".").slice(0, depth).join("."));
+  for (const n of nodes) {
+    const chain = ancestry(n.module);
+    if (chain.length >= depth) out.add(chain[depth - 1]);
+  }
   return out;
 }
 
-/** Nodes drawn when every module at `depth` is collapsed into one box. */
-function drawnCount(nodes, depth) {
-  const outside = nodes.filter((n) => !n.module || depthOf(n.module) < depth).length;
-  return outside + pathsAt(nodes, depth).size;
-}
-
-/** The collapsed set for an exported picture: none under `budget` nodes, else the deepest fit. */
-export function exportCollapsed(trace, budget = 400) {
-  const nodes = trace.graph.nodes;
-  if (nodes.length <= budget) return new Set();
-  const maxDepth = Math.max(0, ...nodes.map((n) => depthOf(n.module)));
-  for (let d = maxDepth; d >= 1; d--) if (drawnCount(nodes, d) <= budget) return pathsAt(nodes, d);
-  return pathsAt(nodes, 1);
+/** The collapsed set (module paths and fold ids) for an exported picture. `depth`: null (the
+ * viewer's default) or a whole number ≥ 1. */
+export function exportCollapsed(trace, { depth = null, budget = 400 } = {}) {
+  if (depth === null || depth === undefined) return defaultCollapsed(trace, budget);
+  if (!Number.isInteger(depth) || depth < 1) throw new RangeError(`depth must be a whole number from 1 (got ${depth})`);
+  return new Set([...repeatedBlocks(trace).map((f) => f.id), ...pathsAt(trace.graph.nodes, depth)]);
 }
