@@ -47,7 +47,14 @@ QUIET_DIAGNOSTICS = frozenset({"grad_not_retained", "torch_warning"})
 
 def diagnostic_warnings(doc: TraceDoc) -> list[GradtraceWarning]:
     """The trace's diagnostics that are issued as warnings, in the trace's order."""
-    return [GradtraceWarning(d) for d in doc.analyses.diagnostics if d.code not in QUIET_DIAGNOSTICS]
+    return [GradtraceWarning(d) for d in doc.analyses.diagnostics if not _quiet(d)]
+
+
+def _quiet(d: Diagnostic) -> bool:
+    """Kept in the trace, not issued: a quiet code, or PyTorch's own warning text kept as a
+    diagnostic (no module named: the hook-on-outputs warning as PyTorch words it), which
+    ``trace()`` already issues again as the model's warning, in its own category."""
+    return d.code in QUIET_DIAGNOSTICS or (d.code == "hook_on_outputs_only" and d.module is None)
 
 
 def warn_diagnostics(doc: TraceDoc, stacklevel: int = 2) -> None:
