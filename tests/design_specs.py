@@ -1,4 +1,4 @@
-"""DESIGN.md's seed-002 example spec, written out once for every test area.
+"""The seed-002 example spec as the product brief documents it, written out once for every test area.
 
 Kept apart from the gallery (gradtrace.examples) on purpose: tests check the gallery and the
 engine against this independent copy of the documented example.

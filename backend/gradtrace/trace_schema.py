@@ -419,7 +419,7 @@ class Analyses(_Record, kw_only=True):
 
 # The library's defaults for a Limits' first three fields (gradtrace.trace shows them in its
 # signature, torch-free; the engine uses them):
-LIBRARY_MAX_NODES = 40_000  # DESIGN: freeing >= 50k-node chains after a walk crashed Python
+LIBRARY_MAX_NODES = 40_000  # freeing chains of >= 50k nodes after a Python walk has crashed the process
 # numbers in per-event snapshots across one trace (~5.3 MB of float32 base64). JSON `values`
 # lists are charged LIST_COST per number (~20 bytes in JSON vs ~5.3 in base64); a tensor's
 # numbers count once (the wire holds each block once): the budget bounds the size of the

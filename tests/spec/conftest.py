@@ -1,4 +1,4 @@
-"""Shared spec fixtures: the seed-002 spec of DESIGN.md (tests/design_specs.py), fresh per test."""
+"""Shared spec fixtures: the documented seed-002 spec (tests/design_specs.py), fresh per test."""
 
 import pytest
 from design_specs import seed_002

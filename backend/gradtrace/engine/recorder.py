@@ -432,7 +432,7 @@ class Recorder:
         hooks_possible: bool,
     ) -> list[SavedTensor]:
         """Saved tensors/values (``plan``: the node class's saved attributes, see saved_plan),
-        read now: backward frees them (DESIGN). The tensors are also appended to ``tensors``
+        read now: backward frees them. The tensors are also appended to ``tensors``
         as (name, tensor), for the memory they hold. ``hooks_possible``: a saved tensor may
         have an unpack hook (then it is not read: see _HOOK_PACKED)."""
         out: list[SavedTensor] = []

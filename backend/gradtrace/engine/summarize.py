@@ -1,7 +1,7 @@
 """THE crossing from a torch.Tensor to a JSON TensorValue (see trace_schema.TensorValue).
 
 Every tensor that ends up in a trace passes through :class:`Summarizer`. The value policy
-(DESIGN "Tensor values"; README "What a trace keeps"):
+(README "What a trace keeps"):
 
 * **Final values come first and exactly** (:meth:`Summarizer.final`): the final ``.grad`` of
   every named leaf, parameter and retained tensor and the forward value of every named tensor
@@ -18,8 +18,8 @@ Every tensor that ends up in a trace passes through :class:`Summarizer`. The val
   elements: what a person reads, e.g. seed 002's gradients in a ``curl`` answer), otherwise
   ``data``: the index of a block in the trace's ``tensor_data``, base64 of the tensor's own
   little-endian bytes (float64 stays float64; bfloat16 is its 16-bit pattern, bool one byte
-  per element), each block written once. The wire format decides the speed (DESIGN:
-  ``.tolist()`` + json of big tensors is 60-500x slower than raw base64).
+  per element), each block written once. The wire format decides the speed: ``.tolist()`` + json of big
+  tensors is far slower than raw base64 (BENCHMARKS.md).
 
 Output is the trace's own record, :class:`~gradtrace.trace_schema.TensorValue` (a msgspec
 Struct: about as cheap to build as a dict).

@@ -1,4 +1,4 @@
-"""ModelSpec v1: the public model format (DESIGN.md "The model spec"); field names are the contract.
+"""ModelSpec v1: the public model format (README "Model specs"); field names are the contract.
 
 Structure is validated by pydantic; the root validator then compiles every program and checks
 the one shared name space, the steps, the hooks and retain_grad (see `semantics.py`).
