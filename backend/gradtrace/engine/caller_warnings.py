@@ -35,7 +35,7 @@ def record_all_but_errors(log: list[warnings.WarningMessage]) -> None:
     an op is placed by Python at the innermost Python frame, the discovery mode's, where a
     plain run places it at the model's line), or, for a backward gradtrace ran (e.g. PyTorch's
     warning about a full backward hook), the line that called ``gradtrace.trace``."""
-    warnings.filters[:] = [
+    warnings.filters[:] = [  # type: ignore[index]  # (typeshed: a Sequence; CPython: a list)
         (action if action == "error" else "always", *rest) for action, *rest in warnings.filters
     ]
     # (the fallback where no filter matches, in place of warnings.defaultaction; it also
