@@ -351,7 +351,12 @@ let hashTimer = null;
 function scheduleHashWrite() {
   if (embedded) return; // a standalone file has no server to reopen a link against
   clearTimeout(hashTimer);
-  hashTimer = setTimeout(() => history.replaceState(null, "", writeHash(store.get()) || location.pathname), 120);
+  // A hash the user (or a link) set meanwhile wins: its hashchange is still on its way to
+  // followHash, and writing the old view over it now would lose that navigation.
+  const seen = location.hash;
+  hashTimer = setTimeout(() => {
+    if (location.hash === seen) history.replaceState(null, "", writeHash(store.get()) || location.pathname);
+  }, 120);
 }
 
 // Another example or permalink in the hash loads it from a fresh view; otherwise only the view moves.

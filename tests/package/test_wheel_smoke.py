@@ -200,7 +200,8 @@ def test_the_readme_examples_work_as_written(venv: Venv) -> None:
         venv.run(str(venv.python), "-c", block)
     for line in _readme_block("Command line", "sh").splitlines():
         command = line.split("#", 1)[0].strip()
-        if command and not command.startswith("gradtrace serve"):
+        # `serve` and `view` run servers (and need [server]): tried below, once the extra is in.
+        if command and not command.startswith(("gradtrace serve", "gradtrace view")):
             venv.run("/bin/sh", "-c", command)
     assert json.loads((venv.workdir / "spec.json").read_text())["spec_version"] == 1
     assert "<svg" in (venv.workdir / "diagram.svg").read_text()
@@ -306,3 +307,41 @@ def test_serve_from_the_wheel_answers_the_viewer_docs_api_and_embeds(server: str
     # The permalink went to the user's data directory, not into site-packages.
     assert (Path(venv.env["XDG_DATA_HOME"]) / "gradtrace" / "gradtrace.db").is_file()
     assert not list(venv.root.rglob("gradtrace.db"))
+
+
+def test_view_from_the_wheel_serves_a_saved_trace_until_ctrl_c(server: str, venv: Venv) -> None:
+    """The README's `gradtrace view trace.json` on a machine without a display: it prints the URL,
+    the page there opens that trace, and Ctrl-C ends it cleanly."""
+    venv.run("/bin/sh", "-c", "gradtrace examples two-layer-linear > view-spec.json")
+    venv.run("gradtrace", "trace", "view-spec.json", "-o", "view-trace.json")
+    env = {**venv.env, "GRADTRACE_WORKERS": "1"}  # venv.env has no DISPLAY: the URL is printed
+    proc = subprocess.Popen(
+        ["gradtrace", "view", "view-trace.json"],
+        cwd=venv.workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines = []
+        deadline = time.monotonic() + 90
+        while not any("http://" in line for line in lines):
+            assert time.monotonic() < deadline and proc.poll() is None, "".join(lines)
+            lines.append(proc.stdout.readline())
+        url = next(word for line in lines for word in line.split() if word.startswith("http://"))
+        assert "/?opened=view-trace.json" in url
+        origin = url.split("/?", 1)[0]
+        status, kind, page = _get(url)
+        assert status == 200 and kind.startswith("text/html") and b"<html" in page.lower()
+        status, _, opened = _get(origin + "/api/v1/opened-trace")
+        assert status == 200
+        assert opened == (venv.workdir / "view-trace.json").read_bytes()
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+        assert proc.wait(timeout=60) == 130  # 128 + SIGINT, as a shell reports it
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
