@@ -12,6 +12,7 @@ from engine_checks import packed_storage_bytes
 from torch import nn
 
 import gradtrace
+from gradtrace.engine.memory import is_wrapped_number
 
 
 def _triple_through_data(p: torch.Tensor) -> None:
@@ -128,6 +129,20 @@ class _Custom(nn.Module):
         return torch.tanh(_SavesABuffer.apply(self.lin(x), self.w)).sum()
 
 
+class _Scalars(nn.Module):
+    """Python numbers in mul, add, pow and a 0-dim float64 tensor: the ops save the numbers
+    as wrapped 0-dim tensors (not packed by saved-tensor hooks), the tensor as itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4, dtype=torch.float64)
+        self.scale = torch.tensor(1.5, dtype=torch.float64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x.double()) * 0.5 + 2.0
+        return ((h**3) * 3 - 1).sum() * self.scale * (0.5 + 1j).real
+
+
 def _after_forward(trace: gradtrace.Trace) -> int:
     """Live saved bytes at the end of the forward pass."""
     forward = trace.doc.passes[0]
@@ -140,8 +155,9 @@ def _after_forward(trace: gradtrace.Trace) -> int:
     [
         lambda: _Custom(),
         lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1)),
+        lambda: _Scalars(),
     ],
-    ids=["custom-function", "mlp"],
+    ids=["custom-function", "mlp", "scalars"],
 )
 def test_saved_memory_is_what_saved_tensor_hooks_see(make: Callable[[], nn.Module]) -> None:
     torch.manual_seed(0)
@@ -169,3 +185,17 @@ def test_the_custom_function_node_shows_what_it_saved() -> None:
     (held,) = [m for m in trace.doc.analyses.memory.nodes if m.node == node.id]
     assert held.saved_bytes == 3 * 4 * 4 + 4 * 4 + 256 * 256 * 4  # x, w, buffer: 262,224 B
     assert held.released_seq is not None
+
+
+def test_a_wrapped_number_is_told_from_a_real_0_dim_tensor() -> None:
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    for other, wrapped in [
+        (0.5, True),
+        (3, True),
+        (1 + 2j, True),
+        (torch.tensor(0.5, dtype=torch.float64), False),
+        (torch.tensor(3), False),
+        (torch.tensor(1 + 2j, dtype=torch.complex128), False),
+    ]:
+        saved = (x * other).grad_fn._saved_other  # type: ignore[union-attr]
+        assert is_wrapped_number(saved) is wrapped, other
