@@ -199,3 +199,47 @@ def test_a_wrapped_number_is_told_from_a_real_0_dim_tensor() -> None:
     ]:
         saved = (x * other).grad_fn._saved_other  # type: ignore[union-attr]
         assert is_wrapped_number(saved) is wrapped, other
+
+
+# ---- writes through .data inside module forward hooks ----------------------------------------
+
+
+def _halve_weight(module: nn.Module, args: tuple) -> None:
+    """Weight clipping as it is often written: a forward pre-hook writing through ``.data``."""
+    module.weight.data.mul_(0.5)
+
+
+def _double_output(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
+    output.data.mul_(2)
+
+
+def _hooked_mlp(seen: list[torch.Tensor]) -> nn.Module:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 1))
+    model[0].register_forward_pre_hook(_halve_weight)
+    model[0].register_forward_hook(_double_output)
+    model[1].register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
+    return model
+
+
+def test_data_writes_in_module_forward_hooks_are_seen() -> None:
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(6))
+    plain_seen: list[torch.Tensor] = []
+    plain_model = _hooked_mlp(plain_seen)
+    plain = _plain_grads(plain_model, x)
+    traced_seen: list[torch.Tensor] = []
+    trace = gradtrace.trace(_hooked_mlp(traced_seen), x)
+    loaded = gradtrace.Trace.from_json(trace.to_json())
+    for name, grad in plain.items():
+        assert _bit_equal(loaded.grads[name], grad), name
+    fired = {(e.kind, e.target): e for e in loaded.events if e.hook is not None}
+    assert fired[("module_forward_pre", "0")].payload["changed"] is True  # wrote the weight
+    assert fired[("module_forward", "0")].payload["changed"] is True  # wrote the output
+    after = fired[("module_forward_pre", "1")]
+    assert after.payload["changed"] is False
+    # the next module was given the doubled output, and its event says so
+    (given,) = after.payload["inputs"]
+    assert _bit_equal(loaded.array(given), plain_seen[0].numpy())
+    assert _bit_equal(traced_seen[0].numpy(), plain_seen[0].numpy())
+    (weight,) = [n for n in loaded.doc.graph.nodes if n.tensor == "0.weight" and n.kind == "tensor"]
+    assert _bit_equal(loaded.array(weight.value), plain_model[0].weight.detach().numpy())
