@@ -12,6 +12,7 @@ from engine_checks import packed_storage_bytes
 from torch import nn
 
 import gradtrace
+from gradtrace.engine.memory import is_wrapped_number
 
 
 def _triple_through_data(p: torch.Tensor) -> None:
@@ -128,6 +129,20 @@ class _Custom(nn.Module):
         return torch.tanh(_SavesABuffer.apply(self.lin(x), self.w)).sum()
 
 
+class _Scalars(nn.Module):
+    """Python numbers in mul, add, pow and a 0-dim float64 tensor: the ops save the numbers
+    as wrapped 0-dim tensors (not packed by saved-tensor hooks), the tensor as itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4, dtype=torch.float64)
+        self.scale = torch.tensor(1.5, dtype=torch.float64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x.double()) * 0.5 + 2.0
+        return ((h**3) * 3 - 1).sum() * self.scale * (0.5 + 1j).real
+
+
 def _after_forward(trace: gradtrace.Trace) -> int:
     """Live saved bytes at the end of the forward pass."""
     forward = trace.doc.passes[0]
@@ -140,8 +155,9 @@ def _after_forward(trace: gradtrace.Trace) -> int:
     [
         lambda: _Custom(),
         lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1)),
+        lambda: _Scalars(),
     ],
-    ids=["custom-function", "mlp"],
+    ids=["custom-function", "mlp", "scalars"],
 )
 def test_saved_memory_is_what_saved_tensor_hooks_see(make: Callable[[], nn.Module]) -> None:
     torch.manual_seed(0)
@@ -169,3 +185,61 @@ def test_the_custom_function_node_shows_what_it_saved() -> None:
     (held,) = [m for m in trace.doc.analyses.memory.nodes if m.node == node.id]
     assert held.saved_bytes == 3 * 4 * 4 + 4 * 4 + 256 * 256 * 4  # x, w, buffer: 262,224 B
     assert held.released_seq is not None
+
+
+def test_a_wrapped_number_is_told_from_a_real_0_dim_tensor() -> None:
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    for other, wrapped in [
+        (0.5, True),
+        (3, True),
+        (1 + 2j, True),
+        (torch.tensor(0.5, dtype=torch.float64), False),
+        (torch.tensor(3), False),
+        (torch.tensor(1 + 2j, dtype=torch.complex128), False),
+    ]:
+        saved = (x * other).grad_fn._saved_other  # type: ignore[union-attr]
+        assert is_wrapped_number(saved) is wrapped, other
+
+
+# ---- writes through .data inside module forward hooks ----------------------------------------
+
+
+def _halve_weight(module: nn.Module, args: tuple) -> None:
+    """Weight clipping as it is often written: a forward pre-hook writing through ``.data``."""
+    module.weight.data.mul_(0.5)
+
+
+def _double_output(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
+    output.data.mul_(2)
+
+
+def _hooked_mlp(seen: list[torch.Tensor]) -> nn.Module:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 1))
+    model[0].register_forward_pre_hook(_halve_weight)
+    model[0].register_forward_hook(_double_output)
+    model[1].register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
+    return model
+
+
+def test_data_writes_in_module_forward_hooks_are_seen() -> None:
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(6))
+    plain_seen: list[torch.Tensor] = []
+    plain_model = _hooked_mlp(plain_seen)
+    plain = _plain_grads(plain_model, x)
+    traced_seen: list[torch.Tensor] = []
+    trace = gradtrace.trace(_hooked_mlp(traced_seen), x)
+    loaded = gradtrace.Trace.from_json(trace.to_json())
+    for name, grad in plain.items():
+        assert _bit_equal(loaded.grads[name], grad), name
+    fired = {(e.kind, e.target): e for e in loaded.events if e.hook is not None}
+    assert fired[("module_forward_pre", "0")].payload["changed"] is True  # wrote the weight
+    assert fired[("module_forward", "0")].payload["changed"] is True  # wrote the output
+    after = fired[("module_forward_pre", "1")]
+    assert after.payload["changed"] is False
+    # the next module was given the doubled output, and its event says so
+    (given,) = after.payload["inputs"]
+    assert _bit_equal(loaded.array(given), plain_seen[0].numpy())
+    assert _bit_equal(traced_seen[0].numpy(), plain_seen[0].numpy())
+    (weight,) = [n for n in loaded.doc.graph.nodes if n.tensor == "0.weight" and n.kind == "tensor"]
+    assert _bit_equal(loaded.array(weight.value), plain_model[0].weight.detach().numpy())

@@ -73,6 +73,27 @@ def saved_tensor_hooks_active() -> bool:
 _top_saved_tensor_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
 
 
+# The 0-dim tensors a wrapped number is compared with: one of a lower dtype of its kind.
+_LOWER = {
+    torch.float64: torch.empty((), dtype=torch.float32),
+    torch.complex128: torch.empty((), dtype=torch.float32),
+    torch.int64: torch.empty((), dtype=torch.int32),
+}
+
+
+def is_wrapped_number(t: torch.Tensor) -> bool:
+    """Whether a 0-dim CPU tensor is a Python number an op wrapped (``x * 0.5`` saves 0.5
+    as a float64 0-dim tensor). Such a tensor is not saved through the saved-tensor pack
+    hooks ("avoid wrapped numbers from being leaked to the user"), so it is not counted.
+
+    Python cannot read the wrapped-number flag; type promotion shows it: a wrapped number
+    ranks below every tensor, so against a 0-dim tensor of a lower dtype of its kind the
+    result takes that lower dtype, where a real 0-dim tensor keeps its own.
+    """
+    lower = _LOWER.get(t.dtype)
+    return lower is not None and torch.result_type(t, lower) != t.dtype
+
+
 class SavedMemory:
     """Per-node saved storages, when they were created and when the engine freed them."""
 
@@ -90,6 +111,8 @@ class SavedMemory:
         runs for every saved tensor of the graph.)"""
         held: dict[StorageKey, int] = {}
         for _attr, t in saved:
+            if not t.dim() and t.is_cpu and is_wrapped_number(t):
+                continue  # (a Python number an op saved: PyTorch's pack hooks never see it)
             try:
                 storage = t.untyped_storage()
             except (RuntimeError, NotImplementedError):  # sparse, nested, functional wrappers

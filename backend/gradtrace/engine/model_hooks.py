@@ -132,9 +132,11 @@ def _versions(tensors: list[torch.Tensor]) -> list[int]:
     return [t._version for t in tensors]
 
 
-# the hooks given a gradient to write in place, the grad itself (``.grad`` for a
-# post-accumulate hook), where a write through ``.data`` (no version bump) is looked for too
-_BITS_CHECKED = ("tensor", "post_accumulate_grad")
+# the hooks where a write through ``.data`` (no version bump) is looked for too: those given
+# a gradient to write in place, the grad itself (``.grad`` for a post-accumulate hook), and
+# a module's forward hooks (its inputs and outputs, its parameters and buffers: weight
+# clipping in a forward pre-hook is written so)
+_BITS_CHECKED = ("tensor", "post_accumulate_grad", "forward_pre", "forward")
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -457,6 +459,8 @@ class ModelHooks:
             if with_kwargs:
                 payload["kwargs"] = {k: self.recorder.summarize(v) for k, v in args[2].items()}
                 given += flat_tensors(args[2])
+            if kind in ("forward_pre", "forward"):  # (read through _parameters, _buffers)
+                given += [*module.parameters(), *module.buffers()]
             return payload, given
 
         fire = self._firing(kind, hook, index, seen, lambda: (path, path, None))
