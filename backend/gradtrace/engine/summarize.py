@@ -106,8 +106,15 @@ def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
 def _own_array(t: torch.Tensor, numel: int, contiguous: bool) -> np.ndarray:
     """numpy's view, in place, of a tensor with an ``_own_dtype`` (through ``Tensor.numpy``:
     the tensor's own storage, nothing else of the process): flat when contiguous, else in
-    torch's layout (whose ``tobytes()`` reads it row-major)."""
-    array = (t.detach() if t.requires_grad else t).numpy()
+    torch's layout (whose ``tobytes()`` reads it row-major).
+
+    Inside a torch.func transform, ``detach`` would wrap its result again (a tensor without
+    storage): there the tensor is read with the transforms set aside."""
+    try:
+        array = (t.detach() if t.requires_grad else t).numpy()
+    except RuntimeError:
+        with torch._C._DisableFuncTorch():
+            array = (t.detach() if t.requires_grad else t).numpy()
     return array.reshape(numel) if contiguous else array
 
 
