@@ -4,7 +4,6 @@ nobody else's registration is touched."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any
 
@@ -180,37 +179,35 @@ def test_pytorchs_own_registration_works_on_a_node_whose_hook_dict_a_set_made() 
     assert log == []
 
 
-def test_a_registrar_someone_else_put_in_place_is_used_by_others_and_put_back() -> None:
+def test_pytorchs_registrar_is_never_replaced_and_the_model_hooks_are_shown() -> None:
+    """Nothing of PyTorch's is swapped while a set registers (another thread registering then
+    sees PyTorch as it is), and ``seen`` is shown the dicts that hold the node's own hooks,
+    the set's own last."""
     _x, root, nodes = _graph()
-    calls: list = []
-
-    def theirs(backward_hooks: Any, hook: Any) -> Any:
-        calls.append(hook)
-        return PYTORCH_REGISTER.__func__(backward_hooks, hook)
-
-    def other_thread() -> None:
-        nodes[1].register_hook(lambda gi, go: None).remove()
+    own = nodes[0].register_prehook(lambda g: None)
+    during: list = []
+    shown: list = []
 
     def made():
-        thread = threading.Thread(target=other_thread)
-        thread.start()
-        thread.join()
-        yield from _recording([], nodes[:1])
+        during.append(_HookMixin.__dict__["_register_hook"])
+        yield from _recording([], nodes[:2])
+        during.append(_HookMixin.__dict__["_register_hook"])
 
-    _HookMixin._register_hook = staticmethod(theirs)  # type: ignore[method-assign]
-    try:
-        replaced = _HookMixin.__dict__["_register_hook"]
-        with hooks_on(made()):
-            pass
-        assert _HookMixin.__dict__["_register_hook"] is replaced
-        assert len(calls) == 1  # the other thread's, not the set's
-    finally:
-        _HookMixin._register_hook = PYTORCH_REGISTER  # type: ignore[method-assign]
+    def seen(node: Any, pre: bool, hooks: dict) -> None:
+        shown.append((node, pre, [node_hook_sets.is_set_key(k) for k in hooks]))
+
+    with hooks_on(made(), seen):
+        assert _HookMixin.__dict__["_register_hook"] is PYTORCH_REGISTER
+    assert during == [PYTORCH_REGISTER, PYTORCH_REGISTER]
+    assert shown == [(nodes[0], True, [False, True])]
+    assert not any(node_hook_sets.is_set_key(k) for k in range(-1, 10_000))  # (none left)
+    own.remove()
+    root.backward()
 
 
 def test_traces_in_threads_at_once_are_the_trace_made_alone() -> None:
-    """Several threads tracing at once (the swap of the registrar is process-wide): each
-    trace is byte for byte the one made alone, and nothing stays swapped."""
+    """Several threads tracing at once: each trace is byte for byte the one made alone, and
+    PyTorch's registrar is its own throughout."""
     from torch import nn
 
     import gradtrace
@@ -241,17 +238,3 @@ def test_traces_in_threads_at_once_are_the_trace_made_alone() -> None:
     assert len(results) == 6
     assert all(result == alone for result in results)
     assert _HookMixin.__dict__["_register_hook"] is PYTORCH_REGISTER
-
-
-def test_hooks_registered_past_the_registrar_are_removed_through_their_handles(monkeypatch) -> None:  # noqa: ANN001
-    # a PyTorch whose nodes do not register through _HookMixin._register_hook: the swap never
-    # sees them, and the handles PyTorch returns are what removes them
-    monkeypatch.setattr(node_hook_sets, "_noting_into", lambda added: contextlib.nullcontext())
-    x, root, nodes = _graph()
-    log: list = []
-    with hooks_on(_recording(log, nodes)):
-        root.backward(retain_graph=True)
-    assert len(log) == 2 * len(nodes)
-    log.clear()
-    root.backward()
-    assert log == []

@@ -27,7 +27,6 @@ Struct: about as cheap to build as a dict).
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 import sys
@@ -97,45 +96,6 @@ _COMPLEX = frozenset((torch.complex32, torch.complex64, torch.complex128))
 _TENSOR = torch.Tensor  # (a module constant: ~18 ns less per isinstance than torch.Tensor)
 
 
-def _address_space() -> memoryview | None:
-    """The process's memory as one read-only byte view indexed by address (None where ctypes
-    cannot make it). Nothing is read until a slice of it is copied.
-
-    Only on a 64-bit Python, where the view spans 2**62 bytes, past any user-space address
-    (2**47 on x86-64, 2**52 on arm64): a slice past the end of a shorter view would be cut
-    short without an error, and the numbers copied wrong."""
-    if sys.maxsize < 2**62:  # pragma: no cover (32-bit: string_at, which copies what it is asked)
-        return None
-    try:
-        return memoryview((ctypes.c_char * (sys.maxsize >> 1)).from_address(0)).cast("B").toreadonly()
-    except (ValueError, TypeError, OverflowError, MemoryError):  # pragma: no cover (no such platform here)
-        return None
-
-
-_MEMORY = _address_space()
-
-
-def _bytes_at(address: int, size: int) -> bytes:
-    """A copy of the ``size`` bytes at ``address`` (a tensor's memory), as
-    ``ctypes.string_at`` makes it, but sliced from ``_MEMORY``: ~0.15 µs instead of ~0.8 µs
-    for a 2 KB tensor (string_at is a foreign-function call; a trace copies ~1000 such)."""
-    return _MEMORY[address : address + size].tobytes()  # type: ignore[index]
-
-
-if _MEMORY is None:  # pragma: no cover (the fallback: ctypes' own copy)
-    _bytes_at = ctypes.string_at  # type: ignore[assignment]  # noqa: F811
-
-
-@functools.lru_cache(maxsize=4096)
-def _numpy_layout(
-    shape: torch.Size, strides: tuple[int, ...], itemsize: int
-) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """numpy's shape and byte strides of a tensor's layout, and how many elements its memory
-    spans from its first one (a tensor with elements). Remembered per layout, as _is_dense."""
-    span = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides, strict=True))
-    return tuple(shape), tuple(stride * itemsize for stride in strides), span
-
-
 def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
     """numpy's dtype of a tensor (its cache ``key``, its dtype's ``kind``) whose elements lie
     in CPU memory as numpy holds them (strided, on the CPU, not negated, a dtype numpy has):
@@ -143,18 +103,19 @@ def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
     return kind.raw if key[0] is not None and key[5] is True and not key[6] else None
 
 
-def _own_array(t: torch.Tensor, key: tuple, numel: int, dtype: np.dtype, contiguous: bool) -> np.ndarray:
-    """numpy's view, in place, of a tensor with an ``_own_dtype``, from its cache ``key``:
-    flat when contiguous, else in torch's layout (whose ``tobytes()`` reads it row-major).
-    ~0.3 µs flat, ~1 µs strided, where ``t.detach().numpy()`` took ~1.5-2 µs, which is what
-    it is where there is no address-space view."""
-    if _MEMORY is None:  # pragma: no cover (32-bit)
-        return (t.detach() if t.requires_grad else t).numpy()
-    address = key[0]
-    if contiguous:
-        return np.frombuffer(_MEMORY, dtype, numel, address)
-    dims, strides, span = _numpy_layout(key[1], key[2], dtype.itemsize)
-    return np.ndarray(dims, dtype, np.frombuffer(_MEMORY, dtype, span, address), 0, strides)
+def _own_array(t: torch.Tensor, numel: int, contiguous: bool) -> np.ndarray:
+    """numpy's view, in place, of a tensor with an ``_own_dtype`` (through ``Tensor.numpy``:
+    the tensor's own storage, nothing else of the process): flat when contiguous, else in
+    torch's layout (whose ``tobytes()`` reads it row-major).
+
+    Inside a torch.func transform, ``detach`` would wrap its result again (a tensor without
+    storage): there the tensor is read with the transforms set aside."""
+    try:
+        array = (t.detach() if t.requires_grad else t).numpy()
+    except RuntimeError:
+        with torch._C._DisableFuncTorch():
+            array = (t.detach() if t.requires_grad else t).numpy()
+    return array.reshape(numel) if contiguous else array
 
 
 class _DtypeKind(NamedTuple):
@@ -342,7 +303,7 @@ def exact_array(t: torch.Tensor) -> np.ndarray:
     key = _key(t, 0)
     own = _own_dtype(key, _kind(key[3]))
     if own is not None:  # (as in Summarizer._snapshot: none of the checks and conversions below)
-        return _own_array(t, key, t.numel(), own, t.is_contiguous()).reshape(tuple(key[1])).copy()
+        return _own_array(t, t.numel(), t.is_contiguous()).reshape(tuple(key[1])).copy()
     if t.requires_grad:  # (.numpy() refuses it)
         t = t.detach()
     # a lazy negation or conjugation applied first: numpy sees the memory as it lies (asked
@@ -575,7 +536,7 @@ class Summarizer:
             # torch.no_grad() here: entering it cost ~200 µs per call.)
             native: np.ndarray | None
             if own_dtype is not None:
-                native = numeric = _own_array(t, key, numel, own_dtype, contiguous)
+                native = numeric = _own_array(t, numel, contiguous)
             else:
                 native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
             if owner:
@@ -589,11 +550,7 @@ class Summarizer:
         if own_dtype is not None:
             # its bytes as they lie in CPU memory (contiguous: one copy, no numpy array; else,
             # e.g. a transposed weight, row-major from numpy's view in torch's layout)
-            raw = plain = (
-                _bytes_at(key[0], numel * kind.size)
-                if contiguous
-                else _own_array(t, key, numel, own_dtype, False).tobytes()
-            )
+            raw = plain = _own_array(t, numel, contiguous).tobytes()
             dtype = own_dtype
         else:
             native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
