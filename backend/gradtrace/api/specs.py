@@ -7,7 +7,6 @@ idempotent), so stored specs and their traces are immutable: long Cache-Control 
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -28,7 +27,7 @@ from gradtrace.api.docs import (
 from gradtrace.api.errors import ApiError
 from gradtrace.api.player import register_player_route
 from gradtrace.api.tracing import IMMUTABLE, TraceServiceDep, not_modified, trace_response
-from gradtrace.service.hashing import PERMALINK_ID_LENGTH, permalink_id, spec_hash
+from gradtrace.service.hashing import is_permalink_id, permalink_id, spec_hash
 from gradtrace.service.store import StoreUnavailable
 
 router = APIRouter(tags=["permalinks"])
@@ -41,9 +40,6 @@ class Permalink(BaseModel):
     url: str  # the viewer with this spec loaded
     embed_url: str  # the chromeless player, for an <iframe>
     diagram_url: str  # a static SVG, for <img> (GitHub READMEs included)
-
-
-_ID = re.compile(rf"^[a-z2-7]{{{PERMALINK_ID_LENGTH}}}$")
 
 
 def public_base(request: Request) -> str:
@@ -74,7 +70,7 @@ async def _store_call(fn: Any, *args: Any) -> Any:
 
 async def load_spec(request: Request, spec_id: str) -> dict[str, Any]:
     """The stored (normalised) spec of a permalink, or the 404 envelope."""
-    if not _ID.match(spec_id):
+    if not is_permalink_id(spec_id):  # before any use: the store, a header, a log line
         raise ApiError(404, "permalink_not_found", "no permalink with this id", "/id")
     spec = await _store_call(request.app.state.store.get, spec_id)
     if spec is None:
@@ -119,11 +115,13 @@ async def create_permalink(request: Request) -> JSONResponse:
     response_class=Response,
 )
 async def get_permalink(request: Request, spec_id: str) -> Response:
-    etag = f'"{spec_id}"'  # content-addressed: the id is the spec's hash
+    # The spec is loaded first: `If-None-Match: *` (or any tag) is honoured only for a stored
+    # id (RFC 9110 13.1.2), and the ETag is the stored content's hash, never the id as sent.
+    spec = await load_spec(request, spec_id)
+    etag = f'"{spec_hash(spec)[:32]}"'
     early = not_modified(request, etag, IMMUTABLE)
     if early is not None:
         return early
-    spec = await load_spec(request, spec_id)
     return JSONResponse(spec, headers={"ETag": etag, "Cache-Control": IMMUTABLE})
 
 
