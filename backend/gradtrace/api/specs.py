@@ -25,10 +25,11 @@ from gradtrace.api.docs import (
     error_responses,
 )
 from gradtrace.api.errors import ApiError
+from gradtrace.api.limits import client_id
 from gradtrace.api.player import register_player_route
 from gradtrace.api.tracing import IMMUTABLE, TraceServiceDep, not_modified, trace_response
 from gradtrace.service.hashing import is_permalink_id, permalink_id, spec_hash
-from gradtrace.service.store import StoreUnavailable
+from gradtrace.service.store import QuotaExceeded, Quotas, StoreUnavailable
 
 router = APIRouter(tags=["permalinks"])
 
@@ -59,6 +60,21 @@ def permalink_urls(base: str, spec_id: str) -> dict[str, str]:
 async def _store_call(fn: Any, *args: Any) -> Any:
     try:
         return await asyncio.to_thread(fn, *args)
+    except QuotaExceeded as exc:
+        if exc.quota == "client":  # a day's window: it frees up as the window moves on
+            raise ApiError(
+                429,
+                "client_storage_quota_exceeded",
+                f"this client stored {exc.limit} bytes of specs in the last day, its quota; "
+                "retry later (specs already stored stay available)",
+                headers={"Retry-After": "3600"},
+            ) from exc
+        raise ApiError(
+            413,
+            "total_storage_quota_exceeded",
+            f"the permalink store holds its quota of {exc.limit} bytes; no new specs are stored "
+            "(specs already stored stay available)",
+        ) from exc
     except StoreUnavailable as exc:
         raise ApiError(
             503,
@@ -95,7 +111,11 @@ async def create_permalink(request: Request) -> JSONResponse:
     doc = await read_json(request)
     _, normalized = await check_spec(doc)
     spec_id = permalink_id(normalized)
-    created = await _store_call(request.app.state.store.put, spec_id, spec_hash(normalized), normalized)
+    settings = request.app.state.settings
+    quotas = Quotas(settings.store_client_bytes_per_day, settings.store_total_bytes)
+    created = await _store_call(
+        request.app.state.store.put, spec_id, spec_hash(normalized), normalized, client_id(request), quotas
+    )
     base = public_base(request)
     return JSONResponse(
         permalink_urls(base, spec_id),
