@@ -93,3 +93,24 @@ def test_public_url_setting_makes_absolute_links(server_factory) -> None:  # noq
     body = make_permalink(server.url, tiny("public url")).json()
     assert body["url"] == f"https://gradtrace.example/?spec={body['id']}"
     assert body["embed_url"] == f"https://gradtrace.example/embed/{body['id']}"
+
+
+def test_storage_quotas_answer_a_clear_4xx_and_lose_nothing(server_factory) -> None:  # noqa: ANN001
+    server = server_factory(
+        env={"GRADTRACE_STORE_CLIENT_BYTES_PER_DAY": "600", "GRADTRACE_RATE_PER_MINUTE": "0"}
+    )
+    kept = make_permalink(server.url, tiny("quota 0", 0.5))
+    assert kept.status_code == 201, kept.text
+    answers = [make_permalink(server.url, tiny(f"quota {i}", 0.5)) for i in range(1, 6)]
+    refused = [r for r in answers if r.status_code != 201]
+    assert refused, "600 bytes a day hold a few tiny specs, not six"
+    for r in refused:
+        assert r.status_code == 429 and r.headers["retry-after"] == "3600"
+        assert r.json()["error"]["code"] == "client_storage_quota_exceeded"
+    # What is stored stays, and storing it again costs nothing.
+    assert make_permalink(server.url, tiny("quota 0", 0.5)).status_code == 200
+    assert httpx.get(f"{server.url}/api/v1/specs/{kept.json()['id']}").status_code == 200
+
+    total = server_factory(env={"GRADTRACE_STORE_TOTAL_BYTES": "10", "GRADTRACE_RATE_PER_MINUTE": "0"})
+    r = make_permalink(total.url, tiny("total quota", 0.5))
+    assert r.status_code == 413 and r.json()["error"]["code"] == "total_storage_quota_exceeded"

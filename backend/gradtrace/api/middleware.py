@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
@@ -19,7 +21,9 @@ _CSP_BASE = (
     "img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; "
     "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'"
 )
-CSP_FRAMEABLE = _CSP_BASE + "; frame-ancestors *"
+# "*" matches every http(s) site; "file:" adds pages opened from disk (a downloaded page
+# embedding the player), which "*" alone does not match.
+CSP_FRAMEABLE = _CSP_BASE + "; frame-ancestors * file:"
 CSP_DEFAULT = _CSP_BASE + "; frame-ancestors 'none'"
 # /docs is FastAPI's Swagger UI page, served from /vendor/swagger-ui (no CDN), with an inline
 # bootstrap script: only that page may run inline script.
@@ -29,9 +33,14 @@ CSP_DOCS = (
 )
 
 
+# The frameable paths, whole: the player page of a permalink and a permalink's diagram. The
+# id's alphabet has no "." or "/", so no dot segment or encoded slash (/embed/..%2findex.html,
+# decoded to /embed/../index.html, which the static files resolve to the app page) matches.
+_FRAMEABLE = re.compile(r"/embed/[a-z2-7]+|/api/v1/specs/[a-z2-7]+/diagram\.svg")
+
+
 def _is_embed(path: str) -> bool:
-    # The player page and what it loads: diagrams of permalinks are embeddable too.
-    return path.startswith("/embed/") or path.endswith("/diagram.svg")
+    return _FRAMEABLE.fullmatch(path) is not None
 
 
 class SecurityHeadersMiddleware:

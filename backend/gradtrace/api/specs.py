@@ -7,7 +7,6 @@ idempotent), so stored specs and their traces are immutable: long Cache-Control 
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -26,10 +25,11 @@ from gradtrace.api.docs import (
     error_responses,
 )
 from gradtrace.api.errors import ApiError
+from gradtrace.api.limits import client_id
 from gradtrace.api.player import register_player_route
 from gradtrace.api.tracing import IMMUTABLE, TraceServiceDep, not_modified, trace_response
-from gradtrace.service.hashing import PERMALINK_ID_LENGTH, permalink_id, spec_hash
-from gradtrace.service.store import StoreUnavailable
+from gradtrace.service.hashing import is_permalink_id, permalink_id, spec_hash
+from gradtrace.service.store import QuotaExceeded, Quotas, StoreUnavailable
 
 router = APIRouter(tags=["permalinks"])
 
@@ -41,9 +41,6 @@ class Permalink(BaseModel):
     url: str  # the viewer with this spec loaded
     embed_url: str  # the chromeless player, for an <iframe>
     diagram_url: str  # a static SVG, for <img> (GitHub READMEs included)
-
-
-_ID = re.compile(rf"^[a-z2-7]{{{PERMALINK_ID_LENGTH}}}$")
 
 
 def public_base(request: Request) -> str:
@@ -63,6 +60,21 @@ def permalink_urls(base: str, spec_id: str) -> dict[str, str]:
 async def _store_call(fn: Any, *args: Any) -> Any:
     try:
         return await asyncio.to_thread(fn, *args)
+    except QuotaExceeded as exc:
+        if exc.quota == "client":  # a day's window: it frees up as the window moves on
+            raise ApiError(
+                429,
+                "client_storage_quota_exceeded",
+                f"this client stored {exc.limit} bytes of specs in the last day, its quota; "
+                "retry later (specs already stored stay available)",
+                headers={"Retry-After": "3600"},
+            ) from exc
+        raise ApiError(
+            413,
+            "total_storage_quota_exceeded",
+            f"the permalink store holds its quota of {exc.limit} bytes; no new specs are stored "
+            "(specs already stored stay available)",
+        ) from exc
     except StoreUnavailable as exc:
         raise ApiError(
             503,
@@ -74,7 +86,7 @@ async def _store_call(fn: Any, *args: Any) -> Any:
 
 async def load_spec(request: Request, spec_id: str) -> dict[str, Any]:
     """The stored (normalised) spec of a permalink, or the 404 envelope."""
-    if not _ID.match(spec_id):
+    if not is_permalink_id(spec_id):  # before any use: the store, a header, a log line
         raise ApiError(404, "permalink_not_found", "no permalink with this id", "/id")
     spec = await _store_call(request.app.state.store.get, spec_id)
     if spec is None:
@@ -99,7 +111,11 @@ async def create_permalink(request: Request) -> JSONResponse:
     doc = await read_json(request)
     _, normalized = await check_spec(doc)
     spec_id = permalink_id(normalized)
-    created = await _store_call(request.app.state.store.put, spec_id, spec_hash(normalized), normalized)
+    settings = request.app.state.settings
+    quotas = Quotas(settings.store_client_bytes_per_day, settings.store_total_bytes)
+    created = await _store_call(
+        request.app.state.store.put, spec_id, spec_hash(normalized), normalized, client_id(request), quotas
+    )
     base = public_base(request)
     return JSONResponse(
         permalink_urls(base, spec_id),
@@ -119,11 +135,13 @@ async def create_permalink(request: Request) -> JSONResponse:
     response_class=Response,
 )
 async def get_permalink(request: Request, spec_id: str) -> Response:
-    etag = f'"{spec_id}"'  # content-addressed: the id is the spec's hash
+    # The spec is loaded first: `If-None-Match: *` (or any tag) is honoured only for a stored
+    # id (RFC 9110 13.1.2), and the ETag is the stored content's hash, never the id as sent.
+    spec = await load_spec(request, spec_id)
+    etag = f'"{spec_hash(spec)[:32]}"'
     early = not_modified(request, etag, IMMUTABLE)
     if early is not None:
         return early
-    spec = await load_spec(request, spec_id)
     return JSONResponse(spec, headers={"ETag": etag, "Cache-Control": IMMUTABLE})
 
 

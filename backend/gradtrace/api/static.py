@@ -7,7 +7,6 @@ written by another engineer) answers the 404 envelope, never a 500.
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
@@ -16,9 +15,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gradtrace.api.errors import ApiError
+from gradtrace.service.hashing import is_permalink_id
 
 log = logging.getLogger(__name__)
-_PERMALINK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def embed_router(frontend_dir: Path) -> APIRouter:
@@ -27,7 +26,7 @@ def embed_router(frontend_dir: Path) -> APIRouter:
     # HEAD as GET (link checkers, docs builds, proxies ask it): FileResponse sends no body for it.
     @router.api_route("/embed/{spec_id}", methods=["GET", "HEAD"])
     async def embed(spec_id: str) -> FileResponse:
-        if not _PERMALINK_ID.match(spec_id):
+        if not is_permalink_id(spec_id):
             raise ApiError(404, "not_found", "no such permalink", "/id")
         page = frontend_dir / "embed.html"
         if not page.is_file():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from functools import lru_cache
 from importlib import metadata
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from gradtrace.trace_schema import SCHEMA_VERSION
 
 PERMALINK_ID_LENGTH = 12  # base32 chars: 60 bits, collisions negligible for user-scale stores
+_PERMALINK_ID = re.compile(rf"[a-z2-7]{{{PERMALINK_ID_LENGTH}}}")
 
 
 def canonical_json(doc: Any) -> bytes:
@@ -54,3 +56,8 @@ def permalink_id(normalized_spec: dict[str, Any]) -> str:
     """Short, URL-safe, lower-case id derived from the spec's hash: same spec, same id."""
     digest = hashlib.sha256(canonical_json(normalized_spec)).digest()
     return base64.b32encode(digest).decode().lower()[:PERMALINK_ID_LENGTH]
+
+
+def is_permalink_id(text: str) -> bool:
+    """Whether ``text`` has a permalink id's alphabet (lower-case base32) and length."""
+    return _PERMALINK_ID.fullmatch(text) is not None

@@ -86,6 +86,10 @@ class Settings:
     # trace that ran past it), so a few costly requests cannot take the pool; 0: no bound.
     # Only with the rate limit on (rate_per_minute > 0).
     worker_seconds_per_minute: float = 45.0
+    # Permalink storage: bytes of stored specs a client may add in a day, and in all (0: no
+    # bound). Over either, POST /specs answers 413 naming the quota; nothing stored is deleted.
+    store_client_bytes_per_day: int = 16 * 1024 * 1024
+    store_total_bytes: int = 4 * 1024 * 1024 * 1024
     # The in-process trace cache is bounded in bytes (traces run from a few KB to a few MB);
     # Redis entries expire after cache_ttl_s and are not stored past cache_entry_max_bytes.
     cache_bytes: int = 64 * 1024 * 1024
@@ -122,6 +126,10 @@ class Settings:
                 env, "GRADTRACE_WORKER_SECONDS_PER_MINUTE", base.worker_seconds_per_minute
             ),
             queue_timeout_s=_float(env, "GRADTRACE_QUEUE_TIMEOUT", base.queue_timeout_s),
+            store_client_bytes_per_day=_int(
+                env, "GRADTRACE_STORE_CLIENT_BYTES_PER_DAY", base.store_client_bytes_per_day
+            ),
+            store_total_bytes=_int(env, "GRADTRACE_STORE_TOTAL_BYTES", base.store_total_bytes),
             cache_bytes=_int(env, "GRADTRACE_CACHE_BYTES", base.cache_bytes),
             cache_entry_max_bytes=_int(env, "GRADTRACE_CACHE_ENTRY_MAX_BYTES", base.cache_entry_max_bytes),
             cache_ttl_s=_int(env, "GRADTRACE_CACHE_TTL", base.cache_ttl_s),

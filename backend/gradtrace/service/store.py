@@ -13,7 +13,8 @@ import json
 import logging
 import sqlite3
 import threading
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,37 @@ CREATE TABLE IF NOT EXISTS costly_traces (
     created_at TEXT NOT NULL
 )
 """
+
+
+# Who stored what, for the storage quotas: one row per stored permalink (the client that
+# created it and the bytes of its spec). Rows are never removed: nothing stored is deleted to
+# make room; a client over its quota is refused until its day's window moves on.
+_OWNERS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS permalink_bytes (
+    id TEXT PRIMARY KEY,
+    client TEXT NOT NULL,
+    bytes BIGINT NOT NULL,
+    created_at TEXT NOT NULL
+)
+"""
+QUOTA_WINDOW = timedelta(days=1)
+
+
+class QuotaExceeded(Exception):
+    """Storing this spec would pass a storage quota: ``quota`` is "client" or "total"."""
+
+    def __init__(self, quota: str, limit: int) -> None:
+        super().__init__(quota)
+        self.quota = quota
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """Bytes of stored specs: per client in any day (0: no bound), and in total (0: no bound)."""
+
+    client_bytes_per_day: int = 0
+    total_bytes: int = 0
 
 
 class StoreUnavailable(Exception):
@@ -65,6 +97,7 @@ class SpecStore:
             conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(_SCHEMA)
         conn.execute(_COSTLY_SCHEMA)
+        conn.execute(_OWNERS_SCHEMA)
         return conn
 
     def _sql(self, query: str) -> str:
@@ -94,20 +127,52 @@ class SpecStore:
             self._conn = None
 
     # -- operations ------------------------------------------------------------------------------
-    def put(self, spec_id: str, spec_hash: str, spec: dict[str, Any]) -> bool:
-        """Store a spec; True if this call created the row, False if it existed already."""
+    def put(
+        self,
+        spec_id: str,
+        spec_hash: str,
+        spec: dict[str, Any],
+        client: str = "",
+        quotas: Quotas = Quotas(),
+    ) -> bool:
+        """Store a spec; True if this call created the row, False if it existed already.
+
+        A spec already stored costs nothing again; a new one over a quota raises QuotaExceeded.
+        (Replicas check and insert apart, so concurrent writes may pass a quota by a few specs.)
+        """
         text = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
-        created = datetime.now(UTC).isoformat(timespec="seconds")
+        now = datetime.now(UTC)
+        created = now.isoformat(timespec="seconds")
         existing = self._run("SELECT spec_hash FROM permalinks WHERE id = ?", (spec_id,))
         if existing:
             if existing[0][0] != spec_hash:  # a 60-bit prefix collision: never overwrite user data
                 raise StoreUnavailable("permalink id collision")
             return False
+        size = len(text.encode())
+        if quotas.client_bytes_per_day:
+            since = (now - QUOTA_WINDOW).isoformat(timespec="seconds")
+            used = self._run(
+                "SELECT COALESCE(SUM(bytes), 0) FROM permalink_bytes WHERE client = ? AND created_at > ?",
+                (client, since),
+            )[0][0]
+            if int(used) + size > quotas.client_bytes_per_day:
+                raise QuotaExceeded("client", quotas.client_bytes_per_day)
+        if quotas.total_bytes:
+            if self.stored_bytes() + size > quotas.total_bytes:
+                raise QuotaExceeded("total", quotas.total_bytes)
+        self._run(
+            "INSERT INTO permalink_bytes (id, client, bytes, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            (spec_id, client, size, created),
+        )
         self._run(
             "INSERT INTO permalinks (id, spec_hash, spec, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             (spec_id, spec_hash, text, created),
         )
         return True
+
+    def stored_bytes(self) -> int:
+        """Bytes of all stored specs (their JSON is ASCII: characters are bytes)."""
+        return int(self._run("SELECT COALESCE(SUM(LENGTH(spec)), 0) FROM permalinks")[0][0])
 
     def get(self, spec_id: str) -> dict[str, Any] | None:
         rows = self._run("SELECT spec FROM permalinks WHERE id = ?", (spec_id,))
