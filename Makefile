@@ -55,7 +55,7 @@ reliability: setup system
 # One interleaved run against the anchors (bare PyTorch, torchviz + Graphviz, TorchLens):
 # the tables of BENCHMARKS.md. The anchors are installed here, not in the package's extras.
 bench: setup
-	$(PY) -m pip install --quiet torchviz torchlens
+	$(PY) -m pip install --quiet torchviz torchview torchlens
 	command -v dot >/dev/null || { s=$$([ $$(id -u) -eq 0 ] || echo sudo); $$s apt-get update -qq && $$s apt-get install -y -qq graphviz; }
 	$(PY) tests/perf/bench.py --write BENCHMARKS.md
 

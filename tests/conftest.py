@@ -25,8 +25,10 @@ from server_process import ServerProcess, free_port
 
 @pytest.fixture(scope="session", autouse=True)
 def _layouts_kept_in_this_session(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The renderer's layouts on disk go to a folder of this session, not the user's cache."""
+    """The renderer's layouts on disk go to a folder of this session, not the user's cache; no
+    startup snapshot is built in the background (tests/embed/test_render_snapshot.py builds them)."""
     os.environ.setdefault("GRADTRACE_CACHE_DIR", str(tmp_path_factory.mktemp("layout_cache")))
+    os.environ.setdefault("GRADTRACE_SNAPSHOT", "off")
 
 
 @pytest.fixture(scope="session")

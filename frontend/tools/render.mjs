@@ -30,6 +30,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { resolveTensorData } from "../js/tensordata.js";
+import { layoutGraph } from "../js/layout.js";
+import { exportCollapsed } from "../js/export/collapse.js";
+import { buildDiagramSvg } from "../js/export/svg.js";
 
 // Node >= 22 keeps compiled code on disk: a fresh process loads elkjs in a fraction of the time.
 module.enableCompileCache?.();
@@ -86,17 +89,17 @@ function parseTrace(raw) {
 }
 
 let tools = null;
+let givenElk = null;
+/** Use this ELK instance (snapshot.cjs's, loaded and warmed up in the startup snapshot). */
+export function useElk(elk) {
+  givenElk = elk;
+}
 /** The viewer's modules and one ELK instance, loaded once per process. */
 async function loadTools() {
   if (!tools) {
-    const [{ default: ELK }, layout, collapse, svg] = await Promise.all([
-      import(join(FRONTEND, "node_modules/elkjs/lib/main.js")),
-      import(join(FRONTEND, "js/layout.js")),
-      import(join(FRONTEND, "js/export/collapse.js")),
-      import(join(FRONTEND, "js/export/svg.js")),
-    ]);
+    const elk = givenElk ?? new (await import(join(FRONTEND, "node_modules/elkjs/lib/main.js"))).default();
     const css = readFileSync(join(FRONTEND, "css/graph.css"), "utf8");
-    tools = { elk: new ELK(), layoutGraph: layout.layoutGraph, exportCollapsed: collapse.exportCollapsed, buildDiagramSvg: svg.buildDiagramSvg, css };
+    tools = { elk, layoutGraph, exportCollapsed, buildDiagramSvg, css };
   }
   return tools;
 }
@@ -282,8 +285,8 @@ async function serve(cacheDir) {
   });
 }
 
-async function main() {
-  const opts = parseOptions(process.argv.slice(2));
+export async function main(argv = process.argv.slice(2)) {
+  const opts = parseOptions(argv);
   if (opts.serve) return serve(opts["cache-dir"]);
   const { output, warning } = await render(readFileSync(opts.in ?? 0, "utf8"), opts);
   if (warning) process.stderr.write(`render: ${warning}\n`);
@@ -291,11 +294,11 @@ async function main() {
   else process.stdout.write(output);
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  main().catch((err) => {
-    const bad = isBadInput(err);
-    process.stderr.write(`render: ${bad ? "" : "internal error: "}${err.message}\n`);
-    if (!bad && err.stack) process.stderr.write(err.stack + "\n");
-    process.exit(bad ? 2 : 1);
-  });
+export function fail(err) {
+  const bad = isBadInput(err);
+  process.stderr.write(`render: ${bad ? "" : "internal error: "}${err.message}\n`);
+  if (!bad && err.stack) process.stderr.write(err.stack + "\n");
+  process.exit(bad ? 2 : 1);
 }
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main().catch(fail);

@@ -42,6 +42,7 @@ import gradtrace
 from gradtrace.render import diagram
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_first_svg import FIRST_SVG_MODELS, available, bench_first_svg  # noqa: E402
 from bench_models import MODELS, BenchModel, loss_of, timed  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -290,6 +291,36 @@ def bench_drawing(trace_path: Path, repeats: int, workdir: Path) -> dict[str, fl
     return {"cold": med(cold), "import": med(imports), "cli": med(cli), "cli_stored": med(cli_stored)}
 
 
+def first_svg_section(repeats: int, workdir: Path) -> list[str]:
+    """A trace in hand to an SVG on disk, in a new process, beside `node -e 0`, torchviz, torchview."""
+    results = bench_first_svg(list(FIRST_SVG_MODELS), repeats, workdir)
+    lines = [
+        "## The first SVG of a small model in a new process",
+        "",
+        "From a trace (or a forward) in hand to the SVG on disk; the import of torch and the tool, the model "
+        "and the capture are not counted. `node -e 0` is a bare Node start in the same rounds, the floor of "
+        "any drawing that starts Node. gradtrace: its startup snapshot built (it is, after the first drawing "
+        "on a machine), no layout on disk; the same model again (layout on disk); without the snapshot "
+        "(`GRADTRACE_SNAPSHOT=off`, no layout on disk).",
+        "",
+        "| model | `node -e 0` | gradtrace, snapshot | gradtrace, layout on disk | gradtrace, no snapshot "
+        "| torchviz + dot | torchview + dot |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, (description, _where, _shape) in FIRST_SVG_MODELS.items():
+        row = {column: med(values) for column, values in results[key].items()}
+        cells = [
+            row.get(c, float("nan")) for c in ("node", "snapshot", "stored", "plain", "torchviz", "torchview")
+        ]
+        lines.append(f"| {description} | " + " | ".join(fmt_ms(v) for v in cells) + " |")
+    lines.append("")
+    for tool in ("torchviz", "torchview"):
+        reason = available(tool)
+        if reason:
+            lines += [f"{tool}: n/a ({reason}).", ""]
+    return lines
+
+
 # ---- the gallery ---------------------------------------------------------------------------
 def bench_gallery(repeats: int) -> dict[str, float]:
     from gradtrace.examples import example_ids, get_example
@@ -441,7 +472,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--requests", type=int, default=200, help="per cached service configuration")
     parser.add_argument("--quick", action="store_true", help="fewer rounds: to check the harness")
-    parser.add_argument("--skip", default="", help="comma-separated sections to skip: service,viewer,gallery")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated sections to skip: service,viewer,gallery,first_svg"
+    )
     parser.add_argument("--write", type=Path, help="write the report (Markdown) to this file")
     args = parser.parse_args()
     repeats = 2 if args.quick else args.repeats
@@ -483,6 +516,10 @@ def main() -> None:
                 f"| {fmt_ms(d['cli_stored'])} |"
             )
         report.append("")
+
+    if "first_svg" not in skip:
+        print("first SVG …", file=sys.stderr, flush=True)
+        report += first_svg_section(max(2, repeats // 2), workdir)
 
     if "gallery" not in skip:
         print("gallery …", file=sys.stderr, flush=True)

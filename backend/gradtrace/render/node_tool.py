@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from gradtrace import frontend_files
+from gradtrace.render import snapshot
 
 log = logging.getLogger(__name__)
 
@@ -124,10 +125,15 @@ class NodeRenderer:
         self.layouts_reused = 0  # requests answered with a layout kept from an earlier one
         self.layouts_read = 0  # ... with a layout read from the disk cache
         self._warned: set[str] = set()
+        self.snapshot: Path | None = None  # the startup snapshot the process was started from
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        cmd = [node_binary(), str(frontend_dir() / "tools" / "render.mjs"), "--serve"]
-        cache = layout_cache_dir()
+    def _start(self, plain: bool = False) -> subprocess.Popen[bytes]:
+        node, frontend, cache = node_binary(), frontend_dir(), layout_cache_dir()
+        self.snapshot = None if plain else snapshot.ready_blob(node, frontend, cache)
+        if self.snapshot is not None:  # render.mjs with elkjs loaded and warm (snapshot.py)
+            cmd = [node, "--snapshot-blob", str(self.snapshot), "--", "--serve"]
+        else:
+            cmd = [node, str(frontend / "tools" / "render.mjs"), "--serve"]
         if cache is not None:
             cmd += ["--cache-dir", str(cache)]
         try:
@@ -144,6 +150,9 @@ class NodeRenderer:
     def _drain(self, stream: IO[bytes]) -> None:
         for line in stream:
             self._stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+    def _tail(self) -> str:
+        return " | ".join(list(self._stderr_tail)[-3:]) or "no message"
 
     def _forget_if_forked(self) -> None:
         if self._owner != os.getpid():
@@ -175,6 +184,13 @@ class NodeRenderer:
             timer.start()
             try:
                 header, body = self._exchange(proc, trace_json, args)
+                if header is None and self.snapshot is not None and not expired.is_set():
+                    # Node could not start from the snapshot: it goes, the plain way draws
+                    proc.wait()
+                    log.warning("gradtrace renderer: not started from %s: %s", self.snapshot, self._tail())
+                    snapshot.discard(self.snapshot)
+                    self._proc = proc = self._start(plain=True)
+                    header, body = self._exchange(proc, trace_json, args)
             finally:
                 timer.cancel()
             if header is None:  # the process died: killed by the timer, or crashed
@@ -182,8 +198,7 @@ class NodeRenderer:
                 proc.wait()
                 if expired.is_set():
                     raise RenderError(f"rendering took longer than {limit:g} s and was stopped")
-                tail = " | ".join(list(self._stderr_tail)[-3:])
-                raise RenderError(f"the renderer stopped (exit {proc.returncode}): {tail or 'no message'}")
+                raise RenderError(f"the renderer stopped (exit {proc.returncode}): {self._tail()}")
         if not header.get("ok"):
             if not header.get("bad"):
                 log.warning("render.mjs %s failed: %s", " ".join(args), "\n".join(self._stderr_tail))
