@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from e2e_helpers import open_example
+from e2e_helpers import get_json, open_example, post_json
 
 pytestmark = pytest.mark.browser
 
@@ -146,3 +147,49 @@ def test_question_mark_opens_the_keyboard_shortcuts(page: Any, live_server: str,
     dialog.wait_for()
     dialog.get_by_role("button", name="Close").click()
     assert dialog.is_hidden()
+
+
+def test_share_copies_a_link_that_keeps_the_view(
+    page: Any, context: Any, live_server: str, screenshots: Path
+) -> None:
+    """Share: Copy buttons put the link and the embed snippet on the clipboard; the link reopens
+    the same view (compare, step, node, collapsed); an untouched example reopens as itself."""
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    example = "full-backward-hook-x2"
+    spec = get_json(f"{live_server}/api/v1/examples/{example}")
+    trace = post_json(live_server + "/api/v1/trace", spec)
+    module = next(m["path"] for m in trace["graph"]["modules"] if m["path"])
+    node = next(n["id"] for n in trace["graph"]["nodes"] if not (n.get("module") or "").startswith(module))
+    step = next(p["first_seq"] for p in trace["passes"] if p["phase"] == "backward") + 2
+    view = {"compare": "full-backward-hook", "step": str(step), "node": node, "collapsed": module}
+    open_example(page, live_server, example, "&" + urlencode(view))
+    page.wait_for_selector("body[data-compare=ready]", timeout=60000)
+    page.get_by_role("button", name="Share").click()
+    dialog = page.get_by_role("dialog", name="Share")
+    page.wait_for_function("() => document.getElementById('share-iframe').value !== ''")
+    link = page.locator("#share-url").input_value()
+    assert link.startswith(f"{live_server}/#")
+    shared = parse_qs(urlparse(link).fragment)
+    assert shared == {"example": [example], **{k: [v] for k, v in view.items()}}
+    # Sharing does not turn the page into an edit: its own URL still names the example.
+    assert "spec=" not in page.evaluate("location.hash")
+    for button, field in (("Copy link", "#share-url"), ("Copy embed", "#share-iframe")):
+        dialog.get_by_role("button", name=button).click()
+        expected = page.locator(field).input_value()
+        page.wait_for_function("(t) => navigator.clipboard.readText().then(c => c === t)", arg=expected)
+        assert dialog.get_by_role("status").inner_text().startswith("Copied the ")
+    assert "<iframe" in page.evaluate("navigator.clipboard.readText()")
+    dialog.screenshot(path=str(screenshots / "share-dialog.png"))
+    # The link reopens the view: the example (not "Edited spec"), the step, the node, the fold
+    # and the comparison.
+    other = context.new_page()
+    other.goto(link)
+    other.wait_for_selector("body.is-ready", timeout=60000)
+    other.wait_for_selector("body[data-compare=ready]", timeout=60000)
+    assert other.locator("#example").input_value() == example
+    assert other.locator("#example option[data-edited]").count() == 0
+    assert other.locator("#counter").inner_text().split("/")[0].strip() == str(step)
+    reopened = parse_qs(other.evaluate("location.hash")[1:])
+    assert {k: reopened.get(k) for k in view} == {k: [v] for k, v in view.items()}
+    assert other.locator(f'#graph [data-node-id="{node}"].gt-selected').count() == 1
+    other.close()
