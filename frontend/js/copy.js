@@ -13,7 +13,7 @@ async function writeClipboard(text, field) {
 }
 
 export function bindCopyButtons(root, statusEl) {
-  for (const button of root.querySelectorAll("button[data-copy]")) {
+  for (const button of root?.querySelectorAll("button[data-copy]") ?? []) {
     button.addEventListener("click", async () => {
       const field = document.getElementById(button.dataset.copy);
       if (!field) return;

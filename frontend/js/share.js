@@ -39,7 +39,7 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
     const dialog = $("share-dialog");
     const errEl = $("share-error");
     errEl.hidden = true;
-    $("share-copied").textContent = "";
+    if ($("share-copied")) $("share-copied").textContent = "";
     try {
       const saved = await savePermalink();
       const origin = location.origin;
