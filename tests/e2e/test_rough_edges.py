@@ -193,3 +193,54 @@ def test_share_copies_a_link_that_keeps_the_view(
     assert {k: reopened.get(k) for k in view} == {k: [v] for k, v in view.items()}
     assert other.locator(f'#graph [data-node-id="{node}"].gt-selected').count() == 1
     other.close()
+
+
+# Every shown text of a kind, as [kind, text, left, top, right, bottom] in page pixels.
+SHOWN_TEXTS = """([badges, labels]) => {
+  const shown = (el) => el.checkVisibility({ opacityProperty: true, visibilityProperty: true })
+    && getComputedStyle(el).opacity !== '0';
+  const boxes = (sel) => [...document.querySelectorAll(sel)].filter(shown).map(el => {
+    const r = el.getBoundingClientRect();
+    return [el.textContent, r.left, r.top, r.right, r.bottom];
+  }).filter(b => b[3] > b[1] && b[4] > b[2]);
+  return [boxes(badges), boxes(labels)];
+}"""
+
+
+def overlaps(badges: list[Any], labels: list[Any], slack: float = 1.0) -> list[tuple[str, str]]:
+    """The (badge, label) pairs whose boxes intersect by more than `slack` pixels both ways."""
+    out = []
+    for b in badges:
+        for lab in labels:
+            w = min(b[3], lab[3]) - max(b[1], lab[1])
+            h = min(b[4], lab[4]) - max(b[2], lab[2])
+            if w > slack and h > slack:
+                out.append((b[0], lab[0]))
+    return out
+
+
+LABELS = "#graph .gt-group-title, #graph .gt-node > text:not(.gt-done-mark), #graph .gt-sublabel"
+COMPARE_PAIRS = [
+    ("full-backward-hook-x2", "full-backward-hook"),
+    ("deprecated-backward-hook", "full-backward-hook"),
+    ("sgd-training-step", "sgd-before-step"),
+]
+
+
+@pytest.mark.parametrize(("width", "height"), COMPARE_SIZES, ids=[f"{w}x{h}" for w, h in COMPARE_SIZES])
+@pytest.mark.parametrize(("example", "other"), COMPARE_PAIRS, ids=[p[0] for p in COMPARE_PAIRS])
+def test_compare_badges_cover_no_title_or_label(
+    page: Any, live_server: str, screenshots: Path, width: int, height: int, example: str, other: str
+) -> None:
+    """Compare mode: the "only here" and factor badges (×2, ×−0.4) sit clear of every module title
+    and node label, measured on the drawn boxes at the end of the trace (everything shown)."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_example(page, live_server, example, f"&compare={other}")
+    page.wait_for_selector("body[data-compare=ready]", timeout=60000)
+    page.locator("#graph").click(position={"x": 5, "y": 5})
+    page.keyboard.press("End")
+    page.wait_for_timeout(400)
+    badges, labels = page.evaluate(SHOWN_TEXTS, ["#graph .gt-compare-badge-text", LABELS])
+    assert badges, "the comparison marks the graph"
+    assert not overlaps(badges, labels)
+    page.screenshot(path=str(screenshots / f"compare-badges-{example}-{width}x{height}.png"))
