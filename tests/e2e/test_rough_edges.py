@@ -244,3 +244,27 @@ def test_compare_badges_cover_no_title_or_label(
     assert badges, "the comparison marks the graph"
     assert not overlaps(badges, labels)
     page.screenshot(path=str(screenshots / f"compare-badges-{example}-{width}x{height}.png"))
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+@pytest.mark.parametrize("example", ["shared-weights-fan-in", "retain-graph-accumulation"])
+def test_fan_in_badges_cover_no_label(
+    page: Any, live_server: str, screenshots: Path, theme: str, example: str
+) -> None:
+    """The `+= ×2` badge of a node where gradients meet sits above its box, clear of its label
+    (AccumulateGrad's included) and of every other label and module title, at every step it shows."""
+    trace = post_json(live_server + "/api/v1/trace", get_json(f"{live_server}/api/v1/examples/{example}"))
+    backward = [e["seq"] for e in trace["events"] if e["phase"] == "backward"]
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_example(page, live_server, example, f"&theme={theme}")
+    seen = 0
+    for step in backward:
+        page.evaluate(
+            "(s) => { location.hash = location.hash.replace(/step=\\d+/, '') + '&step=' + s; }", step
+        )
+        page.wait_for_selector(f'body[data-step="{step}"]', state="attached", timeout=15000)
+        badges, labels = page.evaluate(SHOWN_TEXTS, ["#graph [data-fanin] text", LABELS])
+        assert not overlaps(badges, labels), (step, badges)
+        seen += len(badges)
+    assert seen, "the example shows a += badge"
+    page.screenshot(path=str(screenshots / f"fan-in-{example}-{theme}.png"))
