@@ -6,12 +6,15 @@ left the grid and the graph slid into the editor's 0 px column).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from e2e_helpers import get_json, open_example, post_json
+from e2e_helpers import fmt4, get_json, open_example, post_json
+
+from gradtrace.trace import tensor_array
 
 pytestmark = pytest.mark.browser
 
@@ -268,3 +271,49 @@ def test_fan_in_badges_cover_no_label(
         seen += len(badges)
     assert seen, "the example shows a += badge"
     page.screenshot(path=str(screenshots / f"fan-in-{example}-{theme}.png"))
+
+
+def test_per_sample_heatmap_has_axes_and_a_colour_scale(
+    page: Any, live_server: str, screenshots: Path
+) -> None:
+    """The heatmap names its axes (token across, sample down, each row and column numbered at
+    its cells) and shows its colour scale from 0 to the largest ‖δ ⊗ a‖."""
+    example = "mlp-hooks-reconstruction"
+    trace = post_json(live_server + "/api/v1/trace", get_json(f"{live_server}/api/v1/examples/{example}"))
+    record = next(r for r in trace["analyses"]["per_sample"] if r["weight"] == "fc1.weight")
+    (call,) = record["calls"]
+    batch, tokens = call["sample_dims"]
+    norms = tensor_array(call["position_norms"], trace["tensor_data"])
+    leaf = next(
+        n for n in trace["graph"]["nodes"] if n["kind"] == "tensor" and n.get("tensor") == "fc1.weight"
+    )
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_example(page, live_server, example, f"&node={leaf['id']}")
+    section = page.locator('[data-section="per-sample"]')
+    section.wait_for(timeout=15000)
+    assert section.locator(".persample-axis-x").inner_text().startswith("token →")
+    assert section.locator(".persample-axis-y").inner_text().startswith("sample ↓")
+    xs = section.locator(".persample-ticks-x span")
+    ys = section.locator(".persample-ticks-y span")
+    assert xs.all_inner_texts() == [str(i) for i in range(tokens)]
+    assert ys.all_inner_texts() == [str(i) for i in range(batch)]
+    # Each number sits at its column's / row's cells.
+    cells = section.locator(".persample-grid .cell")
+    for t in range(tokens):
+        tick, cell = xs.nth(t).bounding_box(), cells.nth(t).bounding_box()
+        assert abs((tick["x"] + tick["width"] / 2) - (cell["x"] + cell["width"] / 2)) < 2
+    for b in range(batch):
+        tick, cell = ys.nth(b).bounding_box(), cells.nth(b * tokens).bounding_box()
+        assert abs((tick["y"] + tick["height"] / 2) - (cell["y"] + cell["height"] / 2)) < 2
+        assert tick["x"] + tick["width"] <= cell["x"]
+    scale = section.get_by_role("img", name=re.compile("colour scale"))
+    ends = scale.locator(".num").all_inner_texts()
+    assert ends == ["0", fmt4(float(norms.max()))]
+    bar = scale.locator(".persample-scale-bar").bounding_box()
+    assert bar["width"] >= 60 and bar["height"] >= 6
+    # the darkest cell is the largest norm
+    alphas = cells.evaluate_all(
+        "cs => cs.map(c => parseFloat(getComputedStyle(c).backgroundColor.split(',')[3]))"
+    )
+    assert int(max(range(len(alphas)), key=alphas.__getitem__)) == int(norms.reshape(-1).argmax())
+    section.screenshot(path=str(screenshots / "per-sample-axes.png"))
