@@ -317,3 +317,52 @@ def test_per_sample_heatmap_has_axes_and_a_colour_scale(
     )
     assert int(max(range(len(alphas)), key=alphas.__getitem__)) == int(norms.reshape(-1).argmax())
     section.screenshot(path=str(screenshots / "per-sample-axes.png"))
+
+
+def format_bytes(n: int) -> str:
+    """The viewer's byte format (memory.js formatBytes), for the sizes the examples save."""
+    return f"{n} B" if n < 1024 else f"{n / 1024:.2f} KiB"
+
+
+@pytest.mark.parametrize("example", ["two-layer-linear", "retain-graph-accumulation"])
+def test_bottom_band_at_1280x720_is_readable(
+    page: Any, live_server: str, screenshots: Path, example: str
+) -> None:
+    """At 1280×720 the bottom band fits: the controls, three whole event rows, and a memory strip
+    whose plot says what its axes are (0 B up to the peak, events 0 to the last)."""
+    trace = post_json(live_server + "/api/v1/trace", get_json(f"{live_server}/api/v1/examples/{example}"))
+    peak = trace["analyses"]["memory"]["peak_bytes"]
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_example(page, live_server, example)
+    assert page.evaluate("document.documentElement.scrollHeight <= innerHeight + 1")
+    # The top bar is one row (two rows took the graph 40 px), Editor included.
+    bar = page.locator(".topbar").bounding_box()
+    assert bar["height"] <= 48
+    assert page.get_by_role("button", name="Editor").bounding_box()["y"] < bar["y"] + bar["height"]
+    band = page.locator(".transport-panel").bounding_box()
+    assert band["y"] + band["height"] <= 720 + 0.5
+    for name in ("Restart", "Step back", "Play", "Step forward"):
+        box = page.get_by_role("button", name=name, exact=True).bounding_box()
+        assert box["width"] >= 32 and box["height"] >= 24 and box["y"] + box["height"] <= 720
+    events = page.locator(".events").bounding_box()
+    rows = page.locator(".events li, .events tr, .events [role=row]").evaluate_all(
+        "rs => rs.map(r => r.getBoundingClientRect()).map(r => [r.top, r.bottom])"
+    )
+    whole = [r for r in rows if r[0] >= events["y"] - 0.5 and r[1] <= events["y"] + events["height"] + 0.5]
+    assert len(whole) >= 3, rows
+    plot = page.locator(".memory-plotbox").bounding_box()
+    assert plot["height"] >= 26 and plot["width"] >= 200
+    labels = {}
+    for cls in ("peak", "zero", "events"):
+        axis = page.locator(f".memory-axis-{cls}")
+        box = axis.bounding_box()
+        assert box["x"] >= plot["x"] and box["x"] + box["width"] <= plot["x"] + plot["width"] + 0.5
+        assert box["y"] >= plot["y"] and box["y"] + box["height"] <= plot["y"] + plot["height"] + 0.5
+        labels[cls] = (axis.inner_text(), box)
+    assert labels["peak"][0] == format_bytes(peak)
+    assert labels["zero"][0] == "0 B"
+    assert labels["events"][0] == f"events 0 → {len(trace['events']) - 1}"
+    assert labels["peak"][1]["y"] + labels["peak"][1]["height"] <= labels["zero"][1]["y"]  # up is more
+    title = page.locator(".memory-title")
+    assert title.inner_text() == "saved tensors" and title.is_visible()
+    page.locator(".transport-panel").screenshot(path=str(screenshots / f"bottom-band-{example}-1280x720.png"))
