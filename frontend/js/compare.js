@@ -70,7 +70,7 @@ function badge(text, x, y, anchor) {
 /**
  * Marks `marks` on what `renderer` drew (culled elements included): classes on the changed edges
  * and nodes, a factor a quarter along each edge from its source (inside the edge, so shown and
- * hidden with it, clear of its gradient chip at the middle), "only here" on nodes a lacks.
+ * hidden with it, clear of its gradient chip at the middle), "only here" left of the nodes a lacks.
  */
 export function markGraph(renderer, marks) {
   markElements(renderer.elements(), renderer.layout?.edges ?? [], marks);
@@ -103,7 +103,10 @@ function markElements({ nodes, edges }, layoutEdges, marks) {
   for (const [id, el] of nodes) {
     if (marks.onlyHere.has(id)) {
       el.classList.add("gt-compare-only");
-      el.append(badge("only here", 0, -5, "start"));
+      // left of the box, at its middle (a node a lacks has no factor there): above it, the
+      // badge covered the title of the module box or the label of the node just above
+      const mid = Number(el.querySelector("rect")?.getAttribute("height") || 24) / 2;
+      el.append(badge("only here", -6, mid, "end"));
     }
     if (!marks.nodes.has(id)) continue;
     el.classList.add("gt-compare-changed");

@@ -189,5 +189,11 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
     await showTrace(await api.savedTrace(id), nav);
   }
 
-  return { runSpec, openExample, openTrace, followHash, bootFull, bootEmbed };
+  /** The example on screen if the editor still holds its spec as loaded, else "". */
+  function untouchedExample() {
+    const { example, spec } = store.get();
+    return example && !spec && editor && editor.value === loadedText ? example : "";
+  }
+
+  return { untouchedExample, runSpec, openExample, openTrace, followHash, bootFull, bootEmbed };
 }

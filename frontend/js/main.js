@@ -283,7 +283,7 @@ async function showTrace(t, { layout: precomputedLayout = null, step, live = () 
   compare?.load(trace);
 }
 
-const { runSpec, openExample, openTrace, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
+const { untouchedExample, runSpec, openExample, openTrace, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
 
 // ---- user actions --------------------------------------------------------------------------
 
@@ -390,7 +390,7 @@ $("theme")?.addEventListener("click", () => store.set({ theme: document.document
 $("fit").addEventListener("click", () => camera.fit());
 $("zoom-in").addEventListener("click", () => camera.zoomIn());
 $("zoom-out").addEventListener("click", () => camera.zoomOut());
-bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", stepSvg, setStatus });
+bindShareAndExport({ store, api, getTrace: () => trace, getLayout: () => layoutCache, getSpecText: () => editor?.value ?? "", untouchedExample, stepSvg, setStatus });
 
 /** "SVG (this step)" and PNG: the scene in the current frame, drawn by the exporters' builder. */
 function stepSvg() {

@@ -66,9 +66,15 @@ export function createMemoryStrip(container) {
   const cursor = svgEl("line", { class: "memory-cursor", y1: 0, y2: height });
   const svg = svgEl("svg", { class: "memory-plot", viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", "aria-hidden": "true" }, [area, cursor]);
   const label = h("span", { class: "memory-label" });
+  // The axes, written on the plot: bytes up (0 to the peak), events across (0 to the last).
+  const axis = {
+    peak: h("span", { class: "memory-axis memory-axis-peak" }),
+    zero: h("span", { class: "memory-axis memory-axis-zero", text: "0 B" }),
+    events: h("span", { class: "memory-axis memory-axis-events" }),
+  };
   const root = h("div", { class: "memory-strip", role: "group", "aria-label": "saved-tensor memory of the autograd graph", hidden: true }, [
     h("span", { class: "memory-title", title: "Bytes of the tensors autograd nodes saved for backward, alive after each event: backward() frees them unless retain_graph=True", text: "saved tensors" }),
-    svg,
+    h("div", { class: "memory-plotbox" }, [svg, axis.peak, axis.zero, axis.events]),
     label,
   ]);
   container.append(root);
@@ -81,6 +87,8 @@ export function createMemoryStrip(container) {
       lastSeq = Math.max(0, (trace?.events?.length ?? 1) - 1);
       root.hidden = !memory.peak_bytes;
       area.setAttribute("d", memoryPath(memory, lastSeq, width, height));
+      axis.peak.textContent = formatBytes(memory.peak_bytes);
+      axis.events.textContent = `events 0 → ${lastSeq}`;
     },
     show(step) {
       if (root.hidden) return;

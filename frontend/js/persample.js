@@ -1,6 +1,6 @@
 // The per-sample, per-token picture of a Linear weight's gradient (seed 000, analyses.per_sample):
 // how much each position (sample b, token t) gave to ∂L/∂W — ‖δ_bt ⊗ a_bt‖ = ‖δ_bt‖·‖a_bt‖ as
-// a heatmap over B × T — each sample's share, the check that the shares add up to W.grad, and
+// a heatmap over B × T with its axes and colour scale — each sample's share, the check that the shares add up to W.grad, and
 // what storing the factors costs next to the gradient. Click a cell: its outer product.
 
 import { h } from "./dom.js";
@@ -56,9 +56,33 @@ function outerProduct(factors) {
   return table;
 }
 
+const alphaOf = (t) => (0.06 + 0.9 * t).toFixed(3);
+
 function cellColor(x, max) {
-  const t = max ? Math.min(1, x / max) : 0;
-  return `rgba(217,85,59,${(0.06 + 0.9 * t).toFixed(3)})`;
+  return `rgba(217,85,59,${alphaOf(max ? Math.min(1, x / max) : 0)})`;
+}
+
+/** The grid with its axes: "token →" over numbered columns, "sample ↓" beside numbered rows. */
+function framedGrid(grid, shownRows, shownCols, rows, cols) {
+  const ticks = (n, cls) => h("div", { class: `persample-ticks ${cls}`, "aria-hidden": "true" }, Array.from({ length: n }, (_, i) => h("span", { text: String(i) })));
+  const more = (shown, all, what) => (shown < all ? ` (first ${shown} of ${all})` : "") + (all > 1 ? "" : ` (one ${what})`);
+  return h("div", { class: "persample-frame" }, [
+    h("span", { class: "persample-axis persample-axis-x", text: cols > 1 ? `token →${more(shownCols, cols, "token")}` : "one position per sample" }),
+    h("span", { class: "persample-axis persample-axis-y", text: `sample ↓${more(shownRows, rows, "sample")}` }),
+    cols > 1 ? ticks(shownCols, "persample-ticks-x") : h("span"),
+    ticks(shownRows, "persample-ticks-y"),
+    grid,
+  ]);
+}
+
+/** The colour scale: 0 to the largest norm, with the quantity it measures. */
+function colourScale(max) {
+  return h("div", { class: "persample-scale", role: "img", "aria-label": `colour scale: ‖δ ⊗ a‖ from 0 (pale) to ${formatNumber(max)} (dark)` }, [
+    h("span", { class: "num", text: "0" }),
+    h("span", { class: "persample-scale-bar", style: `background: linear-gradient(to right, ${cellColor(0, max)}, ${cellColor(max, max)})` }),
+    h("span", { class: "num", text: formatNumber(max) }),
+    h("span", { class: "muted", text: "‖δ ⊗ a‖" }),
+  ]);
 }
 
 function callView(trace, record, call, k) {
@@ -96,7 +120,8 @@ function callView(trace, record, call, k) {
     : null;
   return h("div", { class: "persample-call" }, [
     h("p", { class: "muted", text: `a ${formatShape(call.a_shape)}, δ ${formatShape(call.delta_shape)}` }),
-    grid,
+    framedGrid(grid, shownRows, shownCols, rows, cols),
+    colourScale(max),
     sampleList,
     detail,
   ]);

@@ -226,8 +226,10 @@ export function buildScene(layout, trace) {
     const leaf = spots.leaf.get(n.id);
     if (holders.has(n.id) && leaf) layers.chips.push(drawChip(`l:${n.id}`, "gt-grad gt-grad--leaf", leaf, { "data-leaf": n.id }));
     // The "+=" badge: only where gradients can meet (a node feeding several) or .grad accumulates.
+    // It sits on the box's top edge, above it: lower, it covered the label (AccumulateGrad's).
     if ((fanOut.get(n.id) || 0) > 1 || holders.has(n.id) || n.op === "AccumulateGrad") {
-      layers.chips.push(drawChip(`f:${n.id}`, "gt-grad gt-grad--accumulate", { x: n.x + 14, y: n.y - 2, width: chipWidth("+= ×9") }, { "data-fanin": n.id }));
+      const w = chipWidth("+= ×9");
+      layers.chips.push(drawChip(`f:${n.id}`, "gt-grad gt-grad--accumulate", { x: n.x + 4 + w / 2, y: n.y - CHIP_HEIGHT / 2 + 1, width: w }, { "data-fanin": n.id }));
     }
   }
   const hookChip = keyed("h", "chip", null, el("g", { class: "gt-grad gt-grad--hook gt-chip", "data-hook-chip": "", "data-state": "hidden" }, el("rect", { height: CHIP_HEIGHT, y: -CHIP_HEIGHT / 2, rx: 4 }), el("text", { y: 0.5 }, "")));

@@ -1,36 +1,50 @@
-// Share (permalink, iframe and Markdown snippets) and the Export menu (SVG, animated SVG, PNG,
+// Share (the link to this view, iframe and Markdown snippets, each with a Copy button) and the Export menu (SVG, animated SVG, PNG,
 // HTML — the server's one-file offline player of the permalink — and JSON).
 
 import { graphCssText, saveBlob, svgToPngBlob, slug } from "./download.js";
 import { tensorDataJson } from "./tensordata.js";
+import { bindCopyButtons } from "./copy.js";
+import { DEFAULTS } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
 
-export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, stepSvg, setStatus = () => {} }) {
+// What a shared link keeps of the view besides its source.
+const VIEW_KEYS = ["step", "node", "collapsed", "compare"];
+
+export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecText, untouchedExample = () => "", stepSvg, setStatus = () => {} }) {
   const theme = () => (document.documentElement.classList.contains("gt-theme-dark") ? "gt-theme-dark" : "gt-theme-light");
   const name = () => slug(getTrace()?.title);
 
-  /** Share and Export → HTML both store the spec being edited as a permalink. */
+  /** Share and Export → HTML both store the spec being edited as a permalink. An example run
+   * as it came keeps its name in the URL (the page does not turn into an "Edited spec"). */
   async function savePermalink() {
     const saved = await api.share(getSpecText());
-    store.set({ spec: saved.id });
+    if (!untouchedExample()) store.set({ spec: saved.id });
     return saved;
   }
 
+  /** The link to this view: the example (untouched) or the permalink, plus the view's hash. */
+  function viewLink(saved) {
+    const origin = location.origin;
+    const example = untouchedExample();
+    const view = new URLSearchParams(example ? { example } : {});
+    const state = store.get();
+    for (const key of VIEW_KEYS) if (state[key] && state[key] !== DEFAULTS[key]) view.set(key, String(state[key]));
+    const base = example ? `${origin}/` : saved.url ? new URL(saved.url, origin).href : `${origin}/?spec=${saved.id}`;
+    return { link: view.toString() ? `${base}#${view}` : base, base };
+  }
+
+  bindCopyButtons($("share-dialog"), $("share-copied"));
   $("share")?.addEventListener("click", async () => {
     const dialog = $("share-dialog");
     const errEl = $("share-error");
     errEl.hidden = true;
+    if ($("share-copied")) $("share-copied").textContent = "";
     try {
       const saved = await savePermalink();
       const origin = location.origin;
-      const { step, node } = store.get();
-      const view = new URLSearchParams({ spec: saved.id });
-      if (step) view.set("step", String(step));
-      if (node) view.set("node", node);
-      view.delete("spec");
-      const base = saved.url ? new URL(saved.url, origin).href : `${origin}/?spec=${saved.id}`;
-      $("share-url").value = view.toString() ? `${base}#${view}` : base;
+      const { link, base } = viewLink(saved);
+      $("share-url").value = link;
       const embed = saved.embed_url ? new URL(saved.embed_url, origin).href : `${origin}/embed/${saved.id}`;
       $("share-iframe").value = `<iframe src="${embed}" width="100%" height="520" style="border:0" title="gradtrace: ${(getTrace()?.title || "").replace(/"/g, "&quot;")}"></iframe>`;
       const diagram = saved.diagram_url ? new URL(saved.diagram_url, origin).href : `${origin}/api/v1/specs/${saved.id}/diagram.svg`;

@@ -234,3 +234,36 @@ def test_narration_fits_beside_the_graph(
     # the sentence and its chain-rule lines are there to read (the region scrolls past its height)
     assert "Local derivative" in narration(page)
     page.screenshot(path=str(screenshots / f"narration-two-layer-{size[0]}x{size[1]}.png"))
+
+
+@pytest.mark.parametrize("example", ["two-layer-linear", "full-backward-hook", "freed-graph-error"])
+def test_every_step_is_told_in_words(
+    page: Any, live_server: str, example_traces: dict[str, Any], example: str
+) -> None:
+    """At every step of the three stories the Narration says something, in words (no event kind
+    shown raw), and the forward construction explains once — at its first op — why forward nodes
+    are named …Backward0."""
+    trace = example_traces[example]
+    open_example(page, live_server, example)
+    why = []
+    for step in range(len(trace["events"])):
+        seek(page, step)
+        text = narration(page)
+        assert text.strip(), step
+        assert not any(k in text for k in KINDS + ("error", "hook_call")) or "RuntimeError" in text, (
+            step,
+            text,
+        )
+        if "Why " in text and "…Backward" in text:
+            why.append(step)
+    first_op = next(
+        e["seq"]
+        for e in trace["events"]
+        if e["kind"] == "node_created"
+        and any(
+            n["id"] == e["node"] and n["kind"] == "op" and not n.get("variable") and not n.get("inserted")
+            for n in trace["graph"]["nodes"]
+        )
+    )
+    assert why == [first_op]
+    assert trace["events"][first_op]["phase"] == "forward"
