@@ -268,7 +268,8 @@ async function showTrace(t, { layout: precomputedLayout = null, step, live = () 
   player.setCount(stepCount(timeline));
   events.draw(trace, timeline);
   memoryStrip?.load(trace);
-  if (!store.get().collapsed && !precomputedLayout) {
+  // A standalone file's layout was computed at export time with this same default folding.
+  if (!store.get().collapsed && (!precomputedLayout || embedded)) {
     const def = defaultCollapsed(trace);
     if (def.size) store.set({ collapsed: [...def].join(",") });
   }
@@ -342,7 +343,7 @@ store.on("change", (state, changed) => {
   if (changed.has("theme")) applyTheme();
   if (changed.has("compare") && trace) compare?.load(trace);
   if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) {
-    relayout(null, anchorPath).then(paint);
+    relayout(null, anchorPath).then(paint, (err) => setStatus(err.message, true));
     anchorPath = null;
   }
   scheduleHashWrite();

@@ -1,8 +1,11 @@
 """The interactive player as one HTML file, and the same player inline in a notebook. No Node.
 
 ``standalone_html`` is the embed page with everything inlined (the viewer's JS bundled in
-Python, its CSS, elkjs, the trace): it works offline and from file://, and the player lays the
-graph out in the browser with the same layout code as the live viewer.
+Python, its CSS, the trace): it works offline and from file://. The graph is laid out at export
+time by the one layout code (``render.mjs --format layout``), so the 1.6 MB layout engine does not
+travel, and the player's code and the trace travel gzipped (unpacked by the browser's own
+DecompressionStream): a small model's file is ~100 KB. Without Node the layout engine travels
+instead and the player lays the graph out when it opens (a ~2 MB file).
 ``notebook_html`` gzips that page into an ``<iframe srcdoc>`` that unpacks it with the browser's
 own DecompressionStream, so scripts and styles stay isolated from the notebook page and the
 output is a fraction of the page's size: the same output works in Jupyter, JupyterLab and VS Code.
@@ -21,7 +24,7 @@ from typing import Any
 
 from gradtrace.render.bundle import bundle
 from gradtrace.render.diagram import THEMES
-from gradtrace.render.node_tool import RenderError, frontend_dir
+from gradtrace.render.node_tool import RenderError, frontend_dir, run_render
 from gradtrace.render.source import keep_values, trace_json, trace_title
 
 NOTEBOOK_HEIGHT_PX = 620
@@ -46,7 +49,7 @@ def _newest_change(root: Path) -> float:
 
 @functools.lru_cache(maxsize=4)
 def _page_parts(root: Path, _version: float) -> tuple[str, str, str]:
-    """(page before the data, the scripts after it, the closing tags): the trace goes between."""
+    """(page before the data, the player's code, the closing tags): the trace goes between."""
     page = (root / "embed.html").read_text(encoding="utf-8")
     entry = _ENTRY.search(page)
     if not entry:
@@ -63,21 +66,50 @@ def _page_parts(root: Path, _version: float) -> tuple[str, str, str]:
     head, closing = page.split("</body>", 1) if "</body>" in page else ("", "")
     if not closing:
         raise RenderError("embed.html has no </body>")
-    elk = script_safe((root / ELK_BUNDLE).read_text(encoding="utf-8"))
-    player = script_safe(bundle(root / entry.group(1)))
-    scripts = f'</script>\n<script>{elk}</script>\n<script type="module">\n{player}</script>\n'
-    return head, scripts, "</body>" + closing
+    return head, bundle(root / entry.group(1)), "</body>" + closing
 
 
-def standalone_html(trace: Any, theme: str | None = None) -> str:
-    """A self-contained HTML page: the player and the trace (laid out when it opens).
+@functools.lru_cache(maxsize=2)
+def _elk_script(root: Path) -> str:
+    return script_safe((root / ELK_BUNDLE).read_text(encoding="utf-8"))
 
-    ``theme`` None follows the reader's colour scheme.
+
+def export_layout(trace: Any) -> dict[str, Any] | None:
+    """The player's opening layout (its default folding), computed now by the one layout code;
+    None where Node cannot run (the file then carries the layout engine)."""
+    try:
+        return dict(json.loads(run_render(trace_json(trace), ["--format", "layout"])))
+    except RenderError:
+        return None
+
+
+def _packed(text: str) -> str:
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), 9, mtime=0)).decode("ascii")
+
+
+# Unpacks the trace into #gradtrace-data, then starts the player (a module script added now runs).
+_UNPACK_PLAYER = (
+    "<script>(async()=>{"
+    "const un=async(id)=>{const b=Uint8Array.from(atob(document.getElementById(id).textContent),c=>c.charCodeAt(0));"
+    'return new Response(new Blob([b]).stream().pipeThrough(new DecompressionStream("gzip"))).text();};'
+    'document.getElementById("gradtrace-data").textContent=await un("gradtrace-packed-data");'
+    'const s=document.createElement("script");s.type="module";s.textContent=await un("gradtrace-packed-player");'
+    "document.body.append(s);"
+    '})().catch(e=>{const st=document.getElementById("status");'
+    'if(st)st.textContent="this browser cannot unpack the player (DecompressionStream): "+e.message;})</script>'
+)
+
+
+def standalone_html(trace: Any, theme: str | None = None, *, packed: bool = True) -> str:
+    """A self-contained HTML page: the player, the trace and its layout.
+
+    ``theme`` None follows the reader's colour scheme. ``packed``: the player's code and the
+    trace travel gzipped (False: as plain text, for a caller that compresses the whole page).
     """
     if theme is not None and theme not in THEMES:
         raise ValueError(f"theme must be one of {', '.join(THEMES)} (got {theme!r})")
     root = frontend_dir()
-    head, scripts, closing = _page_parts(root, _newest_change(root))
+    head, player, closing = _page_parts(root, _newest_change(root))
     title = html.escape(trace_title(trace))
     head = re.sub(r"<title>[\s\S]*?</title>", lambda _: f"<title>{title} · gradtrace</title>", head, count=1)
     if theme:
@@ -86,9 +118,20 @@ def standalone_html(trace: Any, theme: str | None = None) -> str:
         )
     # The trace's JSON goes in as it is; "<" as \u003c keeps "</script>" in a string harmless.
     data = trace_json(trace).replace(b"<", b"\\u003c").decode("utf-8")
-    settings = json.dumps({"layout": None, "mode": "embed", "theme": theme})[1:-1]
-    block = f'<script type="application/json" id="gradtrace-data">{{"trace":{data},{settings}}}'
-    return head + block + scripts + closing
+    layout = export_layout(trace)
+    settings = json.dumps({"layout": layout, "mode": "embed", "theme": theme})[1:-1].replace("<", "\\u003c")
+    payload = f'{{"trace":{data},{settings}}}'
+    # No layout: the layout engine travels and the player lays the graph out when it opens.
+    elk = "" if layout else f"<script>{_elk_script(root)}</script>\n"
+    if not packed:
+        block = f'<script type="application/json" id="gradtrace-data">{payload}</script>\n'
+        return f'{head}{block}{elk}<script type="module">\n{script_safe(player)}</script>\n{closing}'
+    block = (
+        '<script type="application/json" id="gradtrace-data"></script>\n'
+        f'<script type="application/octet-stream" id="gradtrace-packed-data">{_packed(payload)}</script>\n'
+        f'<script type="application/octet-stream" id="gradtrace-packed-player">{_packed(player)}</script>\n'
+    )
+    return head + block + elk + _UNPACK_PLAYER + "\n" + closing
 
 
 _UNPACK = (
@@ -110,7 +153,7 @@ def notebook_html(
     however many numbers it holds, makes a cell of a size a notebook can carry.
     """
     small = keep_values(json.loads(trace_json(trace)), value_budget)
-    page = standalone_html(small)
+    page = standalone_html(small, packed=False)
     packed = base64.b64encode(gzip.compress(page.encode("utf-8"), 6)).decode("ascii")
     inner = (
         '<!doctype html><meta charset="utf-8"><title>gradtrace</title>'
