@@ -155,7 +155,7 @@ def test_notebook_cell_opens_readable(browser: Any, tmp_path: Path, name: str) -
     host = tmp_path / "notebook.html"
     host.write_text(
         '<!doctype html><body style="margin:0"><div style="width:1000px;margin:10px auto">'
-        f"{notebook_html(trace_of(name))}</div>",
+        f"{notebook_html(trace_of(name), player=True)}</div>",
         encoding="utf-8",
     )
     context = browser.new_context(viewport={"width": 1280, "height": 720})

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import functools
 import gzip
+import hashlib
 import html
 import json
 import re
@@ -144,21 +145,41 @@ _UNPACK = (
 )
 
 
-def notebook_html(
-    trace: Any, height: int = NOTEBOOK_HEIGHT_PX, value_budget: int = NOTEBOOK_VALUE_BUDGET
-) -> str:
-    """The player inline in a notebook output cell (offline: nothing is fetched).
+# The player pages this process has put in a notebook (by digest): later cells carry only their
+# trace and ask the page for the player's code (see ``notebook_html``).
+_PLAYER_SENT: set[str] = set()
+_SLOT = "__GRADTRACE_PAYLOAD__"
 
-    The cell keeps ``value_budget`` tensor numbers (``source.keep_values``), so any trace,
-    however many numbers it holds, makes a cell of a size a notebook can carry.
-    """
-    small = keep_values(json.loads(trace_json(trace)), value_budget)
-    page = standalone_html(small, packed=False)
-    packed = base64.b64encode(gzip.compress(page.encode("utf-8"), 6)).decode("ascii")
-    inner = (
-        '<!doctype html><meta charset="utf-8"><title>gradtrace</title>'
-        f'<script type="application/octet-stream" id="gradtrace-page">{packed}</script>{_UNPACK}'
-    )
+# In the notebook's page (every cell, once per page): keep the player's code a cell carried and
+# hand it to each player iframe that asks for it.
+_HOST = (
+    "<script>(()=>{const w=window,v=%(v)s;w.__gradtracePlayers=w.__gradtracePlayers||{};"
+    'const el=document.getElementById("gradtrace-player-"+v);if(el)w.__gradtracePlayers[v]=el.textContent;'
+    "if(w.__gradtraceListening)return;w.__gradtraceListening=true;"
+    'w.addEventListener("message",(e)=>{const m=e.data;if(!m||m.gradtrace!=="player?"||!e.source)return;'
+    'const code=w.__gradtracePlayers[m.v]||(document.getElementById("gradtrace-player-"+m.v)||{}).textContent;'
+    'if(code)e.source.postMessage({gradtrace:"player",v:m.v,code},"*");});})()</script>'
+)
+
+# In the cell's iframe: ask the page for the player's code, put the trace in, open the page.
+_ASK = (
+    "<script>(()=>{const v=%(v)s;let got=false,n=0;"
+    "const un=(b64)=>new Response(new Blob([Uint8Array.from(atob(b64),c=>c.charCodeAt(0))])"
+    '.stream().pipeThrough(new DecompressionStream("gzip"))).text();'
+    'addEventListener("message",async(e)=>{const m=e.data;if(got||!m||m.gradtrace!=="player"||m.v!==v)return;got=true;'
+    'const [t,d]=await Promise.all([un(m.code),un(document.getElementById("gradtrace-trace").textContent)]);'
+    "document.open();document.write(t.split(%(slot)s).join(d));document.close();});"
+    "const ask=()=>{if(got)return;if(n++>=40){document.body.textContent=%(missing)s;return;}"
+    'parent.postMessage({gradtrace:"player?",v},"*");setTimeout(ask,250);};ask();})()</script>'
+)
+PLAYER_MISSING = (
+    "The gradtrace player's code travels once per notebook, in the first gradtrace output of the "
+    "session, and it is not on this page (that output was cleared, or this viewer runs no "
+    "scripts): run that cell again, or save the trace with trace.save('trace.html')."
+)
+
+
+def _iframe(trace: Any, inner: str, height: int) -> str:
     title = html.escape(trace_title(trace))
     # srcdoc: the page travels inside the attribute (quote-escaped); sandbox keeps its scripts
     # away from the notebook's own page.
@@ -167,3 +188,54 @@ def notebook_html(
         f'style="width:100%;height:{int(height)}px;border:1px solid #ccd;border-radius:6px" '
         'sandbox="allow-scripts allow-downloads allow-popups"></iframe>'
     )
+
+
+def notebook_html(
+    trace: Any,
+    height: int = NOTEBOOK_HEIGHT_PX,
+    value_budget: int = NOTEBOOK_VALUE_BUDGET,
+    *,
+    player: bool | None = None,
+) -> str:
+    """The player inline in a notebook output cell (offline: nothing is fetched).
+
+    The cell keeps ``value_budget`` tensor numbers (``source.keep_values``), so any trace,
+    however many numbers it holds, makes a cell of a size a notebook can carry. The player's
+    code (~60 KB gzipped) travels once per notebook: in the process's first cell (``player``
+    True: in this one too; False: never), and later cells carry only their trace and layout,
+    asking the page for the code. Without Node (no layout at export time) each cell carries
+    the whole page, the layout engine included.
+    """
+    small = keep_values(json.loads(trace_json(trace)), value_budget)
+    if export_layout(small) is None:
+        page = standalone_html(small, packed=False)
+        inner = (
+            '<!doctype html><meta charset="utf-8"><title>gradtrace</title>'
+            f'<script type="application/octet-stream" id="gradtrace-page">{_packed(page)}</script>{_UNPACK}'
+        )
+        return _iframe(trace, inner, height)
+    root = frontend_dir()
+    head, code, closing = _page_parts(root, _newest_change(root))
+    template = (
+        f'{head}<script type="application/json" id="gradtrace-data">{_SLOT}</script>\n'
+        f'<script type="module">\n{script_safe(code)}</script>\n{closing}'
+    )
+    digest = hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
+    carry = digest not in _PLAYER_SENT if player is None else player
+    if player is not False:
+        _PLAYER_SENT.add(digest)
+    page = standalone_html(small, packed=False)
+    found = re.search(r'<script type="application/json" id="gradtrace-data">(.*?)</script>\n', page, re.S)
+    if not found:
+        raise RenderError("the player page has no gradtrace-data block")
+    v = json.dumps(digest)
+    inner = (
+        '<!doctype html><meta charset="utf-8"><title>gradtrace</title><body>'
+        f'<script type="application/octet-stream" id="gradtrace-trace">{_packed(found.group(1))}</script>'
+        + _ASK
+        % {"v": v, "slot": json.dumps(_SLOT), "missing": json.dumps(PLAYER_MISSING)}
+    )
+    host = ""
+    if carry:
+        host = f'<script type="application/octet-stream" id="gradtrace-player-{digest}">{_packed(template)}</script>'
+    return host + (_HOST % {"v": v}) + _iframe(trace, inner, height)
