@@ -10,10 +10,12 @@ const FIT_PAD = 2;
 const EXTENT_MARGIN = 4; // graph px around the drawn boxes: strokes of a running or selected node
 
 /**
+ * insetTop: screen px at the top that tools float over (a player's folded legend, Fit, zoom):
+ * a fitted graph starts below them, so its first node is never hidden.
  * readableZoom: the zoom at which the graph's smallest text is readable (the caller derives it
  * from the text metrics); the opening view never goes below it for graphs that do not fit.
  */
-export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, readableZoom: minZoom = 1 } = {}) {
+export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, readableZoom: minZoom = 1, insetTop = 0 } = {}) {
   // The transform is written with 4 decimals: round up, or 11/11.5 would print as 10.9998 px.
   const readableZoom = Math.ceil(minZoom * 1e4) / 1e4;
   let k = 1;
@@ -21,6 +23,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
   let ty = 0;
   let content = { width: 1, height: 1 };
   let extent = { x: 0, y: 0, width: 1, height: 1 }; // the drawn part of the content
+  let nodes = []; // the nodes' boxes
   let bottom = null; // the lowest node's box (the loss, just built): what the opening view shows
   let miniView = null;
   let userMoved = false;
@@ -62,7 +65,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
   /** The zoom that fits the whole drawing in the panel (never zooming in past 1.25). */
   function fitZoom() {
     const { w, h } = size();
-    return Math.min((w - 2 * FIT_PAD) / extent.width, (h - 2 * FIT_PAD) / extent.height, 1.25);
+    return Math.min((w - 2 * FIT_PAD) / extent.width, (h - insetTop - 2 * FIT_PAD) / extent.height, 1.25);
   }
 
   /** Fit the whole graph in the panel, centred. */
@@ -70,7 +73,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     const { w, h } = size();
     k = fitZoom();
     tx = (w - extent.width * k) / 2 - extent.x * k;
-    ty = (h - extent.height * k) / 2 - extent.y * k;
+    ty = insetTop + (h - insetTop - extent.height * k) / 2 - extent.y * k;
     userMoved = false;
     apply();
   }
@@ -89,6 +92,12 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     const cx = bottom ? bottom.x + bottom.width / 2 : content.width / 2;
     tx = clampAxis(w / 2 - cx * k, w, content.width * k);
     ty = clampAxis(h - FIT_PAD - content.height * k, h, content.height * k);
+    // No node cut in half by the top edge: move the picture up past it (the loss stays in view).
+    for (let i = 0; i < 16; i++) {
+      const cut = nodes.find((n) => n !== bottom && n.y * k + ty < -0.5 && (n.y + n.height) * k + ty > 0.5);
+      if (!cut) break;
+      ty = -(cut.y + cut.height) * k - 2;
+    }
     userMoved = false;
     apply();
   }
@@ -226,7 +235,8 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     setContent(layout, { reset = true } = {}) {
       content = { width: Math.max(1, layout.width), height: Math.max(1, layout.height) };
       extent = extentOf(layout.boxes);
-      bottom = (layout.nodes || []).reduce((low, n) => (low && low.y + low.height >= n.y + n.height ? low : n), null);
+      nodes = layout.nodes || [];
+      bottom = nodes.reduce((low, n) => (low && low.y + low.height >= n.y + n.height ? low : n), null);
       drawMinimap(layout);
       if (reset) home();
       else apply();

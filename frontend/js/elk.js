@@ -18,6 +18,10 @@ function loadScript(src) {
 export function loadElk() {
   // A standalone file inlines elk.bundled.js (window.ELK, no worker file to fetch): use it as is.
   if (!pending && window.ELK) pending = Promise.resolve(new window.ELK());
+  // A standalone file laid out at export time carries no layout engine, and file:// has no server.
+  if (!pending && document.getElementById("gradtrace-data") && !/^https?:$/.test(location.protocol)) {
+    return Promise.reject(new Error("this file carries its layout, not the layout engine: open the trace in gradtrace (gradtrace serve) to expand or fold modules"));
+  }
   if (!pending) {
     pending = loadScript(`${BASE}elk-api.js`).then(() => new window.ELK({ workerUrl: `${BASE}elk-worker.min.js` }));
     pending.catch(() => (pending = null));

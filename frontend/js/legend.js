@@ -20,10 +20,31 @@ const swatch = (cls) => h("span", { class: cls });
 
 const entry = (cls, text, title) => h("li", { title }, [swatch(cls), text]);
 
-/** Fill every legend list of the page. */
+/**
+ * A frame this small (a docs page's or a notebook's player, an embed) folds the legend over the
+ * graph into one "Legend" button: the graph keeps the rows the key would take.
+ */
+export const SMALL_FRAME = "(max-height: 760px), (max-width: 720px)";
+
+/** Fill every legend list of the page; the one over the graph folds away in small frames. */
 export function drawLegends(root = document) {
   for (const ul of root.querySelectorAll("ul.legend")) {
     const states = h("li", {}, [swatch("sw sw-active"), "running · ", h("span", { class: "tick", text: "✓" }), " done"]);
-    ul.replaceChildren(...ENTRIES.map((e) => entry(...e)), states);
+    const items = [...ENTRIES.map((e) => entry(...e)), states];
+    if (ul.closest(".side-panel") || typeof matchMedia === "undefined") {
+      ul.replaceChildren(...items);
+      continue;
+    }
+    const button = h("button", { type: "button", class: "legend-toggle", "aria-expanded": "false", text: "Legend" });
+    const fold = (folded) => {
+      ul.classList.toggle("is-folded", folded);
+      button.setAttribute("aria-expanded", String(!folded));
+      button.textContent = folded ? "Legend ▸" : "Legend ▾";
+    };
+    button.addEventListener("click", () => fold(!ul.classList.contains("is-folded")));
+    ul.replaceChildren(h("li", { class: "legend-fold" }, [button]), ...items);
+    const small = matchMedia(SMALL_FRAME);
+    fold(small.matches);
+    small.addEventListener?.("change", (e) => fold(e.matches));
   }
 }

@@ -41,10 +41,11 @@ body.dataset.mode = mode;
 // Permalinks arrive as /?spec=<id>; the hash (this viewer's own state) wins over the query.
 const store = createStore({ ...(embedded?.theme ? { theme: embedded.theme } : {}), ...readHash(location.search), ...readHash(location.hash) });
 const renderer = createRenderer($("graph"));
-// Readable: the smallest graph text at least 11 px on screen. An embed (an iframe a few
-// hundred px tall) always opens on the whole graph: its reader cannot resize the frame.
-const readableZoom = mode === "embed" ? 0 : 11 / Math.min(...Object.values(FONTS).map((f) => f.size));
-const camera = createCamera($("graph"), renderer.viewport, $("minimap"), { onView: (view) => renderer.cull(view), readableZoom });
+// Readable: the smallest graph text at least 11 px on screen, in every player (the full page,
+// an embed, a standalone file, a notebook cell, a docs page). A graph that fits at that zoom
+// opens whole; a bigger one opens on the loss, and the camera follows the backward from there.
+const readableZoom = 11 / Math.min(...Object.values(FONTS).map((f) => f.size));
+const camera = createCamera($("graph"), renderer.viewport, $("minimap"), { onView: (view) => renderer.cull(view), readableZoom, insetTop: mode === "embed" ? 30 : 0 });
 const editor = $("spec") ? createEditor({ textarea: $("spec"), gutter: $("gutter"), errorEl: $("spec-error") }) : null;
 const events = $("events") ? createEventList({ listEl: $("events"), bandsEl: $("bands"), onPick: pickEvent }) : createEventList({ listEl: document.createElement("ol"), bandsEl: $("bands"), onPick: pickEvent });
 let trace = null;
@@ -267,7 +268,8 @@ async function showTrace(t, { layout: precomputedLayout = null, step, live = () 
   player.setCount(stepCount(timeline));
   events.draw(trace, timeline);
   memoryStrip?.load(trace);
-  if (!store.get().collapsed && !precomputedLayout) {
+  // A standalone file's layout was computed at export time with this same default folding.
+  if (!store.get().collapsed && (!precomputedLayout || embedded)) {
     const def = defaultCollapsed(trace);
     if (def.size) store.set({ collapsed: [...def].join(",") });
   }
@@ -341,7 +343,7 @@ store.on("change", (state, changed) => {
   if (changed.has("theme")) applyTheme();
   if (changed.has("compare") && trace) compare?.load(trace);
   if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) {
-    relayout(null, anchorPath).then(paint);
+    relayout(null, anchorPath).then(paint, (err) => setStatus(err.message, true));
     anchorPath = null;
   }
   scheduleHashWrite();

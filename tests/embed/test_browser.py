@@ -95,7 +95,7 @@ def test_notebook_output_boots_the_player(browser: Any) -> None:
     context = browser.new_context()
     attempted = offline(context)
     page = context.new_page()
-    page.set_content(f"<h1>notebook</h1>{notebook_html(trace)}")
+    page.set_content(f"<h1>notebook</h1>{notebook_html(trace, player=True)}")
     frame = page.frame_locator("iframe.gradtrace-player")
     frame.locator("body.is-ready").wait_for(timeout=20_000)
     assert frame.locator(".gt-node[data-node-id]").count() == len(trace.doc.graph.nodes)

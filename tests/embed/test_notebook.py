@@ -20,13 +20,46 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "docs" / "notebooks" / "quickst
 MAX_CELL_BYTES = 1_000_000
 
 
+def _gunzip(b64: str) -> str:
+    return gzip.decompress(base64.b64decode(b64)).decode("utf-8")
+
+
 def player_page(output: Any) -> str:
-    """The standalone page packed (gzip, base64) inside a show() output's iframe."""
-    frame = output["data"]["text/html"]
-    assert frame.startswith('<iframe class="gradtrace-player"') and "script src=" not in frame
+    """The page a show() output's iframe opens: the player's code (from this cell, when it
+    carries it) with the cell's own trace and layout put in."""
+    cell = output["data"]["text/html"]
+    assert "script src=" not in cell
+    frame = cell[cell.index('<iframe class="gradtrace-player"') :]
     inner = html.unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))
-    packed = re.search(r'id="gradtrace-page">([A-Za-z0-9+/=]+)</script>', inner).group(1)
-    return gzip.decompress(base64.b64decode(packed)).decode("utf-8")
+    whole = re.search(r'id="gradtrace-page">([A-Za-z0-9+/=]+)</script>', inner)
+    if whole:  # no Node: the whole page travels in the cell
+        return _gunzip(whole.group(1))
+    data = _gunzip(re.search(r'id="gradtrace-trace">([A-Za-z0-9+/=]+)</script>', inner).group(1))
+    code = re.search(r'id="gradtrace-player-[0-9a-f]+">([A-Za-z0-9+/=]+)</script>', cell)
+    slot = '<script type="application/json" id="gradtrace-data">__GRADTRACE_PAYLOAD__</script>'
+    return (_gunzip(code.group(1)) if code else slot).replace("__GRADTRACE_PAYLOAD__", data)
+
+
+def player_outputs(nb: Any) -> list[Any]:
+    return [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "gradtrace-player" in o.get("data", {}).get("text/html", "")
+    ]
+
+
+@pytest.mark.slow
+def test_the_players_code_travels_once_per_notebook(executed: Any) -> None:
+    outputs = player_outputs(executed)
+    assert len(outputs) >= 2
+    carries = ['id="gradtrace-player-' in o["data"]["text/html"] for o in outputs]
+    assert carries == [True] + [False] * (len(outputs) - 1), carries
+    assert "createRenderer" in player_page(outputs[0])
+    sizes = [len(json.dumps(o)) for o in outputs]
+    print("notebook player outputs (bytes):", sizes)
+    assert sizes[0] <= 250_000
 
 
 def embedded_trace(page: str) -> dict:
@@ -58,7 +91,8 @@ def test_show_displays_once_wherever_it_is_in_the_cell(executed: Any) -> None:
     assert "the player is above this line" in cell.outputs[1]["text"]
     assert cell.outputs[0]["data"]["text/plain"].startswith("<gradtrace.Trace")
     page = player_page(cell.outputs[0])
-    assert "createRenderer" in page and "g.ELK = f()" in page  # the player and its layout engine
+    # the layout computed at export time: the layout engine does not travel
+    assert '"layout": {"width"' in page and "g.ELK = f()" not in page
     ops = {n["op"] for n in embedded_trace(page)["graph"]["nodes"]}
     assert {"TanhBackward0", "AddmmBackward0", "AccumulateGrad"} <= ops
 

@@ -2,7 +2,7 @@
 
 The output is ``page.notebook_html``: the player in an isolated iframe, gzipped, with at most
 ``NOTEBOOK_VALUE_BUDGET`` tensor numbers (every tensor keeps its statistics), so a cell stays
-small: the player's code (elkjs 1.6 MB, the viewer 140 KB) is ~0.6 MB of it, whatever the model.
+small: the layout is computed at export time, and the player's code travels once per notebook.
 """
 
 from __future__ import annotations
