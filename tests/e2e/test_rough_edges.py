@@ -262,8 +262,9 @@ def test_fan_in_badges_cover_no_label(
     open_example(page, live_server, example, f"&theme={theme}")
     seen = 0
     for step in backward:
-        page.evaluate(
-            "(s) => { location.hash = location.hash.replace(/step=\\d+/, '') + '&step=' + s; }", step
+        page.evaluate(  # the scrubber, as a drag would (a written hash can race the viewer's own)
+            "(s) => { const r = document.getElementById('timeline'); r.value = s; r.dispatchEvent(new Event('input')); }",
+            step,
         )
         page.wait_for_selector(f'body[data-step="{step}"]', state="attached", timeout=15000)
         badges, labels = page.evaluate(SHOWN_TEXTS, ["#graph [data-fanin] text", LABELS])
