@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import subprocess
 import sys
@@ -46,8 +48,9 @@ def test_writes_svg_animated_svg_html_and_png(spec_file: Path) -> None:
     assert r.returncode == 0, r.stderr
     page = (d / "player.html").read_text()
     assert 'id="gradtrace-data"' in page and "<script src=" not in page and 'href="/' not in page
-    data = json.loads(page.split('id="gradtrace-data">')[1].split("</script>")[0])
-    assert {n["id"] for n in data["trace"]["graph"]["nodes"]} == ids and data["layout"] is None
+    packed = page.split('id="gradtrace-packed-data">')[1].split("</script>")[0]
+    data = json.loads(gzip.decompress(base64.b64decode(packed)))
+    assert {n["id"] for n in data["trace"]["graph"]["nodes"]} == ids and data["layout"]["nodes"]
     r = run(str(spec_file), "-o", "still.png", cwd=d)
     assert r.returncode == 0, r.stderr
     png = (d / "still.png").read_bytes()
