@@ -306,29 +306,3 @@ def test_serve_from_the_wheel_answers_the_viewer_docs_api_and_embeds(server: str
     # The permalink went to the user's data directory, not into site-packages.
     assert (Path(venv.env["XDG_DATA_HOME"]) / "gradtrace" / "gradtrace.db").is_file()
     assert not list(venv.root.rglob("gradtrace.db"))
-
-
-FIRST_SVG = """
-import sys, torch, gradtrace
-from gradtrace.render import node_tool
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
-gradtrace.trace(model, torch.randn(2, 4), loss_fn=lambda out: out.sum()).save(sys.argv[1])
-used = [str(r.snapshot) for r in node_tool._renderers._all if r.snapshot is not None]
-print(used[0] if used else "plain")
-"""
-
-
-def test_the_first_svg_from_the_wheel_builds_the_snapshot_and_the_next_process_starts_from_it(
-    venv: Venv,
-) -> None:
-    snapshots = Path(venv.env["HOME"]) / ".cache" / "gradtrace" / "snapshots"
-    first = venv.run(str(venv.python), "-c", FIRST_SVG, "first.svg").stdout.strip()
-    assert first == "plain"  # the first drawing goes the plain way while the snapshot is built
-    deadline = time.monotonic() + 180
-    while not list(snapshots.glob("*.blob")) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    (blob,) = snapshots.glob("*.blob")
-    again = venv.run(str(venv.python), "-c", FIRST_SVG, "again.svg").stdout.strip()
-    assert again == str(blob)
-    assert (venv.workdir / "again.svg").read_bytes() == (venv.workdir / "first.svg").read_bytes()
