@@ -345,29 +345,3 @@ def test_view_from_the_wheel_serves_a_saved_trace_until_ctrl_c(server: str, venv
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=5)
-
-
-FIRST_SVG = """
-import sys, torch, gradtrace
-from gradtrace.render import node_tool
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
-gradtrace.trace(model, torch.randn(2, 4), loss_fn=lambda out: out.sum()).save(sys.argv[1])
-used = [str(r.snapshot) for r in node_tool._renderers._all if r.snapshot is not None]
-print(used[0] if used else "plain")
-"""
-
-
-def test_the_first_svg_from_the_wheel_builds_the_snapshot_and_the_next_process_starts_from_it(
-    venv: Venv,
-) -> None:
-    snapshots = Path(venv.env["HOME"]) / ".cache" / "gradtrace" / "snapshots"
-    first = venv.run(str(venv.python), "-c", FIRST_SVG, "first.svg").stdout.strip()
-    assert first == "plain"  # the first drawing goes the plain way while the snapshot is built
-    deadline = time.monotonic() + 180
-    while not list(snapshots.glob("*.blob")) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    (blob,) = snapshots.glob("*.blob")
-    again = venv.run(str(venv.python), "-c", FIRST_SVG, "again.svg").stdout.strip()
-    assert again == str(blob)
-    assert (venv.workdir / "again.svg").read_bytes() == (venv.workdir / "first.svg").read_bytes()
