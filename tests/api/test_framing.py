@@ -1,17 +1,14 @@
 """Framing by path: only a permalink's player (and its diagram) may be framed, by any site and by
-a page opened from disk; the app page never, whatever dot segments or encoded slashes say."""
+a page opened from disk; the app page never, whatever dot segments or encoded slashes say.
+(A page opened from disk, in Chromium: tests/e2e/test_framing_from_disk.py.)"""
 
 from __future__ import annotations
 
 import socket
-import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from playwright.sync_api import Page
-from specs import tiny
 
 EMBED_ID = "abcdefghij23"
 
@@ -60,34 +57,3 @@ def test_dot_segments_never_make_the_app_frameable(live_server: str, target: str
     assert "frame-ancestors *" not in head, head
     if head.startswith("http/1.1 200"):  # whatever it served, it may not be framed
         assert "frame-ancestors 'none'" in head and "x-frame-options: deny" in head
-
-
-def _frame_loaded(page: Page, name: str, marker: str, wait_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        frame = page.frame(name=name)
-        if frame is not None and frame.url.startswith("http"):
-            try:
-                if marker in frame.evaluate("document.title"):
-                    return True
-            except Exception:  # navigating, or a cross-origin error page: look again
-                pass
-        page.wait_for_timeout(200)
-    return False
-
-
-def test_a_page_opened_from_disk_frames_the_player_not_the_app(
-    live_server: str, page: Page, tmp_path: Path
-) -> None:
-    sid = httpx.post(live_server + "/api/v1/specs", json=tiny("framed", 0.5), timeout=60).json()["id"]
-    local = tmp_path / "embedding.html"
-    local.write_text(
-        "<!doctype html><title>host</title>"
-        f'<iframe name="player" src="{live_server}/embed/{sid}" width="600" height="400"></iframe>'
-        f'<iframe name="app" src="{live_server}/" width="600" height="400"></iframe>'
-        f'<iframe name="trick" src="{live_server}/embed/..%2findex.html" width="600" height="400"></iframe>'
-    )
-    page.goto(local.as_uri())
-    assert _frame_loaded(page, "player", "gradtrace player")
-    assert not _frame_loaded(page, "app", "gradtrace", wait_s=2.0)
-    assert not _frame_loaded(page, "trick", "gradtrace", wait_s=1.0)
