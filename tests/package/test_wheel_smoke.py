@@ -9,6 +9,8 @@ that holds only the venv's scripts, so neither the checkout's ``frontend/`` nor 
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
 import re
@@ -171,7 +173,11 @@ def test_the_library_works_without_the_server_extra_or_node(venv: Venv) -> None:
     svg = (venv.workdir / "mlp.svg").read_text()
     assert svg.lstrip().startswith(("<svg", "<?xml")) and "<script" not in svg
     page = (venv.workdir / "mlp.html").read_text()
-    assert "<html" in page.lower() and "AddmmBackward0" in page
+    assert "<html" in page.lower() and "<script src=" not in page
+    # The one-file player carries its trace gzipped and base64-encoded (the browser unpacks it).
+    packed = page.split('id="gradtrace-packed-data">')[1].split("</script>")[0]
+    player_data = json.loads(gzip.decompress(base64.b64decode(packed)))
+    assert {"AddmmBackward0", "TanhBackward0"} <= {n["op"] for n in player_data["trace"]["graph"]["nodes"]}
     assert json.loads((venv.workdir / "mlp.json").read_text())["graph"]["nodes"]
 
     # The service is the [server] extra: without it, `gradtrace serve` says what to install.
