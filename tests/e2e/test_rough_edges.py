@@ -119,6 +119,25 @@ def test_timeline_bands_show_whole_words_or_nothing(
     page.locator(".scrubber").screenshot(path=str(screenshots / f"bands-{example}-1280.png"))
 
 
+@pytest.mark.parametrize(("width", "height"), SIZES[:2], ids=[f"{w}x{h}" for w, h in SIZES[:2]])
+def test_example_description_shows_whole_lines_and_scrolls_to_the_rest(
+    page: Any, live_server: str, screenshots: Path, width: int, height: int
+) -> None:
+    """conv-net's description was cut through its fifth line at both sizes: the box now holds
+    whole lines only, and the rest is reached by scrolling (its last line comes into view)."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_example(page, live_server, "conv-net")
+    box = page.locator("#example-description")
+    height_px, line_px, scroll_px = box.evaluate(
+        "el => [el.clientHeight, parseFloat(getComputedStyle(el).lineHeight), el.scrollHeight]"
+    )
+    assert height_px % line_px == 0 and height_px // line_px >= 4, (height_px, line_px)
+    assert scroll_px > height_px, "conv-net's description is longer than the box: the test needs a long one"
+    box.evaluate("el => { el.scrollTop = el.scrollHeight; }")
+    assert box.evaluate("el => Math.abs(el.scrollTop + el.clientHeight - el.scrollHeight) <= 1")
+    box.screenshot(path=str(screenshots / f"description-conv-net-{width}.png"))
+
+
 def test_question_mark_opens_the_keyboard_shortcuts(page: Any, live_server: str, screenshots: Path) -> None:
     open_example(page, live_server, "two-layer-linear")
     dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
