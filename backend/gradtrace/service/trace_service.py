@@ -102,7 +102,12 @@ class TraceService:
 
     async def _compare(self, key: str, traces: TracePair, permalinks: dict[str, str]) -> bytes:
         trace_a, trace_b = await traces()
-        outcome = await self.pool.run_compare(trace_a, trace_b, permalinks)
+        try:
+            outcome = await self.pool.run_compare(trace_a, trace_b, permalinks)
+        except WorkerUnavailable as exc:
+            if exc.code == "trace_timeout":  # held a worker for the whole deadline: charged so
+                await self._charge(self.settings.trace_timeout_s)
+            raise
         await self._charge(outcome.seconds)
         if outcome.kind != "ok":
             raise TraceRejected(outcome)

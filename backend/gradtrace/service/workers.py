@@ -1,5 +1,8 @@
 """The torch worker pool: one pipe per worker, per-task time bounds, self-healing, load shedding.
 
+Tasks are traces (``run_trace``) and comparisons of two traces (``run_compare``): both get the
+same deadline, budgets, crash handling and load shedding below.
+
 Why not a shared task queue (``ProcessPoolExecutor``, pebble): there a worker that dies while
 it holds the queue's lock or a task it has not acknowledged breaks the whole pool or loses the
 task, and every request in flight waits or fails. Here each worker has its own pipe, and the
