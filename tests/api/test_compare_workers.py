@@ -10,6 +10,10 @@ task, while the other order (the result is not symmetric) or a side named by per
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +86,34 @@ def test_compare_runs_in_a_worker_and_is_cached(tmp_path: Path, monkeypatch: pyt
                 assert pool.tasks_run == {"run_trace": 2, "run_compare": 3}
 
     asyncio.run(scenario())
+
+
+def test_a_worker_killed_during_a_compare_costs_only_that_request(server_factory) -> None:  # noqa: ANN001
+    """The comparison has a trace's crash handling: 503 ``worker_crashed`` with Retry-After,
+    the worker replaced, nothing cached, the same compare answered afterwards."""
+    server = server_factory(
+        env={"GRADTRACE_WORKERS": "1", "GRADTRACE_DEBUG_TRACE_DELAY": "1.5", "GRADTRACE_RATE_PER_MINUTE": "0"}
+    )
+    a, b = get_example("full-backward-hook"), get_example("full-backward-hook-x2")
+    for spec in (a, b):  # both traces cached first: the compare is the only task left
+        assert httpx.post(server.url + "/api/v1/trace", json=spec, timeout=120).status_code == 200
+    victim = httpx.get(server.url + "/readyz").json()["worker_pid"]
+
+    def compare() -> httpx.Response:
+        return httpx.post(server.url + "/api/v1/compare", json={"a": a, "b": b}, timeout=120)
+
+    with ThreadPoolExecutor(1) as ex:
+        pending = ex.submit(compare)
+        deadline = time.monotonic() + 10
+        while not httpx.get(server.url + "/readyz").json().get("busy"):
+            assert time.monotonic() < deadline, "the compare never reached the worker"
+            time.sleep(0.05)
+        os.kill(victim, signal.SIGKILL)
+        killed = pending.result(timeout=60)
+    assert killed.status_code == 503, killed.text
+    assert killed.json()["error"]["code"] == "worker_crashed"
+    assert "comparison" in killed.json()["error"]["message"]
+    assert int(killed.headers["retry-after"]) >= 1
+    after = compare()
+    assert after.status_code == 200 and after.headers["x-cache"] == "miss"
+    assert compare().headers["x-cache"] == "hit"
