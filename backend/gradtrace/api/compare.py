@@ -100,9 +100,10 @@ async def _both_traced(
     "/compare",
     summary="Compare two traces of one model: which nodes, edges, hooks and gradients changed",
     description='Body `{"a": …, "b": …}`, each a spec or a permalink id. Both are traced like '
-    "`POST /trace` (cached), then matched node by node; every gradient and value is reported as "
-    "changed or unchanged, with its largest difference and, when b is a scaled copy of a, the factor "
-    "(`ratio` = b / a). Errors name the side: `path` starts with `/a` or `/b`.",
+    "`POST /trace` (cached), then matched node by node in a worker; every gradient and value is "
+    "reported as changed or unchanged, with its largest difference and, when b is a scaled copy of a, "
+    "the factor (`ratio` = b / a). The comparison is cached by the two traces' hashes, in order "
+    "(`X-Cache: hit|miss`). Errors name the side: `path` starts with `/a` or `/b`.",
     openapi_extra=COMPARE_BODY,
     responses={
         200: {
