@@ -94,9 +94,13 @@ def create_app(settings: Settings | None = None, opened_trace: bytes | None = No
         # /readyz turns 200 when a worker answers.
         starting = asyncio.create_task(service.start()) if settings.start_workers else None
         log.info(
-            "permalinks on %s; cache %s; %d workers",
+            "permalinks on %s; cache %s, entries over %d bytes on %s; %d workers",
             app.state.store.backend,
             "redis" if settings.redis_url else f"memory ({settings.cache_bytes} bytes)",
+            settings.cache_entry_max_bytes,
+            f"disk ({settings.disk_cache_dir}, {settings.disk_cache_bytes} bytes)"
+            if settings.disk_cache_dir is not None and settings.disk_cache_bytes > 0
+            else "no disk tier (not cached)",
             settings.workers,
         )
         try:

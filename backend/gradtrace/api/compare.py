@@ -4,8 +4,10 @@ Each side is traced exactly as ``POST /trace`` traces it (same checks, cache, si
 and workers, through one call of :func:`gradtrace.api.tracing.trace_bytes`); an error of
 either side is the usual envelope with its ``path`` under ``/a`` or ``/b``. The answer is
 :func:`gradtrace.comparison.compare` of the two traces (``a`` the baseline, ``b`` the
-variant: ``ratio`` is b / a). ``GET /schema/compare`` (in gradtrace.api.schemas) publishes
-the CompareDoc JSON Schema.
+variant: ``ratio`` is b / a), computed in a worker and cached by the pair of trace keys
+(``TraceService.compare``): this process only moves bytes, and a cached comparison needs
+neither trace. ``GET /schema/compare`` (in gradtrace.api.schemas) publishes the CompareDoc
+JSON Schema.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from gradtrace.api.body import check_spec, read_json
 from gradtrace.api.docs import COMPARE_REF, ERROR_RESPONSES, SPEC_REF
 from gradtrace.api.errors import ApiError
 from gradtrace.api.specs import load_spec
-from gradtrace.api.tracing import TraceServiceDep, trace_bytes
+from gradtrace.api.tracing import TraceServiceDep, api_error_of, trace_bytes
 from gradtrace.problem import Problem
-from gradtrace.service.trace_service import TraceService
+from gradtrace.service.hashing import trace_key
+from gradtrace.service.trace_service import TraceRejected, TraceService, WorkerUnavailable
 
 router = APIRouter(tags=["compare"])
 
@@ -82,23 +85,25 @@ async def _traced(service: TraceService, side: str, doc: dict[str, Any], normali
     return data
 
 
-def _compare_json(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> bytes:
-    from gradtrace.comparison import compare
-    from gradtrace.trace import Trace
-
-    diff = compare(Trace.from_json(trace_a), Trace.from_json(trace_b))
-    for side, spec_id in permalinks.items():
-        getattr(diff, side).permalink = spec_id
-    return diff.model_dump_json().encode()
+async def _both_traced(
+    service: TraceService, specs: dict[str, tuple[dict[str, Any], dict[str, Any]]]
+) -> tuple[bytes, bytes]:
+    traced = await asyncio.gather(*(_traced(service, s, *specs[s]) for s in SIDES), return_exceptions=True)
+    for outcome in traced:  # both runs finish (and fill the cache) before an error is answered
+        if isinstance(outcome, BaseException):
+            raise outcome
+    trace_a, trace_b = (t for t in traced if isinstance(t, bytes))
+    return trace_a, trace_b
 
 
 @router.post(
     "/compare",
     summary="Compare two traces of one model: which nodes, edges, hooks and gradients changed",
     description='Body `{"a": …, "b": …}`, each a spec or a permalink id. Both are traced like '
-    "`POST /trace` (cached), then matched node by node; every gradient and value is reported as "
-    "changed or unchanged, with its largest difference and, when b is a scaled copy of a, the factor "
-    "(`ratio` = b / a). Errors name the side: `path` starts with `/a` or `/b`.",
+    "`POST /trace` (cached), then matched node by node in a worker; every gradient and value is "
+    "reported as changed or unchanged, with its largest difference and, when b is a scaled copy of a, "
+    "the factor (`ratio` = b / a). The comparison is cached by the two traces' hashes, in order "
+    "(`X-Cache: hit|miss`). Errors name the side: `path` starts with `/a` or `/b`.",
     openapi_extra=COMPARE_BODY,
     responses={
         200: {
@@ -123,11 +128,10 @@ async def post_compare(request: Request, service: TraceServiceDep) -> Response:
     if extra:
         raise ApiError(422, "invalid_request", f"unknown field {extra[0]!r}: only a and b", f"/{extra[0]}")
     specs = {side: await _side_spec(request, side, body[side]) for side in SIDES}
-    traced = await asyncio.gather(*(_traced(service, s, *specs[s]) for s in SIDES), return_exceptions=True)
-    for outcome in traced:  # both runs finish (and fill the cache) before an error is answered
-        if isinstance(outcome, BaseException):
-            raise outcome
-    traces = [t for t in traced if isinstance(t, bytes)]
+    keys = (trace_key(specs["a"][1]), trace_key(specs["b"][1]))
     permalinks = {side: body[side] for side in SIDES if isinstance(body[side], str)}
-    data = await asyncio.to_thread(_compare_json, traces[0], traces[1], permalinks)
-    return Response(content=data, media_type="application/json")
+    try:
+        data, how = await service.compare(keys, lambda: _both_traced(service, specs), permalinks)
+    except (WorkerUnavailable, TraceRejected) as exc:
+        raise api_error_of(exc) from exc
+    return Response(content=data, media_type="application/json", headers={"X-Cache": how})

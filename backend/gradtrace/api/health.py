@@ -41,5 +41,6 @@ async def readyz(request: Request, service: TraceServiceDep) -> JSONResponse:
             "in_flight": pool.in_flight,
             "workers": pool.workers,
             "workers_alive": pool.workers_alive,
+            "tasks_run": dict(pool.tasks_run),  # tasks handed to workers, by name, since start
         }
     )

@@ -1,18 +1,23 @@
-"""The trace cache: trace JSON bytes by content hash, in-process or shared through Redis.
+"""The trace cache: trace JSON bytes by content hash, in-process or shared through Redis,
+with a disk tier for the entries too big for either.
 
 Traces are immutable for a given key (spec hash + engine fingerprint), so entries never
 need invalidation. The memory cache is an LRU bounded in bytes (``GRADTRACE_CACHE_BYTES``,
 64 MB by default): the API process's memory stays bounded however large the traces are.
-Redis entries expire after a TTL, and an entry larger than the per-entry cap is not stored
-in either. A Redis outage degrades to misses (slower), never to errors.
+Redis entries expire after a TTL. An entry larger than the per-entry cap
+(``GRADTRACE_CACHE_ENTRY_MAX_BYTES``) goes to the disk tier (``service/disk_cache.py``) instead:
+reads look in memory (or Redis) first, then on disk. A Redis or disk failure degrades to
+misses (slower), never to errors.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from typing import Protocol, cast
 
+from gradtrace.service.disk_cache import DiskCache
 from gradtrace.service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -88,7 +93,42 @@ class RedisCache:
         await self._redis.aclose()
 
 
+class TieredCache:
+    """Memory (or Redis) for entries up to ``max_entry_bytes``, the disk for bigger ones.
+
+    An entry lives in exactly one tier, chosen by its size, so a read asks the first tier and,
+    on a miss, the disk (in a thread: file I/O and hashing stay off the event loop).
+    """
+
+    def __init__(self, first: TraceCache, disk: DiskCache, max_entry_bytes: int) -> None:
+        self.first = first
+        self.disk = disk
+        self._max_entry_bytes = max_entry_bytes
+
+    async def get(self, key: str) -> bytes | None:
+        value = await self.first.get(key)
+        if value is None:
+            value = await asyncio.to_thread(self.disk.get, key)
+        return value
+
+    async def set(self, key: str, value: bytes) -> None:
+        if len(value) <= self._max_entry_bytes:
+            await self.first.set(key, value)
+        else:
+            await asyncio.to_thread(self.disk.set, key, value)
+
+    async def close(self) -> None:
+        await self.first.close()
+
+
 def make_cache(settings: Settings) -> TraceCache:
+    first: TraceCache
     if settings.redis_url:
-        return RedisCache(settings.redis_url, settings.cache_ttl_s, settings.cache_entry_max_bytes)
-    return MemoryCache(settings.cache_bytes, settings.cache_entry_max_bytes)
+        first = RedisCache(settings.redis_url, settings.cache_ttl_s, settings.cache_entry_max_bytes)
+        max_entry = settings.cache_entry_max_bytes
+    else:
+        first = MemoryCache(settings.cache_bytes, settings.cache_entry_max_bytes)
+        max_entry = min(settings.cache_entry_max_bytes, settings.cache_bytes)
+    if settings.disk_cache_dir is None or settings.disk_cache_bytes <= 0:
+        return first
+    return TieredCache(first, DiskCache(settings.disk_cache_dir, settings.disk_cache_bytes), max_entry)

@@ -14,6 +14,7 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
+from gradtrace.comparison_schema import COMPARE_SCHEMA_VERSION
 from gradtrace.trace_schema import SCHEMA_VERSION
 
 PERMALINK_ID_LENGTH = 12  # base32 chars: 60 bits, collisions negligible for user-scale stores
@@ -50,6 +51,13 @@ def trace_key(normalized_spec: dict[str, Any]) -> str:
     """Cache key and ETag of a trace: the spec's hash salted with the engine fingerprint."""
     h = hashlib.sha256(engine_fingerprint().encode() + b"\n" + canonical_json(normalized_spec))
     return h.hexdigest()
+
+
+def compare_key(trace_key_a: str, trace_key_b: str, permalinks: dict[str, str]) -> str:
+    """Cache key of a comparison: the ordered pair of trace keys (``a`` is the baseline; the
+    result is not symmetric), the comparison format, and the permalink ids it names."""
+    named = ",".join(f"{side}={permalinks[side]}" for side in sorted(permalinks))
+    return f"compare:{COMPARE_SCHEMA_VERSION}:{trace_key_a}:{trace_key_b}:{named}"
 
 
 def permalink_id(normalized_spec: dict[str, Any]) -> str:

@@ -26,6 +26,15 @@ def default_sqlite_path() -> Path:
     return platformdirs.user_data_path("gradtrace", appauthor=False) / "gradtrace.db"
 
 
+def _disk_cache_dir(env: dict[str, str], sqlite_path: Path) -> Path | None:
+    """``GRADTRACE_DISK_CACHE_DIR`` (``off``: no disk tier), else ``trace-cache`` beside the
+    permalink database (the user data directory by default)."""
+    configured = env.get("GRADTRACE_DISK_CACHE_DIR")
+    if configured is None:
+        return sqlite_path.parent / "trace-cache"
+    return None if configured.strip().lower() in ("", "off") else Path(configured)
+
+
 def _number(env: dict[str, str], name: str, default: float, kind: type = int) -> Any:
     """An int (or float) from the environment; a malformed value is an error naming it."""
     raw = env.get(name)
@@ -95,6 +104,10 @@ class Settings:
     cache_bytes: int = 64 * 1024 * 1024
     cache_entry_max_bytes: int = 8 * 1024 * 1024
     cache_ttl_s: int = 7 * 24 * 3600
+    # Entries over cache_entry_max_bytes (big traces, up to tens of MB) go to a folder on disk
+    # bounded at disk_cache_bytes, least recently used out first; None (or 0 bytes): not kept.
+    disk_cache_dir: Path | None = field(default_factory=lambda: default_sqlite_path().parent / "trace-cache")
+    disk_cache_bytes: int = 1024 * 1024 * 1024
     cors_origins: tuple[str, ...] = ("*",)
     # Trust X-Forwarded-For from the proxy in front (compose); off when exposed directly.
     trust_proxy: bool = False
@@ -108,11 +121,12 @@ class Settings:
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
         base = cls()
+        sqlite_path = Path(env["GRADTRACE_DB"]) if env.get("GRADTRACE_DB") else base.sqlite_path
         origins = env.get("GRADTRACE_CORS_ORIGINS")
         return replace(
             base,
             database_url=env.get("DATABASE_URL") or None,
-            sqlite_path=Path(env["GRADTRACE_DB"]) if env.get("GRADTRACE_DB") else base.sqlite_path,
+            sqlite_path=sqlite_path,
             redis_url=env.get("REDIS_URL") or None,
             frontend_dir=frontend_files.frontend_dir(env),
             workers=_int(env, "GRADTRACE_WORKERS", base.workers),
@@ -133,6 +147,8 @@ class Settings:
             cache_bytes=_int(env, "GRADTRACE_CACHE_BYTES", base.cache_bytes),
             cache_entry_max_bytes=_int(env, "GRADTRACE_CACHE_ENTRY_MAX_BYTES", base.cache_entry_max_bytes),
             cache_ttl_s=_int(env, "GRADTRACE_CACHE_TTL", base.cache_ttl_s),
+            disk_cache_dir=_disk_cache_dir(env, sqlite_path),
+            disk_cache_bytes=_int(env, "GRADTRACE_DISK_CACHE_BYTES", base.disk_cache_bytes),
             cors_origins=tuple(o.strip() for o in origins.split(",") if o.strip())
             if origins
             else base.cors_origins,

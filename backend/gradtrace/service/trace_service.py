@@ -1,5 +1,8 @@
 """``TraceService``: checked spec in, trace JSON bytes out — the cache, single flight and workers.
 
+Two traces' comparison (``compare``) goes the same way: cached by the pair of trace keys,
+single flight, computed in a worker (never in the API process), the same failures.
+
 Order of defences: the spec was parsed and its declared sizes checked in the API process
 (torch-free) before it gets here; the cache (by content hash) answers identical specs;
 identical specs in flight at the same moment share one worker run (single flight); the worker
@@ -22,19 +25,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from gradtrace.problem import Problem
 from gradtrace.service.cache import TraceCache, make_cache
-from gradtrace.service.hashing import trace_key
+from gradtrace.service.hashing import compare_key, trace_key
 from gradtrace.service.ratelimit import CURRENT_CLIENT
 from gradtrace.service.settings import Settings
+from gradtrace.service.single_flight import SingleFlight
 from gradtrace.service.store import StoreUnavailable
 from gradtrace.service.workers import TaskOutcome, WorkerPool, WorkerUnavailable
 
 log = logging.getLogger(__name__)
 
 CacheStatus = Literal["hit", "miss", "shared"]
+# Fetches the two traces of a comparison (JSON bytes of a and b), called only on a cache miss.
+TracePair = Callable[[], Awaitable[tuple[bytes, bytes]]]
 
 __all__ = ["CacheStatus", "TraceRejected", "TraceService", "WorkerUnavailable"]
 
@@ -52,7 +59,7 @@ class TraceService:
         self.settings = settings
         self.pool = WorkerPool(settings)
         self.cache: TraceCache = make_cache(settings)
-        self._inflight: dict[str, asyncio.Future[bytes]] = {}
+        self._inflight: SingleFlight[bytes] = SingleFlight()  # traces and comparisons, by cache key
         self._store: Any = None  # SpecStore: remembers traces past the deadline
         self._limiter: Any = None  # rate limiter: charged with worker time
 
@@ -74,23 +81,38 @@ class TraceService:
         cached = await self.cache.get(key)
         if cached is not None:
             return cached, "hit"
-        if key in self._inflight:
-            return await asyncio.shield(self._inflight[key]), "shared"
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
+        data, shared = await self._inflight.run(key, lambda: self._compute(key, spec_doc))
+        return data, "shared" if shared else "miss"
+
+    async def compare(
+        self, keys: tuple[str, str], traces: TracePair, permalinks: dict[str, str]
+    ) -> tuple[bytes, CacheStatus]:
+        """(CompareDoc JSON bytes, how it was answered) of the traces with trace keys ``keys``.
+
+        ``traces`` fetches the two traces' bytes (from the cache or the workers) and is only
+        called on a miss; the comparison itself runs in a worker, and its result is cached by
+        the ordered pair of keys (``a`` is the baseline: the result is not symmetric).
+        """
+        key = compare_key(*keys, permalinks)
+        cached = await self.cache.get(key)
+        if cached is not None:
+            return cached, "hit"
+        data, shared = await self._inflight.run(key, lambda: self._compare(key, traces, permalinks))
+        return data, "shared" if shared else "miss"
+
+    async def _compare(self, key: str, traces: TracePair, permalinks: dict[str, str]) -> bytes:
+        trace_a, trace_b = await traces()
         try:
-            data = await self._compute(key, spec_doc)
-            future.set_result(data)
-            return data, "miss"
-        except asyncio.CancelledError:
-            future.cancel()
+            outcome = await self.pool.run_compare(trace_a, trace_b, permalinks)
+        except WorkerUnavailable as exc:
+            if exc.code == "trace_timeout":  # held a worker for the whole deadline: charged so
+                await self._charge(self.settings.trace_timeout_s)
             raise
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved: no "never retrieved" warning when nobody shared it
-            raise
-        finally:
-            self._inflight.pop(key, None)
+        await self._charge(outcome.seconds)
+        if outcome.kind != "ok":
+            raise TraceRejected(outcome)
+        await self.cache.set(key, outcome.payload)
+        return bytes(outcome.payload)
 
     async def _compute(self, key: str, spec_doc: dict[str, Any]) -> bytes:
         await self._refuse_if_costly(key)

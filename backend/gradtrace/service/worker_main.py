@@ -21,7 +21,11 @@ from typing import Any
 from gradtrace.service import worker_tasks
 
 # Task names the API may send: plain names cross the pipe, never pickled functions.
-TASKS: dict[str, Callable[..., Any]] = {"run_trace": worker_tasks.run_trace, "ping": worker_tasks.ping}
+TASKS: dict[str, Callable[..., Any]] = {
+    "run_trace": worker_tasks.run_trace,
+    "run_compare": worker_tasks.run_compare,
+    "ping": worker_tasks.ping,
+}
 
 
 def worker_main(conn: Connection, init_args: tuple[Any, ...], max_tasks: int) -> None:

@@ -143,3 +143,32 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
         log.exception("trace failed")
         message = f"the trace failed inside gradtrace ({type(exc).__name__}); the spec may be fine"
         return ("error", Problem("trace_failed", message))
+
+
+def run_compare(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> tuple[str, Any]:
+    """Compare two traces (JSON bytes; ``a`` the baseline): ("ok", CompareDoc JSON bytes) or
+    ("error", Problem). ``permalinks``: the permalink id of each side given as one ("a"/"b").
+
+    Under the same CPU and memory budgets as a trace; the traces were made by the engine, so
+    anything raised here is a bug of ours, answered as an envelope, not a crash.
+    """
+    _arm_cpu_budget()
+    _arm_memory_budget()
+    if _debug_delay_s:
+        time.sleep(_debug_delay_s)
+    from gradtrace.comparison import compare
+    from gradtrace.problem import Problem
+    from gradtrace.trace import Trace
+
+    try:
+        diff = compare(Trace.from_json(trace_a), Trace.from_json(trace_b))
+        for side, spec_id in permalinks.items():
+            getattr(diff, side).permalink = spec_id
+        _lift_memory_budget()
+        return ("ok", diff.model_dump_json().encode())
+    except MemoryError:
+        _exit_out_of_memory()
+    except Exception as exc:
+        log.exception("compare failed")
+        message = f"the comparison failed inside gradtrace ({type(exc).__name__})"
+        return ("error", Problem("compare_failed", message))

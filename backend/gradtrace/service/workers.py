@@ -1,5 +1,8 @@
 """The torch worker pool: one pipe per worker, per-task time bounds, self-healing, load shedding.
 
+Tasks are traces (``run_trace``) and comparisons of two traces (``run_compare``): both get the
+same deadline, budgets, crash handling and load shedding below.
+
 Why not a shared task queue (``ProcessPoolExecutor``, pebble): there a worker that dies while
 it holds the queue's lock or a task it has not acknowledged breaks the whole pool or loses the
 task, and every request in flight waits or fails. Here each worker has its own pipe, and the
@@ -26,7 +29,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -61,6 +64,7 @@ _PRELOAD = [
     "gradtrace.engine.dryrun",
     "gradtrace.spec.analysis",
     "gradtrace.spec.semantics",
+    "gradtrace.comparison",
     "torch._dynamo",
     "networkx",
     "sympy",
@@ -182,6 +186,7 @@ class WorkerPool:
         self._capacity = settings.workers + settings.queue_limit
         self._closing = False
         self.ready = False
+        self.tasks_run: Counter[str] = Counter()  # tasks handed to a worker, by name (not pings)
 
     # -- facts for /readyz and the tests ---------------------------------------------------
     @property
@@ -360,15 +365,22 @@ class WorkerPool:
     # -- the public operations -------------------------------------------------------------
     async def run_trace(self, spec_doc: dict[str, Any]) -> TaskOutcome:
         """Trace one spec in a worker. Raises WorkerUnavailable (503) when it could not."""
+        return await self._run_task("run_trace", (spec_doc,), "trace")
+
+    async def run_compare(self, trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> TaskOutcome:
+        """Compare two traces (JSON bytes) in a worker, with a trace's bounds and failures."""
+        return await self._run_task("run_compare", (trace_a, trace_b, permalinks), "comparison")
+
+    async def _run_task(self, name: str, args: tuple[Any, ...], what: str) -> TaskOutcome:
         if self._in_flight >= self._capacity:
             raise WorkerUnavailable("overloaded", "all workers are busy and the queue is full; retry shortly")
         self._in_flight += 1
         try:
-            return await self._run_trace(spec_doc)
+            return await self._run_bounded(name, args, what)
         finally:
             self._in_flight -= 1
 
-    async def _run_trace(self, spec_doc: dict[str, Any]) -> TaskOutcome:
+    async def _run_bounded(self, name: str, args: tuple[Any, ...], what: str) -> TaskOutcome:
         settings = self._settings
         deadline = asyncio.get_running_loop().time() + settings.queue_timeout_s
         for _attempt in range(2):
@@ -384,10 +396,9 @@ class WorkerPool:
                     f"no worker became free within {settings.queue_timeout_s:g} s; retry shortly",
                 ) from exc
             started = time.monotonic()
+            self.tasks_run[name] += 1
             try:
-                kind, payload = await self._run_on(
-                    worker, ("run_trace", (spec_doc,)), settings.trace_timeout_s
-                )
+                kind, payload = await self._run_on(worker, (name, args), settings.trace_timeout_s)
                 return TaskOutcome(kind, payload, time.monotonic() - started)
             except _NotStarted as exc:
                 # Collateral: the worker was lost before it started this task. Run it elsewhere.
@@ -398,26 +409,26 @@ class WorkerPool:
             except (_RunTimedOut, TimeoutError) as exc:
                 raise WorkerUnavailable(
                     "trace_timeout",
-                    f"the trace ran longer than {settings.trace_timeout_s:g} s and was stopped",
+                    f"the {what} ran longer than {settings.trace_timeout_s:g} s and was stopped",
                 ) from exc
             except _Died as exc:
-                return self._death_outcome(exc)
-        raise WorkerUnavailable("worker_unavailable", "no worker could take this trace")
+                return self._death_outcome(exc, what)
+        raise WorkerUnavailable("worker_unavailable", f"no worker could take this {what}")
 
     @staticmethod
-    def _death_outcome(exc: _Died) -> TaskOutcome:
+    def _death_outcome(exc: _Died, what: str) -> TaskOutcome:
         """The worker died running THIS task: its request pays, no retry (the spec may be why)."""
-        log.warning("worker died during a trace: exit code %s", exc.exitcode)
+        log.warning("worker died during a %s: exit code %s", what, exc.exitcode)
         if exc.exitcode == worker_tasks.EXIT_OUT_OF_MEMORY:
             return TaskOutcome(
-                "limit", Problem("memory_limit", "the trace needed more memory than a worker may use")
+                "limit", Problem("memory_limit", f"the {what} needed more memory than a worker may use")
             )
         if exc.exitcode == -signal.SIGXCPU:
             raise WorkerUnavailable(
-                "trace_timeout", "the trace used more CPU time than allowed and was stopped"
+                "trace_timeout", f"the {what} used more CPU time than allowed and was stopped"
             ) from exc
         raise WorkerUnavailable(
-            "worker_crashed", "the worker running this trace stopped; it has been replaced"
+            "worker_crashed", f"the worker running this {what} stopped; it has been replaced"
         ) from exc
 
     async def ping(self) -> int | None:
