@@ -1,0 +1,133 @@
+"""Bounded writes and the write deadline of ``service/server.py``, on a real uvicorn server on
+loopback (a plain ASGI app, no workers): a client that reads slowly but steadily gets the whole
+body, one that stops reading is reset after the deadline, and meanwhile the transport never holds
+more than a chunk past its high-water mark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import uvicorn
+
+from gradtrace.service.server import (
+    WRITE_BUFFER_HIGH,
+    WRITE_BUFFER_LOW,
+    WRITE_CHUNK_BYTES,
+    ReadDeadlineH11Protocol,
+)
+
+BODY = bytes(range(256)) * (4 * 1024 * 1024 // 256)  # 4 MiB, every byte position checkable
+HEADERS = [(b"content-type", b"application/octet-stream"), (b"content-length", str(len(BODY)).encode())]
+DEADLINE_S = 1.0
+TCP_ESTABLISHED = 1
+
+
+class ShortDeadline(ReadDeadlineH11Protocol):
+    response_write_timeout_s = DEADLINE_S
+
+
+async def big_body(scope, receive, send) -> None:  # noqa: ANN001 - a bare ASGI app
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": BODY})
+
+
+@dataclass
+class Running:
+    server: uvicorn.Server
+    port: int
+
+    def largest_write_buffer(self) -> int:
+        return max(
+            (c.transport.get_write_buffer_size() for c in self.server.server_state.connections), default=0
+        )
+
+
+@pytest.fixture
+def running() -> Iterator[Running]:
+    config = uvicorn.Config(big_body, host="127.0.0.1", port=0, http=ShortDeadline, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield Running(server, port)
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def request(port: int) -> socket.socket:
+    """A GET on a socket with a small receive buffer: the kernel does not absorb the body."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    return sock
+
+
+def tcp_state(sock: socket.socket) -> int:
+    return struct.unpack("B", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1))[0]
+
+
+def read_for(sock: socket.socket, seconds: float, most: int) -> bytes:
+    """Up to ``most`` bytes, taken within ``seconds``."""
+    sock.settimeout(seconds)
+    got = bytearray()
+    try:
+        while len(got) < most and (chunk := sock.recv(most - len(got))):
+            got += chunk
+    except TimeoutError:
+        pass
+    return bytes(got)
+
+
+def test_a_slow_steady_reader_gets_the_whole_body(running: Running) -> None:
+    # At most 96 KiB every 0.1 s (under 1 MB/s): about 15 times the ~64 KiB per deadline the
+    # server asks for, and several seconds for the body.
+    received = bytearray()
+    largest = 0
+    with request(running.port) as sock:
+        while len(received) < len(BODY) + received.find(b"\r\n\r\n") + 4 or b"\r\n\r\n" not in received:
+            received += read_for(sock, 0.1, 96 * 1024)
+            largest = max(largest, running.largest_write_buffer())
+            time.sleep(0.05)
+    head, _, body = bytes(received).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert len(body) == len(BODY)
+    assert hashlib.sha256(body).digest() == hashlib.sha256(BODY).digest()
+    # The reader held the server back (its transport paused), yet never past the bound.
+    assert WRITE_BUFFER_LOW < largest <= WRITE_BUFFER_HIGH + WRITE_CHUNK_BYTES
+
+
+def test_a_client_that_stops_reading_is_reset_after_the_deadline(running: Running) -> None:
+    sock = request(running.port)
+    with sock:
+        sock.recv(4096)  # the response began; then the client reads nothing more
+        started = time.monotonic()
+        held = running.largest_write_buffer()
+        while tcp_state(sock) == TCP_ESTABLISHED:
+            assert time.monotonic() - started < DEADLINE_S + 5, "still connected"
+            held = max(held, running.largest_write_buffer())
+            time.sleep(0.05)
+        cut_after = time.monotonic() - started
+        assert DEADLINE_S * 0.8 <= cut_after <= DEADLINE_S + 2
+        assert WRITE_BUFFER_LOW < held <= WRITE_BUFFER_HIGH + WRITE_CHUNK_BYTES
+        with pytest.raises(ConnectionResetError):
+            while sock.recv(65536):
+                pass
+    deadline = time.monotonic() + 5
+    while running.server.server_state.connections or running.server.server_state.tasks:
+        assert time.monotonic() < deadline, "the connection or its request task stayed"
+        time.sleep(0.05)
