@@ -187,9 +187,14 @@ class ReadDeadlineH11Protocol(H11Protocol):
 
     def _write_timed_out(self) -> None:
         self._write_deadline = None
-        if not self.transport.get_write_buffer_size():
-            return  # all taken since
-        log.debug("%s took no response bytes for %.0f s: reset", self.client, self.response_write_timeout_s)
+        # Paused all along (resume_writing disarms), or a finished response still unsent; not
+        # a response begun since, which gets deadlines of its own when it pauses or finishes.
+        stalled = self.flow.write_paused or (self.cycle is not None and self.cycle.response_complete)
+        if not stalled or not self.transport.get_write_buffer_size():
+            return
+        log.debug(
+            "%s did not read its response for %.0f s: reset", self.client, self.response_write_timeout_s
+        )
         # close() would wait for the buffer to drain, which this client will not do. abort()
         # drops the buffer, but a plain close of the socket leaves its unsent bytes in the
         # kernel, retried for minutes, and the client's end open (the FIN waits behind them).
@@ -223,7 +228,7 @@ class ReadDeadlineH11Protocol(H11Protocol):
         super().on_response_complete()  # may already have parsed a pipelined request
         if not self.transport.is_closing() and self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
             self._arm_read_deadline()  # the next request on this keep-alive connection
-        if self._write_deadline is None and self.transport.get_write_buffer_size():
+        if not self.flow.write_paused and self.transport.get_write_buffer_size():
             # The end of a response still unsent, under the high-water mark (no pause to time):
             # close() on this connection would otherwise wait for it for ever.
             self._arm_write_deadline()
