@@ -30,22 +30,29 @@ TCP_ESTABLISHED = 1
 
 
 SMALL = BODY[: WRITE_BUFFER_HIGH - 4096]  # one chunk, under the high-water mark: no pause
+LARGE = BODY * 8  # more than a 4 MB kernel send buffer holds
 
 
 class ShortDeadline(ReadDeadlineH11Protocol):
     response_write_timeout_s = DEADLINE_S
+    # A small kernel send buffer (loopback's grows to 4 MB): what the client has not read stays
+    # in the transport's buffer, where the test looks.
+    kernel_send_buffer = 4096
 
     def connection_made(self, transport) -> None:  # noqa: ANN001
-        # A small kernel send buffer (loopback's grows to 4 MB): what the client has not read
-        # stays in the transport's buffer, where the test looks.
-        transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        sock = transport.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.kernel_send_buffer)
         super().connection_made(transport)
+
+
+class LargeKernelBuffer(ShortDeadline):
+    kernel_send_buffer = 2 * 1024 * 1024  # doubled by Linux: 4 MB, what loopback grows to
 
 
 async def bodies(scope, receive, send) -> None:  # noqa: ANN001 - a bare ASGI app
     if scope["type"] != "http":
         return
-    body = SMALL if scope["path"] == "/small" else BODY
+    body = {"/small": SMALL, "/large": LARGE}.get(scope["path"], BODY)
     headers = [(b"content-type", b"application/octet-stream"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -63,8 +70,9 @@ class Running:
 
 
 @pytest.fixture
-def running() -> Iterator[Running]:
-    config = uvicorn.Config(bodies, host="127.0.0.1", port=0, http=ShortDeadline, log_level="warning")
+def running(request: pytest.FixtureRequest) -> Iterator[Running]:
+    protocol = getattr(request, "param", ShortDeadline)
+    config = uvicorn.Config(bodies, host="127.0.0.1", port=0, http=protocol, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -119,6 +127,27 @@ def test_a_slow_steady_reader_gets_the_whole_body(running: Running) -> None:
     assert hashlib.sha256(body).digest() == hashlib.sha256(BODY).digest()
     # The reader held the server back (its transport paused), yet never past the bound.
     assert WRITE_BUFFER_LOW < largest <= WRITE_BUFFER_HIGH + WRITE_CHUNK_BYTES
+
+
+@pytest.mark.parametrize("running", [LargeKernelBuffer], indirect=True)
+def test_a_slow_reader_is_not_cut_while_the_kernel_buffer_drains(running: Running) -> None:
+    # The kernel takes ~2.8 MB of the body at once and reports room again only once about a
+    # third of it is gone: at ~80 KB/s the transport stays paused for several deadlines, while
+    # the client takes ten times the minimum progress per deadline.
+    received = bytearray()
+    with request(running.port, "/large") as sock:
+        started = time.monotonic()
+        while time.monotonic() - started < 3 * DEADLINE_S:
+            received += read_for(sock, 0.1, 16 * 1024)
+            time.sleep(0.2)
+        assert tcp_state(sock) == TCP_ESTABLISHED
+        (connection,) = running.server.server_state.connections
+        assert connection.flow.write_paused  # paused all along: the drain so far was too small
+        while b"\r\n\r\n" not in received or len(received) < received.index(b"\r\n\r\n") + 4 + len(LARGE):
+            received += read_for(sock, 1.0, 1024 * 1024)
+    head, _, body = bytes(received).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert hashlib.sha256(body).digest() == hashlib.sha256(LARGE).digest()
 
 
 @pytest.mark.parametrize("path", ["/", "/small"], ids=["paused", "finished-unsent"])

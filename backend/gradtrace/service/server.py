@@ -18,8 +18,9 @@ of them took the process from 158 to 842 MB, and /healthz took 6.9 s). So the pr
 bodies to uvicorn in ``WRITE_CHUNK_BYTES`` pieces (uvicorn's ``send`` waits for the transport's
 ``resume_writing`` before each one when it is paused): a connection holds at most a chunk plus
 the transport's high-water mark of its own, beside the body object the cache shares. And it
-has a write deadline: a transport that stays paused (or a finished response that stays unsent)
-for ``response_write_timeout_s`` means the client is not reading, and the connection is reset.
+has a write deadline: while the transport is paused (or a finished response is still unsent),
+a client that takes less than ``WRITE_MIN_PROGRESS_BYTES`` in ``response_write_timeout_s`` is
+not reading, and its connection is reset.
 
 In the compose deployment nginx in front applies the same kind of limits.
 """
@@ -48,15 +49,19 @@ log = logging.getLogger(__name__)
 # Requests that have not arrived whole by then are cut off: ample for 256 KiB on a slow link.
 REQUEST_READ_TIMEOUT_S = 10.0
 KEEP_ALIVE_TIMEOUT_S = 5
-# A client that has not taken the response bytes already handed to its socket within this long
-# is cut off. Each pause of the transport lasts until it is back under WRITE_BUFFER_LOW, so a
-# reader has to take about 64 KiB per deadline: any client faster than ~4 KB/s is never cut.
+# While the server waits on a client to take a response (see ReadDeadlineH11Protocol), the
+# client must take at least WRITE_MIN_PROGRESS_BYTES per RESPONSE_WRITE_TIMEOUT_S, or it is cut
+# off: ~1 KB/s, far below any link a person reads a trace over.
 RESPONSE_WRITE_TIMEOUT_S = 15.0
+WRITE_MIN_PROGRESS_BYTES = 16 * 1024
 # What one connection holds of a response, beyond the kernel's socket buffer: a body is handed
 # over in chunks, and uvicorn waits whenever the transport holds more than WRITE_BUFFER_HIGH.
 WRITE_CHUNK_BYTES = 64 * 1024
 WRITE_BUFFER_HIGH = 64 * 1024
 WRITE_BUFFER_LOW = 16 * 1024
+# Linux's struct tcp_info: tcpi_bytes_acked, what the peer has acknowledged (since Linux 4.1).
+_TCP_INFO_BYTES_ACKED = struct.Struct("=Q")
+_TCP_INFO_BYTES_ACKED_OFFSET = 120
 _TIMEOUT_BODY = (
     b'{"error":{"code":"request_timeout","message":"the request was not received in time","path":null}}'
 )
@@ -133,6 +138,7 @@ class ReadDeadlineH11Protocol(H11Protocol):
         self.app = in_chunks(self.app)
         self._read_deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
+        self._acked_when_armed: int | None = None
 
     def send_400_response(self, msg: str) -> None:
         # A header block that h11 refused for its size (it arrived in pieces, so h11 saw it
@@ -178,6 +184,7 @@ class ReadDeadlineH11Protocol(H11Protocol):
 
     def _arm_write_deadline(self) -> None:
         self._disarm_write_deadline()
+        self._acked_when_armed = self._bytes_acked()
         self._write_deadline = self.loop.call_later(self.response_write_timeout_s, self._write_timed_out)
 
     def _disarm_write_deadline(self) -> None:
@@ -192,9 +199,11 @@ class ReadDeadlineH11Protocol(H11Protocol):
         stalled = self.flow.write_paused or (self.cycle is not None and self.cycle.response_complete)
         if not stalled or not self.transport.get_write_buffer_size():
             return
-        log.debug(
-            "%s did not read its response for %.0f s: reset", self.client, self.response_write_timeout_s
-        )
+        acked, before = self._bytes_acked(), self._acked_when_armed
+        if acked is not None and before is not None and acked - before >= WRITE_MIN_PROGRESS_BYTES:
+            self._arm_write_deadline()  # reading, slowly: the kernel's buffer is still draining
+            return
+        log.debug("%s not reading its response: reset", self.client)
         # close() would wait for the buffer to drain, which this client will not do. abort()
         # drops the buffer, but a plain close of the socket leaves its unsent bytes in the
         # kernel, retried for minutes, and the client's end open (the FIN waits behind them).
@@ -205,6 +214,23 @@ class ReadDeadlineH11Protocol(H11Protocol):
         # uvicorn's connection_lost then marks the request disconnected and wakes its send: the
         # app's remaining sends return at once, without an error.
         self.transport.abort()
+
+    def _bytes_acked(self) -> int | None:
+        """What the client has acknowledged so far; None where TCP_INFO does not tell (not Linux).
+
+        The transport stays paused until the kernel's send buffer has room again, and Linux
+        grows that buffer up to 4 MB: it can take a slow reader minutes to drain, reading all
+        along. So progress is counted in what the client took, not in resumes.
+        """
+        sock = self.transport.get_extra_info("socket")
+        try:
+            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+        except (AttributeError, OSError):  # no socket, or no TCP_INFO on this system
+            return None
+        if len(info) < _TCP_INFO_BYTES_ACKED_OFFSET + _TCP_INFO_BYTES_ACKED.size:
+            return None  # a kernel older than 4.1
+        acked: int = _TCP_INFO_BYTES_ACKED.unpack_from(info, _TCP_INFO_BYTES_ACKED_OFFSET)[0]
+        return acked
 
     def pause_writing(self) -> None:
         super().pause_writing()
