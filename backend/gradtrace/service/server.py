@@ -13,8 +13,8 @@ measured too: it cut slow headers at 5 s but kept 200 slow bodies open, even wit
 
 Writing has the mirror problem. uvicorn hands a whole body to ``transport.write``, and asyncio's
 socket transport copies whatever the socket does not take at once into a buffer of its own: a
-client that asks for a 5.8 MB trace and never reads pins a 5.8 MB copy, for ever (measured: 200
-of them took the process from 158 to 842 MB, and /healthz took 6.9 s). So the protocol hands
+client that asks for a 6.3 MB trace and never reads pins a copy of it, for ever (measured: 200
+of them took the process from 79 to 762 MB; RELIABILITY.md, `slow_readers`). So the protocol hands
 bodies to uvicorn in ``WRITE_CHUNK_BYTES`` pieces (uvicorn's ``send`` waits for the transport's
 ``resume_writing`` before each one when it is paused): a connection holds at most a chunk plus
 the transport's high-water mark of its own, beside the body object the cache shares. And it
