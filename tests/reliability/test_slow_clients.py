@@ -1,22 +1,39 @@
-"""Slowloris against ``gradtrace serve`` alone (no nginx): slow clients cannot hold connections.
+"""Slow clients against ``gradtrace serve`` alone (no nginx): they cannot hold connections or memory.
 
-200 connections each send a request line and then one header line every 2 s, never finishing
-(or complete headers and then one body byte every 2 s). uvicorn alone kept all of them open
-(the attack run: the whole minute); the server's request read deadline (``service/server.py``,
-10 s) answers 408 and closes them, and other clients are served meanwhile.
+Slowloris: 200 connections each send a request line and then one header line every 2 s, never
+finishing (or complete headers and then one body byte every 2 s). uvicorn alone kept all of them
+open (the attack run: the whole minute); the server's request read deadline
+(``service/server.py``, 10 s) answers 408 and closes them, and other clients are served meanwhile.
+
+Slow readers: 200 connections ask for a ~5 MB trace and never read the answer. uvicorn alone kept
+a copy of the body per connection (the API process went from 158 to 842 MB) and /healthz took
+7 s; the server writes bodies in bounded chunks and resets a connection whose client takes
+nothing for its write deadline (15 s).
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
-from reliability_helpers import SERVER_ENV, light_spec, record, scaled, stop_gracefully
+from reliability_helpers import (
+    SERVER_ENV,
+    heavy_spec,
+    light_spec,
+    record,
+    rss_mb,
+    scaled,
+    stop_gracefully,
+    wait_for_workers,
+)
 
-from gradtrace.service.server import REQUEST_READ_TIMEOUT_S
+from gradtrace.service.server import REQUEST_READ_TIMEOUT_S, RESPONSE_WRITE_TIMEOUT_S
 
 pytestmark = pytest.mark.slow
 
@@ -92,3 +109,121 @@ def test_slow_clients_are_cut_off(server_factory, part: str) -> None:  # noqa: A
     assert figures["closed_after_s_max"] <= REQUEST_READ_TIMEOUT_S + 3
     assert figures["answered_408"] == CONNECTIONS
     assert during.status_code == 200
+
+
+# The slow readers' promise (RELIABILITY.md): the API process stays under this while they wait.
+MAX_API_RSS_MB = 300
+MAX_HEALTHZ_S = 1.0
+TCP_ESTABLISHED = 1
+
+
+def _non_reader(port: int, path: str) -> socket.socket:
+    """A connection that asks for ``path`` and never reads; its small receive buffer keeps the
+    kernel from taking the answer off the server's hands."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return sock
+
+
+def _answered(sock: socket.socket) -> bool:
+    """The response has begun (looked at, not read)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return False
+
+
+def _open(sock: socket.socket) -> bool:
+    """Still connected, asked without reading: the TCP state from TCP_INFO."""
+    return struct.unpack("B", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1))[0] == TCP_ESTABLISHED
+
+
+def _kernel_send_queue_mb(port: int) -> float:
+    """Bytes the kernel holds unsent on the server's established connections (/proc/net/tcp)."""
+    total = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1].endswith(f":{port:04X}") and fields[3] == "01":
+            total += int(fields[4].split(":")[0], 16)
+    return round(total / 1e6, 1)
+
+
+def _healthz_s(server) -> float:  # noqa: ANN001
+    started = time.monotonic()
+    assert httpx.get(server.url + "/healthz", timeout=30).status_code == 200
+    return time.monotonic() - started
+
+
+def test_slow_readers_are_cut_off_and_memory_stays_bounded(server_factory) -> None:  # noqa: ANN001
+    server = server_factory(env=SERVER_ENV)
+    wait_for_workers(server, int(SERVER_ENV["GRADTRACE_WORKERS"]))
+    stored = httpx.post(server.url + "/api/v1/specs", json=heavy_spec(0), timeout=30).json()
+    path = f"/api/v1/specs/{stored['id']}/trace"
+    trace = httpx.get(server.url + path, timeout=90)  # computed once: the readers get the cached bytes
+    assert trace.status_code == 200
+    connections = int(scaled(30, CONNECTIONS))
+    rss_before = rss_mb(server.proc.pid)
+    started = time.monotonic()
+    readers = [_non_reader(server.port, path) for _ in range(connections)]
+    rss = [rss_before]
+    healthz_arriving = [0.0]
+    healthz_held = [0.0]
+    closed_after: dict[int, float] = {}
+    answered_after = kernel_mb = 0.0
+    during: httpx.Response | None = None
+    try:
+        # While the requests are answered: /healthz waits its turn among them.
+        while not all(_answered(sock) for sock in readers) and time.monotonic() - started < 60:
+            healthz_arriving.append(_healthz_s(server))
+            rss.append(rss_mb(server.proc.pid))
+        answered_after = time.monotonic() - started
+        kernel_mb = _kernel_send_queue_mb(server.port)
+        # Then all of them wait on their readers until the write deadline.
+        limit = RESPONSE_WRITE_TIMEOUT_S + 15
+        while len(closed_after) < connections and time.monotonic() - started < limit:
+            healthz_held.append(_healthz_s(server))
+            rss.append(rss_mb(server.proc.pid))
+            if during is None:  # a normal reader, served meanwhile
+                during = httpx.get(server.url + path, timeout=60)
+            for i, sock in enumerate(readers):
+                if i not in closed_after and not _open(sock):
+                    closed_after[i] = time.monotonic() - started
+            time.sleep(0.25)
+        kernel_mb_after = _kernel_send_queue_mb(server.port)
+    finally:
+        for sock in readers:
+            sock.close()
+    time.sleep(1)
+    log = server.log_path.read_text(errors="replace")
+    figures = record(
+        "slow_readers",
+        {
+            "connections": connections,
+            "trace_mb": round(len(trace.content) / 1e6, 1),
+            "all_answered_after_s": round(answered_after, 1),
+            "still_open_at_end": connections - len(closed_after),
+            "closed_after_s_min": round(min(closed_after.values(), default=0.0), 1),
+            "closed_after_s_max": round(max(closed_after.values(), default=0.0), 1),
+            "api_rss_mb_before": rss_before,
+            "api_rss_mb_max": max(rss),
+            "api_rss_mb_after": rss_mb(server.proc.pid),
+            "kernel_send_queue_mb": kernel_mb,
+            "kernel_send_queue_mb_after": kernel_mb_after,
+            "healthz_s_max_while_answering": round(max(healthz_arriving), 3),
+            "healthz_s_max_while_held": round(max(healthz_held), 3),
+            "normal_request_meanwhile": during.status_code if during is not None else None,
+            "normal_request_whole": during is not None and during.content == trace.content,
+            "errors_logged": sum(1 for line in log.splitlines() if "ERROR" in line or "Traceback" in line),
+            "processes_left_after_stop": len(stop_gracefully(server)),
+        },
+    )
+    assert figures["still_open_at_end"] == 0
+    assert figures["closed_after_s_max"] <= answered_after + RESPONSE_WRITE_TIMEOUT_S + 3
+    assert figures["api_rss_mb_max"] <= MAX_API_RSS_MB
+    assert figures["kernel_send_queue_mb_after"] == 0  # the resets freed the kernel's copies too
+    assert figures["healthz_s_max_while_held"] <= MAX_HEALTHZ_S
+    assert figures["normal_request_meanwhile"] == 200 and figures["normal_request_whole"]
+    assert figures["errors_logged"] == 0
+    assert figures["processes_left_after_stop"] == 0

@@ -1,4 +1,5 @@
-"""The single-machine HTTP server: uvicorn with h11 and a deadline for reading each request.
+"""The single-machine HTTP server: uvicorn with h11, a deadline for reading each request and
+one for writing each response.
 
 uvicorn has no header or body read timeout: a client that sends half a request line and then
 one byte every few seconds (slowloris) keeps its connection forever (measured: 200 such
@@ -10,6 +11,17 @@ answers 408 and closes. Time spent in the app (tracing) is not counted. (hyperco
 measured too: it cut slow headers at 5 s but kept 200 slow bodies open, even with
 ``read_timeout``, which each trickled byte restarts. RELIABILITY.md has the figures.)
 
+Writing has the mirror problem. uvicorn hands a whole body to ``transport.write``, and asyncio's
+socket transport copies whatever the socket does not take at once into a buffer of its own: a
+client that asks for a 6.3 MB trace and never reads pins a copy of it, for ever (measured: 200
+of them took the process from 79 to 762 MB; RELIABILITY.md, `slow_readers`). So the protocol hands
+bodies to uvicorn in ``WRITE_CHUNK_BYTES`` pieces (uvicorn's ``send`` waits for the transport's
+``resume_writing`` before each one when it is paused): a connection holds at most a chunk plus
+the transport's high-water mark of its own, beside the body object the cache shares. And it
+has a write deadline: while the transport is paused (or a finished response is still unsent),
+a client that takes less than ``WRITE_MIN_PROGRESS_BYTES`` in ``response_write_timeout_s`` is
+not reading, and its connection is reset.
+
 In the compose deployment nginx in front applies the same kind of limits.
 """
 
@@ -19,6 +31,7 @@ import asyncio
 import json
 import logging
 import socket
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +39,7 @@ from typing import Any
 
 import h11
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gradtrace.problem import Problem
@@ -36,6 +49,19 @@ log = logging.getLogger(__name__)
 # Requests that have not arrived whole by then are cut off: ample for 256 KiB on a slow link.
 REQUEST_READ_TIMEOUT_S = 10.0
 KEEP_ALIVE_TIMEOUT_S = 5
+# While the server waits on a client to take a response (see ReadDeadlineH11Protocol), the
+# client must take at least WRITE_MIN_PROGRESS_BYTES per RESPONSE_WRITE_TIMEOUT_S, or it is cut
+# off: ~1 KB/s, far below any link a person reads a trace over.
+RESPONSE_WRITE_TIMEOUT_S = 15.0
+WRITE_MIN_PROGRESS_BYTES = 16 * 1024
+# What one connection holds of a response, beyond the kernel's socket buffer: a body is handed
+# over in chunks, and uvicorn waits whenever the transport holds more than WRITE_BUFFER_HIGH.
+WRITE_CHUNK_BYTES = 64 * 1024
+WRITE_BUFFER_HIGH = 64 * 1024
+WRITE_BUFFER_LOW = 16 * 1024
+# Linux's struct tcp_info: tcpi_bytes_acked, what the peer has acknowledged (since Linux 4.1).
+_TCP_INFO_BYTES_ACKED = struct.Struct("=Q")
+_TCP_INFO_BYTES_ACKED_OFFSET = 120
 _TIMEOUT_BODY = (
     b'{"error":{"code":"request_timeout","message":"the request was not received in time","path":null}}'
 )
@@ -59,9 +85,43 @@ HEADERS_TOO_LARGE = Problem(
 )
 
 
+def in_chunks(app: ASGIApp) -> ASGIApp:
+    """``app`` with every response body over ``WRITE_CHUNK_BYTES`` sent as several messages.
+
+    uvicorn awaits the transport's drain before each message it writes, so a body sent this way
+    waits for the client instead of piling up in the transport's buffer.
+    """
+
+    async def chunked(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def send_in_chunks(message: Message) -> None:
+            body = message.get("body", b"")
+            if message["type"] != "http.response.body" or len(body) <= WRITE_CHUNK_BYTES:
+                await send(message)
+                return
+            more_body = message.get("more_body", False)
+            for start in range(0, len(body), WRITE_CHUNK_BYTES):
+                end = start + WRITE_CHUNK_BYTES
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": body[start:end],
+                        "more_body": more_body or end < len(body),
+                    }
+                )
+
+        await app(scope, receive, send_in_chunks)
+
+    return chunked
+
+
 class ReadDeadlineH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, plus a deadline for receiving each whole request, and malformed
-    requests answered with the JSON error envelope.
+    """uvicorn's h11 protocol, plus a deadline for receiving each whole request, bounded writes
+    with a deadline for each response, and malformed requests answered with the JSON error
+    envelope.
 
     h11 refuses what it cannot frame (a broken request line, a bad header, malformed chunked
     encoding, a header block over its 16 KiB cap) before any ASGI app sees the request; uvicorn
@@ -71,10 +131,14 @@ class ReadDeadlineH11Protocol(H11Protocol):
     """
 
     request_read_timeout_s = REQUEST_READ_TIMEOUT_S
+    response_write_timeout_s = RESPONSE_WRITE_TIMEOUT_S
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.app = in_chunks(self.app)
         self._read_deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
+        self._acked_when_armed: int | None = None
 
     def send_400_response(self, msg: str) -> None:
         # A header block that h11 refused for its size (it arrived in pieces, so h11 saw it
@@ -118,8 +182,67 @@ class ReadDeadlineH11Protocol(H11Protocol):
             self.transport.write(_TIMEOUT_RESPONSE)
         self.transport.close()
 
+    def _arm_write_deadline(self) -> None:
+        self._disarm_write_deadline()
+        self._acked_when_armed = self._bytes_acked()
+        self._write_deadline = self.loop.call_later(self.response_write_timeout_s, self._write_timed_out)
+
+    def _disarm_write_deadline(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_timed_out(self) -> None:
+        self._write_deadline = None
+        # Paused all along (resume_writing disarms), or a finished response still unsent; not
+        # a response begun since, which gets deadlines of its own when it pauses or finishes.
+        stalled = self.flow.write_paused or (self.cycle is not None and self.cycle.response_complete)
+        if not stalled or not self.transport.get_write_buffer_size():
+            return
+        acked, before = self._bytes_acked(), self._acked_when_armed
+        if acked is not None and before is not None and acked - before >= WRITE_MIN_PROGRESS_BYTES:
+            self._arm_write_deadline()  # reading, slowly: the kernel's buffer is still draining
+            return
+        log.debug("%s not reading its response: reset", self.client)
+        # close() would wait for the buffer to drain, which this client will not do. abort()
+        # drops the buffer, but a plain close of the socket leaves its unsent bytes in the
+        # kernel, retried for minutes, and the client's end open (the FIN waits behind them).
+        # SO_LINGER 0 makes it a reset: both freed at once, and the client told.
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # uvicorn's connection_lost then marks the request disconnected and wakes its send: the
+        # app's remaining sends return at once, without an error.
+        self.transport.abort()
+
+    def _bytes_acked(self) -> int | None:
+        """What the client has acknowledged so far; None where TCP_INFO does not tell (not Linux).
+
+        The transport stays paused until the kernel's send buffer has room again, and Linux
+        grows that buffer up to 4 MB: it can take a slow reader minutes to drain, reading all
+        along. So progress is counted in what the client took, not in resumes.
+        """
+        sock = self.transport.get_extra_info("socket")
+        try:
+            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+        except (AttributeError, OSError):  # no socket, or no TCP_INFO on this system
+            return None
+        if len(info) < _TCP_INFO_BYTES_ACKED_OFFSET + _TCP_INFO_BYTES_ACKED.size:
+            return None  # a kernel older than 4.1
+        acked: int = _TCP_INFO_BYTES_ACKED.unpack_from(info, _TCP_INFO_BYTES_ACKED_OFFSET)[0]
+        return acked
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._arm_write_deadline()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._disarm_write_deadline()
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH, low=WRITE_BUFFER_LOW)
         self._arm_read_deadline()
 
     def data_received(self, data: bytes) -> None:
@@ -131,9 +254,14 @@ class ReadDeadlineH11Protocol(H11Protocol):
         super().on_response_complete()  # may already have parsed a pipelined request
         if not self.transport.is_closing() and self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
             self._arm_read_deadline()  # the next request on this keep-alive connection
+        if not self.flow.write_paused and self.transport.get_write_buffer_size():
+            # The end of a response still unsent, under the high-water mark (no pause to time):
+            # close() on this connection would otherwise wait for it for ever.
+            self._arm_write_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_read_deadline()
+        self._disarm_write_deadline()
         super().connection_lost(exc)
 
 
