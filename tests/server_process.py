@@ -21,6 +21,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def get_without_reading(port: int, path: str = "/") -> socket.socket:
+    """A GET of ``path`` on a socket that is never read; its small receive buffer keeps the
+    kernel from taking the answer off the server's hands."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return sock
+
+
 def children_of(pid: int) -> list[int]:
     """Direct children of a process, from /proc (no psutil needed)."""
     out = []

@@ -32,6 +32,7 @@ from reliability_helpers import (
     stop_gracefully,
     wait_for_workers,
 )
+from server_process import get_without_reading
 
 from gradtrace.service.server import REQUEST_READ_TIMEOUT_S, RESPONSE_WRITE_TIMEOUT_S
 
@@ -117,16 +118,6 @@ MAX_HEALTHZ_S = 1.0
 TCP_ESTABLISHED = 1
 
 
-def _non_reader(port: int, path: str) -> socket.socket:
-    """A connection that asks for ``path`` and never reads; its small receive buffer keeps the
-    kernel from taking the answer off the server's hands."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect(("127.0.0.1", port))
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    return sock
-
-
 def _answered(sock: socket.socket) -> bool:
     """The response has begun (looked at, not read)."""
     try:
@@ -166,7 +157,7 @@ def test_slow_readers_are_cut_off_and_memory_stays_bounded(server_factory) -> No
     connections = int(scaled(30, CONNECTIONS))
     rss_before = rss_mb(server.proc.pid)
     started = time.monotonic()
-    readers = [_non_reader(server.port, path) for _ in range(connections)]
+    readers = [get_without_reading(server.port, path) for _ in range(connections)]
     rss = [rss_before]
     healthz_arriving = [0.0]
     healthz_held = [0.0]

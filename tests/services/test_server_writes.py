@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 import uvicorn
+from server_process import get_without_reading
 
 from gradtrace.service.server import (
     WRITE_BUFFER_HIGH,
@@ -86,15 +87,6 @@ def running(request: pytest.FixtureRequest) -> Iterator[Running]:
     thread.join(timeout=10)
 
 
-def request(port: int, path: str = "/") -> socket.socket:
-    """A GET on a socket with a small receive buffer: the kernel does not absorb the body."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect(("127.0.0.1", port))
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    return sock
-
-
 def tcp_state(sock: socket.socket) -> int:
     return struct.unpack("B", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1))[0]
 
@@ -116,7 +108,7 @@ def test_a_slow_steady_reader_gets_the_whole_body(running: Running) -> None:
     # the ~64 KiB per deadline the server asks for.
     received = bytearray()
     largest = 0
-    with request(running.port) as sock:
+    with get_without_reading(running.port) as sock:
         while b"\r\n\r\n" not in received or len(received) < received.index(b"\r\n\r\n") + 4 + len(BODY):
             received += read_for(sock, 0.1, 32 * 1024)
             largest = max(largest, running.largest_write_buffer())
@@ -135,7 +127,7 @@ def test_a_slow_reader_is_not_cut_while_the_kernel_buffer_drains(running: Runnin
     # third of it is gone: at ~80 KB/s the transport stays paused for several deadlines, while
     # the client takes ten times the minimum progress per deadline.
     received = bytearray()
-    with request(running.port, "/large") as sock:
+    with get_without_reading(running.port, "/large") as sock:
         started = time.monotonic()
         while time.monotonic() - started < 3 * DEADLINE_S:
             received += read_for(sock, 0.1, 16 * 1024)
@@ -152,7 +144,7 @@ def test_a_slow_reader_is_not_cut_while_the_kernel_buffer_drains(running: Runnin
 
 @pytest.mark.parametrize("path", ["/", "/small"], ids=["paused", "finished-unsent"])
 def test_a_client_that_stops_reading_is_reset_after_the_deadline(running: Running, path: str) -> None:
-    sock = request(running.port, path)
+    sock = get_without_reading(running.port, path)
     with sock:
         sock.recv(1024)  # the response began; then the client reads nothing more
         started = time.monotonic()
