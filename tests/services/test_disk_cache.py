@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,10 @@ def test_tiers_are_chosen_by_size(tmp_path: Path) -> None:
         assert await cache.get("small") == bytes(500) and await cache.get("big") == bytes(50_000)
         assert await cache.get("absent") is None
 
-    asyncio.run(scenario())
+    # In a thread of its own: in the whole suite, the browser tests' sync Playwright keeps an
+    # event loop running on the main thread, where asyncio.run() refuses to start.
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, scenario()).result()
 
 
 def test_settings_place_the_disk_tier(tmp_path: Path) -> None:
