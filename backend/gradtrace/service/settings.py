@@ -106,7 +106,7 @@ class Settings:
     cache_ttl_s: int = 7 * 24 * 3600
     # Entries over cache_entry_max_bytes (big traces, up to tens of MB) go to a folder on disk
     # bounded at disk_cache_bytes, least recently used out first; None (or 0 bytes): not kept.
-    disk_cache_dir: Path | None = field(default_factory=lambda: default_sqlite_path().parent / "trace-cache")
+    disk_cache_dir: Path | None = field(default_factory=lambda: _disk_cache_dir({}, default_sqlite_path()))
     disk_cache_bytes: int = 1024 * 1024 * 1024
     cors_origins: tuple[str, ...] = ("*",)
     # Trust X-Forwarded-For from the proxy in front (compose); off when exposed directly.

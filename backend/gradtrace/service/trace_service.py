@@ -102,26 +102,25 @@ class TraceService:
 
     async def _compare(self, key: str, traces: TracePair, permalinks: dict[str, str]) -> bytes:
         trace_a, trace_b = await traces()
-        try:
-            outcome = await self.pool.run_compare(trace_a, trace_b, permalinks)
-        except WorkerUnavailable as exc:
-            if exc.code == "trace_timeout":  # held a worker for the whole deadline: charged so
-                await self._charge(self.settings.trace_timeout_s)
-            raise
-        await self._charge(outcome.seconds)
-        if outcome.kind != "ok":
-            raise TraceRejected(outcome)
-        await self.cache.set(key, outcome.payload)
-        return bytes(outcome.payload)
+        return await self._in_worker(key, lambda: self.pool.run_compare(trace_a, trace_b, permalinks))
 
     async def _compute(self, key: str, spec_doc: dict[str, Any]) -> bytes:
         await self._refuse_if_costly(key)
+        return await self._in_worker(key, lambda: self.pool.run_trace(spec_doc), remember_costly=True)
+
+    async def _in_worker(
+        self, key: str, run: Callable[[], Awaitable[TaskOutcome]], remember_costly: bool = False
+    ) -> bytes:
+        """One task in a worker: its time charged to the client (the whole deadline when it ran
+        past it, then remembered by ``key`` if ``remember_costly``), a refusal raised as
+        TraceRejected, a result cached under ``key``."""
         try:
-            outcome = await self.pool.run_trace(spec_doc)
+            outcome = await run()
         except WorkerUnavailable as exc:
-            if exc.code == "trace_timeout":
+            if exc.code == "trace_timeout":  # held a worker for the whole deadline: charged so
                 await self._charge(self.settings.trace_timeout_s)
-                await self._remember_costly(key, exc.message)
+                if remember_costly:
+                    await self._remember_costly(key, exc.message)
             raise
         await self._charge(outcome.seconds)
         if outcome.kind != "ok":

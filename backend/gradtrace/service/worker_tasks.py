@@ -109,6 +109,14 @@ def _exit_out_of_memory() -> NoReturn:
     os._exit(EXIT_OUT_OF_MEMORY)
 
 
+def _begin_task() -> None:
+    """Every task runs under the CPU and memory budgets (and the tests' delay, when set)."""
+    _arm_cpu_budget()
+    _arm_memory_budget()
+    if _debug_delay_s:
+        time.sleep(_debug_delay_s)
+
+
 def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
     """Parse, then trace (run_spec dry-runs on the meta device before allocating).
 
@@ -116,10 +124,7 @@ def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
     validator or the engine raised, pickled back as it is. Exits with EXIT_OUT_OF_MEMORY
     instead of answering when memory ran out.
     """
-    _arm_cpu_budget()
-    _arm_memory_budget()
-    if _debug_delay_s:
-        time.sleep(_debug_delay_s)
+    _begin_task()
     from gradtrace.engine import run_spec
     from gradtrace.problem import Problem
     from gradtrace.spec import SpecLimits, parse_spec
@@ -152,10 +157,7 @@ def run_compare(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> t
     Under the same CPU and memory budgets as a trace; the traces were made by the engine, so
     anything raised here is a bug of ours, answered as an envelope, not a crash.
     """
-    _arm_cpu_budget()
-    _arm_memory_budget()
-    if _debug_delay_s:
-        time.sleep(_debug_delay_s)
+    _begin_task()
     from gradtrace.comparison import compare
     from gradtrace.problem import Problem
     from gradtrace.trace import Trace
