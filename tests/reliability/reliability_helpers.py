@@ -84,6 +84,9 @@ class Load:
     spec_of: Callable[[int], dict[str, Any]]
     path: str = "/api/v1/trace"
     api_rss_mb_before: float = 0.0  # the API process before the clients started
+    # each client its own address (X-Real-IP, for a server that trusts its proxy): distinct users,
+    # each with its own share of the rate and of worker time; else they are one client
+    own_addresses: bool = False
     outcomes: list[Outcome] = field(default_factory=list)
     accepted: list[tuple[dict[str, Any], httpx.Response]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -92,8 +95,8 @@ class Load:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Load:
-        for _ in range(self.clients):
-            thread = threading.Thread(target=self._client, daemon=True)
+        for index in range(self.clients):
+            thread = threading.Thread(target=self._client, args=(index,), daemon=True)
             thread.start()
             self._threads.append(thread)
         return self
@@ -104,8 +107,9 @@ class Load:
             thread.join(timeout=90)
         return self.outcomes
 
-    def _client(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=90) as client:
+    def _client(self, index: int) -> None:
+        headers = {"x-real-ip": f"10.0.0.{index + 1}"} if self.own_addresses else {}
+        with httpx.Client(base_url=self.url, timeout=90, headers=headers) as client:
             while not self._stop.is_set():
                 with self._lock:
                     spec = self.spec_of(next(self._counter))
@@ -121,7 +125,7 @@ class Load:
                     self.outcomes.append(outcome)
                     if r is not None and r.status_code < 300:
                         self.accepted.append((spec, r))
-                if r is not None and r.status_code == 503:
+                if r is not None and r.status_code in (429, 503):
                     # A well-behaved client: back off as told (capped to keep scenarios short).
                     self._stop.wait(min(float(r.headers.get("retry-after", "1")), 2.0))
 
@@ -209,11 +213,20 @@ def start_under_load(
     spec_of: Callable[[int], dict[str, Any]],
     env: dict[str, str] | None = None,
     path: str = "/api/v1/trace",
+    own_addresses: bool = False,
 ) -> tuple[ServerProcess, Load]:
-    """A server with its workers all up, and ``clients`` clients posting to it."""
+    """A server with its workers all up, and ``clients`` clients posting to it (each from an
+    address of its own with ``own_addresses``: see Load)."""
     server = server_factory(env=env or SERVER_ENV)
     wait_for_workers(server, int((env or SERVER_ENV)["GRADTRACE_WORKERS"]))
-    load = Load(server.url, clients, spec_of, path, api_rss_mb_before=rss_mb(server.proc.pid))
+    load = Load(
+        server.url,
+        clients,
+        spec_of,
+        path,
+        api_rss_mb_before=rss_mb(server.proc.pid),
+        own_addresses=own_addresses,
+    )
     return server, load.start()
 
 

@@ -74,7 +74,8 @@ def test_bombs_are_refused_before_a_worker_starts(server_factory) -> None:  # no
 
 
 def test_other_clients_succeed_while_one_sends_bombs(server_factory) -> None:  # noqa: ANN001
-    server, load = start_under_load(server_factory, 4, light_spec, env=BOMB_ENV)
+    # four other users, each its own client (as the bomber is): their shares are their own
+    server, load = start_under_load(server_factory, 4, light_spec, env=BOMB_ENV, own_addresses=True)
     stop = threading.Event()
     bombs: list[int] = []
 
