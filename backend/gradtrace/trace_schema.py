@@ -234,32 +234,186 @@ EventKind = Literal[
 ]
 
 
+class _Payload(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """An event's payload as the engine builds it: one record per kind of event (see
+    EVENT_PAYLOADS), its keys on the wire in field order. Unlike the other records, a field
+    left UNSET is not written at all: an optional key (the hook keys, ``kwargs``, ``where``)
+    is either there or absent, never null in its place. Not tracked by the cyclic GC, for the
+    reason _Record gives (a payload refers to TensorValues and lists, never back to itself)."""
+
+
+class HookFiring(_Payload, kw_only=True):
+    """The keys a firing of a model's own hook adds to its event's payload (``hook_name``,
+    ``returned``, ``changed``: see Event), after the kind's own keys (msgspec writes
+    keyword-only fields last); absent from every other event's payload."""
+
+    hook_name: str | msgspec.UnsetType = msgspec.UNSET
+    returned: list[TensorValue | None] | None | msgspec.UnsetType = msgspec.UNSET
+    changed: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class NoPayload(_Payload):
+    """node_created, pass_start, pass_end: ``{}`` (what they are about is the node, the pass)."""
+
+
+class ModuleForwardPrePayload(HookFiring):
+    """module_forward_pre: the tensors of the module's positional inputs, in order; ``kwargs``
+    only for a model's hook registered ``with_kwargs`` (its keyword arguments)."""
+
+    inputs: list[TensorValue | None]
+    kwargs: dict[str, TensorValue | None] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ModuleForwardPayload(HookFiring):
+    """module_forward: the inputs again (what ``forward`` got) and the tensors it returned;
+    ``kwargs`` as for module_forward_pre."""
+
+    inputs: list[TensorValue | None]
+    outputs: list[TensorValue | None]
+    kwargs: dict[str, TensorValue | None] | msgspec.UnsetType = msgspec.UNSET
+
+
+class NodePrePayload(HookFiring):
+    """node_pre: the engine is about to run the node, with these gradients: what arrived
+    along its edges as the tensor hooks and the node's own pre-hooks left them (each of
+    those that fired is an event just before, with what it saw and returned).
+    node_pre_hook: what a hook the model put on the node (``grad_fn.register_prehook``) was
+    given."""
+
+    grad_outputs: list[TensorValue | None]
+
+
+class NodePostPayload(HookFiring):
+    """node_post: ``grad_inputs[k]`` went to ``next_functions[k]`` (as the node's own
+    post-hooks left them: each an event just before); node_post_hook: what a hook the model
+    put on the node (``grad_fn.register_hook``) was given."""
+
+    grad_inputs: list[TensorValue | None]
+    grad_outputs: list[TensorValue | None]
+
+
+class ModuleBackwardPrePayload(HookFiring):
+    """module_backward_pre: the gradients of the module's outputs (only where a hook of that
+    kind is registered)."""
+
+    grad_output: list[TensorValue | None]
+
+
+class ModuleBackwardPayload(HookFiring):
+    """module_backward: the gradients of the module's inputs and outputs (only where a hook
+    of that kind is registered)."""
+
+    grad_input: list[TensorValue | None]
+    grad_output: list[TensorValue | None]
+
+
+class GradPayload(HookFiring):
+    """tensor_hook: the gradient the hook was given; post_accumulate_grad: the tensor's
+    ``.grad`` after accumulation."""
+
+    grad: TensorValue | None
+
+
+class GradWritePayload(_Payload):
+    """grad_write: ``.grad`` before and after a write, on a leaf tensor node or on the op node
+    that carries a ``retain_grad`` intermediate; ``accumulated``: there was one before."""
+
+    before: TensorValue | None
+    after: TensorValue | None
+    accumulated: bool
+
+
+class HookActionPayload(_Payload):
+    """hook_action: a spec hook's action (as the spec gives it) and the values it changed,
+    before and after."""
+
+    action: dict[str, Any]
+    before: list[TensorValue | None]
+    after: list[TensorValue | None]
+
+
+class ZeroGradPayload(_Payload):
+    """zero_grad: how, and the tensors whose ``.grad`` it cleared."""
+
+    set_to_none: bool
+    tensors: list[str]
+
+
+class SgdStepPayload(_Payload):
+    """sgd_step: the learning rate and every parameter it updated, after the update."""
+
+    lr: float
+    after: dict[str, TensorValue | None]
+
+
+class ErrorPayload(_Payload):
+    """error: the exception's class name and the spec step it broke (null: the forward);
+    ``where`` is gradtrace's text naming the spec line, when it wrapped PyTorch's error (the
+    error's own text is the event's ``message``)."""
+
+    exception: str
+    step: int | None
+    where: str | msgspec.UnsetType = msgspec.UNSET
+
+
+EventPayload = (
+    NoPayload
+    | ModuleForwardPrePayload
+    | ModuleForwardPayload
+    | NodePrePayload
+    | NodePostPayload
+    | ModuleBackwardPrePayload
+    | ModuleBackwardPayload
+    | GradPayload
+    | GradWritePayload
+    | HookActionPayload
+    | ZeroGradPayload
+    | SgdStepPayload
+    | ErrorPayload
+)
+# the payload record of each kind of event (a hook's kinds share their record with the
+# engine's own events of that shape)
+EVENT_PAYLOADS: Final[dict[EventKind, type[EventPayload]]] = {
+    "pass_start": NoPayload,
+    "pass_end": NoPayload,
+    "node_created": NoPayload,
+    "module_forward_pre": ModuleForwardPrePayload,
+    "module_forward": ModuleForwardPayload,
+    "node_pre": NodePrePayload,
+    "node_post": NodePostPayload,
+    "node_pre_hook": NodePrePayload,
+    "node_post_hook": NodePostPayload,
+    "module_backward_pre": ModuleBackwardPrePayload,
+    "module_backward": ModuleBackwardPayload,
+    "tensor_hook": GradPayload,
+    "post_accumulate_grad": GradPayload,
+    "grad_write": GradWritePayload,
+    "hook_action": HookActionPayload,
+    "zero_grad": ZeroGradPayload,
+    "sgd_step": SgdStepPayload,
+    "error": ErrorPayload,
+}
+
+
+def payload_items(payload: Any) -> list[tuple[str, Any]]:
+    """An event payload's keys and values as the wire has them, in order: of a payload record
+    (the engine's; UNSET fields left out) or of plain JSON data (a loaded trace's)."""
+    if isinstance(payload, _Payload):
+        return [
+            (name, value)
+            for name in payload.__struct_fields__
+            if (value := getattr(payload, name)) is not msgspec.UNSET
+        ]
+    return list(payload.items())
+
+
 class Event(_Record, kw_only=True):
     """One thing that happened, in the order it happened.
 
     ``target`` names what the event is about (a node id for node events, a module path for
     module events, a tensor name for tensor events); ``node`` is the graph node to highlight
-    for it, when there is one. Payload keys by kind:
-
-    * node_created: {} (see the node)
-    * module_forward_pre: {"inputs": [TensorValue|None]}
-    * module_forward: {"inputs": [...], "outputs": [...]}
-    * node_pre: {"grad_outputs": [...]} — the engine is about to run the node, with these
-      gradients: what arrived along its edges as the tensor hooks and the node's own
-      pre-hooks left them (each of those that fired is an event just before, with what it
-      saw and returned)
-    * node_post: {"grad_inputs": [...], "grad_outputs": [...]} — grad_inputs[k] went to
-      next_functions[k] (as the node's own post-hooks left them: each an event just before)
-    * node_pre_hook: {"grad_outputs": [...]}; node_post_hook: {"grad_inputs": [...],
-      "grad_outputs": [...]} — a hook the model put on an autograd node itself
-      (``grad_fn.register_prehook``/``register_hook``): library traces only, see below
-    * module_backward_pre: {"grad_output": [...]}; module_backward: {"grad_input": [...],
-      "grad_output": [...]} — only where a hook of that kind is registered
-    * tensor_hook / post_accumulate_grad: {"grad": TensorValue}
-    * grad_write: {"before": TensorValue|None, "after": TensorValue, "accumulated": bool} — on a
-      leaf tensor node, or on the op node that carries a ``retain_grad`` intermediate
-    * hook_action: {"action": {...}, "before": [...], "after": [...]}
-    * error: {"exception": "RuntimeError", "step": int}; the text is in ``message``
+    for it, when there is one. ``payload`` is what the event saw: one record per kind (see
+    EVENT_PAYLOADS and each record's docstring; the JSON Schema pins it by ``kind``).
 
     A hook event (``hook`` not null) is one firing of a user's hook. In a spec trace ``hook``
     indexes ``spec.hooks``; a changed value follows as a ``hook_action`` event. In a library
@@ -284,7 +438,11 @@ class Event(_Record, kw_only=True):
     gradtrace's own record of every module call, not a user's hook.
 
     In Python a payload is plain JSON data (``gradtrace.Trace.doc``, a loaded trace); only a
-    TraceDoc straight from the engine still holds TensorValue records in it (written alike).
+    TraceDoc straight from the engine holds payload records (written as the same JSON). A
+    loaded trace is not decoded into them: msgspec picks the record for a JSON object by a
+    tag inside that object, not by the ``kind`` beside it, so typed decoding would need a tag
+    in every payload (or an Event record per kind, whose tag msgspec writes first): another
+    wire. The field is declared as what is read, a dict; ``payload_items`` reads either.
     """
 
     seq: int
@@ -556,7 +714,22 @@ def encode_doc_text(doc: TraceDoc) -> str:
 
 def trace_json_schema() -> dict[str, Any]:
     """The JSON Schema of the trace, made from the records above: TraceDoc at the root, the
-    other records in ``$defs``."""
-    schema = msgspec.json.schema(TraceDoc)
-    definitions = schema["$defs"]
+    other records in ``$defs``. An event's ``payload`` is one of the payload records, and
+    which one is pinned by its ``kind`` (an ``if``/``then`` per record: see EVENT_PAYLOADS)."""
+    payloads = list(dict.fromkeys(EVENT_PAYLOADS.values()))
+    (root, *_), definitions = msgspec.json.schema_components([TraceDoc, *payloads])
+
+    def ref(record: type) -> dict[str, str]:
+        return {"$ref": f"#/$defs/{record.__name__}"}
+
+    event = definitions["Event"]
+    event["properties"]["payload"] = {"anyOf": [ref(record) for record in payloads]}
+    event["allOf"] = [
+        {
+            "if": {"properties": {"kind": {"enum": [k for k, r in EVENT_PAYLOADS.items() if r is record]}}},
+            "then": {"properties": {"payload": ref(record)}},
+        }
+        for record in payloads
+    ]
+    assert root == ref(TraceDoc)
     return {**definitions.pop("TraceDoc"), "$defs": definitions}

@@ -29,6 +29,7 @@ from gradtrace.trace_schema import (
     PerSampleContributions,
     Severity,
     TensorValue,
+    payload_items,
 )
 
 
@@ -424,7 +425,7 @@ def wrapped_values(
     for record in nodes:
         note([record.value, *(s.value for s in record.saved)], record.id, None)
     for event in events:
-        for item in event.payload.values():
+        for _key, item in payload_items(event.payload):
             note(item, event.node, None if event.node is not None else event.module)
     out = []
     for (node, module), how in places.items():

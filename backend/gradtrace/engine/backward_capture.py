@@ -41,7 +41,14 @@ from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.node_hook_sets import NodeDictSeen, hooks_on
 from gradtrace.engine.recorder import Recorder
-from gradtrace.trace_schema import EdgeGrad, GraphEdge, TensorValue
+from gradtrace.trace_schema import (
+    EdgeGrad,
+    GradWritePayload,
+    GraphEdge,
+    NodePostPayload,
+    NodePrePayload,
+    TensorValue,
+)
 
 
 def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
@@ -83,7 +90,11 @@ class _NodeHooks:
         rec.node_started(node_id)
         summaries = self.outputs = self._summaries(grad_outputs)
         rec.emit(
-            "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
+            "node_pre",
+            target=node_id,
+            node=node_id,
+            module=self.module,
+            payload=NodePrePayload(grad_outputs=summaries),
         )
         return summaries
 
@@ -102,7 +113,7 @@ class _NodeHooks:
             target=node_id,
             node=node_id,
             module=self.module,
-            payload={"grad_inputs": inputs, "grad_outputs": list(outputs)},
+            payload=NodePostPayload(grad_inputs=inputs, grad_outputs=list(outputs)),
         )
 
 
@@ -281,11 +292,11 @@ class BackwardCapture:
             target=leaf_id,
             node=leaf_id,
             module=module,
-            payload={
-                "before": before,
-                "after": self.recorder.summarize(leaf.grad),
-                "accumulated": before is not None,
-            },
+            payload=GradWritePayload(
+                before=before,
+                after=self.recorder.summarize(leaf.grad),
+                accumulated=before is not None,
+            ),
         )
 
     def _retained_by_node(self, retained: dict[str, torch.Tensor]) -> dict[str, list]:
@@ -312,7 +323,9 @@ class BackwardCapture:
                 target=node_id,
                 node=node_id,
                 module=rec.by_id[node_id].module,
-                payload={"before": before, "after": rec.summarize(grad), "accumulated": before is not None},
+                payload=GradWritePayload(
+                    before=before, after=rec.summarize(grad), accumulated=before is not None
+                ),
             )
 
     def _hook_writes_first(self, leaf: torch.Tensor, hooks: OrderedDict[int, Any]) -> None:

@@ -39,6 +39,7 @@ from gradtrace.trace_schema import (
     Analyses,
     Base64Blocks,
     Diagnostic,
+    ErrorPayload,
     GradInTrace,
     GradNorm,
     Graph,
@@ -327,9 +328,9 @@ class TraceSession:
         opened = not rec.in_pass
         if opened:
             rec.begin_pass("step", f"error in step {step}", step)
-        payload = {"exception": type(cause).__name__, "step": step}
+        payload = ErrorPayload(exception=type(cause).__name__, step=step)
         if cause is not exc:
-            payload["where"] = str(exc)
+            payload.where = str(exc)
         node = rec.take_failed_node()
         rec.emit("error", node=node, message=public_text(str(cause), type(cause).__name__), payload=payload)
         if opened:
