@@ -605,7 +605,7 @@ class GradInTrace(NamedTuple):
     """A final gradient whose exact numbers the trace itself holds (a block of its
     ``tensor_data``, in the gradient's own dtype): what the engine hands a Trace instead of a
     numpy copy of the ``.grad``, decoded (``tensor_array``) only when ``Trace.grads`` is first
-    read (most traces are only serialised: 240 copies were 1% of chain60's capture). Its
+    read (most traces are only serialised: a copy per parameter would be made for nothing). Its
     fields are copied from the record, so later edits of the document change nothing."""
 
     dtype: str
@@ -624,8 +624,8 @@ class GradInTrace(NamedTuple):
 class Base64Blocks(list[str]):
     """``tensor_data`` as the engine hands it over: base64 strings by construction (nothing in
     them needs escaping in JSON), in a list that refuses changes, so ``encode_doc`` writes them
-    into the JSON as they are instead of having every byte scanned again (a tenth of a small
-    transformer's capture). Equal to the plain list a trace reads back as; any other list is
+    into the JSON as they are instead of having every byte scanned again (the blocks are most
+    of a trace's bytes). Equal to the plain list a trace reads back as; any other list is
     encoded the usual way (assign one to change a trace's numbers)."""
 
     __slots__ = ()
@@ -674,7 +674,7 @@ def _without_numbers(doc: TraceDoc) -> bytes:
 def _engine_blocks(doc: TraceDoc) -> Base64Blocks | None:
     """``doc``'s tensor_data when it is the engine's (Base64Blocks: nothing in them needs
     escaping) and not empty: written as they are, not scanned byte by byte by msgspec for
-    characters to escape (5.5 MB on a small transformer, more than the rest of the document).
+    characters to escape (on a real model they are more than the rest of the document).
     None for any other list: msgspec writes it."""
     blocks = doc.tensor_data
     return blocks if type(blocks) is Base64Blocks and blocks else None
@@ -698,8 +698,8 @@ def encode_doc_text(doc: TraceDoc) -> str:
 
     msgspec writes the document with the first block as its only one: that text without its
     closing ``"]}`` ends where the first block does, so ``'","'.join`` of it and the other
-    blocks is the whole document. (The head is decoded once, straight into the join: a
-    2 MB head copied twice more, sliced and prefixed, cost chain60 ~1,400 page faults.)"""
+    blocks is the whole document. (The head is decoded once, straight into the join: not
+    copied twice more, sliced and prefixed, each copy fresh memory the size of the head.)"""
     blocks = _engine_blocks(doc)
     if blocks is None:
         return msgspec.json.encode(doc).decode("utf-8")

@@ -17,14 +17,13 @@ which the engine runs after the tensor hooks and just before the node's pre-hook
 ``grad_write`` (targeting the op node that carries the tensor) is emitted first thing in that
 node's pre-hook, when ``.grad`` really changed.
 
-Why every node keeps its own pre-hook (with the post-hook, ~2.4 µs per node with empty
-bodies: made, registered, called by the engine and removed; ~10% of this module's cost):
-between a node's pre and post hooks PyTorch runs the node itself, and that is where
-a Python Function's backward (user code, nested engine runs, a module's full backward hooks), a
-saved-tensor unpack hook (non-reentrant checkpoint recomputation) and an AccumulateGrad's
-write with the post-accumulate hooks happen, and where a node raises (a freed or modified
-saved tensor): the ``error`` event names the node whose pre fired without its post. Emitting
-``node_pre`` from the post hook would misplace or lose those.
+Why every node keeps its own pre-hook (a second hook per node to make, register, have the
+engine call and remove, whatever its body does): between a node's pre and post hooks PyTorch
+runs the node itself, and that is where a Python Function's backward (user code, nested engine
+runs, a module's full backward hooks), a saved-tensor unpack hook (non-reentrant checkpoint
+recomputation) and an AccumulateGrad's write with the post-accumulate hooks happen, and where
+a node raises (a freed or modified saved tensor): the ``error`` event names the node whose pre
+fired without its post. Emitting ``node_pre`` from the post hook would misplace or lose those.
 """
 
 from __future__ import annotations

@@ -168,7 +168,8 @@ class ForwardCapture:
 
     def quiet(self) -> _Quiet:
         """Our own torch calls (summaries, walks) bypass the mode: paused, and torch function
-        dispatch off (a paused mode still cost ~4x per call through Python). Reentrant; one
+        dispatch off (a paused mode is still called, in Python, for every torch call).
+        Reentrant; one
         reused object, not a generator context (entered once per op and per hook)."""
         return self._quiet
 

@@ -54,7 +54,7 @@ def _plain(value: Any) -> Any:
 def _plain_list(value: tuple | list) -> list[Any]:
     """A saved tuple or list as JSON (see _plain)."""
     plain = list(value)  # (sizes and strides: ints, as they are)
-    for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
+    for item in plain:  # (a loop: no generator made for the usual two or three items)
         if type(item) is not int:
             return [_plain(v) for v in plain]
     return plain
@@ -111,9 +111,9 @@ def _op_class(node: Any) -> _OpClass:
 
 class Recorder:
     def __init__(self, summarize: Summarizer, sequence_base: int, max_nodes: int) -> None:
-        # the Summarizer's bound __call__, not the Summarizer: calling an instance goes through
-        # type(obj).__call__ lookup (~0.13 µs more a call on Python 3.11; a trace makes
-        # thousands, here and in the captures that take it from the recorder)
+        # the Summarizer's bound __call__, not the Summarizer: calling an instance looks up
+        # type(obj).__call__ at every call (a trace makes thousands, here and in the
+        # captures that take it from the recorder)
         self.summarize = summarize.__call__
         self.forget = summarize.forget  # (a tensor written behind its version: see Summarizer)
         self.sequence_base = sequence_base
