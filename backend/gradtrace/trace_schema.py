@@ -234,32 +234,186 @@ EventKind = Literal[
 ]
 
 
+class _Payload(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """An event's payload as the engine builds it: one record per kind of event (see
+    EVENT_PAYLOADS), its keys on the wire in field order. Unlike the other records, a field
+    left UNSET is not written at all: an optional key (the hook keys, ``kwargs``, ``where``)
+    is either there or absent, never null in its place. Not tracked by the cyclic GC, for the
+    reason _Record gives (a payload refers to TensorValues and lists, never back to itself)."""
+
+
+class HookFiring(_Payload, kw_only=True):
+    """The keys a firing of a model's own hook adds to its event's payload (``hook_name``,
+    ``returned``, ``changed``: see Event), after the kind's own keys (msgspec writes
+    keyword-only fields last); absent from every other event's payload."""
+
+    hook_name: str | msgspec.UnsetType = msgspec.UNSET
+    returned: list[TensorValue | None] | None | msgspec.UnsetType = msgspec.UNSET
+    changed: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class NoPayload(_Payload):
+    """node_created, pass_start, pass_end: ``{}`` (what they are about is the node, the pass)."""
+
+
+class ModuleForwardPrePayload(HookFiring):
+    """module_forward_pre: the tensors of the module's positional inputs, in order; ``kwargs``
+    only for a model's hook registered ``with_kwargs`` (its keyword arguments)."""
+
+    inputs: list[TensorValue | None]
+    kwargs: dict[str, TensorValue | None] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ModuleForwardPayload(HookFiring):
+    """module_forward: the inputs again (what ``forward`` got) and the tensors it returned;
+    ``kwargs`` as for module_forward_pre."""
+
+    inputs: list[TensorValue | None]
+    outputs: list[TensorValue | None]
+    kwargs: dict[str, TensorValue | None] | msgspec.UnsetType = msgspec.UNSET
+
+
+class NodePrePayload(HookFiring):
+    """node_pre: the engine is about to run the node, with these gradients: what arrived
+    along its edges as the tensor hooks and the node's own pre-hooks left them (each of
+    those that fired is an event just before, with what it saw and returned).
+    node_pre_hook: what a hook the model put on the node (``grad_fn.register_prehook``) was
+    given."""
+
+    grad_outputs: list[TensorValue | None]
+
+
+class NodePostPayload(HookFiring):
+    """node_post: ``grad_inputs[k]`` went to ``next_functions[k]`` (as the node's own
+    post-hooks left them: each an event just before); node_post_hook: what a hook the model
+    put on the node (``grad_fn.register_hook``) was given."""
+
+    grad_inputs: list[TensorValue | None]
+    grad_outputs: list[TensorValue | None]
+
+
+class ModuleBackwardPrePayload(HookFiring):
+    """module_backward_pre: the gradients of the module's outputs (only where a hook of that
+    kind is registered)."""
+
+    grad_output: list[TensorValue | None]
+
+
+class ModuleBackwardPayload(HookFiring):
+    """module_backward: the gradients of the module's inputs and outputs (only where a hook
+    of that kind is registered)."""
+
+    grad_input: list[TensorValue | None]
+    grad_output: list[TensorValue | None]
+
+
+class GradPayload(HookFiring):
+    """tensor_hook: the gradient the hook was given; post_accumulate_grad: the tensor's
+    ``.grad`` after accumulation."""
+
+    grad: TensorValue | None
+
+
+class GradWritePayload(_Payload):
+    """grad_write: ``.grad`` before and after a write, on a leaf tensor node or on the op node
+    that carries a ``retain_grad`` intermediate; ``accumulated``: there was one before."""
+
+    before: TensorValue | None
+    after: TensorValue | None
+    accumulated: bool
+
+
+class HookActionPayload(_Payload):
+    """hook_action: a spec hook's action (as the spec gives it) and the values it changed,
+    before and after."""
+
+    action: dict[str, Any]
+    before: list[TensorValue | None]
+    after: list[TensorValue | None]
+
+
+class ZeroGradPayload(_Payload):
+    """zero_grad: how, and the tensors whose ``.grad`` it cleared."""
+
+    set_to_none: bool
+    tensors: list[str]
+
+
+class SgdStepPayload(_Payload):
+    """sgd_step: the learning rate and every parameter it updated, after the update."""
+
+    lr: float
+    after: dict[str, TensorValue | None]
+
+
+class ErrorPayload(_Payload):
+    """error: the exception's class name and the spec step it broke (null: the forward);
+    ``where`` is gradtrace's text naming the spec line, when it wrapped PyTorch's error (the
+    error's own text is the event's ``message``)."""
+
+    exception: str
+    step: int | None
+    where: str | msgspec.UnsetType = msgspec.UNSET
+
+
+EventPayload = (
+    NoPayload
+    | ModuleForwardPrePayload
+    | ModuleForwardPayload
+    | NodePrePayload
+    | NodePostPayload
+    | ModuleBackwardPrePayload
+    | ModuleBackwardPayload
+    | GradPayload
+    | GradWritePayload
+    | HookActionPayload
+    | ZeroGradPayload
+    | SgdStepPayload
+    | ErrorPayload
+)
+# the payload record of each kind of event (a hook's kinds share their record with the
+# engine's own events of that shape)
+EVENT_PAYLOADS: Final[dict[EventKind, type[EventPayload]]] = {
+    "pass_start": NoPayload,
+    "pass_end": NoPayload,
+    "node_created": NoPayload,
+    "module_forward_pre": ModuleForwardPrePayload,
+    "module_forward": ModuleForwardPayload,
+    "node_pre": NodePrePayload,
+    "node_post": NodePostPayload,
+    "node_pre_hook": NodePrePayload,
+    "node_post_hook": NodePostPayload,
+    "module_backward_pre": ModuleBackwardPrePayload,
+    "module_backward": ModuleBackwardPayload,
+    "tensor_hook": GradPayload,
+    "post_accumulate_grad": GradPayload,
+    "grad_write": GradWritePayload,
+    "hook_action": HookActionPayload,
+    "zero_grad": ZeroGradPayload,
+    "sgd_step": SgdStepPayload,
+    "error": ErrorPayload,
+}
+
+
+def payload_items(payload: Any) -> list[tuple[str, Any]]:
+    """An event payload's keys and values as the wire has them, in order: of a payload record
+    (the engine's; UNSET fields left out) or of plain JSON data (a loaded trace's)."""
+    if isinstance(payload, _Payload):
+        return [
+            (name, value)
+            for name in payload.__struct_fields__
+            if (value := getattr(payload, name)) is not msgspec.UNSET
+        ]
+    return list(payload.items())
+
+
 class Event(_Record, kw_only=True):
     """One thing that happened, in the order it happened.
 
     ``target`` names what the event is about (a node id for node events, a module path for
     module events, a tensor name for tensor events); ``node`` is the graph node to highlight
-    for it, when there is one. Payload keys by kind:
-
-    * node_created: {} (see the node)
-    * module_forward_pre: {"inputs": [TensorValue|None]}
-    * module_forward: {"inputs": [...], "outputs": [...]}
-    * node_pre: {"grad_outputs": [...]} — the engine is about to run the node, with these
-      gradients: what arrived along its edges as the tensor hooks and the node's own
-      pre-hooks left them (each of those that fired is an event just before, with what it
-      saw and returned)
-    * node_post: {"grad_inputs": [...], "grad_outputs": [...]} — grad_inputs[k] went to
-      next_functions[k] (as the node's own post-hooks left them: each an event just before)
-    * node_pre_hook: {"grad_outputs": [...]}; node_post_hook: {"grad_inputs": [...],
-      "grad_outputs": [...]} — a hook the model put on an autograd node itself
-      (``grad_fn.register_prehook``/``register_hook``): library traces only, see below
-    * module_backward_pre: {"grad_output": [...]}; module_backward: {"grad_input": [...],
-      "grad_output": [...]} — only where a hook of that kind is registered
-    * tensor_hook / post_accumulate_grad: {"grad": TensorValue}
-    * grad_write: {"before": TensorValue|None, "after": TensorValue, "accumulated": bool} — on a
-      leaf tensor node, or on the op node that carries a ``retain_grad`` intermediate
-    * hook_action: {"action": {...}, "before": [...], "after": [...]}
-    * error: {"exception": "RuntimeError", "step": int}; the text is in ``message``
+    for it, when there is one. ``payload`` is what the event saw: one record per kind (see
+    EVENT_PAYLOADS and each record's docstring; the JSON Schema pins it by ``kind``).
 
     A hook event (``hook`` not null) is one firing of a user's hook. In a spec trace ``hook``
     indexes ``spec.hooks``; a changed value follows as a ``hook_action`` event. In a library
@@ -284,7 +438,11 @@ class Event(_Record, kw_only=True):
     gradtrace's own record of every module call, not a user's hook.
 
     In Python a payload is plain JSON data (``gradtrace.Trace.doc``, a loaded trace); only a
-    TraceDoc straight from the engine still holds TensorValue records in it (written alike).
+    TraceDoc straight from the engine holds payload records (written as the same JSON). A
+    loaded trace is not decoded into them: msgspec picks the record for a JSON object by a
+    tag inside that object, not by the ``kind`` beside it, so typed decoding would need a tag
+    in every payload (or an Event record per kind, whose tag msgspec writes first): another
+    wire. The field is declared as what is read, a dict; ``payload_items`` reads either.
     """
 
     seq: int
@@ -447,7 +605,7 @@ class GradInTrace(NamedTuple):
     """A final gradient whose exact numbers the trace itself holds (a block of its
     ``tensor_data``, in the gradient's own dtype): what the engine hands a Trace instead of a
     numpy copy of the ``.grad``, decoded (``tensor_array``) only when ``Trace.grads`` is first
-    read (most traces are only serialised: 240 copies were 1% of chain60's capture). Its
+    read (most traces are only serialised: a copy per parameter would be made for nothing). Its
     fields are copied from the record, so later edits of the document change nothing."""
 
     dtype: str
@@ -466,8 +624,8 @@ class GradInTrace(NamedTuple):
 class Base64Blocks(list[str]):
     """``tensor_data`` as the engine hands it over: base64 strings by construction (nothing in
     them needs escaping in JSON), in a list that refuses changes, so ``encode_doc`` writes them
-    into the JSON as they are instead of having every byte scanned again (a tenth of a small
-    transformer's capture). Equal to the plain list a trace reads back as; any other list is
+    into the JSON as they are instead of having every byte scanned again (the blocks are most
+    of a trace's bytes). Equal to the plain list a trace reads back as; any other list is
     encoded the usual way (assign one to change a trace's numbers)."""
 
     __slots__ = ()
@@ -516,7 +674,7 @@ def _without_numbers(doc: TraceDoc) -> bytes:
 def _engine_blocks(doc: TraceDoc) -> Base64Blocks | None:
     """``doc``'s tensor_data when it is the engine's (Base64Blocks: nothing in them needs
     escaping) and not empty: written as they are, not scanned byte by byte by msgspec for
-    characters to escape (5.5 MB on a small transformer, more than the rest of the document).
+    characters to escape (on a real model they are more than the rest of the document).
     None for any other list: msgspec writes it."""
     blocks = doc.tensor_data
     return blocks if type(blocks) is Base64Blocks and blocks else None
@@ -540,8 +698,8 @@ def encode_doc_text(doc: TraceDoc) -> str:
 
     msgspec writes the document with the first block as its only one: that text without its
     closing ``"]}`` ends where the first block does, so ``'","'.join`` of it and the other
-    blocks is the whole document. (The head is decoded once, straight into the join: a
-    2 MB head copied twice more, sliced and prefixed, cost chain60 ~1,400 page faults.)"""
+    blocks is the whole document. (The head is decoded once, straight into the join: not
+    copied twice more, sliced and prefixed, each copy fresh memory the size of the head.)"""
     blocks = _engine_blocks(doc)
     if blocks is None:
         return msgspec.json.encode(doc).decode("utf-8")
@@ -556,7 +714,22 @@ def encode_doc_text(doc: TraceDoc) -> str:
 
 def trace_json_schema() -> dict[str, Any]:
     """The JSON Schema of the trace, made from the records above: TraceDoc at the root, the
-    other records in ``$defs``."""
-    schema = msgspec.json.schema(TraceDoc)
-    definitions = schema["$defs"]
+    other records in ``$defs``. An event's ``payload`` is one of the payload records, and
+    which one is pinned by its ``kind`` (an ``if``/``then`` per record: see EVENT_PAYLOADS)."""
+    payloads = list(dict.fromkeys(EVENT_PAYLOADS.values()))
+    (root, *_), definitions = msgspec.json.schema_components([TraceDoc, *payloads])
+
+    def ref(record: type) -> dict[str, str]:
+        return {"$ref": f"#/$defs/{record.__name__}"}
+
+    event = definitions["Event"]
+    event["properties"]["payload"] = {"anyOf": [ref(record) for record in payloads]}
+    event["allOf"] = [
+        {
+            "if": {"properties": {"kind": {"enum": [k for k, r in EVENT_PAYLOADS.items() if r is record]}}},
+            "then": {"properties": {"payload": ref(record)}},
+        }
+        for record in payloads
+    ]
+    assert root == ref(TraceDoc)
     return {**definitions.pop("TraceDoc"), "$defs": definitions}

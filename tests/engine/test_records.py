@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import jsonschema
 import msgspec
@@ -17,6 +17,8 @@ from torch import nn
 
 import gradtrace
 from gradtrace import trace_schema as ts
+from gradtrace.engine import run_spec
+from gradtrace.spec import SpecLimits, parse_spec
 from gradtrace.trace_schema import TraceDoc, trace_json_schema
 
 EXAMPLES = sorted((Path(gradtrace.__file__).parent / "examples").glob("*.json"))
@@ -37,6 +39,9 @@ def check_round_trip(trace: gradtrace.Trace) -> None:
     assert list(doc) == list(TraceDoc.__struct_fields__)
     assert list(doc["graph"]["nodes"][0]) == list(ts.GraphNode.__struct_fields__)
     assert list(doc["events"][0]) == list(ts.Event.__struct_fields__)
+    for event in doc["events"]:  # each payload is its kind's record, written as that record writes it
+        record = msgspec.convert(event["payload"], ts.EVENT_PAYLOADS[event["kind"]])
+        assert msgspec.json.encode(record) == msgspec.json.encode(event["payload"])
     for edge in doc["graph"]["edges"]:
         assert list(edge) == list(ts.GraphEdge.__struct_fields__)
     for value in doc["grads"].values():
@@ -164,6 +169,44 @@ def test_the_published_schema_is_made_from_the_records() -> None:
     assert list(schema["properties"]) == list(TraceDoc.__struct_fields__)
     assert schema["additionalProperties"] is False
     assert list(schema["$defs"]["GraphNode"]["properties"]) == list(ts.GraphNode.__struct_fields__)
+
+
+def test_every_event_kind_has_its_payload_record_and_the_schema_pins_it_by_kind() -> None:
+    assert list(ts.EVENT_PAYLOADS) == list(get_args(ts.EventKind))
+    events = VALIDATOR.evolve(schema={"$ref": "#/$defs/Event", "$defs": VALIDATOR.schema["$defs"]})
+    event = {
+        "seq": 0,
+        "pass_index": 0,
+        "phase": "backward",
+        "kind": "node_pre",
+        "payload": {"grad_outputs": [None]},
+    }
+    events.validate(event)
+    wrong = [
+        {"kind": "node_pre", "payload": {"grad": None}},  # another kind's payload
+        {"kind": "node_created", "payload": {"grad_outputs": [None]}},  # (its payload is {})
+        {"kind": "module_forward", "payload": {"inputs": []}},  # outputs missing
+        {"kind": "grad_write", "payload": {"before": None, "after": None, "accumulated": 1}},
+        {"kind": "error", "payload": {"exception": "RuntimeError", "step": None, "where": None}},
+        {"kind": "tensor_hook", "payload": {"grad": None, "hook_name": "h", "extra": 1}},
+    ]
+    for edit in wrong:
+        with pytest.raises(jsonschema.ValidationError):
+            events.validate({**event, **edit})
+
+
+def test_the_engine_builds_each_payload_as_its_kinds_record() -> None:
+    """A TraceDoc straight from the engine (the service's path) holds the payload records;
+    Trace.doc hands the reader plain data, the same keys in the same order."""
+    spec = json.loads((EXAMPLES[0].parent / "sgd-training-step.json").read_text())
+    doc = run_spec(parse_spec(spec), SpecLimits.local())
+    kinds = {e.kind for e in doc.events}
+    assert {"node_pre", "node_post", "grad_write", "module_forward", "zero_grad", "sgd_step"} <= kinds
+    assert all(type(e.payload) is ts.EVENT_PAYLOADS[e.kind] for e in doc.events)
+    written = [ts.payload_items(e.payload) for e in doc.events]
+    read = gradtrace.Trace(doc).doc.events
+    assert [list(e.payload) for e in read] == [[key for key, _ in items] for items in written]
+    assert all(type(e.payload) is dict for e in read)
 
 
 def test_a_fresh_trace_writes_the_same_json_before_and_after_its_payloads_are_read() -> None:

@@ -2,7 +2,7 @@
 
 The lifespan builds the TraceService (trace cache, single flight and the torch worker pool:
 torch lives only in the workers), the permalink store and the rate limiter. Worker start-up
-(the forkserver importing torch, ~2 s) runs in the background so the server accepts
+(the forkserver importing torch, which takes seconds) runs in the background so the server accepts
 connections at once; /readyz turns 200 when a worker answers.
 """
 

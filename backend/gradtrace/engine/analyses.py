@@ -29,6 +29,7 @@ from gradtrace.trace_schema import (
     PerSampleContributions,
     Severity,
     TensorValue,
+    payload_items,
 )
 
 
@@ -257,13 +258,13 @@ STACKED_NORM = 4096  # elements: gradients up to this size are normed in rows of
 
 
 def grad_norms(grads: list[tuple[str, str | None, torch.Tensor]], pass_index: int | None) -> list[GradNorm]:
-    """:func:`grad_norm` of many (name, module, grad), the same numbers at a fraction of the
-    calls (one by one: 0.7 ms for chain60's 240 parameters, 8 ms for 1,430): small dense real
+    """:func:`grad_norm` of many (name, module, grad), the same numbers in far fewer torch
+    calls (a model has a gradient per parameter, one call each adds up): small dense real
     gradients of one shape, dtype and device (every layer's bias, ...) as the float64 rows of
     one stacked tensor, larger ones a float64 reduction each, sparse or complex ones one by one.
 
     Per gradient only what grouping needs is read (a detach only when it requires grad, the
-    device only off the CPU): on 1,430 tiny gradients those reads were the cost."""
+    device only off the CPU): with many tiny gradients, those reads are what costs."""
     norms: list[float | NonFinite] = [0.0] * len(grads)
     alike: dict[tuple, list[int]] = {}  # (shape, dtype, device) -> indices of small dense ones
     alone: list[int] = []
@@ -290,7 +291,7 @@ def grad_norms(grads: list[tuple[str, str | None, torch.Tensor]], pass_index: in
             norms[k] = finite_or_name(norm)
     for k in alone:
         # (the float64 reduction without a float64 copy: torch._foreach_norm with
-        # dtype=float64 was 3-10x slower on resnet's conv weights, the copies' page faults)
+        # dtype=float64 copies each big weight's gradient to float64 first, new memory to fault in)
         norms[k] = finite_or_name(float(torch.linalg.vector_norm(tensors[k], dtype=torch.float64)))
     return [
         GradNorm(name=name, module=module, pass_index=pass_index, norm=norm)
@@ -424,7 +425,7 @@ def wrapped_values(
     for record in nodes:
         note([record.value, *(s.value for s in record.saved)], record.id, None)
     for event in events:
-        for item in event.payload.values():
+        for _key, item in payload_items(event.payload):
             note(item, event.node, None if event.node is not None else event.module)
     out = []
     for (node, module), how in places.items():

@@ -17,14 +17,13 @@ which the engine runs after the tensor hooks and just before the node's pre-hook
 ``grad_write`` (targeting the op node that carries the tensor) is emitted first thing in that
 node's pre-hook, when ``.grad`` really changed.
 
-Why every node keeps its own pre-hook (with the post-hook, ~2.4 µs per node with empty
-bodies: made, registered, called by the engine and removed; ~10% of this module's cost):
-between a node's pre and post hooks PyTorch runs the node itself, and that is where
-a Python Function's backward (user code, nested engine runs, a module's full backward hooks), a
-saved-tensor unpack hook (non-reentrant checkpoint recomputation) and an AccumulateGrad's
-write with the post-accumulate hooks happen, and where a node raises (a freed or modified
-saved tensor): the ``error`` event names the node whose pre fired without its post. Emitting
-``node_pre`` from the post hook would misplace or lose those.
+Why every node keeps its own pre-hook (a second hook per node to make, register, have the
+engine call and remove, whatever its body does): between a node's pre and post hooks PyTorch
+runs the node itself, and that is where a Python Function's backward (user code, nested engine
+runs, a module's full backward hooks), a saved-tensor unpack hook (non-reentrant checkpoint
+recomputation) and an AccumulateGrad's write with the post-accumulate hooks happen, and where
+a node raises (a freed or modified saved tensor): the ``error`` event names the node whose pre
+fired without its post. Emitting ``node_pre`` from the post hook would misplace or lose those.
 """
 
 from __future__ import annotations
@@ -41,7 +40,14 @@ from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.node_hook_sets import NodeDictSeen, hooks_on
 from gradtrace.engine.recorder import Recorder
-from gradtrace.trace_schema import EdgeGrad, GraphEdge, TensorValue
+from gradtrace.trace_schema import (
+    EdgeGrad,
+    GradWritePayload,
+    GraphEdge,
+    NodePostPayload,
+    NodePrePayload,
+    TensorValue,
+)
 
 
 def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
@@ -83,7 +89,11 @@ class _NodeHooks:
         rec.node_started(node_id)
         summaries = self.outputs = self._summaries(grad_outputs)
         rec.emit(
-            "node_pre", target=node_id, node=node_id, module=self.module, payload={"grad_outputs": summaries}
+            "node_pre",
+            target=node_id,
+            node=node_id,
+            module=self.module,
+            payload=NodePrePayload(grad_outputs=summaries),
         )
         return summaries
 
@@ -102,7 +112,7 @@ class _NodeHooks:
             target=node_id,
             node=node_id,
             module=self.module,
-            payload={"grad_inputs": inputs, "grad_outputs": list(outputs)},
+            payload=NodePostPayload(grad_inputs=inputs, grad_outputs=list(outputs)),
         )
 
 
@@ -281,11 +291,11 @@ class BackwardCapture:
             target=leaf_id,
             node=leaf_id,
             module=module,
-            payload={
-                "before": before,
-                "after": self.recorder.summarize(leaf.grad),
-                "accumulated": before is not None,
-            },
+            payload=GradWritePayload(
+                before=before,
+                after=self.recorder.summarize(leaf.grad),
+                accumulated=before is not None,
+            ),
         )
 
     def _retained_by_node(self, retained: dict[str, torch.Tensor]) -> dict[str, list]:
@@ -312,7 +322,9 @@ class BackwardCapture:
                 target=node_id,
                 node=node_id,
                 module=rec.by_id[node_id].module,
-                payload={"before": before, "after": rec.summarize(grad), "accumulated": before is not None},
+                payload=GradWritePayload(
+                    before=before, after=rec.summarize(grad), accumulated=before is not None
+                ),
             )
 
     def _hook_writes_first(self, leaf: torch.Tensor, hooks: OrderedDict[int, Any]) -> None:

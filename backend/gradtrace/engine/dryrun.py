@@ -4,9 +4,10 @@ No memory is allocated and nothing is random; every op's output is checked as it
 (so a hidden blow-up such as a 10^10-element matmul stops at once), FLOPs are counted with
 torch's FLOP formulas (``torch.utils.flop_counter``), and autograd nodes are counted by walking
 the graphs. The spec's price (spec/price.py) is checked before: on the meta device most
-elementwise kernels are Python reference implementations, ~0.5-1 ms each, so the dry run of a
-spec with many operations is itself slow; what it measures is then checked against the same
-``max_ops`` (operations dispatched, backward included), naming the line or the step.
+elementwise kernels are Python reference implementations, far slower than the real kernels
+they stand for, so the dry run of a spec with many operations is itself slow; what it
+measures is then checked against the same ``max_ops`` (operations dispatched, backward
+included), naming the line or the step.
 
 ``FlopCounterMode`` itself is not used: its module tracker wraps every module call's tensors
 in an autograd Function (two extra operations per call, and nodes the real run does not have)

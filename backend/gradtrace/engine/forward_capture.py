@@ -30,6 +30,7 @@ from torch.utils.hooks import RemovableHandle
 from gradtrace.engine.graph_walk import sequence_base, walk_new
 from gradtrace.engine.memory import saved_tensor_hooks_active
 from gradtrace.engine.recorder import Recorder
+from gradtrace.trace_schema import ModuleForwardPayload, ModuleForwardPrePayload, TensorValue
 
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 # True while Dynamo traces a frame (torch.compile), a constant to it: every hook gradtrace
@@ -167,7 +168,8 @@ class ForwardCapture:
 
     def quiet(self) -> _Quiet:
         """Our own torch calls (summaries, walks) bypass the mode: paused, and torch function
-        dispatch off (a paused mode still cost ~4x per call through Python). Reentrant; one
+        dispatch off (a paused mode is still called, in Python, for every torch call).
+        Reentrant; one
         reused object, not a generator context (entered once per op and per hook)."""
         return self._quiet
 
@@ -251,9 +253,11 @@ class ForwardCapture:
             tensors = flat_tensors(args)
             self.discover_from(tensors)
             rec.enter_module(path)
-            inputs = list(map(rec.summarize, tensors))
+            inputs: list[TensorValue | None] = list(map(rec.summarize, tensors))
             self._inputs.append((tensors, inputs))  # module_forward repeats them
-            rec.emit("module_forward_pre", target=path, module=path, payload={"inputs": inputs})
+            rec.emit(
+                "module_forward_pre", target=path, module=path, payload=ModuleForwardPrePayload(inputs=inputs)
+            )
         if self.on_module_start is not None:
             self.on_module_start(module)
 
@@ -290,7 +294,7 @@ class ForwardCapture:
             target=path,
             module=path,
             node=rec.node_ids.get(fn) if fn is not None else None,
-            payload={"inputs": inputs, "outputs": list(map(summarize, outputs))},
+            payload=ModuleForwardPayload(inputs=inputs, outputs=list(map(summarize, outputs))),
         )
         if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):
             self._note_linear(path, module, args, output)

@@ -64,8 +64,8 @@ def sequence_base() -> int:
     """The sequence number the next autograd node of this thread will get.
 
     NOTE: ``torch.autograd._get_sequence_nr()`` is private too (torch.fx uses it; checked by
-    tests/engine/test_graph_walk.py). It reads the counter: no probe node is made, and no
-    first autograd op of the trace is paid for here (a probe cost 5-75 µs of every trace).
+    tests/engine/test_graph_walk.py). It reads the counter: no probe node is made (an
+    autograd op of its own that every trace would pay for).
     """
     return torch.autograd._get_sequence_nr()
 

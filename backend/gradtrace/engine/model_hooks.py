@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import torch
+from msgspec import UNSET, UnsetType
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
@@ -50,7 +51,19 @@ from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, compiling, flat_tensors
 from gradtrace.engine.node_hook_sets import is_set_key
 from gradtrace.engine.recorder import Recorder
-from gradtrace.trace_schema import Diagnostic, Event, EventKind, ModuleHook
+from gradtrace.trace_schema import (
+    Diagnostic,
+    EventKind,
+    GradPayload,
+    ModuleBackwardPayload,
+    ModuleBackwardPrePayload,
+    ModuleForwardPayload,
+    ModuleForwardPrePayload,
+    ModuleHook,
+    NodePostPayload,
+    NodePrePayload,
+    TensorValue,
+)
 
 # module hook dict -> the hook kind of its entries (the backward dict: see _module_kind)
 _MODULE_DICTS = {
@@ -65,6 +78,16 @@ _GLOBAL_DICTS = (
     "_global_forward_hooks",
     "_global_backward_pre_hooks",
     "_global_backward_hooks",
+)
+# the payload records of the events a model's hook fires as (each with HookFiring's keys)
+_HookPayload = (
+    ModuleForwardPrePayload
+    | ModuleForwardPayload
+    | ModuleBackwardPrePayload
+    | ModuleBackwardPayload
+    | NodePrePayload
+    | NodePostPayload
+    | GradPayload
 )
 _TENSOR_DICTS = {"tensor": "_backward_hooks", "post_accumulate_grad": "_post_accumulate_grad_hooks"}
 # the hooks PyTorch collects as a module's call begins (its forward hooks: as forward returns)
@@ -418,14 +441,14 @@ class ModelHooks:
         # (the node's id, not the node: the wrapper lives in the node's own hook dict)
         index = self._new_index()
 
-        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        def seen(args: tuple) -> tuple[_HookPayload, list[torch.Tensor]]:
             summaries = self.recorder.summaries
             if kind == "node_pre":
-                return {"grad_outputs": summaries(_aliases(args[0]))}, flat_tensors(args[0])
-            payload = {
-                "grad_inputs": summaries(_aliases(args[0])),
-                "grad_outputs": summaries(_aliases(args[1])),
-            }
+                return NodePrePayload(grad_outputs=summaries(_aliases(args[0]))), flat_tensors(args[0])
+            payload = NodePostPayload(
+                grad_inputs=summaries(_aliases(args[0])),
+                grad_outputs=summaries(_aliases(args[1])),
+            )
             return payload, flat_tensors(args[0]) + flat_tensors(args[1])
 
         label = self.recorder.by_id[node_id].tensor or node_id
@@ -440,24 +463,30 @@ class ModelHooks:
             kind == "forward" and key in module._forward_hooks_with_kwargs
         )
 
-        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        def kwargs_of(args: tuple) -> dict[str, TensorValue | None] | UnsetType:
+            """A forward hook registered with kwargs is given them (the last argument)."""
+            return {k: self.recorder.summarize(v) for k, v in args[2].items()} if with_kwargs else UNSET
+
+        def seen(args: tuple) -> tuple[_HookPayload, list[torch.Tensor]]:
             summaries = self.recorder.summaries
+            payload: _HookPayload
             if kind == "forward_pre":
                 inputs = args[1]
-                payload: dict[str, Any] = {"inputs": summaries(inputs)}
+                payload = ModuleForwardPrePayload(inputs=summaries(inputs), kwargs=kwargs_of(args))
                 given = flat_tensors(inputs)
             elif kind == "forward":
                 inputs, output = args[1], args[-1]
-                payload = {"inputs": summaries(inputs), "outputs": summaries(output)}
+                payload = ModuleForwardPayload(
+                    inputs=summaries(inputs), outputs=summaries(output), kwargs=kwargs_of(args)
+                )
                 given = flat_tensors(output) + flat_tensors(inputs)
             elif kind == "full_backward_pre":
-                payload = {"grad_output": summaries(args[1])}
+                payload = ModuleBackwardPrePayload(grad_output=summaries(args[1]))
                 given = flat_tensors(args[1])
             else:
-                payload = {"grad_input": summaries(args[1]), "grad_output": summaries(args[2])}
+                payload = ModuleBackwardPayload(grad_input=summaries(args[1]), grad_output=summaries(args[2]))
                 given = flat_tensors(args[1]) + flat_tensors(args[2])
             if with_kwargs:
-                payload["kwargs"] = {k: self.recorder.summarize(v) for k, v in args[2].items()}
                 given += flat_tensors(args[2])
             if kind in ("forward_pre", "forward"):  # (read through _parameters, _buffers)
                 given += [*module.parameters(), *module.buffers()]
@@ -480,11 +509,11 @@ class ModelHooks:
             label = name or (rec.by_id[node].tensor if node is not None else None)
             return label or node, None, node
 
-        def seen(args: tuple) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        def seen(args: tuple) -> tuple[_HookPayload, list[torch.Tensor]]:
             if kind == "tensor":
-                return {"grad": self.recorder.summarize(args[0])}, [args[0]]
+                return GradPayload(grad=self.recorder.summarize(args[0])), [args[0]]
             grad = args[0].grad
-            return {"grad": self.recorder.summarize(grad)}, [] if grad is None else [grad]
+            return GradPayload(grad=self.recorder.summarize(grad)), [] if grad is None else [grad]
 
         fire = self._firing(kind, hook, index, seen, where)
         watched = self._grad_watcher(fire) if kind == "post_accumulate_grad" else self._plain(fire)
@@ -497,11 +526,11 @@ class ModelHooks:
         def watched(param: torch.Tensor) -> Any:
             before = param.grad
             version = None if before is None else before._version
-            result, event = fire(param)
+            result, payload = fire(param)
             after = param.grad
             changed = after is not before or (after is not None and after._version != version)
-            if changed and event is not None:
-                event.payload["changed"] = True
+            if changed and payload is not None:
+                payload.changed = True
             return result
 
         return watched
@@ -518,7 +547,7 @@ class ModelHooks:
         kind: str,
         hook: Callable,
         index: int,
-        seen: Callable[[tuple], tuple[dict[str, Any], list[torch.Tensor]]],
+        seen: Callable[[tuple], tuple[_HookPayload, list[torch.Tensor]]],
         where: Callable[[], tuple[str | None, str | None, str | None]],
     ) -> Callable:
         """The wrapper's body: the event (at the moment the hook fires), the user's hook,
@@ -537,8 +566,8 @@ class ModelHooks:
         )
         bits_checked = kind in _BITS_CHECKED
 
-        def fire(*args: Any, **kwargs: Any) -> tuple[Any, Event | None]:
-            """(what the hook returned, its event)."""
+        def fire(*args: Any, **kwargs: Any) -> tuple[Any, _HookPayload | None]:
+            """(what the hook returned, its event's payload)."""
             # kept by a graph that outlived the trace, or traced by Dynamo: just the hook
             if not self._active or compiling():
                 return hook(*args, **kwargs), None
@@ -547,25 +576,24 @@ class ModelHooks:
                 target, module, node = where()
                 if backward and node is None:
                     node = rec.running_node()
-                payload.update(hook_name=_hook_name(hook), returned=None, changed=False)
-                seq = rec.emit(
+                payload.hook_name, payload.returned, payload.changed = _hook_name(hook), None, False
+                rec.emit(
                     _EVENT_KIND[kind], target=target, node=node, module=module, hook=index, payload=payload
                 )
                 versions = _versions(given)
                 copies = [_bits(t).clone() for t in given] if bits_checked else None
             result = hook(*args, **kwargs)
             with capture.quiet():
-                event = rec.events[seq]
                 changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
                 if not changed and copies:
                     behind = _written_behind(given, copies)
                     for t in behind:  # (later summaries, the final .grad's too, read it again)
                         rec.forget(t)
                     changed = bool(behind)
-                event.payload["returned"] = (
+                payload.returned = (
                     None if result is None else [rec.summarize(t) for t in _aliases(flat_tensors(result))]
                 )
-                event.payload["changed"] = changed
-            return result, event
+                payload.changed = changed
+            return result, payload
 
         return fire

@@ -23,7 +23,18 @@ from gradtrace.engine.graph_walk import (
 )
 from gradtrace.engine.memory import FUNCTION_SAVED, SavedMemory, SavedVariable, saved_plan
 from gradtrace.engine.summarize import Summarizer, dtype_name
-from gradtrace.trace_schema import EdgeKind, Event, EventKind, GraphEdge, GraphNode, Pass, Phase, SavedTensor
+from gradtrace.trace_schema import (
+    EdgeKind,
+    Event,
+    EventKind,
+    EventPayload,
+    GraphEdge,
+    GraphNode,
+    NoPayload,
+    Pass,
+    Phase,
+    SavedTensor,
+)
 
 
 def _plain(value: Any) -> Any:
@@ -43,7 +54,7 @@ def _plain(value: Any) -> Any:
 def _plain_list(value: tuple | list) -> list[Any]:
     """A saved tuple or list as JSON (see _plain)."""
     plain = list(value)  # (sizes and strides: ints, as they are)
-    for item in plain:  # (a loop: half the cost of all() over a generator on 2 items)
+    for item in plain:  # (a loop: no generator made for the usual two or three items)
         if type(item) is not int:
             return [_plain(v) for v in plain]
     return plain
@@ -58,6 +69,7 @@ def owning_module(name: str | None) -> str | None:
 _TENSOR = torch.Tensor  # (read once: a module attribute lookup less per saved value)
 _HOOK_NODE = "BackwardHookFunctionBackward"  # what a module's full backward hook inserts
 _HOOK_PACKED = "packed by a saved_tensors_hooks pack hook: not read (unpacking runs the hook)"
+_NO_PAYLOAD = NoPayload()  # (no fields: one record shared by every event with nothing to say)
 
 
 def _unpacking_runs_a_hook(raw: Any) -> bool:
@@ -99,9 +111,9 @@ def _op_class(node: Any) -> _OpClass:
 
 class Recorder:
     def __init__(self, summarize: Summarizer, sequence_base: int, max_nodes: int) -> None:
-        # the Summarizer's bound __call__, not the Summarizer: calling an instance goes through
-        # type(obj).__call__ lookup (~0.13 µs more a call on Python 3.11; a trace makes
-        # thousands, here and in the captures that take it from the recorder)
+        # the Summarizer's bound __call__, not the Summarizer: calling an instance looks up
+        # type(obj).__call__ at every call (a trace makes thousands, here and in the
+        # captures that take it from the recorder)
         self.summarize = summarize.__call__
         self.forget = summarize.forget  # (a tensor written behind its version: see Summarizer)
         self.sequence_base = sequence_base
@@ -177,7 +189,7 @@ class Recorder:
         module: str | None = None,
         hook: int | None = None,
         message: str | None = None,
-        payload: dict[str, Any] | None = None,
+        payload: EventPayload = _NO_PAYLOAD,
     ) -> int:
         seq = len(self.events)
         self.events.append(
@@ -191,7 +203,8 @@ class Recorder:
                 module=module,
                 hook=hook,
                 message=message,
-                payload=payload or {},
+                # the payload record where a loaded trace has its plain data (see Event)
+                payload=payload,  # type: ignore[arg-type]
             )
         )
         return seq

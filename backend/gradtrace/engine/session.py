@@ -39,6 +39,7 @@ from gradtrace.trace_schema import (
     Analyses,
     Base64Blocks,
     Diagnostic,
+    ErrorPayload,
     GradInTrace,
     GradNorm,
     Graph,
@@ -54,8 +55,10 @@ from gradtrace.trace_schema import (
 def gc_paused() -> Iterator[None]:
     """Python's cyclic GC off for a whole trace, the user's setting restored exactly after.
 
-    A trace allocates ~10 containers per node: the GC rescanning them again and again while
-    the capture allocates cost more than the capture (50-300 ms collections). Nothing a
+    A trace allocates several containers per node: with the GC on, its allocations keep
+    triggering collections, and the older generations' collections rescan everything the
+    capture built so far (they grow with the trace and can cost more than the capture
+    itself). Nothing a
     trace builds is cyclic garbage (tests/engine/test_gc.py), so the session and everything
     it held are freed by reference counting: drop them inside the pause, and the first
     collection after it sees only the trace that is kept, not the session's objects too.
@@ -150,8 +153,9 @@ class TraceSession:
             module_paths[id(module)] = full
             parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
             names: list[str] = []
-            # (module.named_parameters(recurse=False) per module and root.named_parameters()
-            # walked the model twice more, through generators: 3x the time of this loop)
+            # (read from the module's own dict: module.named_parameters(recurse=False) per
+            # module and root.named_parameters() would walk the model twice more, through
+            # generators)
             local_params = module._parameters
             if local_params:
                 own: set[int] = set()
@@ -327,9 +331,9 @@ class TraceSession:
         opened = not rec.in_pass
         if opened:
             rec.begin_pass("step", f"error in step {step}", step)
-        payload = {"exception": type(cause).__name__, "step": step}
+        payload = ErrorPayload(exception=type(cause).__name__, step=step)
         if cause is not exc:
-            payload["where"] = str(exc)
+            payload.where = str(exc)
         node = rec.take_failed_node()
         rec.emit("error", node=node, message=public_text(str(cause), type(cause).__name__), payload=payload)
         if opened:

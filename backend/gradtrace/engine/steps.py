@@ -14,6 +14,7 @@ import torch
 
 from gradtrace.engine.errors import TraceError
 from gradtrace.engine.session import TraceSession
+from gradtrace.trace_schema import SgdStepPayload, ZeroGradPayload
 
 
 def limit_hit(exc: BaseException | None) -> TraceError | None:
@@ -111,7 +112,7 @@ class StepRunner:
                 t.grad = None
             else:
                 t.grad.detach_().zero_()
-        session.recorder.emit("zero_grad", payload={"set_to_none": set_to_none, "tensors": names})
+        session.recorder.emit("zero_grad", payload=ZeroGradPayload(set_to_none=set_to_none, tensors=names))
         session.recorder.end_pass()
 
     def _sgd_step(self, index: int, lr: float) -> None:
@@ -125,5 +126,5 @@ class StepRunner:
                     continue
                 p.add_(p.grad, alpha=-lr)  # what torch.optim.SGD does without momentum
                 updates[name] = rec.summarize(p)
-        rec.emit("sgd_step", payload={"lr": lr, "after": updates})
+        rec.emit("sgd_step", payload=SgdStepPayload(lr=lr, after=updates))
         rec.end_pass()

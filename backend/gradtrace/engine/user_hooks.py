@@ -17,6 +17,14 @@ import torch
 from torch import nn
 
 from gradtrace.engine.recorder import Recorder
+from gradtrace.trace_schema import (
+    GradPayload,
+    HookActionPayload,
+    ModuleBackwardPayload,
+    ModuleBackwardPrePayload,
+    ModuleForwardPayload,
+    ModuleForwardPrePayload,
+)
 
 
 def apply_action(action: dict[str, Any], t: Any) -> Any:
@@ -55,11 +63,11 @@ class UserHooks:
             node=self.recorder.running_node(),
             module=module,
             hook=index,
-            payload={
-                "action": action,
-                "before": self.recorder.summaries(values),
-                "after": self.recorder.summaries(after),
-            },
+            payload=HookActionPayload(
+                action=action,
+                before=self.recorder.summaries(values),
+                after=self.recorder.summaries(after),
+            ),
         )
         return after
 
@@ -75,7 +83,7 @@ class UserHooks:
                     target=path,
                     module=path,
                     hook=index,
-                    payload={"inputs": self.recorder.summaries(args)},
+                    payload=ModuleForwardPrePayload(inputs=self.recorder.summaries(args)),
                 )
                 return self._act(index, path, path, args)
 
@@ -88,10 +96,10 @@ class UserHooks:
                     target=path,
                     module=path,
                     hook=index,
-                    payload={
-                        "inputs": self.recorder.summaries(args),
-                        "outputs": self.recorder.summaries(output),
-                    },
+                    payload=ModuleForwardPayload(
+                        inputs=self.recorder.summaries(args),
+                        outputs=self.recorder.summaries(output),
+                    ),
                 )
                 single = isinstance(output, torch.Tensor)
                 after = self._act(index, path, path, (output,) if single else tuple(output))
@@ -109,7 +117,7 @@ class UserHooks:
                     node=self.recorder.running_node(),
                     module=path,
                     hook=index,
-                    payload={"grad_output": self.recorder.summaries(grad_output)},
+                    payload=ModuleBackwardPrePayload(grad_output=self.recorder.summaries(grad_output)),
                 )
                 return self._act(index, path, path, grad_output)
 
@@ -123,10 +131,10 @@ class UserHooks:
                     node=self.recorder.running_node(),
                     module=path,
                     hook=index,
-                    payload={
-                        "grad_input": self.recorder.summaries(grad_input),
-                        "grad_output": self.recorder.summaries(grad_output),
-                    },
+                    payload=ModuleBackwardPayload(
+                        grad_input=self.recorder.summaries(grad_input),
+                        grad_output=self.recorder.summaries(grad_output),
+                    ),
                 )
                 return self._act(index, path, path, grad_input)
 
@@ -163,7 +171,7 @@ class UserHooks:
                     target=name,
                     node=self.recorder.tensor_node(tensor),
                     hook=index,
-                    payload={"grad": rec.summarize(grad)},
+                    payload=GradPayload(grad=rec.summarize(grad)),
                 )
                 after = self._act(index, name, None, (grad,))
                 return None if after is None else after[0]
@@ -177,7 +185,7 @@ class UserHooks:
                     target=name,
                     node=self.recorder.tensor_node(param),
                     hook=index,
-                    payload={"grad": rec.summarize(param.grad)},
+                    payload=GradPayload(grad=rec.summarize(param.grad)),
                 )
                 if param.grad is not None:
                     after = self._act(index, name, None, (param.grad,))

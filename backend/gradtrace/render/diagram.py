@@ -1,7 +1,7 @@
 """``diagram_svg``: a trace as a self-contained SVG (static or animated), cached in process.
 
-Drawing runs in the warm Node renderer (node_tool), which lays each graph out once (elkjs: tens
-of milliseconds for small graphs, about a second for 700 nodes) and keeps the layout (in memory,
+Drawing runs in the warm Node renderer (node_tool), which lays each graph out once (elkjs: the
+costly part of a drawing, and it grows with the graph) and keeps the layout (in memory,
 and on disk for the next process) and the chips' places; identical requests are answered from
 an LRU here, keyed by the trace's hash and the options. The renderer gets the trace without its
 base64 tensor numbers (source.drawing_json), which no picture shows.

@@ -30,7 +30,8 @@ from gradtrace.render.source import keep_values, trace_json, trace_title
 
 NOTEBOOK_HEIGHT_PX = 620
 # Tensor numbers a notebook cell carries (64 KiB of float32; every tensor keeps its statistics):
-# with the player's code (~0.6 MB) a 2-layer transformer's cell stays under 1 MB.
+# with the player's code, a 2-layer transformer's cell stays under 1 MB (BENCHMARKS.md,
+# "notebook cell").
 NOTEBOOK_VALUE_BUDGET = 16_384
 _ENTRY = re.compile(r'<script\s+type="module"\s+src="/?(js/[\w.-]+\.js)"\s*></script>')
 _STYLESHEET = re.compile(r'<link\s+rel="stylesheet"\s+href="/?(css/[\w.-]+\.css)"\s*/?>')

@@ -47,10 +47,9 @@ def drawing_json(trace: Any) -> bytes:
 
     A picture writes a tensor's numbers only when there are a few of them (chips: up to 3,
     hover titles: up to 8); a tensor with ``data`` has more than 16, so the picture shows its
-    shape and stats, never its numbers. On a real model those numbers are most of the JSON
-    (resnet-style convs: 9.7 MB in schema 2, 0.6 MB without them), which the renderer had to
-    receive, parse and decode for nothing. They are left out by sending ``tensor_data``
-    empty: the result is still a valid trace, and draws the same picture.
+    shape and stats, never its numbers. On a real model those numbers are most of the JSON,
+    which the renderer would receive, parse and decode for nothing. They are left out by
+    sending ``tensor_data`` empty: the result is still a valid trace, and draws the same picture.
     """
     if hasattr(trace, "to_json_bytes"):  # gradtrace.Trace: written without them, not cut out after
         return trace.to_json_bytes(numbers=False)

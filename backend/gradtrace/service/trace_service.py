@@ -68,7 +68,8 @@ class TraceService:
         self._store, self._limiter = store, limiter
 
     async def start(self) -> bool:
-        """Start the workers (blocks until they answer, ~2 s: torch is imported once)."""
+        """Start the workers (blocks until they answer: torch is imported once, in the
+        forkserver)."""
         return await self.pool.start()
 
     async def close(self) -> None:

@@ -1,7 +1,7 @@
 """A worker's warm-up: one tiny trace before its first real one.
 
-The first trace in a process pays for torch's lazy imports and one-time set-up (~85 MB of
-address space and ~0.3 s here). Paid when the worker starts, before its budgets are armed, the
+The first trace in a process pays for torch's lazy imports and one-time set-up (memory and
+time no later trace needs). Paid when the worker starts, before its budgets are armed, the
 per-task memory cap measures the trace and not torch's start-up, and the first user's trace is
 as fast as the later ones. Nothing runs at import time: the worker calls ``warm_up``.
 """

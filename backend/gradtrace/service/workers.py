@@ -49,13 +49,14 @@ _TASKS_PER_WORKER = 200
 # stopped (SIGSTOP) or dying: it is killed and the task runs elsewhere.
 _ACK_TIMEOUT_S = 3.0
 # How long a new worker may take to say "ready" (the first one waits for the forkserver to
-# import torch, ~2 s, longer on a busy machine).
+# import torch, which takes seconds, more on a busy machine).
 _START_TIMEOUT_S = 90.0
 # Between failed attempts to start a worker (e.g. the engine cannot be imported).
 _RESTART_BACKOFF_S = 1.0
 # Everything a trace imports, imported once in the forkserver: workers start warm. The last
 # four are imported lazily by the first trace (torch's hooks pull in torch._dynamo; the spec's
-# graph analysis networkx and sympy): ~1 s per new worker when not preloaded, ~10 ms when they are.
+# graph analysis networkx and sympy): preloaded, a new worker finds them imported instead of
+# importing them again itself.
 _PRELOAD = [
     "gradtrace.service.worker_main",
     "gradtrace.spec",
