@@ -1,5 +1,5 @@
 // Numbers, shapes and tensor values as the viewer prints them. Pure: no DOM, no fetch.
-// Rules (VIEWER.md "Numbers"): 4 significant digits, a real minus sign (U+2212), shapes as
+// Rules for numbers: 4 significant digits, a real minus sign (U+2212), shapes as
 // tuples "(5, 6, 4)", NaN/inf spelled out and flagged — never recomputed, only formatted.
 
 export const MINUS = "\u2212";

@@ -1,4 +1,4 @@
-// The legend (VIEWER.md's three tensor colours, the op kinds, the gradient lines), written once
+// The legend (the tensor colours: input, parameter, intermediate; the op kinds; the gradient lines), written once
 // for every page that shows a graph: the full viewer puts it under the inspector, the embed and
 // the standalone file over the graph. Pages hold an empty <ul class="legend">.
 

@@ -143,7 +143,7 @@ export function traceEdgeId(layoutEdgeId) {
 /**
  * Which trace nodes keep a gradient after backward(): leaves that require grad, tensors with
  * retain_grad(), and any node a .grad write targets. A gradient edge into one of them is drawn
- * solid ("stored"); one that only passes through is dashed (VIEWER.md).
+ * solid ("stored"); one that only passes through is dashed.
  */
 export function storesGrad(trace) {
   const out = new Set();

@@ -1,5 +1,5 @@
 """First sight in real Chromium at 1440×900: every example opens on its built graph, readable;
-Fit fits; stored vs passing-through gradients (VIEWER.md); the live export is /diagram.svg."""
+Fit fits; stored vs passing-through gradients; the live export is /diagram.svg."""
 
 from __future__ import annotations
 
