@@ -3,9 +3,9 @@
 Fit for ``<img src>`` anywhere (GitHub READMEs included): no scripts, no external references.
 Spec -> trace goes through the same cache and workers as ``/specs/{id}/trace``; trace -> SVG
 runs the Node renderer off the event loop, at most two at a time (``api/renders.py``), cached
-by (trace, options). A render failure is a 503 envelope, never a 500. ``cached_render`` is that
+by (trace, options). A render failure is a 503 envelope, never a 500. ``CachedRender`` is that
 whole path (ETag, cache, trace, render queue), shared with ``/specs/{id}/player.html``
-(api/player.py).
+(api/player.py) as ``CachedRenderDep``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import functools
 import hashlib
 import logging
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from gradtrace.api.body import check_spec
@@ -42,37 +42,51 @@ SVG_RESPONSE: dict[str, Any] = {
 }
 
 
-async def cached_render(
-    request: Request,
-    service: TraceService,
-    renders: RenderQueue,
-    checked: CheckedSpec,
-    *,
-    key: str,
-    media_type: str,
-    render: Callable[[bytes], str],
-    headers: dict[str, str] | None = None,
-) -> Response:
-    """The rendered bytes for ``key``: 304 on a matching ETag, else the cache, else a render of
-    the spec's trace (through the trace cache and the workers). Never a 500."""
-    etag = f'"{hashlib.sha256(key.encode()).hexdigest()[:32]}"'
-    early = not_modified(request, etag, CACHE_CONTROL)
-    if early is not None:
-        return early
-    headers = {**(headers or {}), "ETag": etag, "Cache-Control": CACHE_CONTROL}
-    cached = await service.cache.get(key)
-    if cached is not None:
-        return Response(cached, media_type=media_type, headers={**headers, "X-Cache": "hit"})
-    data, _ = await trace_bytes(service, checked)
-    try:
-        body = (await renders.run(render, data)).encode("utf-8")
-    except ApiError:
-        raise
-    except Exception as exc:  # never a 500: whatever broke, the client gets a 503 envelope
-        log.exception("render crashed")
-        raise ApiError(503, "render_failed", "the diagram could not be drawn") from exc
-    await service.cache.set(key, body)
-    return Response(body, media_type=media_type, headers={**headers, "X-Cache": "miss"})
+class CachedRender:
+    """A permalink's drawing (the SVG, the standalone player) by one path: 304 on a matching
+    ETag, else the cache, else a render of the spec's trace (through the trace cache and the
+    workers) in the render queue. Never a 500. Routes get one as ``CachedRenderDep``."""
+
+    def __init__(self, request: Request, service: TraceService, renders: RenderQueue) -> None:
+        self.request, self.service, self.renders = request, service, renders
+
+    async def __call__(
+        self,
+        checked: CheckedSpec,
+        *,
+        key: str,
+        media_type: str,
+        render: Callable[[bytes], str],
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        """The rendered bytes for ``key``, cached under it."""
+        etag = f'"{hashlib.sha256(key.encode()).hexdigest()[:32]}"'
+        early = not_modified(self.request, etag, CACHE_CONTROL)
+        if early is not None:
+            return early
+        headers = {**(headers or {}), "ETag": etag, "Cache-Control": CACHE_CONTROL}
+        cached = await self.service.cache.get(key)
+        if cached is not None:
+            return Response(cached, media_type=media_type, headers={**headers, "X-Cache": "hit"})
+        data, _ = await trace_bytes(self.service, checked)
+        try:
+            body = (await self.renders.run(render, data)).encode("utf-8")
+        except ApiError:
+            raise
+        except Exception as exc:  # never a 500: whatever broke, the client gets a 503 envelope
+            log.exception("render crashed")
+            raise ApiError(503, "render_failed", "the diagram could not be drawn") from exc
+        await self.service.cache.set(key, body)
+        return Response(body, media_type=media_type, headers={**headers, "X-Cache": "miss"})
+
+
+async def get_cached_render(
+    request: Request, service: TraceServiceDep, renders: RenderQueueDep
+) -> CachedRender:
+    return CachedRender(request, service, renders)
+
+
+CachedRenderDep = Annotated[CachedRender, Depends(get_cached_render)]
 
 
 @router.get(
@@ -85,10 +99,8 @@ async def cached_render(
     response_class=Response,
 )
 async def get_diagram(
-    request: Request,
     stored: StoredSpecDep,
-    service: TraceServiceDep,
-    renders: RenderQueueDep,
+    cached: CachedRenderDep,
     animated: bool = Query(False, description="CSS-animated, looping"),
     phase: Literal["forward", "backward", "both"] = Query("both", description="which passes to draw"),
     theme: Literal["light", "dark"] = Query("light"),
@@ -115,10 +127,7 @@ async def get_diagram(
     how = f"{int(animated)}{phase}{theme}{int(values)}"
     if depth is not None or direction != "down":  # (the keys of the drawings cached before these options)
         how += f":{depth}{direction}"
-    return await cached_render(
-        request,
-        service,
-        renders,
+    return await cached(
         checked,
         key=f"svg:{RENDERER_VERSION}:{checked.key}:{how}",
         media_type="image/svg+xml",

@@ -13,12 +13,12 @@ import functools
 import logging
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from gradtrace.api.body import check_spec
-from gradtrace.api.deps import RenderQueueDep, StoredSpecDep, TraceServiceDep
-from gradtrace.api.diagram import RENDERER_VERSION, cached_render
+from gradtrace.api.deps import StoredSpecDep
+from gradtrace.api.diagram import RENDERER_VERSION, CachedRenderDep
 from gradtrace.api.docs import ERROR_RESPONSES
 from gradtrace.examples import example_ids, get_example
 from gradtrace.render import standalone_html
@@ -64,18 +64,13 @@ async def download_name(spec_id: str) -> str:
     response_class=Response,
 )
 async def get_player(
-    request: Request,
     stored: StoredSpecDep,
-    service: TraceServiceDep,
-    renders: RenderQueueDep,
+    cached: CachedRenderDep,
     theme: Literal["light", "dark"] | None = Query(None, description="fixed colours (default: the reader's)"),
 ) -> Response:
     checked = await check_spec(stored.doc)
     name = await download_name(stored.id)  # [a-z0-9-] only: safe inside the quoted filename
-    return await cached_render(
-        request,
-        service,
-        renders,
+    return await cached(
         checked,
         key=f"html:{RENDERER_VERSION}:{checked.key}:{theme or 'auto'}",
         media_type="text/html",
