@@ -1,7 +1,9 @@
 """``create_app(settings)``: the FastAPI application, its routers, and its lifespan.
 
 The lifespan builds the TraceService (trace cache, single flight and the torch worker pool:
-torch lives only in the workers), the permalink store and the rate limiter. Worker start-up
+torch lives only in the workers), the permalink store, the rate limiter and the render queue,
+and keeps them on ``app.state``, where routes reach them only through the typed dependencies
+of ``api/deps.py`` (``TraceServiceDep``, ``StoreDep``, ``SettingsDep``…). Worker start-up
 (the forkserver importing torch, which takes seconds) runs in the background so the server accepts
 connections at once; /readyz turns 200 when a worker answers.
 """
@@ -16,12 +18,13 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.routing import Match, Mount
 
-from gradtrace.api import compare, examples, health, schemas, specs, trace, translate
+from gradtrace.api import compare, diagram, examples, health, player, schemas, specs, trace, translate
 from gradtrace.api.docs import install_docs_page, install_openapi
 from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
 from gradtrace.api.middleware import install_middleware
 from gradtrace.api.opened import opened_router
+from gradtrace.api.renders import RenderQueue
 from gradtrace.api.static import embed_router, mount_frontend
 from gradtrace.service.ratelimit import make_rate_limiter
 from gradtrace.service.settings import Settings
@@ -35,7 +38,7 @@ API_PREFIX = "/api/v1"
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(rate_limit)])
-    for module in (trace, compare, examples, schemas, specs, translate):
+    for module in (trace, compare, examples, schemas, specs, diagram, player, translate):
         router.include_router(module.router)
     return router
 
@@ -79,9 +82,8 @@ def create_app(settings: Settings | None = None, opened_trace: bytes | None = No
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = TraceService(settings)
-        app.state.trace_service = service
-        app.state.store = SpecStore(settings.database_url, settings.sqlite_path)
-        app.state.ratelimiter = (
+        store = SpecStore(settings.database_url, settings.sqlite_path)
+        ratelimiter = (
             make_rate_limiter(
                 settings.redis_url, settings.rate_per_minute, settings.worker_seconds_per_minute
             )
@@ -89,13 +91,17 @@ def create_app(settings: Settings | None = None, opened_trace: bytes | None = No
             else None
         )
         # The service charges worker time to the limiter and remembers traces past the deadline.
-        service.attach(app.state.store, app.state.ratelimiter)
+        service.attach(store, ratelimiter)
+        app.state.trace_service = service
+        app.state.store = store
+        app.state.ratelimiter = ratelimiter
+        app.state.renders = RenderQueue()
         # Workers start in the background: the server accepts connections at once, and
         # /readyz turns 200 when a worker answers.
         starting = asyncio.create_task(service.start()) if settings.start_workers else None
         log.info(
             "permalinks on %s; cache %s, entries over %d bytes on %s; %d workers",
-            app.state.store.backend,
+            store.backend,
             "redis" if settings.redis_url else f"memory ({settings.cache_bytes} bytes)",
             settings.cache_entry_max_bytes,
             f"disk ({settings.disk_cache_dir}, {settings.disk_cache_bytes} bytes)"
@@ -110,9 +116,9 @@ def create_app(settings: Settings | None = None, opened_trace: bytes | None = No
                 starting.cancel()
                 await asyncio.gather(starting, return_exceptions=True)
             await service.close()
-            if app.state.ratelimiter is not None:
-                await app.state.ratelimiter.close()
-            app.state.store.close()
+            if ratelimiter is not None:
+                await ratelimiter.close()
+            store.close()
 
     app = FastAPI(
         title="gradtrace",
@@ -127,8 +133,7 @@ def create_app(settings: Settings | None = None, opened_trace: bytes | None = No
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.settings = settings
-    app.state.store = None
+    app.state.settings = settings  # read by routes as SettingsDep (api/deps.py)
     install_error_handlers(app)
     install_middleware(app, settings.cors_origins, settings.max_body_bytes)
     app.include_router(health.router)

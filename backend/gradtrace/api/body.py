@@ -21,6 +21,7 @@ from starlette.requests import ClientDisconnect
 
 from gradtrace.api.errors import ApiError
 from gradtrace.problem import Problem
+from gradtrace.service.trace_service import CheckedSpec
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ async def read_json(request: Request) -> Any:
     return parse_json_bytes(raw)
 
 
-def _check_spec_sync(doc: Any) -> tuple[Any, dict[str, Any]]:
+def _check_spec_sync(doc: Any) -> CheckedSpec:
     from gradtrace.spec import SpecLimits, check_declared, check_price, parse_spec
 
     try:
@@ -141,13 +142,14 @@ def _check_spec_sync(doc: Any) -> tuple[Any, dict[str, Any]]:
         limits = SpecLimits()
         check_declared(spec, limits)
         check_price(spec, limits)  # refused before a worker is taken (spec/price.py)
-        return spec, spec.normalized()
+        return CheckedSpec(spec, spec.normalized())
     except RecursionError as exc:
         raise Problem("too_deep", "the spec is nested too deeply", "") from exc
 
 
-async def check_spec(doc: Any) -> tuple[Any, dict[str, Any]]:
-    """Parse and check a spec (torch-free) off the event loop: (ModelSpec, normalised dict)."""
+async def check_spec(doc: Any) -> CheckedSpec:
+    """Parse and check a spec (torch-free) off the event loop, the one time it is parsed on its
+    way to a worker: the worker is handed the parsed ModelSpec (``CheckedSpec.spec``)."""
     if not isinstance(doc, dict):
         raise Problem("invalid_spec", "a spec is a JSON object", "")
     return await asyncio.to_thread(_check_spec_sync, doc)

@@ -19,13 +19,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from gradtrace.api.body import check_spec, read_json
+from gradtrace.api.deps import StoreDep, TraceServiceDep, load_spec
 from gradtrace.api.docs import COMPARE_REF, ERROR_RESPONSES, SPEC_REF
 from gradtrace.api.errors import ApiError
-from gradtrace.api.specs import load_spec
-from gradtrace.api.tracing import TraceServiceDep, api_error_of, trace_bytes
+from gradtrace.api.tracing import api_error_of, trace_bytes
 from gradtrace.problem import Problem
-from gradtrace.service.hashing import trace_key
-from gradtrace.service.trace_service import TraceRejected, TraceService, WorkerUnavailable
+from gradtrace.service.store import SpecStore
+from gradtrace.service.trace_service import CheckedSpec, TraceRejected, TraceService, WorkerUnavailable
 
 router = APIRouter(tags=["compare"])
 
@@ -58,12 +58,12 @@ def _under(side: str, exc: Problem) -> Problem:
     return exc
 
 
-async def _side_spec(request: Request, side: str, given: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(spec document, normalised spec) of one side: a spec object or a permalink id."""
+async def _side_spec(store: SpecStore, side: str, given: Any) -> CheckedSpec:
+    """The checked spec of one side: a spec object or a permalink id."""
     try:
         if isinstance(given, str):
             try:
-                doc = await load_spec(request, given)
+                doc = await load_spec(store, given)
             except ApiError as exc:
                 exc.path = ""  # load_spec names "/id"; here the id is the side itself
                 raise
@@ -71,24 +71,21 @@ async def _side_spec(request: Request, side: str, given: Any) -> tuple[dict[str,
             doc = given
         else:
             raise ApiError(422, "invalid_request", f"{side} is a spec object or a permalink id (a string)")
-        _, normalized = await check_spec(doc)
+        return await check_spec(doc)
     except Problem as exc:
         raise _under(side, exc) from None
-    return doc, normalized
 
 
-async def _traced(service: TraceService, side: str, doc: dict[str, Any], normalized: dict[str, Any]) -> bytes:
+async def _traced(service: TraceService, side: str, checked: CheckedSpec) -> bytes:
     try:
-        data, _ = await trace_bytes(service, doc, normalized)
+        data, _ = await trace_bytes(service, checked)
     except Problem as exc:
         raise _under(side, exc) from None
     return data
 
 
-async def _both_traced(
-    service: TraceService, specs: dict[str, tuple[dict[str, Any], dict[str, Any]]]
-) -> tuple[bytes, bytes]:
-    traced = await asyncio.gather(*(_traced(service, s, *specs[s]) for s in SIDES), return_exceptions=True)
+async def _both_traced(service: TraceService, specs: dict[str, CheckedSpec]) -> tuple[bytes, bytes]:
+    traced = await asyncio.gather(*(_traced(service, s, specs[s]) for s in SIDES), return_exceptions=True)
     for outcome in traced:  # both runs finish (and fill the cache) before an error is answered
         if isinstance(outcome, BaseException):
             raise outcome
@@ -115,7 +112,7 @@ async def _both_traced(
     },
     response_class=Response,
 )
-async def post_compare(request: Request, service: TraceServiceDep) -> Response:
+async def post_compare(request: Request, store: StoreDep, service: TraceServiceDep) -> Response:
     body = await read_json(request)
     if not isinstance(body, dict):
         raise ApiError(422, "invalid_request", 'the body is {"a": spec or id, "b": spec or id}', "")
@@ -127,8 +124,8 @@ async def post_compare(request: Request, service: TraceServiceDep) -> Response:
     extra = sorted(set(body) - set(SIDES))
     if extra:
         raise ApiError(422, "invalid_request", f"unknown field {extra[0]!r}: only a and b", f"/{extra[0]}")
-    specs = {side: await _side_spec(request, side, body[side]) for side in SIDES}
-    keys = (trace_key(specs["a"][1]), trace_key(specs["b"][1]))
+    specs = {side: await _side_spec(store, side, body[side]) for side in SIDES}
+    keys = (specs["a"].key, specs["b"].key)
     permalinks = {side: body[side] for side in SIDES if isinstance(body[side], str)}
     try:
         data, how = await service.compare(keys, lambda: _both_traced(service, specs), permalinks)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from gradtrace.api.deps import StoreDep, TraceServiceDep
 from gradtrace.api.errors import error_response
-from gradtrace.api.tracing import TraceServiceDep
 
 router = APIRouter(tags=["health"])
 
@@ -23,15 +23,14 @@ def _unavailable(code: str, message: str) -> JSONResponse:
 
 
 @router.get("/readyz", summary="Readiness: a torch worker answers and the permalink store is reachable")
-async def readyz(request: Request, service: TraceServiceDep) -> JSONResponse:
+async def readyz(service: TraceServiceDep, store: StoreDep) -> JSONResponse:
     pool = service.pool
     if not pool.ready:
         return _unavailable("not_ready", "workers are starting")
     if pool.workers_alive == 0:
         return _unavailable("workers_down", "every worker is being replaced")
     pid = await pool.ping()  # None: every worker is tracing, and busy is alive
-    store = request.app.state.store
-    if store is not None and not await asyncio.to_thread(store.ping):
+    if not await asyncio.to_thread(store.ping):
         return _unavailable("store_down", "the permalink store is unreachable")
     return JSONResponse(
         {

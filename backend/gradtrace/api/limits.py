@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import Request
-
+from gradtrace.api.deps import ClientIdDep, RateLimiterDep
 from gradtrace.api.errors import ApiError
 from gradtrace.service.ratelimit import CURRENT_CLIENT
 
 
-def client_id(request: Request) -> str:
-    # Behind our nginx (trust_proxy), X-Real-IP is set from $remote_addr and cannot be forged
-    # by the client; exposed directly, only the socket's address counts.
-    if request.app.state.settings.trust_proxy:
-        real = request.headers.get("x-real-ip")
-        if real:
-            return real.strip()[:64]
-    return request.client.host if request.client else "unknown"
-
-
-async def rate_limit(request: Request) -> None:
-    limiter = request.app.state.ratelimiter
+async def rate_limit(client: ClientIdDep, limiter: RateLimiterDep) -> None:
     if limiter is None:
         return
-    client = client_id(request)
     CURRENT_CLIENT.set(client)  # the trace service charges this request's worker time to it
     verdict = await limiter.hit(client)
     if not verdict.allowed and verdict.reason == "worker_time":

@@ -11,20 +11,22 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from gradtrace.api.body import check_spec
-from gradtrace.api.diagram import RENDERER_VERSION, cached_render
+from gradtrace.api.deps import StoredSpecDep
+from gradtrace.api.diagram import RENDERER_VERSION, CachedRenderDep
 from gradtrace.api.docs import ERROR_RESPONSES
 from gradtrace.examples import example_ids, get_example
 from gradtrace.render import standalone_html
-from gradtrace.service.hashing import permalink_id, trace_key
+from gradtrace.service.hashing import permalink_id
 
 log = logging.getLogger(__name__)
+
+router = APIRouter(tags=["permalinks"])
 
 HTML_RESPONSE: dict[str, Any] = {
     "description": "The standalone player (text/html, as an attachment)",
@@ -52,36 +54,26 @@ async def download_name(spec_id: str) -> str:
     return names.get(spec_id, spec_id)
 
 
-def register_player_route(
-    router: APIRouter, load_spec: Callable[[Request, str], Awaitable[dict[str, Any]]]
-) -> None:
-    """Add the route to the permalinks router (it shares load_spec's 404 handling)."""
-
-    @router.get(
-        "/specs/{spec_id}/player.html",
-        summary="A permalink as one offline HTML file: the interactive player with its trace",
-        description="A download (`Content-Disposition: attachment`): the player, the trace and its "
-        "layout in one file that works from disk with no network. `theme` fixes the colours; "
-        "without it the file follows the reader's light/dark preference.",
-        responses={200: HTML_RESPONSE, **ERROR_RESPONSES},
-        response_class=Response,
+@router.get(
+    "/specs/{spec_id}/player.html",
+    summary="A permalink as one offline HTML file: the interactive player with its trace",
+    description="A download (`Content-Disposition: attachment`): the player, the trace and its "
+    "layout in one file that works from disk with no network. `theme` fixes the colours; "
+    "without it the file follows the reader's light/dark preference.",
+    responses={200: HTML_RESPONSE, **ERROR_RESPONSES},
+    response_class=Response,
+)
+async def get_player(
+    stored: StoredSpecDep,
+    cached: CachedRenderDep,
+    theme: Literal["light", "dark"] | None = Query(None, description="fixed colours (default: the reader's)"),
+) -> Response:
+    checked = await check_spec(stored.doc)
+    name = await download_name(stored.id)  # [a-z0-9-] only: safe inside the quoted filename
+    return await cached(
+        checked,
+        key=f"html:{RENDERER_VERSION}:{checked.key}:{theme or 'auto'}",
+        media_type="text/html",
+        render=functools.partial(standalone_html, theme=theme),
+        headers={"Content-Disposition": f'attachment; filename="{name}.html"'},
     )
-    async def get_player(
-        request: Request,
-        spec_id: str,
-        theme: Literal["light", "dark"] | None = Query(
-            None, description="fixed colours (default: the reader's)"
-        ),
-    ) -> Response:
-        spec = await load_spec(request, spec_id)
-        _, normalized = await check_spec(spec)
-        name = await download_name(spec_id)  # [a-z0-9-] only: safe inside the quoted filename
-        return await cached_render(
-            request,
-            spec,
-            normalized,
-            key=f"html:{RENDERER_VERSION}:{trace_key(normalized)}:{theme or 'auto'}",
-            media_type="text/html",
-            render=functools.partial(standalone_html, theme=theme),
-            headers={"Content-Disposition": f'attachment; filename="{name}.html"'},
-        )

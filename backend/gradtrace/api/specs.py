@@ -2,19 +2,26 @@
 
 The id is derived from the normalised spec's hash (same spec, same id; storing is
 idempotent), so stored specs and their traces are immutable: long Cache-Control + ETag.
+A permalink reaches its routes as ``StoredSpecDep`` (``api/deps.py``: id checked, spec loaded,
+404 otherwise), as it does ``/specs/{id}/diagram.svg`` (api/diagram.py) and
+``/specs/{id}/player.html`` (api/player.py).
 """
 
 from __future__ import annotations
-
-import asyncio
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from gradtrace.api.body import check_spec, read_json
-from gradtrace.api.diagram import register_diagram_route
+from gradtrace.api.deps import (
+    ClientIdDep,
+    SettingsDep,
+    StoreDep,
+    StoredSpecDep,
+    TraceServiceDep,
+    store_call,
+)
 from gradtrace.api.docs import (
     ERROR_RESPONSES,
     NOT_MODIFIED,
@@ -24,12 +31,10 @@ from gradtrace.api.docs import (
     TRACE_RESPONSE,
     error_responses,
 )
-from gradtrace.api.errors import ApiError
-from gradtrace.api.limits import client_id
-from gradtrace.api.player import register_player_route
-from gradtrace.api.tracing import IMMUTABLE, TraceServiceDep, not_modified, trace_response
-from gradtrace.service.hashing import is_permalink_id, permalink_id, spec_hash
-from gradtrace.service.store import QuotaExceeded, Quotas, StoreUnavailable
+from gradtrace.api.tracing import IMMUTABLE, not_modified, trace_response
+from gradtrace.service.hashing import permalink_id, spec_hash
+from gradtrace.service.settings import Settings
+from gradtrace.service.store import Quotas
 
 router = APIRouter(tags=["permalinks"])
 
@@ -43,9 +48,8 @@ class Permalink(BaseModel):
     diagram_url: str  # a static SVG, for <img> (GitHub READMEs included)
 
 
-def public_base(request: Request) -> str:
-    configured = request.app.state.settings.public_url
-    return (configured or str(request.base_url)).rstrip("/")
+def public_base(request: Request, settings: Settings) -> str:
+    return (settings.public_url or str(request.base_url)).rstrip("/")
 
 
 def permalink_urls(base: str, spec_id: str) -> dict[str, str]:
@@ -55,43 +59,6 @@ def permalink_urls(base: str, spec_id: str) -> dict[str, str]:
         "embed_url": f"{base}/embed/{spec_id}",
         "diagram_url": f"{base}/api/v1/specs/{spec_id}/diagram.svg",
     }
-
-
-async def _store_call(fn: Any, *args: Any) -> Any:
-    try:
-        return await asyncio.to_thread(fn, *args)
-    except QuotaExceeded as exc:
-        if exc.quota == "client":  # a day's window: it frees up as the window moves on
-            raise ApiError(
-                429,
-                "client_storage_quota_exceeded",
-                f"this client stored {exc.limit} bytes of specs in the last day, its quota; "
-                "retry later (specs already stored stay available)",
-                headers={"Retry-After": "3600"},
-            ) from exc
-        raise ApiError(
-            413,
-            "total_storage_quota_exceeded",
-            f"the permalink store holds its quota of {exc.limit} bytes; no new specs are stored "
-            "(specs already stored stay available)",
-        ) from exc
-    except StoreUnavailable as exc:
-        raise ApiError(
-            503,
-            "store_unavailable",
-            "the permalink store is unavailable; retry shortly",
-            headers={"Retry-After": "5"},
-        ) from exc
-
-
-async def load_spec(request: Request, spec_id: str) -> dict[str, Any]:
-    """The stored (normalised) spec of a permalink, or the 404 envelope."""
-    if not is_permalink_id(spec_id):  # before any use: the store, a header, a log line
-        raise ApiError(404, "permalink_not_found", "no permalink with this id", "/id")
-    spec = await _store_call(request.app.state.store.get, spec_id)
-    if spec is None:
-        raise ApiError(404, "permalink_not_found", "no permalink with this id", "/id")
-    return spec
 
 
 @router.post(
@@ -107,16 +74,15 @@ async def load_spec(request: Request, spec_id: str) -> dict[str, Any]:
         **SPEC_BODY_ERRORS,
     },
 )
-async def create_permalink(request: Request) -> JSONResponse:
+async def create_permalink(
+    request: Request, settings: SettingsDep, store: StoreDep, client: ClientIdDep
+) -> JSONResponse:
     doc = await read_json(request)
-    _, normalized = await check_spec(doc)
+    normalized = (await check_spec(doc)).normalized
     spec_id = permalink_id(normalized)
-    settings = request.app.state.settings
     quotas = Quotas(settings.store_client_bytes_per_day, settings.store_total_bytes)
-    created = await _store_call(
-        request.app.state.store.put, spec_id, spec_hash(normalized), normalized, client_id(request), quotas
-    )
-    base = public_base(request)
+    created = await store_call(store.put, spec_id, spec_hash(normalized), normalized, client, quotas)
+    base = public_base(request, settings)
     return JSONResponse(
         permalink_urls(base, spec_id),
         status_code=201 if created else 200,
@@ -134,15 +100,14 @@ async def create_permalink(request: Request) -> JSONResponse:
     },
     response_class=Response,
 )
-async def get_permalink(request: Request, spec_id: str) -> Response:
-    # The spec is loaded first: `If-None-Match: *` (or any tag) is honoured only for a stored
-    # id (RFC 9110 13.1.2), and the ETag is the stored content's hash, never the id as sent.
-    spec = await load_spec(request, spec_id)
-    etag = f'"{spec_hash(spec)[:32]}"'
+async def get_permalink(request: Request, stored: StoredSpecDep) -> Response:
+    # The spec is loaded first (StoredSpecDep): `If-None-Match: *` (or any tag) is honoured only
+    # for a stored id (RFC 9110 13.1.2), and the ETag is the stored content's hash, never the id.
+    etag = f'"{spec_hash(stored.doc)[:32]}"'
     early = not_modified(request, etag, IMMUTABLE)
     if early is not None:
         return early
-    return JSONResponse(spec, headers={"ETag": etag, "Cache-Control": IMMUTABLE})
+    return JSONResponse(stored.doc, headers={"ETag": etag, "Cache-Control": IMMUTABLE})
 
 
 @router.get(
@@ -151,13 +116,6 @@ async def get_permalink(request: Request, spec_id: str) -> Response:
     responses={200: TRACE_RESPONSE, **ERROR_RESPONSES},
     response_class=Response,
 )
-async def get_permalink_trace(request: Request, spec_id: str, service: TraceServiceDep) -> Response:
-    spec = await load_spec(request, spec_id)
-    _, normalized = await check_spec(spec)
-    return await trace_response(request, service, spec, normalized, cache_control=IMMUTABLE)
-
-
-# GET /specs/{spec_id}/diagram.svg: the permalink's diagram (gradtrace.api.diagram).
-register_diagram_route(router, load_spec)
-# GET /specs/{spec_id}/player.html: the permalink as one offline HTML file (gradtrace.api.player).
-register_player_route(router, load_spec)
+async def get_permalink_trace(request: Request, stored: StoredSpecDep, service: TraceServiceDep) -> Response:
+    checked = await check_spec(stored.doc)
+    return await trace_response(request, service, checked, cache_control=IMMUTABLE)

@@ -6,8 +6,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from gradtrace.api.body import check_spec, read_json
+from gradtrace.api.deps import TraceServiceDep
 from gradtrace.api.docs import NOT_MODIFIED, SPEC_BODY, SPEC_BODY_ERRORS, TRACE_RESPONSE
-from gradtrace.api.tracing import TraceServiceDep, trace_response
+from gradtrace.api.tracing import trace_response
 
 router = APIRouter(tags=["trace"])
 
@@ -24,5 +25,5 @@ router = APIRouter(tags=["trace"])
 )
 async def post_trace(request: Request, service: TraceServiceDep) -> Response:
     doc = await read_json(request)
-    _, normalized = await check_spec(doc)
-    return await trace_response(request, service, doc, normalized)
+    checked = await check_spec(doc)
+    return await trace_response(request, service, checked)

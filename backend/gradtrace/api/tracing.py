@@ -1,22 +1,25 @@
 """Spec -> trace response, shared by ``POST /trace`` and ``GET /specs/{id}/trace``.
 
 Routes get the ``TraceService`` (cache, single flight, workers: ``service/trace_service.py``)
-with ``Depends(get_trace_service)``; this module adds what HTTP needs on top of it (ETag,
+as ``TraceServiceDep`` (``api/deps.py``); this module adds what HTTP needs on top of it (ETag,
 304, ``X-Cache``) and turns the service's two failures into envelopes in one place
 (``api_error_of``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from fastapi import Depends, Request
+from fastapi import Request
 from fastapi.responses import Response
 
 from gradtrace.api.errors import ApiError
 from gradtrace.problem import Problem
-from gradtrace.service.hashing import trace_key
-from gradtrace.service.trace_service import CacheStatus, TraceRejected, TraceService, WorkerUnavailable
+from gradtrace.service.trace_service import (
+    CacheStatus,
+    CheckedSpec,
+    TraceRejected,
+    TraceService,
+    WorkerUnavailable,
+)
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 
@@ -35,15 +38,6 @@ def not_modified(request: Request, etag: str, cache_control: str | None) -> Resp
     return None
 
 
-def get_trace_service(request: Request) -> TraceService:
-    """The app's one TraceService (created by the lifespan in ``api/app.py``)."""
-    service: TraceService = request.app.state.trace_service
-    return service
-
-
-TraceServiceDep = Annotated[TraceService, Depends(get_trace_service)]
-
-
 def api_error_of(exc: WorkerUnavailable | TraceRejected) -> Problem:
     """The one place a worker's failure becomes an HTTP error."""
     if isinstance(exc, WorkerUnavailable):
@@ -51,12 +45,10 @@ def api_error_of(exc: WorkerUnavailable | TraceRejected) -> Problem:
     return exc.outcome.payload  # the worker's Problem, unchanged
 
 
-async def trace_bytes(
-    service: TraceService, spec_doc: dict[str, Any], normalized: dict[str, Any]
-) -> tuple[bytes, CacheStatus]:
+async def trace_bytes(service: TraceService, checked: CheckedSpec) -> tuple[bytes, CacheStatus]:
     """(trace JSON bytes, "hit"|"miss"|"shared") for a checked spec, or the ApiError."""
     try:
-        return await service.trace(spec_doc, normalized)
+        return await service.trace(checked)
     except (WorkerUnavailable, TraceRejected) as exc:
         raise api_error_of(exc) from exc
 
@@ -64,16 +56,14 @@ async def trace_bytes(
 async def trace_response(
     request: Request,
     service: TraceService,
-    spec_doc: dict[str, Any],
-    normalized: dict[str, Any],
+    checked: CheckedSpec,
     cache_control: str | None = None,
 ) -> Response:
-    key = trace_key(normalized)
-    etag = etag_of(key)
+    etag = etag_of(checked.key)
     early = not_modified(request, etag, cache_control)
     if early is not None:
         return early
-    data, how = await trace_bytes(service, spec_doc, normalized)
+    data, how = await trace_bytes(service, checked)
     headers = {"ETag": etag, "X-Cache": how}
     if cache_control:
         headers["Cache-Control"] = cache_control

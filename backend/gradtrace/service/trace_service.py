@@ -3,11 +3,12 @@
 Two traces' comparison (``compare``) goes the same way: cached by the pair of trace keys,
 single flight, computed in a worker (never in the API process), the same failures.
 
-Order of defences: the spec was parsed and its declared sizes checked in the API process
-(torch-free) before it gets here; the cache (by content hash) answers identical specs;
+Order of defences: the spec was parsed, its declared sizes checked and its run priced in the
+API process (torch-free) before it gets here, and arrives as a ``CheckedSpec``; the cache (by content hash) answers identical specs;
 identical specs in flight at the same moment share one worker run (single flight); the worker
 dry-runs on the ``meta`` device, then traces under CPU, memory and wall-clock bounds. The
-worker's JSON bytes are returned as they are (no re-validation, no re-encoding).
+worker gets the parsed ModelSpec (pickled across its pipe), never the document to parse
+again: a spec is parsed once on its way to the worker. The worker's JSON bytes are returned as they are (no re-validation, no re-encoding).
 
 Failures leave as two exceptions: ``WorkerUnavailable`` (not the request's fault: 503 with
 ``Retry-After``) and ``TraceRejected`` (the worker's verdict on the spec: 4xx).
@@ -26,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from gradtrace.problem import Problem
 from gradtrace.service.cache import TraceCache, make_cache
@@ -37,13 +39,34 @@ from gradtrace.service.single_flight import SingleFlight
 from gradtrace.service.store import StoreUnavailable
 from gradtrace.service.workers import TaskOutcome, WorkerPool, WorkerUnavailable
 
+if TYPE_CHECKING:
+    from gradtrace.spec import ModelSpec
+
 log = logging.getLogger(__name__)
 
 CacheStatus = Literal["hit", "miss", "shared"]
 # Fetches the two traces of a comparison (JSON bytes of a and b), called only on a cache miss.
 TracePair = Callable[[], Awaitable[tuple[bytes, bytes]]]
 
-__all__ = ["CacheStatus", "TraceRejected", "TraceService", "WorkerUnavailable"]
+__all__ = ["CacheStatus", "CheckedSpec", "TraceRejected", "TraceService", "WorkerUnavailable"]
+
+
+@dataclass(frozen=True)
+class CheckedSpec:
+    """A spec parsed, its declared sizes checked and its run priced (``api/body.py``).
+
+    ``spec`` is what a worker traces, as it is: it crosses the pipe pickled and is not parsed
+    again. ``normalized`` is its normalised document, the one source of every content hash
+    (``trace_key``, ``spec_hash``, ``permalink_id``) and of what the permalink store keeps.
+    """
+
+    spec: ModelSpec
+    normalized: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        """The trace's cache key and ETag (``service/hashing.py``)."""
+        return trace_key(self.normalized)
 
 
 class TraceRejected(Exception):
@@ -76,13 +99,13 @@ class TraceService:
         await self.pool.close()
         await self.cache.close()
 
-    async def trace(self, spec_doc: dict[str, Any], normalized: dict[str, Any]) -> tuple[bytes, CacheStatus]:
+    async def trace(self, checked: CheckedSpec) -> tuple[bytes, CacheStatus]:
         """(trace JSON bytes, how it was answered) for a checked spec."""
-        key = trace_key(normalized)
+        key = checked.key
         cached = await self.cache.get(key)
         if cached is not None:
             return cached, "hit"
-        data, shared = await self._inflight.run(key, lambda: self._compute(key, spec_doc))
+        data, shared = await self._inflight.run(key, lambda: self._compute(key, checked.spec))
         return data, "shared" if shared else "miss"
 
     async def compare(
@@ -105,9 +128,9 @@ class TraceService:
         trace_a, trace_b = await traces()
         return await self._in_worker(key, lambda: self.pool.run_compare(trace_a, trace_b, permalinks))
 
-    async def _compute(self, key: str, spec_doc: dict[str, Any]) -> bytes:
+    async def _compute(self, key: str, spec: ModelSpec) -> bytes:
         await self._refuse_if_costly(key)
-        return await self._in_worker(key, lambda: self.pool.run_trace(spec_doc), remember_costly=True)
+        return await self._in_worker(key, lambda: self.pool.run_trace(spec), remember_costly=True)
 
     async def _in_worker(
         self, key: str, run: Callable[[], Awaitable[TaskOutcome]], remember_costly: bool = False

@@ -13,9 +13,12 @@ import logging
 import os
 import resource
 import time
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from gradtrace.service import worker_warmup
+
+if TYPE_CHECKING:
+    from gradtrace.spec import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -117,22 +120,27 @@ def _begin_task() -> None:
         time.sleep(_debug_delay_s)
 
 
-def run_trace(spec_doc: dict[str, Any]) -> tuple[str, Any]:
-    """Parse, then trace (run_spec dry-runs on the meta device before allocating).
+def run_trace(spec: ModelSpec) -> tuple[str, Any]:
+    """Trace a spec the API process parsed and priced (``api/body.py``): it arrives as the
+    ModelSpec itself, pickled across the pipe, and is not parsed or validated again here.
 
-    Returns ("ok", json_bytes) or ("spec_error" | "limit" | "error", Problem): the Problem the
-    validator or the engine raised, pickled back as it is. Exits with EXIT_OUT_OF_MEMORY
-    instead of answering when memory ran out.
+    What runs here is what needs torch, which the API process never imports: ``run_spec``'s
+    dry run on the meta device (shapes, nodes, memory), then the trace. ``run_spec`` also
+    repeats the price check (~0.1 ms), kept on purpose: it is the engine's own guard for
+    every caller, and this process, not the API's, is the one a costly spec would hold.
+
+    Returns ("ok", json_bytes) or ("spec_error" | "limit" | "error", Problem): the Problem
+    the engine raised, pickled back as it is. Exits with EXIT_OUT_OF_MEMORY instead of
+    answering when memory ran out.
     """
     _begin_task()
     from gradtrace.engine import run_spec
     from gradtrace.problem import Problem
-    from gradtrace.spec import SpecLimits, parse_spec
+    from gradtrace.spec import SpecLimits
     from gradtrace.trace import Trace
 
     limits = SpecLimits()
     try:
-        spec = parse_spec(spec_doc)
         doc = run_spec(spec, limits)  # limits first (declared shapes, meta dry run), then the trace
         _lift_memory_budget()
         return ("ok", Trace(doc).to_json_bytes())  # the engine's TraceDoc, encoded once

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gradtrace.spec import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +26,14 @@ WARM_UP_SPEC = {
 }
 
 
-def warm_up(run_trace: Callable[[dict[str, Any]], tuple[str, Any]]) -> bool:
-    """Run the warm-up spec through ``run_trace``; never raises (the tasks report a broken engine)."""
+def warm_up(run_trace: Callable[[ModelSpec], tuple[str, Any]]) -> bool:
+    """Run the warm-up spec through ``run_trace``; never raises (the tasks report a broken engine).
+
+    Parsed here as the API parses a request's spec: ``run_trace`` takes the parsed spec."""
     try:
-        kind, _ = run_trace(WARM_UP_SPEC)
+        from gradtrace.spec import parse_spec
+
+        kind, _ = run_trace(parse_spec(WARM_UP_SPEC))
     except Exception:
         log.exception("worker warm-up trace failed")
         return False

@@ -34,12 +34,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradtrace.problem import Problem
 from gradtrace.service import worker_tasks
 from gradtrace.service.settings import Settings
 from gradtrace.service.worker_main import worker_main
+
+if TYPE_CHECKING:
+    from gradtrace.spec import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -364,9 +367,10 @@ class WorkerPool:
             raise
 
     # -- the public operations -------------------------------------------------------------
-    async def run_trace(self, spec_doc: dict[str, Any]) -> TaskOutcome:
-        """Trace one spec in a worker. Raises WorkerUnavailable (503) when it could not."""
-        return await self._run_task("run_trace", (spec_doc,), "trace")
+    async def run_trace(self, spec: ModelSpec) -> TaskOutcome:
+        """Trace one parsed spec in a worker (it is pickled across, not parsed again there).
+        Raises WorkerUnavailable (503) when it could not."""
+        return await self._run_task("run_trace", (spec,), "trace")
 
     async def run_compare(self, trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> TaskOutcome:
         """Compare two traces (JSON bytes) in a worker, with a trace's bounds and failures."""
