@@ -117,6 +117,8 @@ def test_the_wheel_carries_the_viewer_and_its_licenses(wheel: Path) -> None:
         "js/main.js",
         "css/app.css",
         "tools/render.mjs",
+        "tools/snapshot.cjs",
+        "tools/snapshot-warmup.json",  # (the snapshot warms up on it: without it, a toy)
         "node_modules/elkjs/lib/elk-worker.min.js",
         "node_modules/elkjs/lib/elk.bundled.js",
         "node_modules/elkjs/LICENSE.md",

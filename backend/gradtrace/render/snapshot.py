@@ -27,6 +27,7 @@ ENTRY = Path("tools") / "snapshot.cjs"
 CODE = (
     "tools/*.mjs",
     "tools/*.cjs",
+    "tools/*.json",  # the graphs the snapshot is warmed up with
     "js/*.js",
     "js/export/*.js",
     "css/graph.css",
