@@ -364,6 +364,7 @@ class TraceSession:
     ) -> TraceDoc:
         """The finished trace: the engine's records (trace_schema's own) assembled."""
         self.close()
+        self.summarize.passes_over()
         rec = self.recorder
         grads, values = self._final_values()
         for tensor in self.retained.values():

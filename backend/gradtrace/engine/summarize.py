@@ -183,14 +183,15 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     return bits.astype(bits.dtype.newbyteorder("<")) if _BIG_ENDIAN else bits, numeric
 
 
-def _pairs(t: torch.Tensor) -> tuple[np.dtype, bytes]:
-    """A complex tensor's numbers as its real and imaginary parts in turn, row-major, as numpy
-    holds them here (complex32's as float32, exactly): what its ``values`` list is made of."""
-    z = t.detach().resolve_conj().resolve_neg().cpu()
+def _pairs(t: torch.Tensor) -> np.ndarray:
+    """A complex CPU tensor's numbers as its real and imaginary parts in turn (its last
+    dimension doubled), as numpy holds them here (complex32's as float32, exactly): what its
+    ``values`` list is made of."""
+    z = t.resolve_conj().resolve_neg()
     if z.dtype is torch.complex32:
         z = z.to(torch.complex64)
     parts = torch.view_as_real(z.contiguous()).numpy()
-    return parts.dtype, parts.tobytes()
+    return parts.reshape(*parts.shape[:-2], -1)
 
 
 def base64_of(raw: bytes | memoryview) -> str:
@@ -215,15 +216,6 @@ def json_lists(block: np.ndarray) -> list[list[Any]]:
         for i in np.flatnonzero(~finite).tolist():
             rows[i] = [finite_or_name(v) for v in rows[i]]
     return rows
-
-
-def _blocks(dtype: np.dtype, numel: int, chunks: list[bytes]) -> Iterator[tuple[int, np.ndarray]]:
-    """Row-major copies of tensors of one dtype and size as 2-D blocks, a row per tensor:
-    ``(index of the first row, block)``, each block at most ``_BLOCK_ELEMENTS`` (but one row)."""
-    rows = max(1, _BLOCK_ELEMENTS // max(numel, 1))
-    for first in range(0, len(chunks), rows):
-        part = chunks[first : first + rows]
-        yield first, np.frombuffer(b"".join(part), dtype).reshape(len(part), numel)
 
 
 def _fill(stats: TensorStats, row: StatsRow) -> None:
@@ -352,12 +344,15 @@ class Summarizer:
         self.tensor_data: list[str] = []
         # key (see _key) -> (tensor kept alive, its record)
         self._cache: dict[tuple, tuple[torch.Tensor, TensorValue]] = {}
-        # what finalize() completes, from row-major byte copies taken at capture, grouped by
-        # (numpy dtype, numel) so that each group is summarized as one block:
-        # stats to compute, numbers to write as JSON lists (tiny), and as base64 (small)
-        self._stats_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorStats]]] = {}
-        self._lists_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorValue]]] = {}
-        self._data_due: list[tuple[bytes, int]] = []  # bytes, and their index in tensor_data
+        # what finalize() completes, from what the capture kept of each tensor (see _kept):
+        # small tensors grouped by (dtype, shape, device), as parallel lists: what is kept,
+        # the stats to compute (None: shared with another record), the record to give its
+        # JSON list (tiny, with numbers), the index of its base64 block (else None)
+        self._small: dict[tuple, tuple[list[torch.Tensor], list, list, list]] = {}
+        # large tensors, one at a time: (what is kept, stats to compute or None, block index or None)
+        self._large: list[tuple[torch.Tensor, TensorStats | None, int | None]] = []
+        # copies on the tensors' own devices while the passes run; the tensors themselves after
+        self.copying = True
         # id(tensor) -> (tensor kept alive, version, its record)
         self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
@@ -505,11 +500,51 @@ class Summarizer:
             self.values_truncated += 1
         return value
 
+
+    def passes_over(self) -> None:
+        """The passes are over: nothing writes the model's tensors any more (what follows is
+        the trace's own assembly), so later records keep the tensors themselves instead of
+        copies, read as they are by :meth:`finalize`."""
+        self.copying = False
+
+    def _kept(self, t: torch.Tensor, key: tuple, row_major: bool) -> torch.Tensor:
+        """What :meth:`finalize` reads of ``t`` (its cache ``key``): a copy made now on the
+        tensor's own device (later in-place writes must not change what was seen; no host
+        transfer, no sync), row-major when ``row_major`` (small tensors are stacked a row
+        each), else in torch's layout (a large tensor's stats read its elements in the order
+        they lie in memory, as numpy reads a view of it). After :meth:`passes_over`, the
+        tensor itself where it needs no conversion.
+
+        Inside a torch.func transform a torch call on a plain tensor may return a wrapper
+        (no storage): there the copy is made again with the transforms set aside."""
+        kept = self._copy(t, key, row_major)
+        if _FUNCTORCH.is_functorch_wrapped_tensor(kept):
+            with torch._C._DisableFuncTorch():
+                kept = self._copy(t, key, row_major)
+        return kept
+
+    def _copy(self, t: torch.Tensor, key: tuple, row_major: bool) -> torch.Tensor:
+        """(see _kept)"""
+        if t.requires_grad:  # (the copy must not join the graph)
+            t = t.detach()
+        copying = self.copying
+        if key[0] is None:  # sparse and other layouts: a dense tensor of their numbers (new)
+            t = t.to_dense()
+            copying = False
+        elif key[6]:  # a lazy negation or conjugation, applied: a new tensor of its own
+            t = t.resolve_conj().resolve_neg()
+            copying = False
+        if row_major and not t.is_contiguous():
+            return t.clone(memory_format=torch.contiguous_format)
+        # (clone keeps the strides of a dense tensor: a transposed weight)
+        return t.clone() if copying else t
+
     def _snapshot(
         self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
     ) -> TensorValue:
         """The record of ``t`` (its cache ``key``, its dtype's ``kind``) now: stats always, its
-        numbers if ``numbers``."""
+        numbers if ``numbers``; both written by :meth:`finalize`, from what is kept of ``t``
+        now (see _kept)."""
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
         if kind.complex:
             stats.of = "magnitude"
@@ -518,65 +553,32 @@ class Summarizer:
         if shape is None:
             shape = self._shapes[size] = list(size)
         out = TensorValue(shape=shape, dtype=kind.name, stats=stats, truncated=not numbers)
-        owner = True  # this record's stats are computed here (not shared with another's)
+        owner: TensorStats | None = stats  # the stats computed for this record (None: shared)
         contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
         if numel and key[0] is not None and (contiguous or _is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device, negated), from the key
             memory = (key[0], numel, key[3], key[4], key[5], key[6])
             known = self._stats_by_memory.setdefault(memory, stats)
             if known is not stats:
-                out.stats = known  # filled now, or by finalize() with its first owner
+                out.stats = known  # filled by finalize() with its first owner
                 if not numbers:
                     return out
-                owner = False
-        own_dtype = _own_dtype(key, kind)
-        if numel > BATCH_STATS:
-            # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
-            # (detached first: .numpy() refuses a tensor that requires grad. No
-            # torch.no_grad() here: entering it cost ~200 µs per call.)
-            native: np.ndarray | None
-            if own_dtype is not None:
-                native = numeric = _own_array(t, numel, contiguous)
-            else:
-                native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
-            if owner:
-                _fill(stats, stats_of(numeric))
-            if numbers and native is not None:
-                out.data = self._block(base64_of(np.ascontiguousarray(native).data))  # (read in place)
+                owner = None
+        data = None
+        if numbers and numel > TINY_TENSOR:
+            out.data = data = self._block("")  # (written by finalize())
+        if numel > BATCH_STATS:  # large: summarized alone by finalize()
+            self._large.append((self._kept(t, key, False), owner, data))
             return out
-        # small: copied now, row-major (later in-place writes must not change what was
-        # seen), and finished in finalize() with all the others of its dtype and size
-        raw: bytes | None  # the tensor's own bytes
-        if own_dtype is not None:
-            # its bytes as they lie in CPU memory (contiguous: one copy, no numpy array; else,
-            # e.g. a transposed weight, row-major from numpy's view in torch's layout)
-            raw = plain = _own_array(t, numel, contiguous).tobytes()
-            dtype = own_dtype
-        else:
-            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
-            raw = None if native is None else native.tobytes()
-            plain = raw if raw is not None and numeric is native else numeric.tobytes()
-            dtype = numeric.dtype
-        if owner:
-            stats_due = self._stats_due.get((dtype, numel))
-            if stats_due is None:
-                stats_due = self._stats_due[(dtype, numel)] = ([], [])
-            stats_due[0].append(plain)
-            stats_due[1].append(stats)
-        if numbers:
-            if numel <= TINY_TENSOR:
-                count = numel
-                if kind.complex:  # (two numbers an element: see _pairs)
-                    dtype, plain = _pairs(t)
-                    count = 2 * numel
-                lists_due = self._lists_due.get((dtype, count))
-                if lists_due is None:
-                    lists_due = self._lists_due[(dtype, count)] = ([], [])
-                lists_due[0].append(plain)
-                lists_due[1].append(out)
-            elif raw is not None:
-                out.data = index = self._block("")  # (written by finalize())
-                self._data_due.append((raw, index))
+        # small: finished by finalize() with all the others of its dtype, shape and device
+        group_key = (key[3], size, True if key[5] is True else t.device)
+        group = self._small.get(group_key)
+        if group is None:
+            group = self._small[group_key] = ([], [], [], [])
+        group[0].append(self._kept(t, key, True))
+        group[1].append(owner)
+        group[2].append(out if numbers and numel <= TINY_TENSOR else None)
+        group[3].append(data)
         return out
 
     def _block(self, text: str) -> int:
@@ -585,18 +587,62 @@ class Summarizer:
         return len(self.tensor_data) - 1
 
     def finalize(self) -> None:
-        """Fill the stats and numbers of every record handed out so far (idempotent)."""
-        stats_due, self._stats_due = self._stats_due, {}
-        lists_due, self._lists_due = self._lists_due, {}
-        data_due, self._data_due = self._data_due, []
-        for (dtype, numel), (chunks, owners) in stats_due.items():
-            for first, block in _blocks(dtype, numel, chunks):
-                for stats, row in zip(owners[first : first + len(block)], block_stats(block), strict=True):
-                    _fill(stats, row)
-        for (dtype, numel), (chunks, records) in lists_due.items():
-            for first, block in _blocks(dtype, numel, chunks):
-                for out, numbers in zip(records[first : first + len(block)], json_lists(block), strict=True):
+        """Fill the stats and numbers of every record handed out so far (idempotent): the
+        host work of the whole trace, after its passes. Small tensors in groups of one dtype,
+        shape and device (one stacked tensor, one transfer and a few numpy calls per group),
+        large ones one at a time; each group's copies are dropped once read."""
+        small, self._small = self._small, {}
+        large, self._large = self._large, []
+        while small:
+            _key, (copies, owners, lists, data) = small.popitem()
+            stacked = torch.stack(copies)
+            copies.clear()
+            self._finish_small(stacked.reshape(len(owners), -1), owners, lists, data)
+        tensor_data = self.tensor_data
+        large.reverse()  # (popped from the end: in the order they were seen)
+        while large:
+            kept, owner, index = large.pop()
+            native, numeric = native_and_numeric(kept)
+            del kept
+            if owner is not None:
+                _fill(owner, stats_of(numeric))
+            if index is not None:
+                tensor_data[index] = base64_of(np.ascontiguousarray(native).data)
+
+    def _finish_small(
+        self,
+        stacked: torch.Tensor,
+        owners: list[TensorStats | None],
+        lists: list[TensorValue | None],
+        data: list[int | None],
+    ) -> None:
+        """A group of small tensors, a row each of ``stacked``: the stats of each row that
+        owns some (``owners``), the JSON lists of the tiny ones with numbers (``lists``), the
+        base64 blocks of the others with numbers (``data``: their indices)."""
+        host = stacked if stacked.is_cpu else stacked.cpu()  # (the group's one transfer)
+        native, numeric = native_and_numeric(host)
+        numel = numeric.shape[1]
+        rows = max(1, _BLOCK_ELEMENTS // max(numel, 1))  # (bounds the float64 temporaries)
+        for part in _chunks([(i, s) for i, s in enumerate(owners) if s is not None], rows):
+            block = numeric[[i for i, _s in part]]
+            for (_i, stats), row in zip(part, block_stats(block), strict=True):
+                _fill(stats, row)
+        wanted = [(i, out) for i, out in enumerate(lists) if out is not None]
+        if wanted:
+            source = numeric
+            if host.is_complex():  # (two numbers an element: see _pairs)
+                source = _pairs(host).reshape(len(lists), -1)
+            for part in _chunks(wanted, rows):
+                block = source[[i for i, _out in part]]
+                for (_i, out), numbers in zip(part, json_lists(block), strict=True):
                     out.values = numbers
         tensor_data = self.tensor_data
-        for raw, index in data_due:
-            tensor_data[index] = base64_of(raw)
+        for i, index in enumerate(data):
+            if index is not None:
+                tensor_data[index] = base64_of(np.ascontiguousarray(native[i]).data)
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    """``items`` in lists of at most ``size``."""
+    for first in range(0, len(items), size):
+        yield items[first : first + size]
