@@ -19,7 +19,14 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
-from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norms, wrapped_values
+from gradtrace.engine.analyses import (
+    LinearAnalysis,
+    PendingNorms,
+    diagnose,
+    diagnostic,
+    grad_norms,
+    wrapped_values,
+)
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
@@ -109,6 +116,9 @@ class TraceSession:
         self.retained: dict[str, torch.Tensor] = {}
         self.diagnostics: list[Diagnostic] = []
         self.grad_norms: list[GradNorm] = []
+        # each backward pass's parameter gradient norms, computed on the device as the pass
+        # ends, read to the host by finish()
+        self._pass_norms: list[PendingNorms] = []
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
@@ -314,7 +324,7 @@ class TraceSession:
         grads = [
             (name, modules[name], grad) for name, p in self.params.items() if (grad := p.grad) is not None
         ]
-        self.grad_norms += grad_norms(grads, pass_index)
+        self._pass_norms.append(PendingNorms(grads, pass_index))
 
     # ---- errors in steps ----------------------------------------------------------------
     def error_event(self, exc: BaseException, step: int | None) -> None:
@@ -365,6 +375,9 @@ class TraceSession:
         """The finished trace: the engine's records (trace_schema's own) assembled."""
         self.close()
         self.summarize.passes_over()
+        for pending in self._pass_norms:
+            self.grad_norms += pending.read()
+        self._pass_norms = []
         rec = self.recorder
         grads, values = self._final_values()
         for tensor in self.retained.values():

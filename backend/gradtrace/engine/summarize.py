@@ -18,8 +18,10 @@ Every tensor that ends up in a trace passes through :class:`Summarizer`. The val
   elements: what a person reads, e.g. seed 002's gradients in a ``curl`` answer), otherwise
   ``data``: the index of a block in the trace's ``tensor_data``, base64 of the tensor's own
   little-endian bytes (float64 stays float64; bfloat16 is its 16-bit pattern, bool one byte
-  per element), each block written once. The wire format decides the speed: ``.tolist()`` + json of big
-  tensors is far slower than raw base64 (BENCHMARKS.md).
+  per element), each block written once. The wire format decides the speed: ``.tolist()`` +
+  json of big tensors is far slower than raw base64 (BENCHMARKS.md).
+* When: the passes only keep copies on the tensors' own devices; every read to the host
+  (stats, lists, base64) happens after them, in :meth:`Summarizer.finalize`.
 
 Output is the trace's own record, :class:`~gradtrace.trace_schema.TensorValue` (a msgspec
 Struct: about as cheap to build as a dict).
@@ -93,7 +95,7 @@ _BITS = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
 _BIG_ENDIAN = sys.byteorder == "big"
 _STRIDED = torch.strided
 _COMPLEX = frozenset((torch.complex32, torch.complex64, torch.complex128))
-_TENSOR = torch.Tensor  # (a module constant: ~18 ns less per isinstance than torch.Tensor)
+_TENSOR = torch.Tensor  # (a module constant: no attribute lookup on torch per isinstance)
 
 
 def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
@@ -148,7 +150,7 @@ def dtype_name(t: torch.Tensor) -> str:
     return _kind(t.dtype).name
 
 
-def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
+def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """A detached tensor as numpy arrays of its shape (views where possible): ``(native, numeric)``.
 
     ``native``'s bytes are the tensor's own, little-endian (what ``data`` carries; a complex
@@ -156,8 +158,8 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     are made of: the same array where numpy has the dtype (on a little-endian machine), else
     float32 (exact for bfloat16 and float8) or, for complex tensors, the magnitude (their
     stats are the magnitude's; their ``values`` come from ``native``: see _pairs). Both keep
-    torch's strides: ``tobytes()`` reads them row-major, as ``data`` is. (A tensor with an
-    ``_own_dtype`` is read by ``_own_array`` instead, with none of the checks below.)
+    torch's strides: ``tobytes()`` reads them row-major, as ``data`` is. (``exact_array``
+    reads a tensor with an ``_own_dtype`` through ``_own_array``, with none of these checks.)
     """
     if t.layout != torch.strided:
         t = t.to_dense()
@@ -197,8 +199,9 @@ def _pairs(t: torch.Tensor) -> np.ndarray:
 def base64_of(raw: bytes | memoryview) -> str:
     """base64 of a contiguous buffer's bytes (bytes, or a contiguous array's memory).
 
-    pybase64's SIMD encoder: ~40x faster than ``binascii`` on the 32 KB tensors of a small
-    transformer, where binascii took about a tenth of a whole capture."""
+    pybase64's SIMD encoder rather than ``binascii``: every number a trace keeps goes through
+    here, and the standard library's encoder was a visible share of a whole trace
+    (BENCHMARKS.md)."""
     return pybase64.b64encode_as_string(raw)
 
 
@@ -234,7 +237,7 @@ def _key(t: torch.Tensor, version: int) -> tuple:
     negated)``. A complex tensor may be lazily conjugated too (``z.conj()``): its last field is
     then ``negated + 2 * conjugated`` (0 when neither, as False). (A plain function: looked up
     faster than a method on the hot path.)"""
-    # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+    # (torch.Size hashes as the tuple it is; is_cpu: a flag, where device.type builds a device)
     dtype = t.dtype
     lazy = t.is_neg() if dtype not in _COMPLEX else t.is_neg() + 2 * t.is_conj()
     if t.layout is not _STRIDED:
@@ -249,8 +252,8 @@ def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
     activation. Such tensors with the same first element, numel, dtype and version hold
     the same elements, so the same stats. (What ``t.permute(dims by decreasing stride)
     .is_contiguous()`` answers, from the key's numbers: no tensor, no autograd node.)
-    Remembered per layout: a model repeats a few layouts many times (~1.7 µs to sort and
-    check, ~0.1 µs to look up).
+    Remembered per layout: a model repeats a few layouts many times, and a lookup costs
+    far less than the sort and the check.
     """
     expected = 1
     for stride, size in sorted(zip(strides, shape, strict=True)):
@@ -322,13 +325,15 @@ class Summarizer:
     ``values`` lists are short). Past the budget, new snapshots are stats only
     (``truncated``).
 
-    Capture only snapshots the numbers (a copy: later in-place writes must not change what
-    was seen) and returns the record; :meth:`finalize` fills every pending one at the end, with
-    the stats of all small tensors computed together.
+    While the passes run, a new record only keeps a copy of the tensor on its own device
+    (later in-place writes must not change what was seen) and is returned unfilled: no host
+    transfer, no device sync and no numpy in a hook, so a GPU pass is not made to wait node
+    by node. :meth:`finalize` fills every pending record after the passes, small tensors in
+    groups (one stacked tensor and one transfer per dtype, shape and device).
 
     Capture calls this thousands of times per trace, so the hot paths are written for speed:
-    the same tensor object again costs one dict lookup; a new small tensor reads each of its
-    attributes once and, when it lies contiguous in CPU memory, copies its bytes directly.
+    the same tensor object again costs one dict lookup; a new tensor reads each of its
+    attributes once.
     """
 
     def __init__(
@@ -499,7 +504,6 @@ class Summarizer:
         if value is not None and value.truncated:
             self.values_truncated += 1
         return value
-
 
     def passes_over(self) -> None:
         """The passes are over: nothing writes the model's tensors any more (what follows is
