@@ -12,6 +12,7 @@ the trace made without the guard. Where CUDA is present the same traces run on t
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -265,3 +266,35 @@ def test_a_data_write_in_a_forward_hook(monkeypatch: pytest.MonkeyPatch) -> None
     assert fired[("module_forward", "0")].payload["changed"] is True
     (given,) = [e for e in trace.events if e.kind == "module_forward_pre" and e.module == "1"]
     assert np.array_equal(trace.array(given.payload["inputs"][0]), written.numpy())
+
+
+# ---- read later, the numbers seen then ----------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool])
+def test_large_views_read_later_have_the_stats_of_numpys_view_then(dtype: torch.dtype) -> None:
+    """A large tensor is read by finalize(), from a copy laid out as the tensor was: its stats
+    are those of numpy's view of the tensor when it was seen (the order of the elements, and
+    so the float64 sum's rounding, included), though the tensor was written since."""
+    from gradtrace.engine.summarize import Summarizer, native_and_numeric
+    from gradtrace.engine.tensor_stats import stats_of
+
+    base = (torch.randn(6, 40, 30, generator=torch.Generator().manual_seed(8)) * 1000 + 0.1).to(dtype)
+    views = [
+        base,
+        base.permute(2, 0, 1),
+        base[:, ::2, 1::3],
+        base[:1].expand(4, 40, 30),
+        base[:, :, :1].expand(6, 40, 20).transpose(0, 2),
+        base[2:3, 5:6].expand(3, 400, 30)[:, ::2],
+    ]
+    summarizer = Summarizer()
+    records = [summarizer(v) for v in views]
+    expected = [stats_of(native_and_numeric(v)[1]) for v in views]
+    rows = [v.contiguous().numpy().tobytes() for v in views]
+    with torch.no_grad():
+        base.zero_()  # (after every snapshot)
+    summarizer.finalize()
+    for record, stats, row in zip(records, expected, rows, strict=True):
+        assert record.stats.numel > BATCH_STATS
+        got = (record.stats.min, record.stats.max, record.stats.mean, record.stats.std, record.stats.norm)
+        assert got == stats[:5]
+        assert base64.b64decode(summarizer.tensor_data[record.data]) == row

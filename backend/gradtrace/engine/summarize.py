@@ -264,6 +264,12 @@ def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
     return True
 
 
+def _stride_order(strides: tuple[int, ...]) -> list[int]:
+    """A view's dims from the largest stride to the smallest, ties in order: the order in
+    which numpy lays out a copy of a view that is not dense (``astype``, ``ravel("K")``)."""
+    return sorted(range(len(strides)), key=lambda dim: -abs(strides[dim]))
+
+
 _FUNCTORCH = torch._C._functorch
 
 
@@ -511,23 +517,25 @@ class Summarizer:
         copies, read as they are by :meth:`finalize`."""
         self.copying = False
 
-    def _kept(self, t: torch.Tensor, key: tuple, row_major: bool) -> torch.Tensor:
+    def _kept(self, t: torch.Tensor, key: tuple, row_major: bool, numpy_order: bool = False) -> torch.Tensor:
         """What :meth:`finalize` reads of ``t`` (its cache ``key``): a copy made now on the
         tensor's own device (later in-place writes must not change what was seen; no host
         transfer, no sync), row-major when ``row_major`` (small tensors are stacked a row
-        each), else in torch's layout (a large tensor's stats read its elements in the order
-        they lie in memory, as numpy reads a view of it). After :meth:`passes_over`, the
-        tensor itself where it needs no conversion.
+        each), else laid out as ``t`` is: a large tensor's stats sum its elements in the
+        order numpy reads them, which follows the layout (a dense one's strides are kept; a
+        view that is not dense, ``numpy_order``, is copied in the order of its strides, as
+        numpy orders such a view). After :meth:`passes_over`, the tensor itself where it
+        needs no conversion.
 
         Inside a torch.func transform a torch call on a plain tensor may return a wrapper
         (no storage): there the copy is made again with the transforms set aside."""
-        kept = self._copy(t, key, row_major)
+        kept = self._copy(t, key, row_major, numpy_order)
         if _FUNCTORCH.is_functorch_wrapped_tensor(kept):
             with torch._C._DisableFuncTorch():
-                kept = self._copy(t, key, row_major)
+                kept = self._copy(t, key, row_major, numpy_order)
         return kept
 
-    def _copy(self, t: torch.Tensor, key: tuple, row_major: bool) -> torch.Tensor:
+    def _copy(self, t: torch.Tensor, key: tuple, row_major: bool, numpy_order: bool) -> torch.Tensor:
         """(see _kept)"""
         if t.requires_grad:  # (the copy must not join the graph)
             t = t.detach()
@@ -540,8 +548,16 @@ class Summarizer:
             copying = False
         if row_major and not t.is_contiguous():
             return t.clone(memory_format=torch.contiguous_format)
-        # (clone keeps the strides of a dense tensor: a transposed weight)
-        return t.clone() if copying else t
+        if not copying:
+            return t
+        if numpy_order:
+            order = _stride_order(key[2])
+            inverse = sorted(range(len(order)), key=order.__getitem__)
+            return t.permute(order).clone(memory_format=torch.contiguous_format).permute(inverse)
+        # (clone keeps the strides of a dense tensor, e.g. a transposed weight; of another
+        # view, torch's dense layout in the order of its strides, which the conversions of
+        # dtypes numpy lacks follow too)
+        return t.clone()
 
     def _snapshot(
         self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
@@ -572,7 +588,8 @@ class Summarizer:
         if numbers and numel > TINY_TENSOR:
             out.data = data = self._block("")  # (written by finalize())
         if numel > BATCH_STATS:  # large: summarized alone by finalize()
-            self._large.append((self._kept(t, key, False), owner, data))
+            numpy_order = kind.raw is not None and key[0] is not None and not _is_dense(key[1], key[2])
+            self._large.append((self._kept(t, key, False, numpy_order), owner, data))
             return out
         # small: finished by finalize() with all the others of its dtype, shape and device
         group_key = (key[3], size, True if key[5] is True else t.device)
