@@ -5,9 +5,9 @@ finalize()).
 For the duration of each pass (a call of ``TraceSession.forward`` or
 ``TraceSession.backward_pass``: the session's pass boundaries, wrapped here, the pass itself
 unchanged; the bookkeeping each does as its pass ends included) ``Tensor.item``, ``.tolist``,
-``.numpy``, ``.cpu`` and ``.to(<a CPU device>)`` raise. Each trace must still complete and be, byte for byte (``Trace.to_json``),
-the trace made without the guard. Where CUDA is present the same traces run on the GPU under
-``torch.cuda.set_sync_debug_mode("error")`` for the passes too.
+``.numpy``, ``.cpu`` and ``.to(<a CPU device>)`` raise. Each trace must still complete and be,
+byte for byte (``Trace.to_json``), the trace made without the guard. Where CUDA is present the
+same traces run on the GPU under ``torch.cuda.set_sync_debug_mode("error")`` for the passes too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from engine_specs import SEED001_RETAIN, SEED001_TENSOR_HOOKS
 from torch import nn
 
 import gradtrace
@@ -211,6 +212,12 @@ def test_a_spec_with_user_hooks_and_retain_grad(monkeypatch: pytest.MonkeyPatch)
     assert {"tensor_hook", "module_backward", "hook_action", "grad_write"} <= kinds
 
 
+@pytest.mark.parametrize("spec", [SEED001_TENSOR_HOOKS, SEED001_RETAIN], ids=["tensor_hooks", "retain_graph"])
+def test_specs_of_several_steps(monkeypatch: pytest.MonkeyPatch, spec: dict[str, Any]) -> None:
+    """Backwards, a forward step, zero_grad, a backward that fails: each a pass of its own."""
+    _same_trace_under_the_guard(lambda: gradtrace.trace_spec(spec), monkeypatch)
+
+
 class _WritesInPlace(nn.Module):
     """A Linear whose output is then scaled in place (after the Linear's event saw it)."""
 
@@ -235,9 +242,9 @@ def test_an_in_place_write_after_a_snapshot(monkeypatch: pytest.MonkeyPatch, dev
         return gradtrace.trace(_WritesInPlace(width, device), x.to(device))
 
     trace = _same_trace_under_the_guard(make, monkeypatch, device)
-    model = _WritesInPlace(width, "cpu")
+    model = _WritesInPlace(width, device)
     with torch.no_grad():
-        seen = model.lin(x).numpy()
+        seen = model.lin(x.to(device)).cpu().numpy()
     (event,) = [e for e in trace.events if e.kind == "module_forward" and e.module == "lin"]
     (output,) = event.payload["outputs"]
     assert (rows * width > BATCH_STATS) == (output["stats"]["numel"] > BATCH_STATS)
