@@ -2,10 +2,11 @@
 forward and the backward run; every read to the host happens after them (the Summarizer's
 finalize()).
 
-For the duration of each pass (a call of ``TraceSession.forward`` or
+For the duration of each pass (the ``run`` of ``TraceSession.forward`` and the ``call`` of
 ``TraceSession.backward_pass``: the session's pass boundaries, wrapped here, the pass itself
-unchanged; the bookkeeping each does as its pass ends included) ``Tensor.item``, ``.tolist``,
-``.numpy``, ``.cpu`` and ``.to(<a CPU device>)`` raise. Each trace must still complete and be,
+unchanged) ``Tensor.item``, ``.tolist``, ``.numpy``, ``.cpu`` and ``.to(<a CPU device>)``
+raise. (After each, the session reads the pass's large copies to the host: see
+Summarizer.settle.) Each trace must still complete and be,
 byte for byte (``Trace.to_json``), the trace made without the guard. Where CUDA is present the
 same traces run on the GPU under ``torch.cuda.set_sync_debug_mode("error")`` for the passes too.
 """
@@ -93,13 +94,19 @@ class PassGuard:
         monkeypatch.setattr(torch.Tensor, "to", refusing("to", torch.Tensor.to, to_cpu))
         forward, backward_pass = TraceSession.forward, TraceSession.backward_pass
 
-        def guarded_forward(session: TraceSession, *args: Any, **kwargs: Any) -> Any:
-            with guard.during("forward"):
-                return forward(session, *args, **kwargs)
+        def guarded_forward(session: TraceSession, run: Callable[[], Any], *args: Any, **kwargs: Any) -> Any:
+            def inside() -> Any:
+                with guard.during("forward"):
+                    return run()
 
-        def guarded_backward(session: TraceSession, *args: Any, **kwargs: Any) -> Any:
-            with guard.during("backward"):
-                return backward_pass(session, *args, **kwargs)
+            return forward(session, inside, *args, **kwargs)
+
+        def guarded_backward(session: TraceSession, kind: str, of: str, step: Any, call: Callable) -> Any:
+            def inside() -> Any:
+                with guard.during("backward"):
+                    return call()
+
+            return backward_pass(session, kind, of, step, inside)
 
         monkeypatch.setattr(TraceSession, "forward", guarded_forward)
         monkeypatch.setattr(TraceSession, "backward_pass", guarded_backward)

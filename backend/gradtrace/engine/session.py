@@ -253,6 +253,7 @@ class TraceSession:
         finally:
             rec.forward_ended()
             rec.end_pass()
+            self.summarize.settle()  # (after the pass: its large copies read, and dropped)
 
     def name(self, name: str, value: Any) -> None:
         """The program assigned ``name`` (called while the forward runs)."""
@@ -305,6 +306,7 @@ class TraceSession:
             self._discover_created_in_backward(result)
             rec.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
             rec.end_pass()
+            self.summarize.settle()  # (see forward)
 
     def _watch_linear_outputs(self) -> None:
         self.backward_capture.watch.update(self.forward_capture.linear_output_nodes())

@@ -613,12 +613,18 @@ class Summarizer:
         shape and device (one stacked tensor, one transfer and a few numpy calls per group),
         large ones one at a time; each group's copies are dropped once read."""
         small, self._small = self._small, {}
-        large, self._large = self._large, []
         while small:
             _key, (copies, owners, lists, data) = small.popitem()
             stacked = torch.stack(copies)
             copies.clear()
             self._finish_small(stacked.reshape(len(owners), -1), owners, lists, data)
+        self.settle()
+
+    def settle(self) -> None:
+        """Fill the records of the large tensors copied so far, and drop their copies: called
+        as each pass ends, so that what is kept of large tensors is one pass's, not the whole
+        trace's (a model's parameters and their gradients, on a big model)."""
+        large, self._large = self._large, []
         tensor_data = self.tensor_data
         large.reverse()  # (popped from the end: in the order they were seen)
         while large:
