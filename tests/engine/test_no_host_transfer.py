@@ -6,8 +6,9 @@ For the duration of each pass (the ``run`` of ``TraceSession.forward`` and the `
 ``TraceSession.backward_pass``: the session's pass boundaries, wrapped here, the pass itself
 unchanged) ``Tensor.item``, ``.tolist``, ``.numpy``, ``.cpu`` and ``.to(<a CPU device>)``
 raise. (After each, the session reads the pass's large copies to the host: see
-Summarizer.settle.) Each trace must still complete and be,
-byte for byte (``Trace.to_json``), the trace made without the guard. Where CUDA is present the
+Summarizer.settle.) Large CPU tensors, which by default are read where they are seen (no transfer
+for them), take the device tensors' path under the guard. Each trace must still complete and be,
+byte for byte (``Trace.to_json``), the trace made without the guard (by the default path). Where CUDA is present the
 same traces run on the GPU under ``torch.cuda.set_sync_debug_mode("error")`` for the passes too.
 """
 
@@ -27,7 +28,7 @@ from torch import nn
 
 import gradtrace
 from gradtrace.engine.session import TraceSession
-from gradtrace.engine.summarize import BATCH_STATS
+from gradtrace.engine.summarize import BATCH_STATS, Summarizer
 from gradtrace.examples import get_example
 
 CUDA = torch.cuda.is_available()
@@ -110,6 +111,9 @@ class PassGuard:
 
         monkeypatch.setattr(TraceSession, "forward", guarded_forward)
         monkeypatch.setattr(TraceSession, "backward_pass", guarded_backward)
+        # large CPU tensors take a device tensor's path (by default they are read where they are
+        # seen: for them that is no transfer): the path a GPU pass takes, run here on the CPU
+        monkeypatch.setattr(Summarizer, "large_host_tensors_now", False)
 
 
 def _same_trace_under_the_guard(

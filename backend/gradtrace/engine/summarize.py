@@ -21,7 +21,9 @@ Every tensor that ends up in a trace passes through :class:`Summarizer`. The val
   per element), each block written once. The wire format decides the speed: ``.tolist()`` +
   json of big tensors is far slower than raw base64 (BENCHMARKS.md).
 * When: the passes only keep copies on the tensors' own devices; every read to the host
-  (stats, lists, base64) happens after them, in :meth:`Summarizer.finalize`.
+  (stats, lists, base64) happens after them (:meth:`Summarizer.settle` as each pass ends,
+  :meth:`Summarizer.finalize`). One exception: a large tensor already in host memory is read
+  where it is seen (see ``Summarizer.large_host_tensors_now``).
 
 Output is the trace's own record, :class:`~gradtrace.trace_schema.TensorValue` (a msgspec
 Struct: about as cheap to build as a dict).
@@ -334,13 +336,20 @@ class Summarizer:
     While the passes run, a new record only keeps a copy of the tensor on its own device
     (later in-place writes must not change what was seen) and is returned unfilled: no host
     transfer, no device sync and no numpy in a hook, so a GPU pass is not made to wait node
-    by node. :meth:`finalize` fills every pending record after the passes, small tensors in
+    by node (a large CPU tensor is the exception: see ``large_host_tensors_now``). :meth:`finalize` fills every pending record after the passes, small tensors in
     groups (one stacked tensor and one transfer per dtype, shape and device).
 
     Capture calls this thousands of times per trace, so the hot paths are written for speed:
     the same tensor object again costs one dict lookup; a new tensor reads each of its
     attributes once.
     """
+
+    # A large tensor already in host memory is read where it is seen, during the pass: that
+    # is no transfer and no device sync, and a copy kept to the end of its pass would cost as
+    # much memory again as the activations and gradients of a big model (BENCHMARKS.md, "A big
+    # model"). False: kept like a device tensor's, read as its pass ends (the path every
+    # non-CPU tensor takes; the no-host-transfer test runs it on the CPU).
+    large_host_tensors_now: bool = True
 
     def __init__(
         self, value_budget: int = DEFAULT_VALUE_BUDGET, final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT
@@ -587,7 +596,14 @@ class Summarizer:
         data = None
         if numbers and numel > TINY_TENSOR:
             out.data = data = self._block("")  # (written by finalize())
-        if numel > BATCH_STATS:  # large: summarized alone by finalize()
+        if numel > BATCH_STATS:  # large: summarized alone, by settle() or now
+            if key[5] is True and self.large_host_tensors_now:
+                # in host memory already: read where it is seen (no transfer, no copy kept)
+                copying, self.copying = self.copying, False
+                kept = self._kept(t, key, False)
+                self.copying = copying
+                self._finish_large(kept, owner, data)
+                return out
             numpy_order = kind.raw is not None and key[0] is not None and not _is_dense(key[1], key[2])
             self._large.append((self._kept(t, key, False, numpy_order), owner, data))
             return out
@@ -625,16 +641,20 @@ class Summarizer:
         as each pass ends, so that what is kept of large tensors is one pass's, not the whole
         trace's (a model's parameters and their gradients, on a big model)."""
         large, self._large = self._large, []
-        tensor_data = self.tensor_data
         large.reverse()  # (popped from the end: in the order they were seen)
         while large:
             kept, owner, index = large.pop()
-            native, numeric = native_and_numeric(kept)
+            self._finish_large(kept, owner, index)
             del kept
-            if owner is not None:
-                _fill(owner, stats_of(numeric))
-            if index is not None:
-                tensor_data[index] = base64_of(np.ascontiguousarray(native).data)
+
+    def _finish_large(self, kept: torch.Tensor, owner: TensorStats | None, index: int | None) -> None:
+        """A large tensor's record, from what is kept of it: its stats (``owner``, unless shared
+        with another record) and its base64 block (``index``, when it has numbers)."""
+        native, numeric = native_and_numeric(kept)
+        if owner is not None:
+            _fill(owner, stats_of(numeric))
+        if index is not None:
+            self.tensor_data[index] = base64_of(np.ascontiguousarray(native).data)
 
     def _finish_small(
         self,
