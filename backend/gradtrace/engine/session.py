@@ -19,7 +19,14 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
-from gradtrace.engine.analyses import LinearAnalysis, diagnose, diagnostic, grad_norms, wrapped_values
+from gradtrace.engine.analyses import (
+    LinearAnalysis,
+    PendingNorms,
+    diagnose,
+    diagnostic,
+    grad_norms,
+    wrapped_values,
+)
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
@@ -112,6 +119,9 @@ class TraceSession:
         self.retained: dict[str, torch.Tensor] = {}
         self.diagnostics: list[Diagnostic] = []
         self.grad_norms: list[GradNorm] = []
+        # each backward pass's parameter gradient norms, computed on the device as the pass
+        # ends, read to the host by finish()
+        self._pass_norms: list[PendingNorms] = []
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
@@ -247,6 +257,7 @@ class TraceSession:
         finally:
             rec.forward_ended()
             rec.end_pass()
+            self.summarize.settle()  # (after the pass: its large copies read, and dropped)
 
     def name(self, name: str, value: Any) -> None:
         """The program assigned ``name`` (called while the forward runs)."""
@@ -299,6 +310,7 @@ class TraceSession:
             self._discover_created_in_backward(result)
             rec.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
             rec.end_pass()
+            self.summarize.settle()  # (see forward)
 
     def _watch_linear_outputs(self) -> None:
         self.backward_capture.watch.update(self.forward_capture.linear_output_nodes())
@@ -318,7 +330,7 @@ class TraceSession:
         grads = [
             (name, modules[name], grad) for name, p in self.params.items() if (grad := p.grad) is not None
         ]
-        self.grad_norms += grad_norms(grads, pass_index)
+        self._pass_norms.append(PendingNorms(grads, pass_index))
 
     # ---- errors in steps ----------------------------------------------------------------
     def error_event(self, exc: BaseException, step: int | None) -> None:
@@ -368,6 +380,10 @@ class TraceSession:
     ) -> TraceDoc:
         """The finished trace: the engine's records (trace_schema's own) assembled."""
         self.close()
+        self.summarize.passes_over()
+        for pending in self._pass_norms:
+            self.grad_norms += pending.read()
+        self._pass_norms = []
         rec = self.recorder
         grads, values = self._final_values()
         for tensor in self.retained.values():

@@ -18,8 +18,12 @@ Every tensor that ends up in a trace passes through :class:`Summarizer`. The val
   elements: what a person reads, e.g. seed 002's gradients in a ``curl`` answer), otherwise
   ``data``: the index of a block in the trace's ``tensor_data``, base64 of the tensor's own
   little-endian bytes (float64 stays float64; bfloat16 is its 16-bit pattern, bool one byte
-  per element), each block written once. The wire format decides the speed: ``.tolist()`` + json of big
-  tensors is far slower than raw base64 (BENCHMARKS.md).
+  per element), each block written once. The wire format decides the speed: ``.tolist()`` +
+  json of big tensors is far slower than raw base64 (BENCHMARKS.md).
+* When: the passes only keep copies on the tensors' own devices; every read to the host
+  (stats, lists, base64) happens after them (:meth:`Summarizer.settle` as each pass ends,
+  :meth:`Summarizer.finalize`). One exception: a large tensor already in host memory is read
+  where it is seen (see ``Summarizer.large_host_tensors_now``).
 
 Output is the trace's own record, :class:`~gradtrace.trace_schema.TensorValue` (a msgspec
 Struct: about as cheap to build as a dict).
@@ -93,7 +97,7 @@ _BITS = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
 _BIG_ENDIAN = sys.byteorder == "big"
 _STRIDED = torch.strided
 _COMPLEX = frozenset((torch.complex32, torch.complex64, torch.complex128))
-_TENSOR = torch.Tensor  # (a module constant: ~18 ns less per isinstance than torch.Tensor)
+_TENSOR = torch.Tensor  # (a module constant: no attribute lookup on torch per isinstance)
 
 
 def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
@@ -148,7 +152,7 @@ def dtype_name(t: torch.Tensor) -> str:
     return _kind(t.dtype).name
 
 
-def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
+def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """A detached tensor as numpy arrays of its shape (views where possible): ``(native, numeric)``.
 
     ``native``'s bytes are the tensor's own, little-endian (what ``data`` carries; a complex
@@ -156,8 +160,8 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     are made of: the same array where numpy has the dtype (on a little-endian machine), else
     float32 (exact for bfloat16 and float8) or, for complex tensors, the magnitude (their
     stats are the magnitude's; their ``values`` come from ``native``: see _pairs). Both keep
-    torch's strides: ``tobytes()`` reads them row-major, as ``data`` is. (A tensor with an
-    ``_own_dtype`` is read by ``_own_array`` instead, with none of the checks below.)
+    torch's strides: ``tobytes()`` reads them row-major, as ``data`` is. (``exact_array``
+    reads a tensor with an ``_own_dtype`` through ``_own_array``, with none of these checks.)
     """
     if t.layout != torch.strided:
         t = t.to_dense()
@@ -183,21 +187,23 @@ def native_and_numeric(t: torch.Tensor) -> tuple[np.ndarray | None, np.ndarray]:
     return bits.astype(bits.dtype.newbyteorder("<")) if _BIG_ENDIAN else bits, numeric
 
 
-def _pairs(t: torch.Tensor) -> tuple[np.dtype, bytes]:
-    """A complex tensor's numbers as its real and imaginary parts in turn, row-major, as numpy
-    holds them here (complex32's as float32, exactly): what its ``values`` list is made of."""
-    z = t.detach().resolve_conj().resolve_neg().cpu()
+def _pairs(t: torch.Tensor) -> np.ndarray:
+    """A complex CPU tensor's numbers as its real and imaginary parts in turn (its last
+    dimension doubled), as numpy holds them here (complex32's as float32, exactly): what its
+    ``values`` list is made of."""
+    z = t.resolve_conj().resolve_neg()
     if z.dtype is torch.complex32:
         z = z.to(torch.complex64)
     parts = torch.view_as_real(z.contiguous()).numpy()
-    return parts.dtype, parts.tobytes()
+    return parts.reshape(*parts.shape[:-2], -1)
 
 
 def base64_of(raw: bytes | memoryview) -> str:
     """base64 of a contiguous buffer's bytes (bytes, or a contiguous array's memory).
 
-    pybase64's SIMD encoder: ~40x faster than ``binascii`` on the 32 KB tensors of a small
-    transformer, where binascii took about a tenth of a whole capture."""
+    pybase64's SIMD encoder rather than ``binascii``: every number a trace keeps goes through
+    here, and the standard library's encoder was a visible share of a whole trace
+    (BENCHMARKS.md)."""
     return pybase64.b64encode_as_string(raw)
 
 
@@ -217,15 +223,6 @@ def json_lists(block: np.ndarray) -> list[list[Any]]:
     return rows
 
 
-def _blocks(dtype: np.dtype, numel: int, chunks: list[bytes]) -> Iterator[tuple[int, np.ndarray]]:
-    """Row-major copies of tensors of one dtype and size as 2-D blocks, a row per tensor:
-    ``(index of the first row, block)``, each block at most ``_BLOCK_ELEMENTS`` (but one row)."""
-    rows = max(1, _BLOCK_ELEMENTS // max(numel, 1))
-    for first in range(0, len(chunks), rows):
-        part = chunks[first : first + rows]
-        yield first, np.frombuffer(b"".join(part), dtype).reshape(len(part), numel)
-
-
 def _fill(stats: TensorStats, row: StatsRow) -> None:
     """Write computed stats into a TensorStats handed out before they were known."""
     stats.min, stats.max, stats.mean, stats.std, stats.norm, stats.nan, stats.inf = row
@@ -242,7 +239,7 @@ def _key(t: torch.Tensor, version: int) -> tuple:
     negated)``. A complex tensor may be lazily conjugated too (``z.conj()``): its last field is
     then ``negated + 2 * conjugated`` (0 when neither, as False). (A plain function: looked up
     faster than a method on the hot path.)"""
-    # (torch.Size hashes as the tuple it is; is_cpu: 7x cheaper than device.type)
+    # (torch.Size hashes as the tuple it is; is_cpu: a flag, where device.type builds a device)
     dtype = t.dtype
     lazy = t.is_neg() if dtype not in _COMPLEX else t.is_neg() + 2 * t.is_conj()
     if t.layout is not _STRIDED:
@@ -257,8 +254,8 @@ def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
     activation. Such tensors with the same first element, numel, dtype and version hold
     the same elements, so the same stats. (What ``t.permute(dims by decreasing stride)
     .is_contiguous()`` answers, from the key's numbers: no tensor, no autograd node.)
-    Remembered per layout: a model repeats a few layouts many times (~1.7 µs to sort and
-    check, ~0.1 µs to look up).
+    Remembered per layout: a model repeats a few layouts many times, and a lookup costs
+    far less than the sort and the check.
     """
     expected = 1
     for stride, size in sorted(zip(strides, shape, strict=True)):
@@ -267,6 +264,12 @@ def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
                 return False
             expected *= size
     return True
+
+
+def _stride_order(strides: tuple[int, ...]) -> list[int]:
+    """A view's dims from the largest stride to the smallest, ties in order: the order in
+    which numpy lays out a copy of a view that is not dense (``astype``, ``ravel("K")``)."""
+    return sorted(range(len(strides)), key=lambda dim: -abs(strides[dim]))
 
 
 _FUNCTORCH = torch._C._functorch
@@ -330,14 +333,23 @@ class Summarizer:
     ``values`` lists are short). Past the budget, new snapshots are stats only
     (``truncated``).
 
-    Capture only snapshots the numbers (a copy: later in-place writes must not change what
-    was seen) and returns the record; :meth:`finalize` fills every pending one at the end, with
-    the stats of all small tensors computed together.
+    While the passes run, a new record only keeps a copy of the tensor on its own device
+    (later in-place writes must not change what was seen) and is returned unfilled: no host
+    transfer, no device sync and no numpy in a hook, so a GPU pass is not made to wait node
+    by node (a large CPU tensor is the exception: see ``large_host_tensors_now``). :meth:`finalize` fills every pending record after the passes, small tensors in
+    groups (one stacked tensor and one transfer per dtype, shape and device).
 
     Capture calls this thousands of times per trace, so the hot paths are written for speed:
-    the same tensor object again costs one dict lookup; a new small tensor reads each of its
-    attributes once and, when it lies contiguous in CPU memory, copies its bytes directly.
+    the same tensor object again costs one dict lookup; a new tensor reads each of its
+    attributes once.
     """
+
+    # A large tensor already in host memory is read where it is seen, during the pass: that
+    # is no transfer and no device sync, and a copy kept to the end of its pass would cost as
+    # much memory again as the activations and gradients of a big model (BENCHMARKS.md, "A big
+    # model"). False: kept like a device tensor's, read as its pass ends (the path every
+    # non-CPU tensor takes; the no-host-transfer test runs it on the CPU).
+    large_host_tensors_now: bool = True
 
     def __init__(
         self, value_budget: int = DEFAULT_VALUE_BUDGET, final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT
@@ -352,12 +364,15 @@ class Summarizer:
         self.tensor_data: list[str] = []
         # key (see _key) -> (tensor kept alive, its record)
         self._cache: dict[tuple, tuple[torch.Tensor, TensorValue]] = {}
-        # what finalize() completes, from row-major byte copies taken at capture, grouped by
-        # (numpy dtype, numel) so that each group is summarized as one block:
-        # stats to compute, numbers to write as JSON lists (tiny), and as base64 (small)
-        self._stats_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorStats]]] = {}
-        self._lists_due: dict[tuple[np.dtype, int], tuple[list[bytes], list[TensorValue]]] = {}
-        self._data_due: list[tuple[bytes, int]] = []  # bytes, and their index in tensor_data
+        # what finalize() completes, from what the capture kept of each tensor (see _kept):
+        # small tensors grouped by (dtype, shape, device), as parallel lists: what is kept,
+        # the stats to compute (None: shared with another record), the record to give its
+        # JSON list (tiny, with numbers), the index of its base64 block (else None)
+        self._small: dict[tuple, tuple[list[torch.Tensor], list, list, list]] = {}
+        # large tensors, one at a time: (what is kept, stats to compute or None, block index or None)
+        self._large: list[tuple[torch.Tensor, TensorStats | None, int | None]] = []
+        # copies on the tensors' own devices while the passes run; the tensors themselves after
+        self.copying = True
         # id(tensor) -> (tensor kept alive, version, its record)
         self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
@@ -505,11 +520,60 @@ class Summarizer:
             self.values_truncated += 1
         return value
 
+    def passes_over(self) -> None:
+        """The passes are over: nothing writes the model's tensors any more (what follows is
+        the trace's own assembly), so later records keep the tensors themselves instead of
+        copies, read as they are by :meth:`finalize`."""
+        self.copying = False
+
+    def _kept(self, t: torch.Tensor, key: tuple, row_major: bool, numpy_order: bool = False) -> torch.Tensor:
+        """What :meth:`finalize` reads of ``t`` (its cache ``key``): a copy made now on the
+        tensor's own device (later in-place writes must not change what was seen; no host
+        transfer, no sync), row-major when ``row_major`` (small tensors are stacked a row
+        each), else laid out as ``t`` is: a large tensor's stats sum its elements in the
+        order numpy reads them, which follows the layout (a dense one's strides are kept; a
+        view that is not dense, ``numpy_order``, is copied in the order of its strides, as
+        numpy orders such a view). After :meth:`passes_over`, the tensor itself where it
+        needs no conversion.
+
+        Inside a torch.func transform a torch call on a plain tensor may return a wrapper
+        (no storage): there the copy is made again with the transforms set aside."""
+        kept = self._copy(t, key, row_major, numpy_order)
+        if _FUNCTORCH.is_functorch_wrapped_tensor(kept):
+            with torch._C._DisableFuncTorch():
+                kept = self._copy(t, key, row_major, numpy_order)
+        return kept
+
+    def _copy(self, t: torch.Tensor, key: tuple, row_major: bool, numpy_order: bool) -> torch.Tensor:
+        """(see _kept)"""
+        if t.requires_grad:  # (the copy must not join the graph)
+            t = t.detach()
+        copying = self.copying
+        if key[0] is None:  # sparse and other layouts: a dense tensor of their numbers (new)
+            t = t.to_dense()
+            copying = False
+        elif key[6]:  # a lazy negation or conjugation, applied: a new tensor of its own
+            t = t.resolve_conj().resolve_neg()
+            copying = False
+        if row_major and not t.is_contiguous():
+            return t.clone(memory_format=torch.contiguous_format)
+        if not copying:
+            return t
+        if numpy_order:
+            order = _stride_order(key[2])
+            inverse = sorted(range(len(order)), key=order.__getitem__)
+            return t.permute(order).clone(memory_format=torch.contiguous_format).permute(inverse)
+        # (clone keeps the strides of a dense tensor, e.g. a transposed weight; of another
+        # view, torch's dense layout in the order of its strides, which the conversions of
+        # dtypes numpy lacks follow too)
+        return t.clone()
+
     def _snapshot(
         self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
     ) -> TensorValue:
         """The record of ``t`` (its cache ``key``, its dtype's ``kind``) now: stats always, its
-        numbers if ``numbers``."""
+        numbers if ``numbers``; both written by :meth:`finalize`, from what is kept of ``t``
+        now (see _kept)."""
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
         if kind.complex:
             stats.of = "magnitude"
@@ -518,65 +582,40 @@ class Summarizer:
         if shape is None:
             shape = self._shapes[size] = list(size)
         out = TensorValue(shape=shape, dtype=kind.name, stats=stats, truncated=not numbers)
-        owner = True  # this record's stats are computed here (not shared with another's)
+        owner: TensorStats | None = stats  # the stats computed for this record (None: shared)
         contiguous = key[0] is not None and t.is_contiguous()  # (no data pointer: never copied by address)
         if numel and key[0] is not None and (contiguous or _is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device, negated), from the key
             memory = (key[0], numel, key[3], key[4], key[5], key[6])
             known = self._stats_by_memory.setdefault(memory, stats)
             if known is not stats:
-                out.stats = known  # filled now, or by finalize() with its first owner
+                out.stats = known  # filled by finalize() with its first owner
                 if not numbers:
                     return out
-                owner = False
-        own_dtype = _own_dtype(key, kind)
-        if numel > BATCH_STATS:
-            # large: summarized now, one tensor at a time; no copy needed, nothing is deferred
-            # (detached first: .numpy() refuses a tensor that requires grad. No
-            # torch.no_grad() here: entering it cost ~200 µs per call.)
-            native: np.ndarray | None
-            if own_dtype is not None:
-                native = numeric = _own_array(t, numel, contiguous)
-            else:
-                native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
-            if owner:
-                _fill(stats, stats_of(numeric))
-            if numbers and native is not None:
-                out.data = self._block(base64_of(np.ascontiguousarray(native).data))  # (read in place)
+                owner = None
+        data = None
+        if numbers and numel > TINY_TENSOR:
+            out.data = data = self._block("")  # (written by finalize())
+        if numel > BATCH_STATS:  # large: summarized alone, by settle() or now
+            if key[5] is True and self.large_host_tensors_now:
+                # in host memory already: read where it is seen (no transfer, no copy kept)
+                copying, self.copying = self.copying, False
+                kept = self._kept(t, key, False)
+                self.copying = copying
+                self._finish_large(kept, owner, data)
+                return out
+            numpy_order = kind.raw is not None and key[0] is not None and not _is_dense(key[1], key[2])
+            self._large.append((self._kept(t, key, False, numpy_order), owner, data))
             return out
-        # small: copied now, row-major (later in-place writes must not change what was
-        # seen), and finished in finalize() with all the others of its dtype and size
-        raw: bytes | None  # the tensor's own bytes
-        if own_dtype is not None:
-            # its bytes as they lie in CPU memory (contiguous: one copy, no numpy array; else,
-            # e.g. a transposed weight, row-major from numpy's view in torch's layout)
-            raw = plain = _own_array(t, numel, contiguous).tobytes()
-            dtype = own_dtype
-        else:
-            native, numeric = native_and_numeric(t.detach() if t.requires_grad else t)
-            raw = None if native is None else native.tobytes()
-            plain = raw if raw is not None and numeric is native else numeric.tobytes()
-            dtype = numeric.dtype
-        if owner:
-            stats_due = self._stats_due.get((dtype, numel))
-            if stats_due is None:
-                stats_due = self._stats_due[(dtype, numel)] = ([], [])
-            stats_due[0].append(plain)
-            stats_due[1].append(stats)
-        if numbers:
-            if numel <= TINY_TENSOR:
-                count = numel
-                if kind.complex:  # (two numbers an element: see _pairs)
-                    dtype, plain = _pairs(t)
-                    count = 2 * numel
-                lists_due = self._lists_due.get((dtype, count))
-                if lists_due is None:
-                    lists_due = self._lists_due[(dtype, count)] = ([], [])
-                lists_due[0].append(plain)
-                lists_due[1].append(out)
-            elif raw is not None:
-                out.data = index = self._block("")  # (written by finalize())
-                self._data_due.append((raw, index))
+        # small: finished by finalize() with all the others of its dtype, shape and device
+        group_key = (key[3], size, True if key[5] is True else t.device)
+        group = self._small.get(group_key)
+        if group is None:
+            group = self._small[group_key] = ([], [], [], [])
+        group[0].append(self._kept(t, key, True))
+        group[1].append(owner)
+        group[2].append(out if numbers and numel <= TINY_TENSOR else None)
+        group[3].append(data)
         return out
 
     def _block(self, text: str) -> int:
@@ -585,18 +624,72 @@ class Summarizer:
         return len(self.tensor_data) - 1
 
     def finalize(self) -> None:
-        """Fill the stats and numbers of every record handed out so far (idempotent)."""
-        stats_due, self._stats_due = self._stats_due, {}
-        lists_due, self._lists_due = self._lists_due, {}
-        data_due, self._data_due = self._data_due, []
-        for (dtype, numel), (chunks, owners) in stats_due.items():
-            for first, block in _blocks(dtype, numel, chunks):
-                for stats, row in zip(owners[first : first + len(block)], block_stats(block), strict=True):
-                    _fill(stats, row)
-        for (dtype, numel), (chunks, records) in lists_due.items():
-            for first, block in _blocks(dtype, numel, chunks):
-                for out, numbers in zip(records[first : first + len(block)], json_lists(block), strict=True):
+        """Fill the stats and numbers of every record handed out so far (idempotent): the
+        host work of the whole trace, after its passes. Small tensors in groups of one dtype,
+        shape and device (one stacked tensor, one transfer and a few numpy calls per group),
+        large ones one at a time; each group's copies are dropped once read."""
+        small, self._small = self._small, {}
+        while small:
+            _key, (copies, owners, lists, data) = small.popitem()
+            stacked = torch.stack(copies)
+            copies.clear()
+            self._finish_small(stacked.reshape(len(owners), -1), owners, lists, data)
+        self.settle()
+
+    def settle(self) -> None:
+        """Fill the records of the large tensors copied so far, and drop their copies: called
+        as each pass ends, so that what is kept of large tensors is one pass's, not the whole
+        trace's (a model's parameters and their gradients, on a big model)."""
+        large, self._large = self._large, []
+        large.reverse()  # (popped from the end: in the order they were seen)
+        while large:
+            kept, owner, index = large.pop()
+            self._finish_large(kept, owner, index)
+            del kept
+
+    def _finish_large(self, kept: torch.Tensor, owner: TensorStats | None, index: int | None) -> None:
+        """A large tensor's record, from what is kept of it: its stats (``owner``, unless shared
+        with another record) and its base64 block (``index``, when it has numbers)."""
+        native, numeric = native_and_numeric(kept)
+        if owner is not None:
+            _fill(owner, stats_of(numeric))
+        if index is not None:
+            self.tensor_data[index] = base64_of(np.ascontiguousarray(native).data)
+
+    def _finish_small(
+        self,
+        stacked: torch.Tensor,
+        owners: list[TensorStats | None],
+        lists: list[TensorValue | None],
+        data: list[int | None],
+    ) -> None:
+        """A group of small tensors, a row each of ``stacked``: the stats of each row that
+        owns some (``owners``), the JSON lists of the tiny ones with numbers (``lists``), the
+        base64 blocks of the others with numbers (``data``: their indices)."""
+        host = stacked if stacked.is_cpu else stacked.cpu()  # (the group's one transfer)
+        native, numeric = native_and_numeric(host)
+        numel = numeric.shape[1]
+        rows = max(1, _BLOCK_ELEMENTS // max(numel, 1))  # (bounds the float64 temporaries)
+        for part in _chunks([(i, s) for i, s in enumerate(owners) if s is not None], rows):
+            block = numeric[[i for i, _s in part]]
+            for (_i, stats), row in zip(part, block_stats(block), strict=True):
+                _fill(stats, row)
+        wanted = [(i, out) for i, out in enumerate(lists) if out is not None]
+        if wanted:
+            source = numeric
+            if host.is_complex():  # (two numbers an element: see _pairs)
+                source = _pairs(host).reshape(len(lists), -1)
+            for part in _chunks(wanted, rows):
+                block = source[[i for i, _out in part]]
+                for (_i, out), numbers in zip(part, json_lists(block), strict=True):
                     out.values = numbers
         tensor_data = self.tensor_data
-        for raw, index in data_due:
-            tensor_data[index] = base64_of(raw)
+        for i, index in enumerate(data):
+            if index is not None:
+                tensor_data[index] = base64_of(np.ascontiguousarray(native[i]).data)
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    """``items`` in lists of at most ``size``."""
+    for first in range(0, len(items), size):
+        yield items[first : first + size]

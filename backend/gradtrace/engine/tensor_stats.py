@@ -12,12 +12,12 @@ import math
 
 import numpy as np
 
-try:  # numpy's C einsum: np.einsum is a Python wrapper around it (~0.5 µs a call, ~5% of stats_of)
+try:  # numpy's C einsum: np.einsum is a Python wrapper around it (stats_of calls it once per tensor)
     from numpy._core.multiarray import c_einsum as _einsum
 except ImportError:  # (numpy 1.x keeps it elsewhere; the wrapper then)
     _einsum = np.einsum
 # the ufuncs' reductions called directly: ndarray.sum/min/max go through numpy's Python
-# wrappers (_methods._sum, _amin, _amax) to the same reductions, ~0.1 µs a call each
+# wrappers (_methods._sum, _amin, _amax) to the same reductions: one layer less per call
 _sum, _min, _max = np.add.reduce, np.minimum.reduce, np.maximum.reduce
 
 _FLOAT32 = np.dtype(np.float32)
@@ -30,14 +30,16 @@ StatsRow = tuple[float | None, float | None, float | None, float | None, float |
 def stats_of(arr: np.ndarray) -> StatsRow:
     """Stats of one (large) array of any shape: float64, over the finite elements, two-pass std.
 
-    numpy with no BLAS call (np.dot went to a multi-threaded BLAS that spun ~9 ms a call on
-    a busy box; torch.var_mean took ~200 µs for 16k elements). One float64 copy, centred in
-    place; the norm comes from the same sum of squares, ``|x|² = Σ(x-m)² + n·m²`` (two
-    non-negative terms: no cancellation), so ~2.5x fewer passes than before.
+    numpy with no BLAS call (np.dot goes to a multi-threaded BLAS, whose threads spin on a
+    busy machine; torch's reductions pay a dispatch per call and sum in another order). One
+    float64 copy, centred in place; the norm comes from the same sum of squares,
+    ``|x|² = Σ(x-m)² + n·m²`` (two non-negative terms: no cancellation), so the elements
+    are read as few times as the two-pass std needs.
 
     min and max come first: when both are finite and of moderate magnitude (the usual case)
-    nothing below can overflow or meet a NaN, so no ``np.errstate`` is entered (~1 µs a call,
-    a tenth of the whole for a 32 KB tensor); otherwise ``_stats_of_unusual`` handles it.
+    nothing below can overflow or meet a NaN, so no ``np.errstate`` is entered (a context
+    per call, a real share of the whole for a small tensor); otherwise ``_stats_of_unusual``
+    handles it.
     """
     if arr.size == 0:
         return (None, None, None, None, None, 0, 0)

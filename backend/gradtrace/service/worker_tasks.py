@@ -126,7 +126,7 @@ def run_trace(spec: ModelSpec) -> tuple[str, Any]:
 
     What runs here is what needs torch, which the API process never imports: ``run_spec``'s
     dry run on the meta device (shapes, nodes, memory), then the trace. ``run_spec`` also
-    repeats the price check (~0.1 ms), kept on purpose: it is the engine's own guard for
+    repeats the price check (cheap), kept on purpose: it is the engine's own guard for
     every caller, and this process, not the API's, is the one a costly spec would hold.
 
     Returns ("ok", json_bytes) or ("spec_error" | "limit" | "error", Problem): the Problem
