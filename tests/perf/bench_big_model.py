@@ -177,6 +177,24 @@ def report(keys: list[str], phases: bool) -> list[str]:
     return lines + [""] + [f"- {n}" for n in notes]
 
 
+def section(keys: list[str] | None = None) -> list[str]:
+    """BENCHMARKS.md's section (bench.py): the table and its notes, or why it is missing."""
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return ["## Big models: peak memory", "", "n/a: `transformers` is not installed (GPT-2 small).", ""]
+    return [
+        "## Big models: peak memory",
+        "",
+        "Each figure from a fresh process (peak RSS: the kernel's high-water mark, VmHWM); the bound of "
+        "issue 21 item 8 is 1.2 × (bare peak + the bytes the trace keeps: its blocks decoded and the rest "
+        "of its JSON). Times are one run each, not medians (tests/perf/bench_big_model.py).",
+        "",
+        *report(keys or list(BUILDERS), phases=False),
+        "",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default=",".join(BUILDERS), help=f"among {', '.join(BUILDERS)}")
