@@ -32,6 +32,7 @@ For each graph node:
 
 from __future__ import annotations
 
+import io
 from typing import Any, Final, Literal, NamedTuple, NoReturn
 
 import msgspec
@@ -687,10 +688,19 @@ def encode_doc(doc: TraceDoc, *, numbers: bool = True) -> bytes:
     blocks = _engine_blocks(doc) if numbers else None
     if blocks is None:
         return msgspec.json.encode(doc) if numbers else _without_numbers(doc)
-    # (`...,"tensor_data":[` then the quoted blocks and the document's end; the head sliced
-    # through a memoryview, not copied once more)
-    head = memoryview(_without_numbers(doc))[:-2]
-    return b"".join((head, b'"', '","'.join(blocks).encode("ascii"), b'"]}'))
+    # (`...,"tensor_data":[` then the quoted blocks and the document's end. Written block by
+    # block into one growing buffer whose bytes getvalue() hands over without a copy: joined
+    # first, the blocks would be held three times at once, as the trace's strings, their
+    # join and its encoding, and on a big model they are hundreds of MB)
+    out = io.BytesIO()
+    out.write(memoryview(_without_numbers(doc))[:-2])
+    separator = b'"'
+    for block in blocks:
+        out.write(separator)
+        out.write(block.encode("ascii"))
+        separator = b'","'
+    out.write(b'"]}')
+    return out.getvalue()
 
 
 def encode_doc_text(doc: TraceDoc) -> str:

@@ -6,6 +6,7 @@ every record's keys come in its field order, and the published JSON Schema accep
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any, get_args
 
@@ -239,3 +240,22 @@ def test_the_engines_tensor_data_is_written_as_is_and_any_other_list_is_escaped(
     data = trace.to_json_bytes()
     assert data == msgspec.json.encode(doc) and json.loads(data)["tensor_data"][-1] == 'a "quoted" \\ block\n'
     assert trace.to_json() == data.decode()
+
+
+def test_to_json_bytes_holds_the_blocks_once_more_at_most() -> None:
+    """The engine's blocks go into the JSON without a join of them all first (held with its
+    encoding and the result, that was three copies of what is most of a big trace's bytes)."""
+    torch.manual_seed(0)
+    trace = gradtrace.trace(nn.Linear(8, 4), torch.randn(5, 8))
+    doc = trace.doc
+    blocks = ts.Base64Blocks([*doc.tensor_data, *(chr(65 + k) * 2_000_000 for k in range(8))])
+    doc.tensor_data = blocks
+    expected = msgspec.json.encode(msgspec.structs.replace(doc, tensor_data=list(blocks)))
+    tracemalloc.start()
+    try:
+        data = trace.to_json_bytes()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert data == expected
+    assert peak < 1.3 * len(data)  # the output (with its buffer's slack), not one more copy

@@ -13,6 +13,8 @@ the same round set.
   keeps torch's functions wrapped once it has run), interleaved round by round with this one.
 - drawing: ``trace.save("x.svg")`` warm (in-process, after a first), cold (the first in a new
   process, import excluded), and the CLI ``gradtrace render trace.json -o x.svg`` (wall clock).
+- big models: peak memory of GPT-2 small (config-built), the chain and the encoder, bare and
+  traced, each in a fresh process, against bare peak + trace bytes + 20% (bench_big_model.py).
 - gallery: every example spec through ``gradtrace.trace_spec``.
 - service: a real ``gradtrace serve`` on loopback, 4 and 32 client threads, cached and uncached.
 
@@ -473,7 +475,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="per cached service configuration")
     parser.add_argument("--quick", action="store_true", help="fewer rounds: to check the harness")
     parser.add_argument(
-        "--skip", default="", help="comma-separated sections to skip: service,viewer,gallery,first_svg"
+        "--skip",
+        default="",
+        help="comma-separated sections to skip: service,viewer,gallery,first_svg,big_model",
     )
     parser.add_argument("--write", type=Path, help="write the report (Markdown) to this file")
     args = parser.parse_args()
@@ -520,6 +524,12 @@ def main() -> None:
     if "first_svg" not in skip:
         print("first SVG …", file=sys.stderr, flush=True)
         report += first_svg_section(max(2, repeats // 2), workdir)
+
+    if "big_model" not in skip:
+        print("big models …", file=sys.stderr, flush=True)
+        from bench_big_model import section
+
+        report += section()
 
     if "gallery" not in skip:
         print("gallery …", file=sys.stderr, flush=True)

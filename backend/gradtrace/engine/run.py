@@ -9,8 +9,9 @@ import torch
 from torch import nn
 
 from gradtrace.engine.analyses import reduced_to_sum
+from gradtrace.engine.caller_warnings import reissue
 from gradtrace.engine.errors import TraceError
-from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, gc_paused
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, final_grad_arrays, gc_paused
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
 
@@ -105,34 +106,53 @@ def _traced(
         model_hooks=True,
     )
     try:
-
-        def forward() -> torch.Tensor:
-            output = model(*inputs)
-            session.name("output", output)
-            if "output" in retained and isinstance(output, torch.Tensor):
-                output.retain_grad()
-                session.retained["output"] = output
-            loss = _loss_of(output, loss_fn, session)
-            session.name("loss", loss)
-            if "loss" in retained:
-                loss.retain_grad()
-                session.retained["loss"] = loss
-            return loss
-
         title = title or f"{type(model).__name__} forward and backward"
-        try:
-            loss = session.forward(forward, error_is_event=_the_models)
-            session.backward_pass("backward", "loss", None, loss.backward)
-        except Exception as exc:
-            if _the_models(exc):
-                _attach_partial(exc, session, title, want_grads)
-            raise
-        doc = session.finish(source="module", spec=None, title=title)
-        grads = session.final_grad_arrays(in_trace=doc.grads) if want_grads else None
-        session.reissue_warnings()
-        return doc, grads
+        doc = _recorded(session, model, inputs, loss_fn, retained, title, want_grads)
+        final_grads = session.final_grads()
+        model_warnings = session.take_warnings()
     finally:
         session.close()
+    # (the session's last reference: what it held for its records, every intermediate tensor
+    # it summarised, hundreds of MB on a big model, is freed here by reference counting, before
+    # the gradients are copied, not held at once with those copies)
+    del session
+    grads = final_grad_arrays(final_grads, in_trace=doc.grads) if want_grads else None
+    reissue(model_warnings)
+    return doc, grads
+
+
+def _recorded(
+    session: TraceSession,
+    model: nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    loss_fn: Callable[[Any], Any] | None,
+    retained: set[str],
+    title: str,
+    want_grads: bool,
+) -> TraceDoc:
+    """The forward and backward of ``model(*inputs)`` through ``session``, finished."""
+
+    def forward() -> torch.Tensor:
+        output = model(*inputs)
+        session.name("output", output)
+        if "output" in retained and isinstance(output, torch.Tensor):
+            output.retain_grad()
+            session.retained["output"] = output
+        loss = _loss_of(output, loss_fn, session)
+        session.name("loss", loss)
+        if "loss" in retained:
+            loss.retain_grad()
+            session.retained["loss"] = loss
+        return loss
+
+    try:
+        loss = session.forward(forward, error_is_event=_the_models)
+        session.backward_pass("backward", "loss", None, loss.backward)
+    except Exception as exc:
+        if _the_models(exc):
+            _attach_partial(exc, session, title, want_grads)
+        raise
+    return session.finish(source="module", spec=None, title=title)
 
 
 def _the_models(exc: BaseException) -> bool:

@@ -229,8 +229,13 @@ class TraceSession:
     def reissue_warnings(self) -> None:
         """The model's warnings, recorded while the session ran, issued again to the caller
         (after ``close()``; see caller_warnings). Once: a second call issues nothing."""
+        reissue(self.take_warnings())
+
+    def take_warnings(self) -> list[warnings.WarningMessage]:
+        """The model's warnings recorded so far, for ``caller_warnings.reissue`` once the
+        session is gone (handed out once: a second call returns none)."""
         records, self._warnings = self._warnings, []
-        reissue(records)
+        return records
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
@@ -497,22 +502,13 @@ class TraceSession:
         self.grad_norms += [norm for norm in norms if norm is not None]
 
     def final_grad_arrays(self, in_trace: dict[str, TensorValue | None] | None = None) -> dict[str, Any]:
-        """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever
-        the serialised trace could keep; None where there is no gradient). Call it right after
-        finish(), nothing run in between (the .grad tensors finish() kept are copied now), still
-        inside the GC pause; a caller that does not want them skips the copies.
+        """``final_grad_arrays`` of the gradients finish() kept (see there)."""
+        return final_grad_arrays(self.final_grads(), in_trace)
 
-        ``in_trace``: the finished trace's ``grads``; a gradient whose exact numbers it holds
-        in a block is then a GradInTrace instead of a copy (for a Trace made of that
-        document, which decodes it if ever asked)."""
-        values = in_trace or {}
-        out: dict[str, Any] = {}
-        for name, grad in self._final_grads.items():
-            if grad is None:
-                out[name] = None
-            else:
-                out[name] = GradInTrace.of(values.get(name)) or exact_array(grad)
-        return out
+    def final_grads(self) -> dict[str, torch.Tensor | None]:
+        """The final ``.grad`` of every named leaf, as finish() read them (references, not
+        copies): what ``final_grad_arrays`` copies, also once the session is dropped."""
+        return self._final_grads
 
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         """The parameters and the named inputs whose ``.grad`` a backward fills: leaves that
@@ -520,3 +516,24 @@ class TraceSession:
         None, and reading it makes PyTorch warn.)"""
         leaves = [(n, t) for n, t in self.leaves.items() if t.requires_grad and t.is_leaf]
         return list(self.params.items()) + leaves
+
+
+def final_grad_arrays(
+    final_grads: dict[str, torch.Tensor | None], in_trace: dict[str, TensorValue | None] | None = None
+) -> dict[str, Any]:
+    """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever the
+    serialised trace could keep; None where there is no gradient). Call it right after
+    ``TraceSession.finish()``, no user code run in between (the .grad tensors finish() kept are
+    copied now), still inside the GC pause; a caller that does not want them skips the copies.
+
+    ``in_trace``: the finished trace's ``grads``; a gradient whose exact numbers it holds in a
+    block is then a GradInTrace instead of a copy (for a Trace made of that document, which
+    decodes it if ever asked)."""
+    values = in_trace or {}
+    out: dict[str, Any] = {}
+    for name, grad in final_grads.items():
+        if grad is None:
+            out[name] = None
+        else:
+            out[name] = GradInTrace.of(values.get(name)) or exact_array(grad)
+    return out
