@@ -526,7 +526,9 @@ class Summarizer:
         copies, read as they are by :meth:`finalize`."""
         self.copying = False
 
-    def _kept(self, t: torch.Tensor, key: tuple, row_major: bool, numpy_order: bool = False) -> torch.Tensor:
+    def _kept(
+        self, t: torch.Tensor, key: tuple, row_major: bool, numpy_order: bool = False, copy: bool = True
+    ) -> torch.Tensor:
         """What :meth:`finalize` reads of ``t`` (its cache ``key``): a copy made now on the
         tensor's own device (later in-place writes must not change what was seen; no host
         transfer, no sync), row-major when ``row_major`` (small tensors are stacked a row
@@ -534,21 +536,24 @@ class Summarizer:
         order numpy reads them, which follows the layout (a dense one's strides are kept; a
         view that is not dense, ``numpy_order``, is copied in the order of its strides, as
         numpy orders such a view). After :meth:`passes_over`, the tensor itself where it
-        needs no conversion.
+        needs no conversion; with ``copy`` false, always (a tensor read before anything can
+        write it).
 
         Inside a torch.func transform a torch call on a plain tensor may return a wrapper
         (no storage): there the copy is made again with the transforms set aside."""
-        kept = self._copy(t, key, row_major, numpy_order)
+        copy = copy and self.copying
+        kept = self._copy(t, key, row_major, numpy_order, copy)
         if _FUNCTORCH.is_functorch_wrapped_tensor(kept):
             with torch._C._DisableFuncTorch():
-                kept = self._copy(t, key, row_major, numpy_order)
+                kept = self._copy(t, key, row_major, numpy_order, copy)
         return kept
 
-    def _copy(self, t: torch.Tensor, key: tuple, row_major: bool, numpy_order: bool) -> torch.Tensor:
+    def _copy(
+        self, t: torch.Tensor, key: tuple, row_major: bool, numpy_order: bool, copying: bool
+    ) -> torch.Tensor:
         """(see _kept)"""
         if t.requires_grad:  # (the copy must not join the graph)
             t = t.detach()
-        copying = self.copying
         if key[0] is None:  # sparse and other layouts: a dense tensor of their numbers (new)
             t = t.to_dense()
             copying = False
@@ -599,10 +604,7 @@ class Summarizer:
         if numel > BATCH_STATS:  # large: summarized alone, by settle() or now
             if key[5] is True and self.large_host_tensors_now:
                 # in host memory already: read where it is seen (no transfer, no copy kept)
-                copying, self.copying = self.copying, False
-                kept = self._kept(t, key, False)
-                self.copying = copying
-                self._finish_large(kept, owner, data)
+                self._finish_large(self._kept(t, key, False, copy=False), owner, data)
                 return out
             numpy_order = kind.raw is not None and key[0] is not None and not _is_dense(key[1], key[2])
             self._large.append((self._kept(t, key, False, numpy_order), owner, data))
