@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import base64
+import gc
+import weakref
 
 import msgspec
 import numpy as np
 import pytest
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from gradtrace.engine.summarize import BATCH_STATS, TINY_TENSOR, Summarizer
 from gradtrace.trace import tensor_array
@@ -116,6 +119,43 @@ def test_same_memory_through_another_tensor_object_is_summarized_once() -> None:
     s = Summarizer()
     t = torch.randn(3, 4)
     assert s(t) is s(t.detach()) and s(t) is not s(t.t())
+
+
+def test_a_large_host_tensor_is_not_kept_alive_by_its_record() -> None:
+    """Read where it is seen, nothing later needs its memory: a backward frees activations and
+    gradients as it goes, and the trace must not hold them to its end (a big model's peak)."""
+    s = Summarizer()
+    t = torch.randn(BATCH_STATS + 1, requires_grad=True)
+    alive = weakref.ref(t)
+    storage = StorageWeakRef(t.untyped_storage())
+    value = s(t)
+    assert s(t) is value and s.final(t) is value and s(t.detach()) is value  # (found again while alive)
+    del t
+    gc.collect()
+    assert alive() is None and storage.expired()
+    s.finalize()
+    assert value.stats.numel == BATCH_STATS + 1 and value.data is not None
+
+
+def test_memory_freed_and_given_to_a_new_tensor_is_a_new_record() -> None:
+    """Same address, shape, dtype and version (a new tensor starts at version 0) but other
+    numbers: the entry of the freed tensor is stale, its record and stats are not reused."""
+    s = Summarizer()
+    for attempt in range(50):
+        first = torch.full((64, 64), float(attempt))
+        address = first.data_ptr()
+        old = s(first)
+        del first
+        second = torch.full((64, 64), -1.0)
+        if second.data_ptr() == address:
+            break
+    else:
+        pytest.skip("the allocator never gave the freed memory to the next tensor")
+    new = s(second)
+    s.finalize()
+    assert new is not old and new.stats is not old.stats
+    assert new.stats.min == new.stats.max == -1.0 and old.stats.min == old.stats.max == float(attempt)
+    assert np.array_equal(tensor_array(new, s.tensor_data), second.numpy())
 
 
 DTYPES = [

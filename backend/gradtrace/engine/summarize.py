@@ -34,12 +34,14 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import Any, NamedTuple, overload
 
 import numpy as np
 import pybase64
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from gradtrace.engine.tensor_stats import StatsRow, block_stats, stats_of
 from gradtrace.trace_schema import (
@@ -362,8 +364,10 @@ class Summarizer:
         self.finals_truncated = 0  # final values reduced to stats only (model too big)
         # the trace's tensor_data: base64 blocks, one per record with ``data`` (its index)
         self.tensor_data: list[str] = []
-        # key (see _key) -> (tensor kept alive, its record)
-        self._cache: dict[tuple, tuple[torch.Tensor, TensorValue]] = {}
+        # key (see _key) -> (what keeps the key's memory from being reused, its record): the
+        # tensor itself, or a weak reference to the storage of a tensor read where it was seen
+        # (see _read_now): that memory may be freed, and the entry is stale once it is
+        self._cache: dict[tuple, tuple[torch.Tensor | StorageWeakRef, TensorValue]] = {}
         # what finalize() completes, from what the capture kept of each tensor (see _kept):
         # small tensors grouped by (dtype, shape, device), as parallel lists: what is kept,
         # the stats to compute (None: shared with another record), the record to give its
@@ -373,11 +377,13 @@ class Summarizer:
         self._large: list[tuple[torch.Tensor, TensorStats | None, int | None]] = []
         # copies on the tensors' own devices while the passes run; the tensors themselves after
         self.copying = True
-        # id(tensor) -> (tensor kept alive, version, its record)
-        self._by_object: dict[int, tuple[torch.Tensor, int, TensorValue]] = {}
+        # id(tensor) -> (the tensor, or a weak reference to it when its cache entry is weak;
+        # its version; its record)
+        self._by_object: dict[int, tuple[torch.Tensor | weakref.ref, int, TensorValue]] = {}
         # the same elements in another layout (weight and the weight.t() a node saved):
-        # (first element's address, numel, dtype, version, device) -> the shared stats
-        self._stats_by_memory: dict[tuple, TensorStats] = {}
+        # (first element's address, numel, dtype, version, device) -> the shared stats, and the
+        # weak reference to its storage when the memory may be freed (else None: held by _cache)
+        self._stats_by_memory: dict[tuple, tuple[TensorStats, StorageWeakRef | None]] = {}
         # one shape list per distinct shape, shared by the records (read-only, as the records
         # themselves are shared): a trace holds tens of thousands of records and few shapes,
         # and each list is one more object the cyclic GC traverses
@@ -405,14 +411,17 @@ class Summarizer:
             except RuntimeError:  # (no storage: a torch.func wrapper, or not ours to read)
                 return self._wrapped(t, final=False)
             cached = self._cache.get(key)
-            value = self._new(t, key) if cached is None else cached[1]
-            self._by_object[id(t)] = (t, version, value)
-            return value
+            if cached is None or (cached[0].__class__ is StorageWeakRef and cached[0].expired()):
+                cached = self._new(t, key)
+            # (a tensor whose cache entry is weak is held weakly here too: found again by key)
+            held = weakref.ref(t) if cached[0].__class__ is StorageWeakRef else t
+            self._by_object[id(t)] = (held, version, cached[1])
+            return cached[1]
         return seen[2]
 
-    def _new(self, t: torch.Tensor, key: tuple) -> TensorValue:
+    def _new(self, t: torch.Tensor, key: tuple) -> tuple[torch.Tensor | StorageWeakRef, TensorValue]:
         """The snapshot of a tensor not summarized before (at this version), its numbers
-        charged now while the budget lasts."""
+        charged now while the budget lasts; with what its cache entry holds."""
         numel = t.numel()
         cost = _cost(numel)
         kind = _KINDS.get(key[3]) or _kind(key[3])
@@ -421,9 +430,24 @@ class Summarizer:
             self.budget_left -= cost
         else:
             self.values_truncated += 1
-        value = self._snapshot(t, key, numel, numbers, kind)
-        self._cache[key] = (t, value)
-        return value
+        holder = self._holder(t, key, numel)
+        entry = self._cache[key] = (holder, self._snapshot(t, key, numel, numbers, kind, holder))
+        return entry
+
+    def _read_now(self, key: tuple, numel: int) -> bool:
+        """Whether the tensor of ``key`` is summarized where it is seen (see
+        ``large_host_tensors_now``): nothing read later needs its memory."""
+        return numel > BATCH_STATS and key[5] is True and self.large_host_tensors_now
+
+    def _holder(self, t: torch.Tensor, key: tuple, numel: int) -> torch.Tensor | StorageWeakRef:
+        """What a cache entry of ``t`` holds. A tensor read where it was seen is held
+        weakly: a bare backward frees activations and gradients as it goes, and a cache
+        keeping them alive to the end of the trace raised a big model's peak by a third of
+        its bare one. Its entries are stale once its storage is freed (another tensor may
+        then be given the same address at the same version)."""
+        if key[0] is not None and self._read_now(key, numel):
+            return StorageWeakRef(t.untyped_storage())
+        return t
 
     @overload
     def final(self, t: torch.Tensor) -> TensorValue: ...
@@ -444,7 +468,8 @@ class Summarizer:
             except RuntimeError:  # (see __call__)
                 return self._wrapped(t, final=True)
             hit = self._cache.get(key)
-            known = None if hit is None else hit[1]
+            stale = hit is not None and hit[0].__class__ is StorageWeakRef and hit[0].expired()
+            known = None if hit is None or stale else hit[1]
         if known is not None and not known.truncated:
             self.final_left -= min(numel, self.final_left)
             return known
@@ -454,9 +479,10 @@ class Summarizer:
             self.final_left -= numel
         else:
             self.finals_truncated += 1  # past the limit: the model is too big (a diagnostic)
-        value = self._snapshot(t, key, numel, numbers, kind)
+        holder = self._holder(t, key, numel)
+        value = self._snapshot(t, key, numel, numbers, kind, holder)
         if numbers:  # (a snapshot of it made later shares it, numbers and all)
-            self._cache[key] = (t, value)
+            self._cache[key] = (holder, value)
         return value
 
     def forget(self, t: torch.Tensor) -> None:
@@ -497,7 +523,7 @@ class Summarizer:
             self.finals_truncated += 1
         else:
             self.values_truncated += 1
-        value = self._snapshot(inner, key, numel, numbers, kind)
+        value = self._snapshot(inner, key, numel, numbers, kind, inner)
         self._keep.append(inner)  # (its memory is not reused by another tensor before finalize)
         self.wrapped[id(value)] = (value, how)
         return value
@@ -505,9 +531,10 @@ class Summarizer:
     def known(self, t: torch.Tensor) -> TensorValue | None:
         """The summary already made of this very tensor at its current version."""
         seen = self._by_object.get(id(t))
-        if seen is not None and seen[0] is t and seen[1] == t._version:
-            return seen[2]
-        return None
+        if seen is None or seen[1] != t._version:
+            return None
+        held = seen[0]
+        return seen[2] if held is t or (held.__class__ is weakref.ref and held() is t) else None
 
     @overload
     def like_new(self, value: TensorValue) -> TensorValue: ...
@@ -574,11 +601,18 @@ class Summarizer:
         return t.clone()
 
     def _snapshot(
-        self, t: torch.Tensor, key: tuple, numel: int, numbers: bool, kind: _DtypeKind
+        self,
+        t: torch.Tensor,
+        key: tuple,
+        numel: int,
+        numbers: bool,
+        kind: _DtypeKind,
+        holder: torch.Tensor | StorageWeakRef,
     ) -> TensorValue:
-        """The record of ``t`` (its cache ``key``, its dtype's ``kind``) now: stats always, its
-        numbers if ``numbers``; both written by :meth:`finalize`, from what is kept of ``t``
-        now (see _kept)."""
+        """The record of ``t`` (its cache ``key``, its dtype's ``kind``; ``holder``: what keeps
+        its memory from being reused, see _holder) now: stats always, its numbers if
+        ``numbers``; both written by :meth:`finalize`, from what is kept of ``t`` now (see
+        _kept)."""
         stats = TensorStats(numel=numel, min=None, max=None, mean=None, std=None, norm=None)
         if kind.complex:
             stats.of = "magnitude"
@@ -592,7 +626,11 @@ class Summarizer:
         if numel and key[0] is not None and (contiguous or _is_dense(key[1], key[2])):
             # (first element's address, numel, dtype, version, device, negated), from the key
             memory = (key[0], numel, key[3], key[4], key[5], key[6])
-            known = self._stats_by_memory.setdefault(memory, stats)
+            weak = holder if holder.__class__ is StorageWeakRef else None
+            known, known_weak = self._stats_by_memory.setdefault(memory, (stats, weak))
+            if known_weak is not None and known_weak.expired():  # (that memory was freed)
+                known = stats
+                self._stats_by_memory[memory] = (stats, weak)
             if known is not stats:
                 out.stats = known  # filled by finalize() with its first owner
                 if not numbers:
@@ -602,7 +640,7 @@ class Summarizer:
         if numbers and numel > TINY_TENSOR:
             out.data = data = self._block("")  # (written by finalize())
         if numel > BATCH_STATS:  # large: summarized alone, by settle() or now
-            if key[5] is True and self.large_host_tensors_now:
+            if self._read_now(key, numel):
                 # in host memory already: read where it is seen (no transfer, no copy kept)
                 self._finish_large(self._kept(t, key, False, copy=False), owner, data)
                 return out
