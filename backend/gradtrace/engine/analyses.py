@@ -16,6 +16,7 @@ import operator
 from typing import Any
 
 import torch
+from torch import nn
 
 from gradtrace.engine.linear_factors import Call, Factors, LayerPass
 from gradtrace.engine.per_sample import per_sample_records
@@ -34,6 +35,10 @@ from gradtrace.trace_schema import (
 
 class LinearAnalysis:
     """Snapshots of Linear weights' .grad around each backward pass, then reconstruction."""
+
+    # what it asks of the capture: every call of these modules, with its input ``a`` and the
+    # gradient δ arriving at its output's node (the capture names no analysis)
+    keeps_calls_of: tuple[type[nn.Module], ...] = (nn.Linear,)
 
     def __init__(self, linear_calls: list[dict[str, Any]], weights: dict[str, torch.Tensor]) -> None:
         self.linear_calls = linear_calls

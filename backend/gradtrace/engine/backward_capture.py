@@ -118,7 +118,8 @@ class _NodeHooks:
 
 class _OpHooks(_NodeHooks):
     """The hooks of an op node: its gradients go along data edges (to a leaf's AccumulateGrad
-    too); it may be a Linear's output (watched), a retain_grad carrier, a Python Function."""
+    too); it may be watched (an analysis wants the gradient arriving there), a retain_grad
+    carrier, a Python Function."""
 
     __slots__ = ("watched", "make_mode", "retained", "mode", "edges", "to_leaf")
 
@@ -182,7 +183,7 @@ class _OpHooks(_NodeHooks):
 
 class _AccumulateHooks(_NodeHooks):
     """The hooks of a leaf's AccumulateGrad node: no edges out (its grad_inputs are empty),
-    never a Linear's output nor a retain_grad carrier; it writes ``.grad``."""
+    never watched nor a retain_grad carrier; it writes ``.grad``."""
 
     __slots__ = ("leaf_id", "leaf", "handed")
 
@@ -373,8 +374,8 @@ class BackwardCapture:
         return edges, (to_leaf if any(to_leaf) else None)  # (hooks objects are true)
 
     def _keep_deltas(self, node_id: str, grad_outputs: tuple, summaries: list) -> None:
-        """A copy of the gradient arriving at a watched node (a Linear's output): the analyses'
-        δ. A nested run (checkpoint recomputation) adds to its top-level pass's .grad."""
+        """A copy of the gradient arriving at a watched node (a kept module call's output):
+        the analyses' δ. A nested run (checkpoint recomputation) adds to its top-level pass's .grad."""
         pass_deltas = self.deltas.setdefault(self.recorder.outermost_pass(), {})
         pass_deltas.setdefault(node_id, []).append(
             tuple(

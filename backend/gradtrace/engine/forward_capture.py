@@ -141,12 +141,16 @@ class ForwardCapture:
         modules: list[nn.Module],
         module_paths: dict[int, str],
         param_names: dict[int, str],
+        kept_calls_of: tuple[type[nn.Module], ...] = (),
     ) -> None:
-        """``modules``: the model's modules (``module_paths``: id(module) -> its path)."""
+        """``modules``: the model's modules (``module_paths``: id(module) -> its path).
+        ``kept_calls_of``: the module types whose calls are kept for the analyses (see
+        :attr:`kept_calls`)."""
         self.recorder = recorder
         self.modules = modules
         self.module_paths = module_paths
         self.param_names = param_names
+        self.kept_calls_of = kept_calls_of
         self._quiet = _Quiet()
         # id()s of the modules recorded by a hook pair of their own, not the process-wide one
         self._own_pair: set[int] = set()
@@ -158,8 +162,10 @@ class ForwardCapture:
         # kwargs)): hook registrations (model_hooks), engine runs (nested_runs)
         self.intercepts: dict[Any, Any] = {}
         self._inputs: list[tuple[list, list]] = []  # per running module: inputs, summaries
-        # Linear calls for the (a, δ) analysis: module path, weight name, a, output node id
-        self.linear_calls: list[dict[str, Any]] = []
+        # every call of a module of kept_calls_of that returned one tensor: its path, the name
+        # of its `weight` parameter (None: none), its first input ``a`` (detached: the tensor
+        # itself), its output's node and output_nr (where the backward's δ for it arrives)
+        self.kept_calls: list[dict[str, Any]] = []
 
     @property
     def paused(self) -> bool:
@@ -296,15 +302,15 @@ class ForwardCapture:
             node=rec.node_ids.get(fn) if fn is not None else None,
             payload=ModuleForwardPayload(inputs=inputs, outputs=list(map(summarize, outputs))),
         )
-        if isinstance(module, nn.Linear) and isinstance(output, torch.Tensor):
-            self._note_linear(path, module, args, output)
+        if self.kept_calls_of and isinstance(module, self.kept_calls_of) and isinstance(output, torch.Tensor):
+            self._keep_call(path, module, args, output)
 
-    def _note_linear(self, path: str, module: nn.Linear, args: tuple, output: torch.Tensor) -> None:
+    def _keep_call(self, path: str, module: nn.Module, args: tuple, output: torch.Tensor) -> None:
         fn = output.grad_fn
         node_id = self.recorder.node_ids.get(fn) if fn is not None else None
         if node_id is None or not args or not isinstance(args[0], torch.Tensor):
             return
-        self.linear_calls.append(
+        self.kept_calls.append(
             {
                 "module": path,
                 # (from _parameters: module.weight goes through nn.Module.__getattr__'s slow
@@ -316,9 +322,9 @@ class ForwardCapture:
             }
         )
 
-    def linear_output_nodes(self) -> set[str]:
-        """The nodes whose incoming gradient is a Linear call's δ (for the analysis)."""
-        return {c["node"] for c in self.linear_calls}
+    def kept_output_nodes(self) -> set[str]:
+        """The nodes whose incoming gradient is a kept call's δ (the analyses ask for it)."""
+        return {c["node"] for c in self.kept_calls}
 
     @contextmanager
     def hooks_installed(self):

@@ -115,7 +115,7 @@ class NestedRuns:
         try:
             with capture.quiet():
                 capture.discover_roots(roots)
-                self.backward_capture.watch.update(capture.linear_output_nodes())
+                self.backward_capture.watch.update(capture.kept_output_nodes())
             with self.backward_capture.node_hooks(self.retained):
                 result = func(*args, **kwargs)
             return result

@@ -111,10 +111,14 @@ class TraceSession:
         for name, tensor in {**self.params, **self.leaves}.items():
             self.recorder.leaf_names[id(tensor)] = (tensor, name)
         self.forward_capture = ForwardCapture(
-            self.recorder, modules, module_paths, {id(p): n for n, p in self.params.items()}
+            self.recorder,
+            modules,
+            module_paths,
+            {id(p): n for n, p in self.params.items()},
+            kept_calls_of=LinearAnalysis.keeps_calls_of,
         )
         self.backward_capture = BackwardCapture(self.recorder, set())
-        self.linear = LinearAnalysis(self.forward_capture.linear_calls, linear_weights)
+        self.linear = LinearAnalysis(self.forward_capture.kept_calls, linear_weights)
         self.env: dict[str, Any] = {}  # named tensors of the program (values)
         self.retained: dict[str, torch.Tensor] = {}
         self.diagnostics: list[Diagnostic] = []
@@ -299,7 +303,7 @@ class TraceSession:
                 self.backward_roots.append(rec.node_ids[root.grad_fn])
         if self.model_hooks is not None:
             self.model_hooks.catch_up()
-        self._watch_linear_outputs()
+        self._watch_kept_outputs()
         self.linear.before_pass(pass_index)
         result = None
         try:
@@ -317,8 +321,8 @@ class TraceSession:
             rec.end_pass()
             self.summarize.settle()  # (see forward)
 
-    def _watch_linear_outputs(self) -> None:
-        self.backward_capture.watch.update(self.forward_capture.linear_output_nodes())
+    def _watch_kept_outputs(self) -> None:
+        self.backward_capture.watch.update(self.forward_capture.kept_output_nodes())
 
     def _discover_created_in_backward(self, result: Any) -> None:
         """create_graph backwards build new nodes (in the engine): find them afterwards."""
