@@ -8,6 +8,7 @@ The records are trace_schema's own (GraphNode, GraphEdge, Event, Pass): what the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,7 +22,7 @@ from gradtrace.engine.graph_walk import (
     op_name,
     raw_sequence_nr,
 )
-from gradtrace.engine.memory import FUNCTION_SAVED, SavedMemory, SavedVariable, saved_plan
+from gradtrace.engine.memory import FUNCTION_SAVED, SavedVariable, saved_plan
 from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import (
     EdgeKind,
@@ -138,7 +139,9 @@ class Recorder:
         self.pass_index = -1
         self.phase: Phase = "forward"
         self.in_pass = False
-        self.memory = SavedMemory()
+        # called with (node id, node, its creation event's seq, [(attribute, tensor)]) for
+        # every node that saved tensors: what an analysis of saved memory reads (None: none)
+        self.on_saved: Callable[[str, Any, int, list[tuple[str, torch.Tensor]]], None] | None = None
         self._open: list[tuple[int, Phase, bool]] = []  # the passes a nested pass interrupted
 
     # ---- passes and events -------------------------------------------------------------
@@ -409,8 +412,8 @@ class Recorder:
             created_seq=seq,
         )
         self._add_node(obj, record)
-        if saved_tensors:
-            self.memory.hold(node_id, obj, seq, saved_tensors)
+        if saved_tensors and self.on_saved is not None:
+            self.on_saved(node_id, obj, seq, saved_tensors)
         node_ids = self.node_ids
         for slot, (source, output_nr) in enumerate(inputs):
             # (None: no grad needed there; not found: never for real graphs, not walked)

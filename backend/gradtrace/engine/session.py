@@ -30,6 +30,7 @@ from gradtrace.engine.analyses import (
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.memory import SavedMemory
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import NestedRuns
 from gradtrace.engine.recorder import Recorder, owning_module
@@ -99,6 +100,8 @@ class TraceSession:
         # copied to numpy only when asked): see final_grad_arrays
         self._final_grads: dict[str, torch.Tensor | None] = {}
         self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
+        self.memory = SavedMemory()
+        self.recorder.on_saved = self.memory.hold
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
         self._param_modules: dict[str, str | None] = {}  # (see _scan_modules)
@@ -317,7 +320,7 @@ class TraceSession:
             raise
         finally:
             self._discover_created_in_backward(result)
-            rec.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
+            self.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
             rec.end_pass()
             self.summarize.settle()  # (see forward)
 
@@ -436,7 +439,7 @@ class TraceSession:
                 linear=self.linear.build(linear_layers, linear_factors, self.summarize),
                 grad_norms=self.grad_norms,
                 diagnostics=self.diagnostics,
-                memory=rec.memory.build(),
+                memory=self.memory.build(),
                 per_sample=self.linear.per_sample(linear_layers, linear_factors, self.summarize),
             ),
             limits=Limits(
