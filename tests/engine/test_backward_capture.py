@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import gradtrace
-from gradtrace.engine.analyses import grad_norm, grad_norms
+from gradtrace.engine.grad_norms import grad_norm, grad_norms
 
 
 def _mlp() -> nn.Module:

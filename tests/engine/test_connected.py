@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from gradtrace.engine.analyses import connected_to, reachable_from
+from gradtrace.engine.diagnostics import connected_to, reachable_from
 from gradtrace.trace_schema import GraphEdge
 
 

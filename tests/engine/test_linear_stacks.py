@@ -13,7 +13,7 @@ from torch import nn
 
 import gradtrace
 from gradtrace.engine import linear_factors
-from gradtrace.engine.analyses import compare_nan_aware, compare_stacked
+from gradtrace.engine.linear_reconstruction import compare_nan_aware, compare_stacked
 
 INF, NAN = math.inf, math.nan
 

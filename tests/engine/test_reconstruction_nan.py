@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import gradtrace
-from gradtrace.engine.analyses import compare_nan_aware
+from gradtrace.engine.linear_reconstruction import compare_nan_aware
 
 INF, NAN = math.inf, math.nan
 

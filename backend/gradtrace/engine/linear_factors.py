@@ -1,5 +1,5 @@
 """The captured (a, δ) factors of the Linear layers a backward reached, stacked by shape for
-the two analyses of them: the reconstruction of W.grad (analyses.py) and the per-sample,
+the two analyses of them: the reconstruction of W.grad (linear_reconstruction.py) and the per-sample,
 per-token picture (per_sample.py).
 
 A model repeats its layers: chain60 has 60 Linear calls of one shape, a TransformerEncoder

@@ -47,7 +47,7 @@ from msgspec import UNSET, UnsetType
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from gradtrace.engine.analyses import diagnostic
+from gradtrace.engine.diagnostics import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, compiling, flat_tensors
 from gradtrace.engine.node_hook_sets import is_set_key
 from gradtrace.engine.recorder import Recorder

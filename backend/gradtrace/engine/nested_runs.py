@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from gradtrace.engine.analyses import diagnostic
 from gradtrace.engine.backward_capture import BackwardCapture
+from gradtrace.engine.diagnostics import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import Diagnostic

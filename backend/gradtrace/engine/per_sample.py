@@ -7,8 +7,8 @@ or a sample's token) the contribution δ_p ⊗ a_p is a rank-one matrix whose Fr
 ‖δ_p‖·‖a_p‖, so the whole B × T picture costs two norms per position. A sample's share
 C_b = Σ_t δ_bt ⊗ a_bt has ‖C_b‖² = Σ_{t,s} (δ_bt·δ_bs)(a_bt·a_bs): Gram matrices, never the
 d_out × d_in matrices (with one token per sample, C_b is rank one: ‖δ_b‖·‖a_b‖). The shares
-add up to Σ_b C_b = Σ_{b,t} δ_bt ⊗ a_bt, the reconstruction (analyses.py): its comparison
-with W.grad is the check that they do.
+add up to Σ_b C_b = Σ_{b,t} δ_bt ⊗ a_bt, the reconstruction (linear_reconstruction.py): its
+comparison with W.grad is the check that they do.
 
 All calls of one shape, across layers, are computed together (linear_factors.Factors), in
 float64.

@@ -8,8 +8,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradtrace.engine.analyses import reduced_to_sum
 from gradtrace.engine.caller_warnings import reissue
+from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.errors import TraceError
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, final_grad_arrays, gc_paused
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET

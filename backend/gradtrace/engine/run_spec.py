@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from gradtrace.engine.analyses import diagnostic, reduced_to_sum
+from gradtrace.engine.diagnostics import diagnostic, reduced_to_sum
 from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.session import TraceSession, gc_paused
 from gradtrace.engine.steps import StepRunner, limit_hit

@@ -19,17 +19,12 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
-from gradtrace.engine.analyses import (
-    LinearAnalysis,
-    PendingNorms,
-    diagnose,
-    diagnostic,
-    grad_norms,
-    wrapped_values,
-)
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
+from gradtrace.engine.diagnostics import diagnose, diagnostic, wrapped_values
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.grad_norms import PendingNorms, grad_norms
+from gradtrace.engine.linear_reconstruction import LinearAnalysis
 from gradtrace.engine.memory import SavedMemory
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import NestedRuns

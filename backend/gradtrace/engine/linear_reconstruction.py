@@ -1,11 +1,16 @@
-"""Analyses computed from what the capture saw: Linear W.grad rebuilt from (a, δ), gradient
-norms, diagnostics.
+"""The Linear analysis: each Linear weight's .grad rebuilt from (a, δ) and compared with
+autograd's (the ``analyses.linear`` records; ``per_sample.py`` reads the same factors).
 
 The (a, δ) trick (seed 000): a Linear's weight gradient is the sum over every leading
 (batch, token) position and every call of δ ⊗ a, where a is the layer's input (forward hook)
 and δ the gradient arriving at the node that produced its output (node pre-hook). No full
 backward hooks are needed. The reconstruction is compared with what autograd accumulated into
 the weight in that pass (.grad after minus .grad before).
+
+What it asks of the capture (``LinearAnalysis.keeps_calls_of``): every call of an
+``nn.Linear``, with its input, and the gradient arriving at its output's node; the session
+calls :meth:`LinearAnalysis.before_pass` and :meth:`LinearAnalysis.after_pass` around each
+backward pass.
 """
 
 from __future__ import annotations
@@ -20,17 +25,8 @@ from torch import nn
 
 from gradtrace.engine.linear_factors import Call, Factors, LayerPass
 from gradtrace.engine.per_sample import per_sample_records
-from gradtrace.engine.summarize import Summarizer, finite_or_name
-from gradtrace.trace_schema import (
-    Diagnostic,
-    GradNorm,
-    GraphEdge,
-    LinearReconstruction,
-    PerSampleContributions,
-    Severity,
-    TensorValue,
-    payload_items,
-)
+from gradtrace.engine.summarize import Summarizer
+from gradtrace.trace_schema import LinearReconstruction, PerSampleContributions, TensorValue
 
 
 class LinearAnalysis:
@@ -247,232 +243,4 @@ def compare_stacked(rebuilt: torch.Tensor, real: torch.Tensor) -> list[tuple[flo
             out[k] = (error, _close(error, scale), False)
         else:
             out[k] = (*compare_nan_aware(rebuilt[k], real[k]), False)
-    return out
-
-
-def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> GradNorm:
-    """One gradient's float64 norm, read now (what PendingNorms gives for many at once)."""
-    norm = float(_device_norm(grad.detach()))
-    return GradNorm(name=name, module=module, pass_index=pass_index, norm=finite_or_name(norm))
-
-
-def _device_norm(grad: torch.Tensor) -> torch.Tensor:
-    """A gradient's float64 norm as a 0-dim tensor on its device (not read yet)."""
-    if grad.layout != torch.strided:  # a sparse .grad (Embedding(sparse=True)): no sparse norm
-        grad = grad.to_dense()
-    return torch.linalg.vector_norm(grad.to(torch.float64))
-
-
-STACKED_NORM = 4096  # elements: gradients up to this size are normed in rows of one stacked tensor
-
-
-class PendingNorms:
-    """The norms of many (name, module, grad) of one pass, computed on the gradients' devices
-    when made and read to the host by :meth:`read` (after the passes: no sync between them).
-
-    Small dense real gradients of one shape, dtype and device (every layer's bias, ...) are
-    normed as the float64 rows of one stacked tensor, larger ones a float64 reduction each,
-    sparse or complex ones one by one: the same numbers as one norm call per gradient, in
-    far fewer calls. Per gradient only what grouping needs is read (a detach only when it
-    requires grad, the device only off the CPU): on models with a thousand tiny gradients
-    those reads were the cost."""
-
-    def __init__(self, grads: list[tuple[str, str | None, torch.Tensor]], pass_index: int | None) -> None:
-        self.names = [(name, module) for name, module, _g in grads]
-        self.pass_index = pass_index
-        # each norm: (a tensor of norms, the row of it) — rows of a stacked norm, or 0-dim (None)
-        self._norms: list[tuple[torch.Tensor, int | None] | None] = [None] * len(grads)
-        alike: dict[tuple, list[int]] = {}  # (shape, dtype, device) -> indices of small dense ones
-        alone: list[int] = []
-        tensors: list[torch.Tensor] = []
-        for k, (_name, _module, grad) in enumerate(grads):
-            t = grad.detach() if grad.requires_grad else grad
-            tensors.append(t)
-            if t.layout != torch.strided or not t.is_floating_point():
-                self._norms[k] = (_device_norm(t), None)
-            elif t.numel() <= STACKED_NORM:
-                alike.setdefault((t.shape, t.dtype, t.is_cpu or t.device), []).append(k)
-            else:
-                alone.append(k)
-        for members in alike.values():
-            if len(members) == 1:
-                alone += members
-                continue
-            # (stacked as they are, then one row each: the rows are each gradient's elements in
-            # order, as its reshape(-1) would give them, without a reshape per gradient; reduced
-            # in float64 without a float64 copy)
-            rows = torch.stack([tensors[k] for k in members]).reshape(len(members), -1)
-            row_norms = torch.linalg.vector_norm(rows, dim=1, dtype=torch.float64)
-            for row, k in enumerate(members):
-                self._norms[k] = (row_norms, row)
-        for k in alone:
-            # (the float64 reduction without a float64 copy: torch._foreach_norm with
-            # dtype=float64 was several times slower on resnet's conv weights, the copies'
-            # page faults)
-            self._norms[k] = (torch.linalg.vector_norm(tensors[k], dtype=torch.float64), None)
-
-    def read(self) -> list[GradNorm]:
-        """The GradNorm records: each tensor of norms read to the host once."""
-        read: dict[int, Any] = {}  # id(tensor of norms) -> its numbers (a list, or a float)
-        out = []
-        for (name, module), pending in zip(self.names, self._norms, strict=True):
-            assert pending is not None  # (every gradient got one in __init__)
-            norms, row = pending
-            numbers: Any = read.get(id(norms))
-            if numbers is None:
-                numbers = read[id(norms)] = norms.tolist()
-            norm = numbers if row is None else numbers[row]
-            out.append(
-                GradNorm(name=name, module=module, pass_index=self.pass_index, norm=finite_or_name(norm))
-            )
-        return out
-
-
-def grad_norms(grads: list[tuple[str, str | None, torch.Tensor]], pass_index: int | None) -> list[GradNorm]:
-    """The float64 norm of each (name, module, grad), read now (see PendingNorms)."""
-    return PendingNorms(grads, pass_index).read()
-
-
-def diagnostic(
-    code: str,
-    severity: Severity,
-    message: str,
-    *,
-    node: str | None = None,
-    module: str | None = None,
-    tensor: str | None = None,
-) -> Diagnostic:
-    return Diagnostic(code=code, severity=severity, message=message, node=node, module=module, tensor=tensor)
-
-
-def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> Diagnostic:
-    """A non-scalar tensor was to be backpropagated: backward ran on its sum (the library
-    without loss_fn, a spec's default backward)."""
-    return diagnostic(
-        "output_reduced",
-        "info",
-        f"'{name}' has shape {shape}, not a scalar, and {why}: backward ran on {name}.sum()",
-        tensor=name,
-    )
-
-
-def reachable_from(roots: list[str], edges: list[GraphEdge]) -> set[str]:
-    """Node ids upstream of ``roots`` (following edges against data flow)."""
-    sources: dict[str, list[str]] = {}
-    for e in edges:
-        sources.setdefault(e.target, []).append(e.source)
-    seen = set(roots)
-    stack = list(roots)
-    while stack:
-        for s in sources.get(stack.pop(), []):
-            if s not in seen:
-                seen.add(s)
-                stack.append(s)
-    return seen
-
-
-def connected_to(roots: list[str], edges: list[GraphEdge], wanted: set[str]) -> set[str]:
-    """The nodes of ``wanted`` upstream of ``roots``, most often without a walk of the whole
-    graph: the program's named tensors (the loss, the output) sit next to the backward's
-    roots, at the end of the edges.
-
-    One sweep of the edges from the last reaches a node's sources once the node is reached
-    (an edge is recorded when its target is created, after the edges into its source) and
-    stops when every wanted node is; anything still missing then (a detached tensor, edges
-    recorded out of that order) is settled by :func:`reachable_from`."""
-    reached = set(roots)
-    missing = wanted - reached
-    for e in reversed(edges):
-        if not missing:
-            return wanted
-        if e.target in reached and e.source not in reached:
-            reached.add(e.source)
-            missing.discard(e.source)
-    if not missing:
-        return wanted
-    return wanted & reachable_from(roots, edges)
-
-
-def diagnose(
-    rec: Any,
-    env: dict[str, Any],
-    retained: dict[str, Any],
-    backward_roots: list[str],
-    warnings: list[str],
-    already_found: bool = False,
-) -> list[Diagnostic]:
-    """Diagnostics from the finished trace: detached branches, intermediates whose .grad is
-    not kept, and PyTorch's own warnings (e.g. a full backward hook firing on outputs only)."""
-    out: list[Diagnostic] = []
-    if backward_roots:
-        nodes = {name: rec.node_ids.get(fn) for name, t in env.items() if (fn := t.grad_fn) is not None}
-        connected = connected_to(backward_roots, rec.edges, {node for node in nodes.values() if node})
-        roots = set(backward_roots)
-        for name, node in nodes.items():
-            if node is not None and node not in connected:
-                out.append(
-                    diagnostic(
-                        "detached_branch",
-                        "info",
-                        f"'{name}' is not connected to what backward was called on: no gradient reaches it",
-                        node=node,
-                        tensor=name,
-                    )
-                )
-        for name, t in env.items():
-            fn = t.grad_fn
-            if fn is not None and name not in retained and rec.node_ids.get(fn) not in roots:
-                out.append(
-                    diagnostic(
-                        "grad_not_retained",
-                        "info",
-                        f"'{name}' is an intermediate tensor: its .grad is None unless "
-                        "retain_grad is asked for it",
-                        tensor=name,
-                    )
-                )
-    for text in dict.fromkeys(warnings):  # each distinct warning once, in order
-        code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
-        if code == "hook_on_outputs_only" and already_found:
-            continue  # already reported, naming the module
-        out.append(diagnostic(code, "warning", text))
-    return out
-
-
-def wrapped_values(
-    nodes: list[Any], events: list[Any], wrapped: dict[int, tuple[TensorValue, str]]
-) -> list[Diagnostic]:
-    """One diagnostic per node or module whose values in the trace are torch.func wrapper
-    tensors read from what they wrap (``Summarizer.wrapped``), naming it and how it was
-    wrapped: inside ``vmap`` a value is the whole batch its lane belongs to."""
-    if not wrapped:
-        return []
-    places: dict[tuple[str | None, str | None], str] = {}  # (node, module) -> how
-
-    def note(value: Any, node: str | None, module: str | None) -> None:
-        if isinstance(value, list | tuple):
-            for item in value:
-                note(item, node, module)
-        elif isinstance(value, TensorValue) and id(value) in wrapped:
-            places.setdefault((node, module), wrapped[id(value)][1])
-
-    for record in nodes:
-        note([record.value, *(s.value for s in record.saved)], record.id, None)
-    for event in events:
-        for _key, item in payload_items(event.payload):
-            note(item, event.node, None if event.node is not None else event.module)
-    out = []
-    for (node, module), how in places.items():
-        where = f"node {node}" if node is not None else (f"module '{module}'" if module else "the model")
-        out.append(
-            diagnostic(
-                "functorch_value",
-                "info",
-                f"{where} ran inside torch.func ({how}): its tensors there are wrappers without "
-                "storage of their own, read from the tensors they wrap"
-                + (" (a vmap lane's value is shown as its whole batch)" if "vmap" in how else ""),
-                node=node,
-                module=module,
-            )
-        )
     return out

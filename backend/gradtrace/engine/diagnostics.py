@@ -1,0 +1,157 @@
+"""The diagnostics analysis: what a person should know about a trace (a detached branch, an
+intermediate whose .grad is not kept, a reduced output, PyTorch's own warnings, values read
+through torch.func wrappers), from the finished graph, events and values. :func:`diagnostic`
+builds the record for the capture's own notes too (a hook that fired unrecorded, a double
+backward).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gradtrace.trace_schema import Diagnostic, GraphEdge, Severity, TensorValue, payload_items
+
+
+def diagnostic(
+    code: str,
+    severity: Severity,
+    message: str,
+    *,
+    node: str | None = None,
+    module: str | None = None,
+    tensor: str | None = None,
+) -> Diagnostic:
+    return Diagnostic(code=code, severity=severity, message=message, node=node, module=module, tensor=tensor)
+
+
+def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> Diagnostic:
+    """A non-scalar tensor was to be backpropagated: backward ran on its sum (the library
+    without loss_fn, a spec's default backward)."""
+    return diagnostic(
+        "output_reduced",
+        "info",
+        f"'{name}' has shape {shape}, not a scalar, and {why}: backward ran on {name}.sum()",
+        tensor=name,
+    )
+
+
+def reachable_from(roots: list[str], edges: list[GraphEdge]) -> set[str]:
+    """Node ids upstream of ``roots`` (following edges against data flow)."""
+    sources: dict[str, list[str]] = {}
+    for e in edges:
+        sources.setdefault(e.target, []).append(e.source)
+    seen = set(roots)
+    stack = list(roots)
+    while stack:
+        for s in sources.get(stack.pop(), []):
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return seen
+
+
+def connected_to(roots: list[str], edges: list[GraphEdge], wanted: set[str]) -> set[str]:
+    """The nodes of ``wanted`` upstream of ``roots``, most often without a walk of the whole
+    graph: the program's named tensors (the loss, the output) sit next to the backward's
+    roots, at the end of the edges.
+
+    One sweep of the edges from the last reaches a node's sources once the node is reached
+    (an edge is recorded when its target is created, after the edges into its source) and
+    stops when every wanted node is; anything still missing then (a detached tensor, edges
+    recorded out of that order) is settled by :func:`reachable_from`."""
+    reached = set(roots)
+    missing = wanted - reached
+    for e in reversed(edges):
+        if not missing:
+            return wanted
+        if e.target in reached and e.source not in reached:
+            reached.add(e.source)
+            missing.discard(e.source)
+    if not missing:
+        return wanted
+    return wanted & reachable_from(roots, edges)
+
+
+def diagnose(
+    rec: Any,
+    env: dict[str, Any],
+    retained: dict[str, Any],
+    backward_roots: list[str],
+    warnings: list[str],
+    already_found: bool = False,
+) -> list[Diagnostic]:
+    """Diagnostics from the finished trace: detached branches, intermediates whose .grad is
+    not kept, and PyTorch's own warnings (e.g. a full backward hook firing on outputs only)."""
+    out: list[Diagnostic] = []
+    if backward_roots:
+        nodes = {name: rec.node_ids.get(fn) for name, t in env.items() if (fn := t.grad_fn) is not None}
+        connected = connected_to(backward_roots, rec.edges, {node for node in nodes.values() if node})
+        roots = set(backward_roots)
+        for name, node in nodes.items():
+            if node is not None and node not in connected:
+                out.append(
+                    diagnostic(
+                        "detached_branch",
+                        "info",
+                        f"'{name}' is not connected to what backward was called on: no gradient reaches it",
+                        node=node,
+                        tensor=name,
+                    )
+                )
+        for name, t in env.items():
+            fn = t.grad_fn
+            if fn is not None and name not in retained and rec.node_ids.get(fn) not in roots:
+                out.append(
+                    diagnostic(
+                        "grad_not_retained",
+                        "info",
+                        f"'{name}' is an intermediate tensor: its .grad is None unless "
+                        "retain_grad is asked for it",
+                        tensor=name,
+                    )
+                )
+    for text in dict.fromkeys(warnings):  # each distinct warning once, in order
+        code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
+        if code == "hook_on_outputs_only" and already_found:
+            continue  # already reported, naming the module
+        out.append(diagnostic(code, "warning", text))
+    return out
+
+
+def wrapped_values(
+    nodes: list[Any], events: list[Any], wrapped: dict[int, tuple[TensorValue, str]]
+) -> list[Diagnostic]:
+    """One diagnostic per node or module whose values in the trace are torch.func wrapper
+    tensors read from what they wrap (``Summarizer.wrapped``), naming it and how it was
+    wrapped: inside ``vmap`` a value is the whole batch its lane belongs to."""
+    if not wrapped:
+        return []
+    places: dict[tuple[str | None, str | None], str] = {}  # (node, module) -> how
+
+    def note(value: Any, node: str | None, module: str | None) -> None:
+        if isinstance(value, list | tuple):
+            for item in value:
+                note(item, node, module)
+        elif isinstance(value, TensorValue) and id(value) in wrapped:
+            places.setdefault((node, module), wrapped[id(value)][1])
+
+    for record in nodes:
+        note([record.value, *(s.value for s in record.saved)], record.id, None)
+    for event in events:
+        for _key, item in payload_items(event.payload):
+            note(item, event.node, None if event.node is not None else event.module)
+    out = []
+    for (node, module), how in places.items():
+        where = f"node {node}" if node is not None else (f"module '{module}'" if module else "the model")
+        out.append(
+            diagnostic(
+                "functorch_value",
+                "info",
+                f"{where} ran inside torch.func ({how}): its tensors there are wrappers without "
+                "storage of their own, read from the tensors they wrap"
+                + (" (a vmap lane's value is shown as its whole batch)" if "vmap" in how else ""),
+                node=node,
+                module=module,
+            )
+        )
+    return out
