@@ -4,22 +4,23 @@
 ``trace_module`` traces a user's own nn.Module (the Python library).
 
 The capture (``forward_capture``, ``backward_capture``, ``recorder``, ``model_hooks``) records
-the passes and names no analysis. The analyses, each a module of its own that says what it asks
-of the capture and computes its records from what was kept; the session runs them:
+the passes and names no analysis. The analyses, each a module of its own that says what it
+asks of the capture and computes its records from what was kept; the session runs them:
 
-==========================  ========================  ==========================================
-analysis                    module                    what it asks of the capture
-==========================  ========================  ==========================================
-Linear W.grad from (a, δ)   ``linear_reconstruction`` the calls of ``nn.Linear`` (input a) and the
-                                                      gradient arriving at their outputs (δ)
-per-sample and per-token    ``per_sample``            the same factors, stacked by
+=========================  =========================  ==========================================
+analysis                   module                     what it asks of the capture
+=========================  =========================  ==========================================
+Linear W.grad from (a, δ)  ``linear_reconstruction``  the calls of ``nn.Linear`` (input a) and
+                                                      the gradient arriving at their outputs (δ)
+per-sample and per-token   ``per_sample``             the same factors, stacked by
                                                       ``linear_factors``
-saved-tensor memory         ``memory``                every node's saved tensors
+saved-tensor memory        ``memory``                 every node's saved tensors
                                                       (``Recorder.on_saved``), the events
-gradient norms              ``grad_norms``            nothing: the parameters' gradients as each
-                                                      pass ends, and the final ones
-diagnostics                 ``diagnostics``           nothing: the finished graph, events, values
-==========================  ========================  ==========================================
+gradient norms             ``grad_norms``             nothing: the parameters' gradients as
+                                                      each pass ends, and the final ones
+diagnostics                ``diagnostics``            nothing: the finished graph, events and
+                                                      values
+=========================  =========================  ==========================================
 """
 
 from gradtrace.engine.errors import TraceError
