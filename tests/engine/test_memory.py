@@ -9,7 +9,8 @@ from engine_checks import packed_storage_bytes
 from torch import nn
 
 import gradtrace
-from gradtrace.engine.memory import SavedMemory, saved_tensor_hooks_active
+from gradtrace.engine.memory import SavedMemory
+from gradtrace.engine.saved_attributes import saved_tensor_hooks_active
 from gradtrace.examples import get_example
 
 

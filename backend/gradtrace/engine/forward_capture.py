@@ -28,8 +28,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.graph_walk import sequence_base, walk_new
-from gradtrace.engine.memory import saved_tensor_hooks_active
 from gradtrace.engine.recorder import Recorder
+from gradtrace.engine.saved_attributes import saved_tensor_hooks_active
 from gradtrace.trace_schema import ModuleForwardPayload, ModuleForwardPrePayload, TensorValue
 
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction

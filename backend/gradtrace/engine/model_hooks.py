@@ -47,7 +47,6 @@ from msgspec import UNSET, UnsetType
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from gradtrace.engine.diagnostics import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, compiling, flat_tensors
 from gradtrace.engine.node_hook_sets import is_set_key
 from gradtrace.engine.recorder import Recorder
@@ -373,10 +372,10 @@ class ModelHooks:
         ]
         if found:
             self.diagnostics.append(
-                diagnostic(
-                    "global_hooks_unrecorded",
-                    "info",
-                    "process-wide module hooks are registered (" + ", ".join(found) + "): they fire on "
+                Diagnostic(
+                    code="global_hooks_unrecorded",
+                    severity="info",
+                    message=f"process-wide module hooks are registered ({', '.join(found)}): they fire on "
                     "every module of this model but are not the model's own hooks, and the trace has no "
                     "events for them",
                 )
@@ -385,10 +384,10 @@ class ModelHooks:
     def _missed(self, kind: str, hook: Callable, path: str) -> None:
         """PyTorch collected this hook for the call of ``path`` before it could be wrapped."""
         self.diagnostics.append(
-            diagnostic(
-                "hook_unrecorded",
-                "warning",
-                f"the {kind} hook {_hook_name(hook)} was registered on module '{path}' during the trace, "
+            Diagnostic(
+                code="hook_unrecorded",
+                severity="warning",
+                message=f"the {kind} hook {_hook_name(hook)} was registered on module '{path}' during the trace, "
                 "just before or during a call of that module: PyTorch had already collected it for that "
                 "call, where it fires without an event (it is recorded from then on)",
                 module=path,

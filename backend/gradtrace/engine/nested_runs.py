@@ -27,7 +27,6 @@ from typing import Any
 import torch
 
 from gradtrace.engine.backward_capture import BackwardCapture
-from gradtrace.engine.diagnostics import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import Diagnostic
@@ -90,10 +89,10 @@ class NestedRuns:
 
     def _note_double_backward(self, label: str) -> None:
         self.diagnostics.append(
-            diagnostic(
-                "double_backward",
-                "info",
-                f"{label} ran with create_graph=True: the gradients it returned are part of the graph "
+            Diagnostic(
+                code="double_backward",
+                severity="info",
+                message=f"{label} ran with create_graph=True: the gradients it returned are part of the graph "
                 "and a later backward differentiates them again, so a weight's .grad also gets terms "
                 "through that gradient graph; a Linear's (a, δ) reconstruction covers only its own "
                 "calls and may not match then",

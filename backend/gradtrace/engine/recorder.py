@@ -22,7 +22,7 @@ from gradtrace.engine.graph_walk import (
     op_name,
     raw_sequence_nr,
 )
-from gradtrace.engine.memory import FUNCTION_SAVED, SavedVariable, saved_plan
+from gradtrace.engine.saved_attributes import FUNCTION_SAVED, SavedVariable, saved_plan
 from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import (
     EdgeKind,
