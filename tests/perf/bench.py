@@ -13,6 +13,9 @@ the same round set.
   keeps torch's functions wrapped once it has run), interleaved round by round with this one.
 - drawing: ``trace.save("x.svg")`` warm (in-process, after a first), cold (the first in a new
   process, import excluded), and the CLI ``gradtrace render trace.json -o x.svg`` (wall clock).
+- the floor: bare, the same run with gradtrace's hooks registered and empty, and gradtrace, on
+  the chain, the encoder, resnet-style convs, torchvision resnet18 and config-built Llama-style
+  and GPT-2 small models: issue 21's ≤ 4× bare and ≤ 2× the floor (bench_floor.py).
 - big models: peak memory of GPT-2 small (config-built), the chain and the encoder, bare and
   traced, each in a fresh process, against bare peak + trace bytes + 20% (bench_big_model.py).
 - gallery: every example spec through ``gradtrace.trace_spec``.
@@ -477,7 +480,7 @@ def main() -> None:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated sections to skip: service,viewer,gallery,first_svg,big_model",
+        help="comma-separated sections to skip: service,viewer,gallery,first_svg,floor,big_model",
     )
     parser.add_argument("--write", type=Path, help="write the report (Markdown) to this file")
     args = parser.parse_args()
@@ -524,6 +527,12 @@ def main() -> None:
     if "first_svg" not in skip:
         print("first SVG …", file=sys.stderr, flush=True)
         report += first_svg_section(max(2, repeats // 2), workdir)
+
+    if "floor" not in skip:
+        print("the floor …", file=sys.stderr, flush=True)
+        from bench_floor import section as floor_section
+
+        report += floor_section(rounds=repeats)
 
     if "big_model" not in skip:
         print("big models …", file=sys.stderr, flush=True)
