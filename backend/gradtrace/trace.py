@@ -20,6 +20,7 @@ from gradtrace.trace_schema import (
     encode_doc,
     encode_doc_text,
     payload_items,
+    write_doc,
 )
 
 
@@ -295,7 +296,8 @@ class Trace:
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".json":
-            path.write_bytes(self.to_json_bytes())  # UTF-8 as encoded: no round trip through str
+            with path.open("wb") as out:  # (UTF-8 as encoded, block by block: see write_doc)
+                write_doc(self._doc, out)
             return path
         if suffix in (".html", ".svg", ".png"):
             from gradtrace import render

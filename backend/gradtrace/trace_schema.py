@@ -33,7 +33,7 @@ For each graph node:
 from __future__ import annotations
 
 import io
-from typing import Any, Final, Literal, NamedTuple, NoReturn
+from typing import Any, BinaryIO, Final, Literal, NamedTuple, NoReturn
 
 import msgspec
 
@@ -688,11 +688,27 @@ def encode_doc(doc: TraceDoc, *, numbers: bool = True) -> bytes:
     blocks = _engine_blocks(doc) if numbers else None
     if blocks is None:
         return msgspec.json.encode(doc) if numbers else _without_numbers(doc)
-    # (`...,"tensor_data":[` then the quoted blocks and the document's end. Written block by
-    # block into one growing buffer whose bytes getvalue() hands over without a copy: joined
+    # (into one growing buffer whose bytes getvalue() hands over without a copy: joined
     # first, the blocks would be held three times at once, as the trace's strings, their
     # join and its encoding, and on a big model they are hundreds of MB)
     out = io.BytesIO()
+    _write_with_blocks(doc, blocks, out)
+    return out.getvalue()
+
+
+def write_doc(doc: TraceDoc, out: BinaryIO) -> None:
+    """``encode_doc(doc)`` written to ``out`` (a file): the blocks one by one, never the whole
+    document in memory at once (a big model's trace is hundreds of MB of them)."""
+    blocks = _engine_blocks(doc)
+    if blocks is None:
+        out.write(msgspec.json.encode(doc))
+    else:
+        _write_with_blocks(doc, blocks, out)
+
+
+def _write_with_blocks(doc: TraceDoc, blocks: Base64Blocks, out: BinaryIO) -> None:
+    """`...,"tensor_data":[` (the document without its blocks, its end cut off), then the
+    quoted blocks and the document's end."""
     out.write(memoryview(_without_numbers(doc))[:-2])
     separator = b'"'
     for block in blocks:
@@ -700,7 +716,6 @@ def encode_doc(doc: TraceDoc, *, numbers: bool = True) -> bytes:
         out.write(block.encode("ascii"))
         separator = b'","'
     out.write(b'"]}')
-    return out.getvalue()
 
 
 def encode_doc_text(doc: TraceDoc) -> str:

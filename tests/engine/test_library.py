@@ -183,6 +183,19 @@ def test_save_json_and_unknown_suffix(tmp_path) -> None:  # noqa: ANN001
         trace.save(tmp_path / "t.txt")
 
 
+def test_a_saved_json_file_holds_the_bytes_to_json_bytes_gives(tmp_path) -> None:  # noqa: ANN001
+    """Written block by block (a big trace is never whole in memory twice), the file is the
+    very document: for the engine's blocks and for a loaded trace's."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2))
+    trace = gradtrace.trace(model, torch.randn(8, 64))
+    assert len(trace.doc.tensor_data) > 1
+    path = trace.save(tmp_path / "t.json")
+    assert path.read_bytes() == trace.to_json_bytes()
+    loaded = gradtrace.Trace.load(path)
+    assert loaded.save(tmp_path / "again.json").read_bytes() == loaded.to_json_bytes() == path.read_bytes()
+
+
 class _ConstantsEverywhere(nn.Module):
     """Tensors outside autograd reaching ops as plain, list and keyword arguments."""
 
