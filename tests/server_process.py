@@ -15,6 +15,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+def ctrl_c_as_at_a_terminal() -> None:
+    """A ``preexec_fn``: SIGINT back to its default in the child, as in a program started from
+    a terminal. A shell's ``&`` (``nohup make test &``) makes what it starts ignore SIGINT, and
+    a child inherits that: Ctrl-C sent in a test would then reach a process ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from server_process import ctrl_c_as_at_a_terminal
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = {
@@ -32,6 +33,7 @@ def gradtrace(*args: str, env: dict[str, str] | None = None, **kwargs: object) -
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=ctrl_c_as_at_a_terminal,
         **kwargs,  # type: ignore[call-overload]
     )
 

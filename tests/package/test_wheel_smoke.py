@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from server_process import free_port
+from server_process import ctrl_c_as_at_a_terminal, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -331,6 +331,7 @@ def test_view_from_the_wheel_serves_a_saved_trace_until_ctrl_c(server: str, venv
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=ctrl_c_as_at_a_terminal,
     )
     try:
         assert proc.stdout is not None
