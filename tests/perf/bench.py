@@ -571,8 +571,20 @@ def main() -> None:
     text = "\n".join(report)
     print(text)
     if args.write:
-        args.write.write_text(text, encoding="utf-8")
+        args.write.write_text(text + kept_by_hand(args.write), encoding="utf-8")
         print(f"written to {args.write}", file=sys.stderr)
+
+
+# The heading from which BENCHMARKS.md is written by hand (history, one-off measurements, what
+# was tried): `--write` replaces what is above it and keeps it and what follows.
+BY_HAND = "## Measured by hand"
+
+
+def kept_by_hand(path: Path) -> str:
+    """The part of ``path`` from the BY_HAND heading on ("" if it has none), to follow a new report."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    start = old.find("\n" + BY_HAND + "\n")
+    return "" if start < 0 else "\n" + old[start + 1 :]
 
 
 if __name__ == "__main__":
