@@ -48,7 +48,9 @@ def peak_rss() -> int:
 
 
 # ---- the models (built in the child) ------------------------------------------------------
-def _gpt2() -> tuple[Any, Any, Callable[[Any], Any]]:
+def gpt2_small() -> tuple[Any, Any, Callable[[Any], Any]]:
+    """GPT-2 small from ``GPT2Config()`` (random weights, nothing downloaded), 1 × 32 tokens, loss
+    ``logits.sum()`` (bench_floor.py measures the same)."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -70,7 +72,7 @@ def _bench_model(key: str) -> Callable[[], tuple[Any, Any, Callable[[Any], Any]]
 
 
 BUILDERS: dict[str, Callable[[], tuple[Any, Any, Callable[[Any], Any]]]] = {
-    "gpt2": _gpt2,
+    "gpt2": gpt2_small,
     "chain60": _bench_model("chain60"),
     "encoder2": _bench_model("encoder2"),
 }

@@ -97,12 +97,10 @@ def _llama() -> tuple[Any, Any, Callable[[Any], Any]]:
 
 
 def _gpt2() -> tuple[Any, Any, Callable[[Any], Any]]:
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
+    sys.path.insert(0, str(HERE))
+    from bench_big_model import gpt2_small
 
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config())
-    return model, torch.randint(0, model.config.vocab_size, (1, 32)), lambda out: out.logits.sum()
+    return gpt2_small()
 
 
 MODELS: dict[str, tuple[str, Callable[[], tuple[Any, Any, Callable[[Any], Any]]]]] = {
