@@ -100,6 +100,7 @@ _BIG_ENDIAN = sys.byteorder == "big"
 _STRIDED = torch.strided
 _COMPLEX = frozenset((torch.complex32, torch.complex64, torch.complex128))
 _TENSOR = torch.Tensor  # (a module constant: no attribute lookup on torch per isinstance)
+_WEAK_REF = weakref.ref  # (the class of what _by_object holds of a weakly cached tensor)
 
 
 def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
@@ -402,22 +403,28 @@ class Summarizer:
         if not isinstance(t, _TENSOR):
             return None
         version = t._version
-        # fast path: this very tensor object, unchanged since it was summarized
+        # fast path: this very tensor object, unchanged since it was summarized (held weakly,
+        # it is alive here, so the memory its record was read from is too)
         seen = self._by_object.get(id(t))
-        if seen is None or seen[0] is not t or seen[1] != version:
-            # The held reference keeps the memory from being reused by another tensor.
-            try:
-                key = _key(t, version)
-            except RuntimeError:  # (no storage: a torch.func wrapper, or not ours to read)
-                return self._wrapped(t, final=False)
-            cached = self._cache.get(key)
-            if cached is None or (cached[0].__class__ is StorageWeakRef and cached[0].expired()):
-                cached = self._new(t, key)
-            # (a tensor whose cache entry is weak is held weakly here too: found again by key)
-            held = weakref.ref(t) if cached[0].__class__ is StorageWeakRef else t
-            self._by_object[id(t)] = (held, version, cached[1])
-            return cached[1]
-        return seen[2]
+        if seen is not None and seen[1] == version:
+            held = seen[0]
+            if held is t or (held.__class__ is _WEAK_REF and held() is t):
+                return seen[2]
+        # The held reference keeps the memory from being reused by another tensor.
+        try:
+            key = _key(t, version)
+        except RuntimeError:  # (no storage: a torch.func wrapper, or not ours to read)
+            return self._wrapped(t, final=False)
+        cached = self._cache.get(key)
+        if cached is None or (cached[0].__class__ is StorageWeakRef and cached[0].expired()):
+            cached = self._new(t, key)
+        # (a tensor whose cache entry is weak is held weakly here too)
+        self._by_object[id(t)] = (
+            weakref.ref(t) if cached[0].__class__ is StorageWeakRef else t,
+            version,
+            cached[1],
+        )
+        return cached[1]
 
     def _new(self, t: torch.Tensor, key: tuple) -> tuple[torch.Tensor | StorageWeakRef, TensorValue]:
         """The snapshot of a tensor not summarized before (at this version), its numbers
@@ -534,7 +541,7 @@ class Summarizer:
         if seen is None or seen[1] != t._version:
             return None
         held = seen[0]
-        return seen[2] if held is t or (held.__class__ is weakref.ref and held() is t) else None
+        return seen[2] if held is t or (held.__class__ is _WEAK_REF and held() is t) else None
 
     @overload
     def like_new(self, value: TensorValue) -> TensorValue: ...
