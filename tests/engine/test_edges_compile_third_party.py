@@ -10,13 +10,12 @@ generation): the same Dynamo capture and compiled backward node, seconds instead
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 import time
 from typing import Any
 
 import pytest
 import torch
+from third_party import torchvision_python_only
 from torch import nn
 
 import gradtrace
@@ -25,17 +24,9 @@ _BUDGET_S = 240  # each test, import and compilation included
 
 
 def _resnet18() -> nn.Module:
-    """torchvision's resnet18, its Python code only: the package's ``__init__`` loads its C++
-    operators (built for one torch release), which the model's code never uses."""
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None or spec.origin is None:
+    """torchvision's resnet18, its Python code only (see third_party)."""
+    if torchvision_python_only() is None:
         pytest.skip("torchvision is not installed")
-    if "torchvision" not in sys.modules:
-        bare = importlib.util.spec_from_file_location(
-            "torchvision", spec.origin, submodule_search_locations=list(spec.submodule_search_locations or [])
-        )
-        assert bare is not None
-        sys.modules["torchvision"] = importlib.util.module_from_spec(bare)
     from torchvision.models.resnet import resnet18
 
     return resnet18(num_classes=10)

@@ -21,7 +21,6 @@ Run: PYTHONPATH=backend .venv/bin/python tests/perf/bench_floor.py [--models cha
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import subprocess
@@ -55,19 +54,11 @@ def _torchvision_resnet18(shape: tuple[int, ...]) -> Callable[[], tuple[Any, Any
     def build() -> tuple[Any, Any, Callable[[Any], Any]]:
         import torch
 
-        if TORCHVISION_DIR.is_dir():
-            sys.path.insert(0, str(TORCHVISION_DIR))
-        spec = importlib.util.find_spec("torchvision")
-        if spec is None or spec.origin is None:
+        sys.path.insert(0, str(HERE.parent))
+        from third_party import torchvision_python_only
+
+        if torchvision_python_only(also_in=TORCHVISION_DIR) is None:
             raise ModuleNotFoundError("torchvision is not installed")
-        if "torchvision" not in sys.modules:  # (its Python code only: not its C++ operators)
-            bare = importlib.util.spec_from_file_location(
-                "torchvision",
-                spec.origin,
-                submodule_search_locations=list(spec.submodule_search_locations or []),
-            )
-            assert bare is not None
-            sys.modules["torchvision"] = importlib.util.module_from_spec(bare)
         from torchvision.models.resnet import resnet18
 
         torch.manual_seed(0)
