@@ -103,6 +103,13 @@ _TENSOR = torch.Tensor  # (a module constant: no attribute lookup on torch per i
 _WEAK_REF = weakref.ref  # (the class of what _by_object holds of a weakly cached tensor)
 
 
+def _freed(holder: Any) -> bool:
+    """Whether what a cache entry holds (see Summarizer._holder) no longer keeps its memory:
+    a weak reference whose storage was freed. Such an entry is stale: another tensor may have
+    been given that address at the same version. (A plain function: on the hot path.)"""
+    return holder.__class__ is StorageWeakRef and holder.expired()
+
+
 def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
     """numpy's dtype of a tensor (its cache ``key``, its dtype's ``kind``) whose elements lie
     in CPU memory as numpy holds them (strided, on the CPU, not negated, a dtype numpy has):
@@ -416,7 +423,7 @@ class Summarizer:
         except RuntimeError:  # (no storage: a torch.func wrapper, or not ours to read)
             return self._wrapped(t, final=False)
         cached = self._cache.get(key)
-        if cached is None or (cached[0].__class__ is StorageWeakRef and cached[0].expired()):
+        if cached is None or _freed(cached[0]):
             cached = self._new(t, key)
         # (a tensor whose cache entry is weak is held weakly here too)
         self._by_object[id(t)] = (
@@ -449,9 +456,9 @@ class Summarizer:
     def _holder(self, t: torch.Tensor, key: tuple, numel: int) -> torch.Tensor | StorageWeakRef:
         """What a cache entry of ``t`` holds. A tensor read where it was seen is held
         weakly: a bare backward frees activations and gradients as it goes, and a cache
-        keeping them alive to the end of the trace raised a big model's peak by a third of
-        its bare one. Its entries are stale once its storage is freed (another tensor may
-        then be given the same address at the same version)."""
+        keeping them alive to the end of the trace would hold a big model's intermediates
+        all at once (BENCHMARKS.md, "Big models"). Its entries are stale once its storage
+        is freed (see _freed)."""
         if key[0] is not None and self._read_now(key, numel):
             return StorageWeakRef(t.untyped_storage())
         return t
@@ -475,8 +482,7 @@ class Summarizer:
             except RuntimeError:  # (see __call__)
                 return self._wrapped(t, final=True)
             hit = self._cache.get(key)
-            stale = hit is not None and hit[0].__class__ is StorageWeakRef and hit[0].expired()
-            known = None if hit is None or stale else hit[1]
+            known = None if hit is None or _freed(hit[0]) else hit[1]
         if known is not None and not known.truncated:
             self.final_left -= min(numel, self.final_left)
             return known
@@ -635,7 +641,7 @@ class Summarizer:
             memory = (key[0], numel, key[3], key[4], key[5], key[6])
             weak = holder if holder.__class__ is StorageWeakRef else None
             known, known_weak = self._stats_by_memory.setdefault(memory, (stats, weak))
-            if known_weak is not None and known_weak.expired():  # (that memory was freed)
+            if _freed(known_weak):  # (that memory was freed)
                 known = stats
                 self._stats_by_memory[memory] = (stats, weak)
             if known is not stats:
