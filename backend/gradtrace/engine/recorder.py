@@ -111,7 +111,15 @@ def _op_class(node: Any) -> _OpClass:
 
 
 class Recorder:
-    def __init__(self, summarize: Summarizer, sequence_base: int, max_nodes: int) -> None:
+    def __init__(
+        self,
+        summarize: Summarizer,
+        sequence_base: int,
+        max_nodes: int,
+        on_saved: Callable[[str, Any, int, list[tuple[str, torch.Tensor]]], None] | None = None,
+    ) -> None:
+        """``on_saved``: called with (node id, node, its creation event's seq, [(attribute,
+        tensor)]) for every node that saved tensors (what an analysis of saved memory reads)."""
         # the Summarizer's bound __call__, not the Summarizer: calling an instance looks up
         # type(obj).__call__ at every call (a trace makes thousands, here and in the
         # captures that take it from the recorder)
@@ -139,9 +147,7 @@ class Recorder:
         self.pass_index = -1
         self.phase: Phase = "forward"
         self.in_pass = False
-        # called with (node id, node, its creation event's seq, [(attribute, tensor)]) for
-        # every node that saved tensors: what an analysis of saved memory reads (None: none)
-        self.on_saved: Callable[[str, Any, int, list[tuple[str, torch.Tensor]]], None] | None = None
+        self.on_saved = on_saved
         self._open: list[tuple[int, Phase, bool]] = []  # the passes a nested pass interrupted
 
     # ---- passes and events -------------------------------------------------------------

@@ -94,9 +94,10 @@ class TraceSession:
         # the final .grad of every named leaf and retained tensor (the tensors, set by finish;
         # copied to numpy only when asked): see final_grad_arrays
         self._final_grads: dict[str, torch.Tensor | None] = {}
-        self.recorder = Recorder(self.summarize, graph_walk.sequence_base(), max_nodes)
         self.memory = SavedMemory()
-        self.recorder.on_saved = self.memory.hold
+        self.recorder = Recorder(
+            self.summarize, graph_walk.sequence_base(), max_nodes, on_saved=self.memory.hold
+        )
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
         self._param_modules: dict[str, str | None] = {}  # (see _scan_modules)
@@ -154,7 +155,7 @@ class TraceSession:
         for path, module in root.named_modules():
             modules.append(module)
             cls = type(module)
-            if isinstance(module, nn.Linear):
+            if isinstance(module, LinearAnalysis.keeps_calls_of):
                 # (from _parameters, never module.weight: a parametrized weight (weight_norm,
                 # spectral_norm) is a property that runs model code, e.g. one more power
                 # iteration, changing the model; it is no leaf, so it has no .grad to rebuild)
