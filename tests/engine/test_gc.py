@@ -46,16 +46,16 @@ def test_the_users_gc_state_is_restored_exactly(enabled: bool, gc_state: None) -
 def test_gc_is_paused_until_the_final_gradients_are_copied(
     gc_state: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gradtrace.engine import session as session_module
+    from gradtrace.engine import assemble as assemble_module
 
     seen: list[bool] = []
-    copy = session_module.exact_array
+    copy = assemble_module.exact_array
 
     def watched(t: torch.Tensor):  # noqa: ANN202
         seen.append(gc.isenabled())
         return copy(t)
 
-    monkeypatch.setattr(session_module, "exact_array", watched)
+    monkeypatch.setattr(assemble_module, "exact_array", watched)
     gc.enable()
     model, x = _model()
     trace = gradtrace.trace(model, x, lambda out: out.pow(2).mean())

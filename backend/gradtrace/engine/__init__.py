@@ -1,7 +1,18 @@
 """The engine: the only package of gradtrace that imports torch.
 
 ``run_spec`` traces a validated ModelSpec (the service calls it in a worker process);
-``trace_module`` traces a user's own nn.Module (the Python library).
+``trace_module`` traces a user's own nn.Module (the Python library). Both are one pipeline,
+each stage a module entered once, in this order (tests/engine/test_walk.py keeps it so):
+
+=======================  ==================================================================
+stage                    modules
+=======================  ==================================================================
+the spec checked         ``spec.price``, ``dryrun`` (a spec: limits before any allocation)
+the built model          ``build`` (a spec; a user's model comes built)
+the capture              ``spec_capture`` or ``run``, driving a ``session`` (below)
+records, analyses, trace ``assemble``: the final values, then each analysis, then every
+                         record's numbers read to the host at once, then the TraceDoc
+=======================  ==================================================================
 
 The capture (``forward_capture``, ``backward_capture``, ``recorder``, ``model_hooks``) records
 the passes and names no analysis. The analyses, each a module of its own that says what it

@@ -19,6 +19,8 @@ import torch
 from torch import nn
 from torch.nn import init
 
+from gradtrace.problem import public_text
+from gradtrace.spec import SpecError
 from gradtrace.spec.models import InputSpec, ModelSpec
 from gradtrace.spec.modules import CompositeSpec, LeafSpec, SequentialSpec, walk_modules
 from gradtrace.spec.program import Program
@@ -180,6 +182,23 @@ def build(spec: ModelSpec, generator: torch.Generator, device: str = "cpu") -> B
     return BuiltModel(
         root=root, inputs=inputs, program=spec.program, spec=spec, modules=dict(root.named_children())
     )
+
+
+def build_model(spec: ModelSpec) -> BuiltModel:
+    """The spec's model and inputs on the CPU, drawn from a Generator seeded with the spec's
+    seed. An error torch raises building it (a module it refuses) is the spec's: a SpecError
+    ``build_error`` (a 422 in the service)."""
+    try:
+        return build(spec, torch.Generator().manual_seed(spec.seed))
+    except SpecError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - torch refused the model: the spec's fault
+        raise SpecError(
+            "build_error",
+            f"building the model failed: {public_text(str(exc), type(exc).__name__)}",
+            "/modules",
+            exception=type(exc).__name__,
+        ) from exc
 
 
 @torch.no_grad()

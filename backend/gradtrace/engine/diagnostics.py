@@ -155,3 +155,19 @@ def wrapped_values(
             )
         )
     return out
+
+
+def compiled_modules(module_types: dict[str, tuple[str, str | None, list[str]]]) -> list[Diagnostic]:
+    """An info diagnostic for each module compiled by torch.compile (its insides are unseen)."""
+    return [
+        diagnostic(
+            "compiled_module",
+            "info",
+            f"module '{path}' is compiled by torch.compile: what runs inside it runs as compiled "
+            "code, which gradtrace does not see (no events of its submodules; its nodes are the "
+            "ones the compiled code made, e.g. one CompiledFunctionBackward)",
+            module=path,
+        )
+        for path, (kind, _parent, _params) in module_types.items()
+        if kind == "OptimizedModule"
+    ]

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from gradtrace.engine.summarize import finite_or_name
-from gradtrace.trace_schema import GradNorm
+from gradtrace.trace_schema import GradNorm, TensorValue
 
 
 def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> GradNorm:
@@ -96,3 +96,39 @@ class PendingNorms:
 def grad_norms(grads: list[tuple[str, str | None, torch.Tensor]], pass_index: int | None) -> list[GradNorm]:
     """The float64 norm of each (name, module, grad), read now (see PendingNorms)."""
     return PendingNorms(grads, pass_index).read()
+
+
+def all_grad_norms(
+    pass_norms: list[PendingNorms],
+    leaves: list[tuple[str, torch.Tensor]],
+    modules: dict[str, str | None],
+    final_values: dict[str, TensorValue | None],
+) -> list[GradNorm]:
+    """The ``analyses.grad_norms`` records: each pass's norms (read now), then the norm of
+    every leaf's final ``.grad`` (``leaves``: (name, leaf); ``modules``: a parameter's module).
+
+    A final norm is the leaf's final value's ``stats.norm`` (``final_values``, read to the
+    host already: the same float64 norm, computed once), or torch's where there is none or
+    the stats leave non-finite numbers out (the norm is then NaN or infinite), all of those
+    in one batch."""
+    out = [norm for pending in pass_norms for norm in pending.read()]
+    finals: list[GradNorm | None] = []
+    fallbacks: list[tuple[str, str | None, torch.Tensor]] = []
+    at: list[int] = []  # where each fallback's norm goes in ``finals``
+    for name, t in leaves:
+        grad = t.grad
+        if grad is None:
+            continue
+        module = modules.get(name)  # (None for an input)
+        value = final_values.get(name)
+        stats = None if value is None else value.stats
+        if stats is not None and stats.norm is not None and not stats.nan and not stats.inf:
+            finals.append(GradNorm(name=name, module=module, pass_index=None, norm=stats.norm))
+        else:
+            at.append(len(finals))
+            finals.append(None)
+            fallbacks.append((name, module, grad))
+    if fallbacks:
+        for k, norm in zip(at, grad_norms(fallbacks, None), strict=True):
+            finals[k] = norm
+    return out + [norm for norm in finals if norm is not None]

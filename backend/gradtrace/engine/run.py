@@ -1,4 +1,6 @@
-"""Entry points: trace a user's nn.Module (the library) — and a spec (see run_spec below)."""
+"""trace_module: the engine's pipeline for a user's nn.Module (the library): the capture of
+one forward and one backward (``session``), then records, analyses and the trace
+(``assemble``). A spec's pipeline is ``run_spec``."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
 from gradtrace.engine.caller_warnings import reissue
 from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.errors import TraceError
-from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, final_grad_arrays, gc_paused
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, gc_paused
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
 
@@ -71,6 +74,7 @@ def trace_module(
         doc, grads = _traced(
             model,
             inputs,
+            _input_names(inputs),
             loss_fn,
             retained,
             max_nodes,
@@ -87,6 +91,7 @@ def trace_module(
 def _traced(
     model: nn.Module,
     inputs: tuple[torch.Tensor, ...],
+    input_names: dict[str, torch.Tensor],
     loss_fn: Callable[[Any], Any] | None,
     retained: set[str],
     max_nodes: int,
@@ -95,23 +100,26 @@ def _traced(
     title: str | None,
     want_grads: bool,
 ) -> tuple[TraceDoc, dict[str, Any] | None]:
-    """The trace of one forward and backward, and (``want_grads``) the final gradients as
-    numpy arrays."""
+    """The trace of one forward and backward (capture, then assembly), and (``want_grads``)
+    the final gradients as numpy arrays. ``input_names``: the inputs by their names in the
+    trace."""
     session = TraceSession(
         model,
-        _input_names(inputs),
+        input_names,
         max_nodes=max_nodes,
         value_budget=value_budget,
         final_value_limit=final_value_limit,
         model_hooks=True,
     )
+    title = title or f"{type(model).__name__} forward and backward"
     try:
-        title = title or f"{type(model).__name__} forward and backward"
-        doc = _recorded(session, model, inputs, loss_fn, retained, title, want_grads)
-        final_grads = session.final_grads()
-        model_warnings = session.take_warnings()
-    finally:
-        session.close()
+        _capture(session, model, inputs, loss_fn, retained)
+    except BaseException as exc:
+        session.close()  # (nothing of gradtrace's stays on the model; assembling closes it too)
+        if isinstance(exc, Exception) and _the_models(exc):
+            _attach_partial(exc, session, title, want_grads)
+        raise
+    doc, final_grads, model_warnings = assemble_trace(session, source="module", spec=None, title=title)
     # (the session's last reference: what it held for its records, every intermediate tensor
     # it summarised, hundreds of MB on a big model, is freed here by reference counting, before
     # the gradients are copied, not held at once with those copies)
@@ -121,16 +129,14 @@ def _traced(
     return doc, grads
 
 
-def _recorded(
+def _capture(
     session: TraceSession,
     model: nn.Module,
     inputs: tuple[torch.Tensor, ...],
     loss_fn: Callable[[Any], Any] | None,
     retained: set[str],
-    title: str,
-    want_grads: bool,
-) -> TraceDoc:
-    """The forward and backward of ``model(*inputs)`` through ``session``, finished."""
+) -> None:
+    """The forward and backward of ``model(*inputs)``, recorded by ``session``."""
 
     def forward() -> torch.Tensor:
         output = model(*inputs)
@@ -145,14 +151,8 @@ def _recorded(
             session.retained["loss"] = loss
         return loss
 
-    try:
-        loss = session.forward(forward, error_is_event=_the_models)
-        session.backward_pass("backward", "loss", None, loss.backward)
-    except Exception as exc:
-        if _the_models(exc):
-            _attach_partial(exc, session, title, want_grads)
-        raise
-    return session.finish(source="module", spec=None, title=title)
+    loss = session.forward(forward, error_is_event=_the_models)
+    session.backward_pass("backward", "loss", None, loss.backward)
 
 
 def _the_models(exc: BaseException) -> bool:
@@ -166,8 +166,8 @@ def _attach_partial(exc: Exception, session: TraceSession, title: str, want_grad
     The exception itself stays exactly PyTorch's (or the model's): same object, type and
     message. The warnings recorded until then are issued first, as a plain run showed them."""
     try:
-        doc = session.finish(source="module", spec=None, title=title)
-        grads = session.final_grad_arrays(in_trace=doc.grads) if want_grads else None
+        doc, final_grads, _warnings = assemble_trace(session, source="module", spec=None, title=title)
+        grads = final_grad_arrays(final_grads, in_trace=doc.grads) if want_grads else None
     except Exception as failure:  # noqa: BLE001 - the model's exception is what is raised
         exc.add_note(f"gradtrace could not assemble the partial trace: {type(failure).__name__}: {failure}")
     else:

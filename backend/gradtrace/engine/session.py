@@ -1,9 +1,10 @@
-"""One trace in progress: the recorder, the captures and the analyses, wired together.
+"""The capture of one trace: the recorder, the forward and backward captures and what the
+analyses ask of them, wired together.
 
 Both entry points (a spec, or a user's nn.Module) drive a TraceSession: ``forward(...)``
-inside the discovery mode, then ``backward(...)``/``grad(...)`` passes, then ``finish()``
-assembles the trace (a TraceDoc). The session owns every hook it installs (an ExitStack
-closed in ``close()``) and restores grad mode itself. Its whole life, teardown included,
+inside the discovery mode, then ``backward_pass(...)`` passes; ``assemble.assemble_trace``
+then makes the trace (a TraceDoc) of what it kept. The session owns every hook it installs
+(an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life, teardown included,
 runs inside ``gc_paused()`` (the entry points see to it).
 """
 
@@ -13,7 +14,7 @@ import gc
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,9 +22,9 @@ from torch import nn
 from gradtrace.engine import graph_walk
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
-from gradtrace.engine.diagnostics import diagnose, diagnostic, wrapped_values
+from gradtrace.engine.diagnostics import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
-from gradtrace.engine.grad_norms import PendingNorms, grad_norms
+from gradtrace.engine.grad_norms import PendingNorms
 from gradtrace.engine.linear_reconstruction import LinearAnalysis
 from gradtrace.engine.memory import SavedMemory
 from gradtrace.engine.model_hooks import ModelHooks
@@ -33,24 +34,14 @@ from gradtrace.engine.summarize import (
     DEFAULT_FINAL_VALUE_LIMIT,
     DEFAULT_VALUE_BUDGET,
     Summarizer,
-    exact_array,
 )
 from gradtrace.problem import public_text
 from gradtrace.spec.errors import SpecError
 from gradtrace.trace_schema import (
     LIBRARY_MAX_NODES,
-    Analyses,
-    Base64Blocks,
     Diagnostic,
     ErrorPayload,
-    GradInTrace,
-    GradNorm,
-    Graph,
-    Limits,
     ModuleHook,
-    ModuleInfo,
-    TensorValue,
-    TraceDoc,
 )
 
 
@@ -91,16 +82,13 @@ class TraceSession:
         none, its hooks are the spec's)."""
         self.root = root
         self.summarize = Summarizer(value_budget, final_value_limit)
-        # the final .grad of every named leaf and retained tensor (the tensors, set by finish;
-        # copied to numpy only when asked): see final_grad_arrays
-        self._final_grads: dict[str, torch.Tensor | None] = {}
         self.memory = SavedMemory()
         self.recorder = Recorder(
             self.summarize, graph_walk.sequence_base(), max_nodes, on_saved=self.memory.hold
         )
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
-        self._param_modules: dict[str, str | None] = {}  # (see _scan_modules)
+        self.param_modules: dict[str, str | None] = {}  # (see _scan_modules)
         modules: list[nn.Module] = []
         module_paths: dict[int, str] = {}
         self.module_types: dict[str, tuple[str, str | None, list[str]]] = {}
@@ -121,10 +109,9 @@ class TraceSession:
         self.env: dict[str, Any] = {}  # named tensors of the program (values)
         self.retained: dict[str, torch.Tensor] = {}
         self.diagnostics: list[Diagnostic] = []
-        self.grad_norms: list[GradNorm] = []
         # each backward pass's parameter gradient norms, computed on the device as the pass
-        # ends, read to the host by finish()
-        self._pass_norms: list[PendingNorms] = []
+        # ends, read to the host after the passes (assemble)
+        self.pass_norms: list[PendingNorms] = []
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
@@ -189,12 +176,12 @@ class TraceSession:
             module_types[full] = (kind, parent, names)
         self.params = params
         # each parameter's module as grad norms name it (its name's prefix), once per trace
-        self._param_modules = {name: owning_module(name) for name in params}
+        self.param_modules = {name: owning_module(name) for name in params}
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
-        self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
-        record_all_but_errors(self._warnings)
+        self.recorded_warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
+        record_all_but_errors(self.recorded_warnings)
         if model_hooks and self.root is not None:
             self.model_hooks = ModelHooks(
                 self.recorder,
@@ -224,6 +211,9 @@ class TraceSession:
         self._stack.enter_context(nested.installed())
 
     def close(self) -> None:
+        """The capture is over: its hooks come off, and the summarizer stops copying (nothing
+        writes the model's tensors any more; see Summarizer.passes_over)."""
+        self.summarize.passes_over()
         # (this also undoes NestedRuns' interception, which points back at this session: with
         # no cycle left the session and every tensor it holds are freed when the trace is done,
         # by reference counting, not by a later full GC pass over all of them)
@@ -232,13 +222,8 @@ class TraceSession:
     def reissue_warnings(self) -> None:
         """The model's warnings, recorded while the session ran, issued again to the caller
         (after ``close()``; see caller_warnings). Once: a second call issues nothing."""
-        reissue(self.take_warnings())
-
-    def take_warnings(self) -> list[warnings.WarningMessage]:
-        """The model's warnings recorded so far, for ``caller_warnings.reissue`` once the
-        session is gone (handed out once: a second call returns none)."""
-        records, self._warnings = self._warnings, []
-        return records
+        records, self.recorded_warnings = self.recorded_warnings, []
+        reissue(records)
 
     # ---- passes -------------------------------------------------------------------------
     def forward(
@@ -334,11 +319,11 @@ class TraceSession:
         return [t for _name, t in self.all_leaves_named()]
 
     def _note_grad_norms(self, pass_index: int) -> None:
-        modules = self._param_modules
+        modules = self.param_modules
         grads = [
             (name, modules[name], grad) for name, p in self.params.items() if (grad := p.grad) is not None
         ]
-        self._pass_norms.append(PendingNorms(grads, pass_index))
+        self.pass_norms.append(PendingNorms(grads, pass_index))
 
     # ---- errors in steps ----------------------------------------------------------------
     def error_event(self, exc: BaseException, step: int | None) -> None:
@@ -382,161 +367,9 @@ class TraceSession:
                 )
             )
 
-    # ---- assembling the trace -----------------------------------------------------------
-    def finish(
-        self, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
-    ) -> TraceDoc:
-        """The finished trace: the engine's records (trace_schema's own) assembled."""
-        self.close()
-        self.summarize.passes_over()
-        for pending in self._pass_norms:
-            self.grad_norms += pending.read()
-        self._pass_norms = []
-        rec = self.recorder
-        grads, values = self._final_values()
-        for tensor in self.retained.values():
-            rec.mark_retains_grad(tensor)
-        found = any(d.code == "hook_on_outputs_only" for d in self.diagnostics)
-        self.diagnostics += diagnose(
-            rec, self.env, self.retained, self.backward_roots, [str(w.message) for w in self._warnings], found
-        )
-        self.diagnostics += wrapped_values(rec.nodes, rec.events, self.summarize.wrapped)
-        self.diagnostics += [
-            diagnostic(
-                "compiled_module",
-                "info",
-                f"module '{path}' is compiled by torch.compile: what runs inside it runs as compiled "
-                "code, which gradtrace does not see (no events of its submodules; its nodes are the "
-                "ones the compiled code made, e.g. one CompiledFunctionBackward)",
-                module=path,
-            )
-            for path, (kind, _parent, _params) in self.module_types.items()
-            if kind == "OptimizedModule"
-        ]
-        modules = [
-            ModuleInfo(
-                path=path, type=typ, parent=parent, parameters=params, hooks=self.module_hooks.get(path, [])
-            )
-            for path, (typ, parent, params) in self.module_types.items()
-        ]
-        linear_layers, linear_factors = self.linear.layer_passes(self.backward_capture.deltas)
-        # (in this order: the analyses summarize tensors, then the limits count what was cut)
-        doc = TraceDoc(
-            torch_version=str(torch.__version__),
-            source=source,
-            title=title,
-            spec=spec,
-            graph=Graph(nodes=rec.nodes, edges=rec.edges, modules=modules),
-            events=rec.events,
-            passes=rec.passes,
-            values=values,
-            grads=grads,
-            analyses=Analyses(
-                linear=self.linear.build(linear_layers, linear_factors, self.summarize),
-                grad_norms=self.grad_norms,
-                diagnostics=self.diagnostics,
-                memory=self.memory.build(),
-                per_sample=self.linear.per_sample(linear_layers, linear_factors, self.summarize),
-            ),
-            limits=Limits(
-                max_nodes=rec.max_nodes,
-                value_budget=self.summarize.value_budget,
-                final_value_limit=self.summarize.final_value_limit,
-                values_truncated=self.summarize.values_truncated,
-                finals_truncated=self.summarize.finals_truncated,
-            ),
-        )
-        self.summarize.finalize()
-        doc.tensor_data = Base64Blocks(self.summarize.tensor_data)  # (complete now)
-        self._note_final_grad_norms(grads)  # (after finalize: read off the final values' stats)
-        # (the event payloads keep their TensorValue records: gradtrace.Trace.doc turns them
-        # into plain data when a reader first asks; serialising does not need that)
-        return doc
-
-    def _final_values(self) -> tuple[dict[str, TensorValue | None], dict[str, TensorValue]]:
-        """The serialised ``grads`` and ``values``, exact and first (Summarizer.final), and
-        the in-memory ones; one diagnostic when the model is too big for them."""
-        final_grads: dict[str, torch.Tensor | None] = {name: t.grad for name, t in self.all_leaves_named()}
-        final_grads.update({name: t.grad for name, t in self.retained.items()})
-        final_grads = dict(sorted(final_grads.items()))
-        # (kept as references: final_grad_arrays copies them, only for a caller that wants them)
-        self._final_grads = final_grads
-        grads = {n: None if g is None else self.summarize.final(g) for n, g in final_grads.items()}
-        values = {n: self.summarize.final(t) for n, t in sorted(self.leaves.items())}
-        values.update({n: self.summarize.final(t) for n, t in self.env.items()})
-        cut = self.summarize.finals_truncated
-        if cut:
-            limit = self.summarize.final_value_limit
-            self.diagnostics.append(
-                diagnostic(
-                    "final_values_truncated",
-                    "warning",
-                    f"the model is too big for the serialised trace: {cut} final gradient(s) or named "
-                    f"value(s) do not fit in final_value_limit={limit:,} numbers and are kept as stats "
-                    "only (truncated: true); Trace.grads in memory still holds every gradient. "
-                    "Pass a larger final_value_limit to keep them all.",
-                )
-            )
-        return grads, values
-
-    def _note_final_grad_norms(self, grads: dict[str, TensorValue | None]) -> None:
-        """The norm of every leaf's final ``.grad``: its final value's ``stats.norm`` (the
-        same float64 norm, already computed), or torch's where the stats leave non-finite
-        numbers out (the norm is then NaN or infinite), all of those in one batch."""
-        norms: list[GradNorm | None] = []
-        fallbacks: list[tuple[str, str | None, torch.Tensor]] = []
-        at: list[int] = []  # where each fallback's norm goes in ``norms``
-        for name, t in self.all_leaves_named():
-            grad = t.grad
-            if grad is None:
-                continue
-            module = self._param_modules.get(name)  # (None for an input)
-            value = None if name in self.retained else grads.get(name)  # (a retained name: its own)
-            stats = None if value is None else value.stats
-            if stats is not None and stats.norm is not None and not stats.nan and not stats.inf:
-                norms.append(GradNorm(name=name, module=module, pass_index=None, norm=stats.norm))
-            else:
-                at.append(len(norms))
-                norms.append(None)
-                fallbacks.append((name, module, grad))
-        if fallbacks:
-            for k, norm in zip(at, grad_norms(fallbacks, None), strict=True):
-                norms[k] = norm
-        self.grad_norms += [norm for norm in norms if norm is not None]
-
-    def final_grad_arrays(self, in_trace: dict[str, TensorValue | None] | None = None) -> dict[str, Any]:
-        """``final_grad_arrays`` of the gradients finish() kept (see there)."""
-        return final_grad_arrays(self.final_grads(), in_trace)
-
-    def final_grads(self) -> dict[str, torch.Tensor | None]:
-        """The final ``.grad`` of every named leaf, as finish() read them (references, not
-        copies): what ``final_grad_arrays`` copies, also once the session is dropped."""
-        return self._final_grads
-
     def all_leaves_named(self) -> list[tuple[str, torch.Tensor]]:
         """The parameters and the named inputs whose ``.grad`` a backward fills: leaves that
         require grad. (An input computed from other tensors is no leaf: its ``.grad`` stays
         None, and reading it makes PyTorch warn.)"""
         leaves = [(n, t) for n, t in self.leaves.items() if t.requires_grad and t.is_leaf]
         return list(self.params.items()) + leaves
-
-
-def final_grad_arrays(
-    final_grads: dict[str, torch.Tensor | None], in_trace: dict[str, TensorValue | None] | None = None
-) -> dict[str, Any]:
-    """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever the
-    serialised trace could keep; None where there is no gradient). Call it right after
-    ``TraceSession.finish()``, no user code run in between (the .grad tensors finish() kept are
-    copied now), still inside the GC pause; a caller that does not want them skips the copies.
-
-    ``in_trace``: the finished trace's ``grads``; a gradient whose exact numbers it holds in a
-    block is then a GradInTrace instead of a copy (for a Trace made of that document, which
-    decodes it if ever asked)."""
-    values = in_trace or {}
-    out: dict[str, Any] = {}
-    for name, grad in final_grads.items():
-        if grad is None:
-            out[name] = None
-        else:
-            out[name] = GradInTrace.of(values.get(name)) or exact_array(grad)
-    return out

@@ -1,0 +1,180 @@
+"""After the passes: what the capture kept becomes the trace.
+
+The last stage of the engine's pipeline (spec → built model → capture → records → analyses →
+trace). It takes a finished capture (a TraceSession whose passes are over) and goes through
+four steps, each once, in this order:
+
+1. **records**: the capture's graph, events and passes as they are; the final values
+   (every named leaf's final ``.grad``, every named tensor's value), exact and first
+   (``Summarizer.final``); the modules.
+2. **analyses**: diagnostics, the Linear reconstruction and its per-sample factors, the
+   saved-tensor memory, the gradient norms of each pass. Analyses that keep tensors summarize
+   them after the final values, so they spend what the value budget has left.
+3. **values**: every record's numbers read to the host at once (``Summarizer.finalize``), then
+   the norms of the final gradients (read off those values' stats).
+4. **the TraceDoc**.
+
+The order is part of the output: the value budget is spent in it, so a trace comes out byte for
+byte the same from one run to the next.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Literal, NamedTuple
+
+import torch
+
+from gradtrace.engine.diagnostics import compiled_modules, diagnose, diagnostic, wrapped_values
+from gradtrace.engine.grad_norms import all_grad_norms
+from gradtrace.engine.session import TraceSession
+from gradtrace.engine.summarize import exact_array
+from gradtrace.trace_schema import (
+    Analyses,
+    Base64Blocks,
+    GradInTrace,
+    Graph,
+    Limits,
+    ModuleInfo,
+    TensorValue,
+    TraceDoc,
+)
+
+
+class Assembled(NamedTuple):
+    """The trace; the final ``.grad`` of every named leaf and retained tensor as the records
+    read them (references, not copies: see final_grad_arrays); and the model's warnings the
+    capture recorded, for the caller to issue again (caller_warnings.reissue)."""
+
+    doc: TraceDoc
+    final_grads: dict[str, torch.Tensor | None]
+    warnings: list[warnings.WarningMessage]
+
+
+def assemble_trace(
+    session: TraceSession, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
+) -> Assembled:
+    """The trace of a capture whose passes are over (its hooks come off first)."""
+    session.close()  # (the summarizer's copies end with it)
+    summarize = session.summarize
+    rec = session.recorder
+
+    # 1. records
+    final_grads = _final_grads(session)
+    grads, values = _final_values(session, final_grads)
+    for tensor in session.retained.values():
+        rec.mark_retains_grad(tensor)
+    modules = [
+        ModuleInfo(
+            path=path, type=typ, parent=parent, parameters=params, hooks=session.module_hooks.get(path, [])
+        )
+        for path, (typ, parent, params) in session.module_types.items()
+    ]
+
+    # 2. analyses
+    diagnostics = session.diagnostics
+    found = any(d.code == "hook_on_outputs_only" for d in diagnostics)
+    model_warnings = list(session.recorded_warnings)
+    warning_texts = [str(w.message) for w in model_warnings]
+    diagnostics += diagnose(rec, session.env, session.retained, session.backward_roots, warning_texts, found)
+    diagnostics += wrapped_values(rec.nodes, rec.events, summarize.wrapped)
+    diagnostics += compiled_modules(session.module_types)
+    memory = session.memory.build()
+    linear = session.linear
+    layers, factors = linear.layer_passes(session.backward_capture.deltas)
+    linear_records = linear.build(layers, factors, summarize)
+    per_sample = linear.per_sample(layers, factors, summarize)
+    limits = Limits(  # (after the analyses: what they cut counts too)
+        max_nodes=rec.max_nodes,
+        value_budget=summarize.value_budget,
+        final_value_limit=summarize.final_value_limit,
+        values_truncated=summarize.values_truncated,
+        finals_truncated=summarize.finals_truncated,
+    )
+
+    # 3. values, and the gradient norms (the final ones read off the values' stats)
+    summarize.finalize()
+    norms = all_grad_norms(
+        session.pass_norms,
+        session.all_leaves_named(),
+        session.param_modules,
+        {name: None if name in session.retained else value for name, value in grads.items()},
+    )
+
+    # 4. the trace (its event payloads keep their TensorValue records: gradtrace.Trace.doc turns
+    # them into plain data when a reader first asks; serialising does not need that)
+    doc = TraceDoc(
+        torch_version=str(torch.__version__),
+        source=source,
+        title=title,
+        spec=spec,
+        graph=Graph(nodes=rec.nodes, edges=rec.edges, modules=modules),
+        events=rec.events,
+        passes=rec.passes,
+        values=values,
+        grads=grads,
+        analyses=Analyses(
+            linear=linear_records,
+            grad_norms=norms,
+            diagnostics=diagnostics,
+            memory=memory,
+            per_sample=per_sample,
+        ),
+        limits=limits,
+        tensor_data=Base64Blocks(summarize.tensor_data),
+    )
+    return Assembled(doc, final_grads, model_warnings)
+
+
+def _final_grads(session: TraceSession) -> dict[str, torch.Tensor | None]:
+    """The final ``.grad`` of every named leaf and retained tensor, by name."""
+    final_grads: dict[str, torch.Tensor | None] = {name: t.grad for name, t in session.all_leaves_named()}
+    final_grads.update({name: t.grad for name, t in session.retained.items()})
+    return dict(sorted(final_grads.items()))
+
+
+def _final_values(
+    session: TraceSession, final_grads: dict[str, torch.Tensor | None]
+) -> tuple[dict[str, TensorValue | None], dict[str, TensorValue]]:
+    """The trace's ``grads`` and ``values``, exact and first (Summarizer.final); one
+    diagnostic when the model is too big for them."""
+    final = session.summarize.final
+    grads = {name: None if g is None else final(g) for name, g in final_grads.items()}
+    values = {name: final(t) for name, t in sorted(session.leaves.items())}
+    values.update({name: final(t) for name, t in session.env.items()})
+    cut = session.summarize.finals_truncated
+    if cut:
+        limit = session.summarize.final_value_limit
+        session.diagnostics.append(
+            diagnostic(
+                "final_values_truncated",
+                "warning",
+                f"the model is too big for the serialised trace: {cut} final gradient(s) or named "
+                f"value(s) do not fit in final_value_limit={limit:,} numbers and are kept as stats "
+                "only (truncated: true); Trace.grads in memory still holds every gradient. "
+                "Pass a larger final_value_limit to keep them all.",
+            )
+        )
+    return grads, values
+
+
+def final_grad_arrays(
+    final_grads: dict[str, torch.Tensor | None], in_trace: dict[str, TensorValue | None] | None = None
+) -> dict[str, Any]:
+    """The final gradients as numpy arrays (the library's ``Trace.grads``: exact whatever the
+    serialised trace could keep; None where there is no gradient). Call it right after
+    ``assemble_trace`` (with its ``final_grads``), no user code run in between (the .grad
+    tensors are copied now), still inside the GC pause; a caller that does not want them skips
+    the copies.
+
+    ``in_trace``: the finished trace's ``grads``; a gradient whose exact numbers it holds in a
+    block is then a GradInTrace instead of a copy (for a Trace made of that document, which
+    decodes it if ever asked)."""
+    values = in_trace or {}
+    out: dict[str, Any] = {}
+    for name, grad in final_grads.items():
+        if grad is None:
+            out[name] = None
+        else:
+            out[name] = GradInTrace.of(values.get(name)) or exact_array(grad)
+    return out

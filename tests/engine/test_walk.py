@@ -1,0 +1,102 @@
+"""The engine reads as one walk: spec → built model → capture → records, analyses → trace.
+
+Followed from an entry point, the modules its own code calls into (calls whose every frame up
+to the entry point is gradtrace's: not hooks torch calls back) form a walk; consecutive calls
+into one module are one stay. At the entry point's level each stage is a module entered once,
+in the pipeline's order, and the assembly enters each analysis once, in its order: a reader
+never goes back to a module they had left.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from types import CodeType
+from typing import Any
+
+import torch
+from torch import nn
+
+import gradtrace
+from gradtrace.engine import run
+from gradtrace.examples import get_example
+from gradtrace.spec import SpecLimits, parse_spec
+
+run_spec = importlib.import_module("gradtrace.engine.run_spec")  # (the package's run_spec is the function)
+
+
+def walk(entry: CodeType, depth: int, call: Callable[[], Any]) -> list[str]:
+    """The stays of ``call()``'s walk, below the frame running ``entry``, ``depth`` calls deep
+    at most: each a module name (``gradtrace.`` left out)."""
+    stays: list[str] = []
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event != "call":
+            return
+        module = frame.f_globals.get("__name__", "")
+        if not module.startswith("gradtrace."):
+            return
+        caller, level = frame.f_back, 1
+        while caller is not None and caller.f_code is not entry:
+            if not caller.f_globals.get("__name__", "").startswith("gradtrace."):
+                return  # (torch called it: a hook, not the walk)
+            caller, level = caller.f_back, level + 1
+        if caller is None or level > depth:
+            return
+        name = module.removeprefix("gradtrace.")
+        if not stays or stays[-1] != name:
+            stays.append(name)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return stays
+
+
+def _stage(stays: list[str], first: str, last: str) -> list[str]:
+    """The part of a walk from the stay ``first`` to the stay ``last``, both included."""
+    start = stays.index(first)
+    return stays[start : stays.index(last, start) + 1]
+
+
+def test_a_spec_walks_each_stage_once_in_order() -> None:
+    spec = parse_spec(get_example("mlp-hooks-reconstruction"))
+    stays = walk(run_spec.run_spec.__code__, 1, lambda: run_spec.run_spec(spec, SpecLimits()))
+    assert stays == [
+        "spec.price",  # the price, from the programs
+        "engine.dryrun",  # the limits, on the meta device
+        "spec.models",  # the normalized spec the trace carries
+        "engine.build",  # the built model
+        "engine.spec_capture",  # the capture
+        "engine.assemble",  # records, analyses, the trace
+    ]
+
+
+def test_a_module_walks_each_stage_once_in_order() -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    x = torch.randn(2, 3)
+    stays = walk(run._traced.__code__, 1, lambda: gradtrace.trace(model, x))
+    assert stays == [
+        "engine.session",  # the capture made: hooks on the model
+        "engine.run",  # its forward and backward
+        "engine.assemble",  # records, analyses, the trace; the final gradients copied
+        "engine.caller_warnings",  # the model's warnings, issued again
+    ]
+
+
+def test_the_assembly_enters_each_analysis_once_after_the_records() -> None:
+    spec = parse_spec(get_example("mlp-hooks-reconstruction"))
+    stays = walk(run_spec.run_spec.__code__, 2, lambda: run_spec.run_spec(spec, SpecLimits()))
+    assembly = _stage(stays, "engine.assemble", "engine.grad_norms")
+    assert [stay for stay in assembly if stay != "engine.assemble"] == [
+        "engine.session",  # the capture closed
+        "engine.diagnostics",
+        "engine.memory",
+        "engine.linear_reconstruction",  # W.grad from (a, δ), per-sample factors
+        "engine.summarize",  # every record's numbers read to the host at once
+        "engine.session",  # the leaves whose final gradients are normed
+        "engine.grad_norms",  # each pass's norms, then the final ones (off the values' stats)
+    ]
