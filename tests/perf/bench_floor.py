@@ -5,9 +5,12 @@ hook-based recorder cannot go below: the same model run with every hook gradtrac
 place but with empty bodies — the process-wide module forward pre- and post-hooks, a
 ``TorchFunctionMode`` that lets every torch call through, and a pre- and a post-hook on every
 node of the graph (found by one walk from the loss before the backward, and removed after it).
+The log floor is what a pass that only logs (issue 21, item 1) costs at least: the same hooks,
+each appending a plain tuple, the backward's keeping a clone of each gradient; and beside it
+``to_json_bytes`` of a finished trace, which any design pays.
 Each model runs in a process of its own; in every round that process times a bare forward +
-backward, the floor and ``gradtrace.trace(...).to_json_bytes()`` in turn, so the noise of a shared
-machine hits the three alike. Figures are medians of the rounds; ratios are medians of the
+backward, the floor, the log floor, the serialisation and ``gradtrace.trace(...).to_json_bytes()``
+in turn, so the noise of a shared machine hits them alike. Figures are medians of the rounds; ratios are medians of the
 per-round ratios. One torch thread.
 
 Models: the bench chain, encoder and resnet-style convs (bench_models.py); torchvision's
@@ -169,6 +172,70 @@ def floor_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> None:
             handle.remove()
 
 
+# ---- the log floor: the same hooks, logging plain tuples --------------------------------
+@contextmanager
+def logging_forward_hooks(log: list[tuple]) -> Iterator[None]:
+    """The forward's hooks, each appending a plain tuple to ``log``: the module and its inputs
+    (pre), its output (post), each torch call and its result (the mode)."""
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    from torch.overrides import TorchFunctionMode
+
+    append = log.append
+
+    class Logging(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            result = func(*args, **(kwargs or {}))
+            append(("call", func, args, result))
+            return result
+
+    def pre(module: Any, args: Any) -> None:
+        append(("module_pre", module, args))
+
+    def post(module: Any, args: Any, output: Any) -> None:
+        append(("module_post", module, output))
+
+    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
+    try:
+        with Logging():
+            yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def log_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> list[tuple]:
+    """A forward and backward whose hooks only log: what issue 21's item 1 allows the pass to
+    do. The backward's hooks keep a clone of each gradient (the engine frees or overwrites
+    them), nothing else; no record, no summary, no graph walk beyond the one that hooks the
+    nodes. Its log, returned."""
+    import torch
+
+    log: list[tuple] = []
+    append = log.append
+
+    def kept(grads: tuple) -> list[Any]:
+        return [None if g is None else g.detach().clone() for g in grads]
+
+    def pre(node: Any) -> Callable[[tuple], None]:
+        return lambda grad_outputs: append(("node_pre", node, kept(grad_outputs)))
+
+    def post(node: Any) -> Callable[[tuple, tuple], None]:
+        return lambda grad_inputs, grad_outputs: append(("node_post", node, kept(grad_inputs)))
+
+    with logging_forward_hooks(log), torch.enable_grad():
+        loss = loss_fn(model(x))
+    handles = []
+    for node in _nodes(loss.grad_fn):
+        handles.append(node.register_prehook(pre(node)))
+        handles.append(node.register_hook(post(node)))
+    try:
+        loss.backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return log
+
+
 # ---- one model, in this (fresh) process -----------------------------------------------------
 def child(key: str, rounds: int) -> dict[str, Any]:
     import torch
@@ -184,6 +251,9 @@ def child(key: str, rounds: int) -> dict[str, Any]:
     def floor() -> None:
         floor_run(model, x, loss_fn)
 
+    def logged() -> None:
+        log_run(model, x, loss_fn)
+
     def traced() -> None:
         gradtrace.trace(model, x, loss_fn).to_json_bytes()
 
@@ -193,16 +263,24 @@ def child(key: str, rounds: int) -> dict[str, Any]:
         fn()
         return time.perf_counter() - t0
 
-    for fn in (bare, floor, traced):  # (warm: first calls load code and caches)
+    for fn in (bare, floor, logged, traced):  # (warm: first calls load code and caches)
         timed(fn)
     model.zero_grad(set_to_none=True)
     trace = gradtrace.trace(model, x, loss_fn)
     nodes, json_bytes = len(trace.doc.graph.nodes), len(trace.to_json_bytes())
-    del trace
-    times: dict[str, list[float]] = {"bare": [], "floor": [], "traced": []}
+    serialised = trace.to_json_bytes  # (the finished trace's bytes alone: what any design writes)
+
+    times: dict[str, list[float]] = {"bare": [], "floor": [], "log": [], "json": [], "traced": []}
     for _ in range(rounds):
-        for name, fn in (("bare", bare), ("floor", floor), ("traced", traced)):
+        for name, fn in (
+            ("bare", bare),
+            ("floor", floor),
+            ("log", logged),
+            ("json", serialised),
+            ("traced", traced),
+        ):
             times[name].append(timed(fn))
+    del trace, serialised
     return {"nodes": nodes, "json_bytes": json_bytes, **times}
 
 
@@ -231,9 +309,10 @@ def _ratio(num: list[float], den: list[float]) -> float:
 
 def report(keys: list[str], rounds: int) -> list[str]:
     lines = [
-        "| model | nodes | JSON | bare f+b | floor (empty hooks) | gradtrace + `to_json_bytes` "
+        "| model | nodes | JSON | bare f+b | floor (empty hooks) | log floor (+ its JSON) "
+        "| gradtrace + `to_json_bytes` "
         f"| gradtrace ÷ bare (≤ {BARE_LIMIT:g}×) | gradtrace ÷ floor (≤ {FLOOR_LIMIT:g}×) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     missing = []
     for key in keys:
@@ -241,14 +320,17 @@ def report(keys: list[str], rounds: int) -> list[str]:
         description = MODELS[key][0]
         r = measure(key, rounds)
         if "missing" in r:
-            lines.append(f"| {description} | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
+            lines.append(f"| {description} | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
             missing.append(f"{key}: {r['missing']}")
             continue
         to_bare, to_floor = _ratio(r["traced"], r["bare"]), _ratio(r["traced"], r["floor"])
         floor_to_bare = _ratio(r["floor"], r["bare"])
+        logged = [log + json_ for log, json_ in zip(r["log"], r["json"], strict=True)]
         lines.append(
             f"| {description} | {r['nodes']:,} | {r['json_bytes'] / 1e6:,.1f} MB | {_ms(statistics.median(r['bare']))} "
             f"| {_ms(statistics.median(r['floor']))} ({floor_to_bare:.1f}×) "
+            f"| {_ms(statistics.median(r['log']))} ({_ratio(r['log'], r['bare']):.1f}×); "
+            f"{_ms(statistics.median(logged))} ({_ratio(logged, r['bare']):.1f}×) "
             f"| {_ms(statistics.median(r['traced']))} "
             f"| **{to_bare:.1f}×** {'pass' if to_bare <= BARE_LIMIT else 'miss'} "
             f"| **{to_floor:.1f}×** {'pass' if to_floor <= FLOOR_LIMIT else 'miss'} |"
@@ -266,6 +348,12 @@ def section(keys: list[str] | None = None, rounds: int = 5) -> list[str]:
         "on every autograd node. Bare, floor and gradtrace (capture + `to_json_bytes`) alternate in each "
         f"round, in one process per model ({rounds} rounds, medians; ratios are medians of the "
         "per-round ratios; tests/perf/bench_floor.py).",
+        "",
+        "The log floor is the most a pass that only logs could be, the records and their numbers "
+        "aside: the same hooks, each appending a plain tuple (the module, the torch call and its "
+        "result, the node and a clone of each gradient it receives or sends: the engine frees or "
+        'overwrites them). "+ its JSON" adds, in the same round, `to_json_bytes` of the finished '
+        "trace alone: what any design writes. Both ratios are to bare.",
         "",
         *report(keys or list(MODELS), rounds),
         "",
