@@ -126,45 +126,37 @@ def _nodes(root: Any) -> Iterator[Any]:
 
 
 @contextmanager
-def empty_forward_hooks() -> Iterator[None]:
-    """The forward's hooks, empty: the process-wide module pair and a pass-through mode."""
+def forward_hooks(pre: Callable, post: Callable, mode: Any) -> Iterator[None]:
+    """The forward's hooks as gradtrace registers them: the process-wide module pre and post
+    hooks (``pre``, ``post``) and a TorchFunctionMode (``mode``), removed on exit."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-    from torch.overrides import TorchFunctionMode
-
-    class PassThrough(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-            return func(*args, **(kwargs or {}))
-
-    def pre(module: Any, args: Any) -> None:
-        return None
-
-    def post(module: Any, args: Any, output: Any) -> None:
-        return None
 
     handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
     try:
-        with PassThrough():
+        with mode:
             yield
     finally:
         for handle in handles:
             handle.remove()
 
 
-def floor_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> None:
-    """A forward and backward with the hooks gradtrace registers, every body empty."""
-
-    def pre(grad_outputs: Any) -> None:
-        return None
-
-    def post(grad_inputs: Any, grad_outputs: Any) -> None:
-        return None
-
-    with empty_forward_hooks():
+def hooked_run(
+    model: Any,
+    x: Any,
+    loss_fn: Callable[[Any], Any],
+    forward: Any,
+    node_pre: Callable[[Any], Callable],
+    node_post: Callable[[Any], Callable],
+) -> None:
+    """A forward inside ``forward`` (see forward_hooks), then a backward with a pre and a post
+    hook on every node of the graph (``node_pre(node)``, ``node_post(node)``: the hooks of
+    ``node``), found by one walk from the loss and removed after it."""
+    with forward:
         loss = loss_fn(model(x))
     handles = []
     for node in _nodes(loss.grad_fn):
-        handles.append(node.register_prehook(pre))
-        handles.append(node.register_hook(post))
+        handles.append(node.register_prehook(node_pre(node)))
+        handles.append(node.register_hook(node_post(node)))
     try:
         loss.backward()
     finally:
@@ -172,14 +164,41 @@ def floor_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> None:
             handle.remove()
 
 
-# ---- the log floor: the same hooks, logging plain tuples --------------------------------
-@contextmanager
-def logging_forward_hooks(log: list[tuple]) -> Iterator[None]:
-    """The forward's hooks, each appending a plain tuple to ``log``: the module and its inputs
-    (pre), its output (post), each torch call and its result (the mode)."""
-    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+def floor_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> None:
+    """A forward and backward with the hooks gradtrace registers, every body empty."""
     from torch.overrides import TorchFunctionMode
 
+    class PassThrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            return func(*args, **(kwargs or {}))
+
+    def module_pre(module: Any, args: Any) -> None:
+        return None
+
+    def module_post(module: Any, args: Any, output: Any) -> None:
+        return None
+
+    def pre(grad_outputs: Any) -> None:
+        return None
+
+    def post(grad_inputs: Any, grad_outputs: Any) -> None:
+        return None
+
+    forward = forward_hooks(module_pre, module_post, PassThrough())
+    hooked_run(model, x, loss_fn, forward, lambda _node: pre, lambda _node: post)
+
+
+# ---- the log floor: the same hooks, logging plain tuples --------------------------------
+def log_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> list[tuple]:
+    """A forward and backward whose hooks only log: what issue 21's item 1 allows the pass to
+    do. Each hook appends a plain tuple: the module and its inputs or output, each torch call
+    and its result, each node and a clone of each gradient it receives or sends (the engine
+    frees or overwrites them). No record, no summary, no graph walk beyond the one that hooks
+    the nodes. Its log, returned."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    log: list[tuple] = []
     append = log.append
 
     class Logging(TorchFunctionMode):
@@ -188,30 +207,11 @@ def logging_forward_hooks(log: list[tuple]) -> Iterator[None]:
             append(("call", func, args, result))
             return result
 
-    def pre(module: Any, args: Any) -> None:
+    def module_pre(module: Any, args: Any) -> None:
         append(("module_pre", module, args))
 
-    def post(module: Any, args: Any, output: Any) -> None:
+    def module_post(module: Any, args: Any, output: Any) -> None:
         append(("module_post", module, output))
-
-    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
-    try:
-        with Logging():
-            yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-def log_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> list[tuple]:
-    """A forward and backward whose hooks only log: what issue 21's item 1 allows the pass to
-    do. The backward's hooks keep a clone of each gradient (the engine frees or overwrites
-    them), nothing else; no record, no summary, no graph walk beyond the one that hooks the
-    nodes. Its log, returned."""
-    import torch
-
-    log: list[tuple] = []
-    append = log.append
 
     def kept(grads: tuple) -> list[Any]:
         return [None if g is None else g.detach().clone() for g in grads]
@@ -222,17 +222,8 @@ def log_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> list[tuple]:
     def post(node: Any) -> Callable[[tuple, tuple], None]:
         return lambda grad_inputs, grad_outputs: append(("node_post", node, kept(grad_inputs)))
 
-    with logging_forward_hooks(log), torch.enable_grad():
-        loss = loss_fn(model(x))
-    handles = []
-    for node in _nodes(loss.grad_fn):
-        handles.append(node.register_prehook(pre(node)))
-        handles.append(node.register_hook(post(node)))
-    try:
-        loss.backward()
-    finally:
-        for handle in handles:
-            handle.remove()
+    with torch.enable_grad():
+        hooked_run(model, x, loss_fn, forward_hooks(module_pre, module_post, Logging()), pre, post)
     return log
 
 
