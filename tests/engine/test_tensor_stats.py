@@ -89,3 +89,69 @@ def test_stats_of_does_not_change_its_input() -> None:
     arr = _NORMAL.copy()
     stats_of(arr)
     assert np.array_equal(arr, _NORMAL)
+
+
+# ---- large arrays, a chunk at a time: the same bits as the whole-array path -----------------
+_BLOCK = np.getbufsize()  # (numpy's buffer: the chunked sums split where numpy's own do)
+_SMALL_CHUNK = 2 * _BLOCK  # (small chunks: many levels of halving and many buffers on test sizes)
+
+
+def _whole(arr: np.ndarray) -> tuple:
+    """stats_of on its whole-array path (the chunked one switched off)."""
+    from gradtrace.engine import tensor_stats
+
+    agree, tensor_stats._CHUNKS_AGREE = tensor_stats._CHUNKS_AGREE, False
+    try:
+        return stats_of(arr)
+    finally:
+        tensor_stats._CHUNKS_AGREE = agree
+
+
+def _large_cases() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(5)
+    n = 13 * _BLOCK + 77  # (a partial last buffer, a halving that is not a power of two)
+    normal = rng.standard_normal(n)
+    return {
+        "float32": (normal * 3 + 0.5).astype(np.float32),
+        "float64": normal * 1e-3 - 7.0,
+        "float16": normal.astype(np.float16),
+        "float32 transposed": normal[: 97 * 1000].astype(np.float32).reshape(97, 1000).T,
+        "float32 permuted": normal[: 24 * 4096].astype(np.float32).reshape(4, 6, 4096).transpose(2, 0, 1),
+        "one buffer exactly": normal[: 4 * _BLOCK].astype(np.float32),
+        "a large mean": (normal + 1e6).astype(np.float32),
+    }
+
+
+@pytest.mark.parametrize("name", list(_large_cases()))
+def test_a_large_array_a_chunk_at_a_time_gives_the_whole_arrays_bits(name: str) -> None:
+    from gradtrace.engine.tensor_stats import _stats_in_chunks
+
+    arr = _large_cases()[name]
+    for chunk in (_SMALL_CHUNK, 3 * _BLOCK, 1 << 18):
+        assert _stats_in_chunks(arr, chunk) == _whole(arr), chunk
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.abs(np.random.default_rng(1).standard_normal(9 * _BLOCK)).astype(np.float32)
+        * (np.arange(9 * _BLOCK) % 5 > 0),
+        np.where(np.arange(9 * _BLOCK) == 17, np.nan, 1.0),
+        np.full(9 * _BLOCK, 1e151),
+        np.random.default_rng(2).standard_normal((300, 200))[:, ::2],
+        np.random.default_rng(4).standard_normal(9 * _BLOCK)[::-1],
+    ],
+    ids=["a zero minimum", "a NaN", "past 1e150", "not one dense block", "a negative stride"],
+)
+def test_a_large_array_the_chunks_cannot_decide_goes_whole(values: np.ndarray) -> None:
+    from gradtrace.engine.tensor_stats import _stats_in_chunks
+
+    assert _stats_in_chunks(values, _SMALL_CHUNK) is None
+
+
+def test_stats_of_a_large_array_takes_the_chunks_and_agrees() -> None:
+    from gradtrace.engine import tensor_stats
+
+    assert tensor_stats._CHUNKS_AGREE  # (this numpy splits its sums where the chunks assume)
+    arr = np.random.default_rng(3).standard_normal(tensor_stats.CHUNKED + 12_345).astype(np.float32)
+    assert stats_of(arr) == _whole(arr) == tensor_stats._stats_in_chunks(arr)

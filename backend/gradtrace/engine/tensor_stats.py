@@ -30,6 +30,9 @@ StatsRow = tuple[float | None, float | None, float | None, float | None, float |
 def stats_of(arr: np.ndarray) -> StatsRow:
     """Stats of one (large) array of any shape: float64, over the finite elements, two-pass std.
 
+    Past ``CHUNKED`` elements the same numbers come from float64 copies of a chunk at a time
+    (``_stats_in_chunks``), where it can decide them.
+
     numpy with no BLAS call (np.dot goes to a multi-threaded BLAS, whose threads spin on a
     busy machine; torch's reductions pay a dispatch per call and sum in another order). One
     float64 copy, centred in place; the norm comes from the same sum of squares,
@@ -43,6 +46,10 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     """
     if arr.size == 0:
         return (None, None, None, None, None, 0, 0)
+    if arr.size > CHUNKED and _CHUNKS_AGREE:
+        row = _stats_in_chunks(arr)
+        if row is not None:
+            return row
     # a flat copy, even of float64 input: it is centred in place below (the order of the
     # elements does not matter: any layout, e.g. a transposed weight, is read as it lies)
     x = arr.astype(np.float64).ravel("K")  # (astype keeps the layout: ravel is then a view)
@@ -57,6 +64,116 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     if not 1 / _HUGE <= extreme <= _HUGE and extreme != 0.0:  # (a NaN fails the range: unusual)
         return _stats_of_unusual(x)
     return _centred(x, low, high, float(_sum(x)))  # (the sum at most n·1e150: no overflow)
+
+
+# ---- large arrays, a chunk at a time ------------------------------------------------------
+# Past CHUNKED elements an array's stats are computed from float64 copies of CHUNK elements at a
+# time (a few MB, reused from the allocator's free lists) instead of one float64 copy of the
+# whole: an embedding's copy is hundreds of MB of fresh memory, every page of it faulted in, and
+# held at once with the rest of the trace. The numbers are the very same bits: each reduction
+# is split where numpy itself splits it (see _pairwise_in_chunks, _squares_in_chunks), and the
+# agreement is checked once per process on numpy's own results (_CHUNKS_AGREE), the whole-array
+# path kept otherwise.
+CHUNKED = 1 << 20  # elements: larger arrays go a chunk at a time
+CHUNK = 1 << 18  # elements per float64 chunk (2 MB); a multiple of numpy's buffer size
+_PAIRWISE_BLOCK = 128  # numpy's pairwise summation: below this, one unrolled loop; above, halves
+
+
+def _flat(arr: np.ndarray) -> np.ndarray | None:
+    """``arr``'s elements in memory order, as a 1-D view (None when they are not one dense
+    block: then there is no such view, and the whole-array path copies it)."""
+    if any(stride < 0 for stride in arr.strides):  # (numpy's copy keeps such an array's order)
+        return None
+    flat = arr.ravel("K")
+    return flat if np.may_share_memory(flat, arr) else None  # (ravel copies what it cannot view)
+
+
+def _pairwise_in_chunks(flat: np.ndarray, start: int, n: int, leaf: int) -> float:
+    """``_sum`` of the float64 copy of ``flat[start:start + n]``, bit for bit, without the copy:
+    numpy sums a contiguous float64 array pairwise, halving it (the first half a multiple of 8)
+    until a part is at most _PAIRWISE_BLOCK long; the same halving is done here down to parts
+    of at most ``leaf`` elements, each summed by numpy from a copy of its own."""
+    if n <= leaf:
+        return float(_sum(flat[start : start + n].astype(np.float64)))
+    half = n // 2
+    half -= half % 8
+    return _pairwise_in_chunks(flat, start, half, leaf) + _pairwise_in_chunks(
+        flat, start + half, n - half, leaf
+    )
+
+
+def _squares_in_chunks(flat: np.ndarray, mean: float, chunk: int) -> float:
+    """``_einsum("i,i->", x, x)`` of ``x`` = the float64 copy of ``flat`` minus ``mean``, bit
+    for bit, without the copy: numpy's einsum goes through the array in buffers of
+    ``np.getbufsize()`` elements, adding each buffer's sum of squares to the total in turn; here
+    each such buffer's is a row of one einsum over a chunk, added in the same order."""
+    block = np.getbufsize()
+    total = 0.0
+    for first in range(0, flat.size, chunk):
+        x = flat[first : first + chunk].astype(np.float64)
+        np.subtract(x, mean, out=x)
+        whole = x.size - x.size % block
+        rows = x[:whole].reshape(-1, block)
+        for square in _einsum("ij,ij->i", rows, rows).tolist():
+            total = total + square
+        if whole < x.size:
+            tail = x[whole:]
+            total = total + float(_einsum("i,i->", tail, tail))
+    return total
+
+
+def _min_max_in_chunks(flat: np.ndarray, chunk: int) -> tuple[float, float]:
+    """The float64 min and max of ``flat``, a chunk at a time (exact: the same numbers, found in
+    any order; NaN for both when there is a NaN, as numpy's; which zero a tie between 0.0 and -0.0 gives is numpy's alone, so callers redo
+    the whole array when either is zero)."""
+    low, high = math.inf, -math.inf
+    for first in range(0, flat.size, chunk):
+        x = flat[first : first + chunk].astype(np.float64)
+        part_low, part_high = float(_min(x)), float(_max(x))
+        if part_low != part_low:  # a NaN (numpy's min and max both give it): as the whole would
+            return part_low, part_low
+        low, high = min(low, part_low), max(high, part_high)
+    return low, high
+
+
+def _stats_in_chunks(arr: np.ndarray, chunk: int = CHUNK) -> StatsRow | None:
+    """``stats_of(arr)`` a chunk at a time, the same bits; None where the whole-array path must
+    decide: an array not one dense block, a NaN or an infinity, magnitudes past 1e150 or under
+    1e-150, a min or max that is zero (see _min_max_in_chunks)."""
+    flat = _flat(arr)
+    if flat is None:
+        return None
+    if arr.dtype == _FLOAT32:  # (as stats_of: float32's own min and max, no copy)
+        low, high = float(_min(arr, None)), float(_max(arr, None))
+    else:
+        low, high = _min_max_in_chunks(flat, chunk)
+    extreme = max(-low, high)
+    if low == 0.0 or high == 0.0 or not 1 / _HUGE <= extreme <= _HUGE:
+        return None
+    n = int(flat.size)
+    mean = _pairwise_in_chunks(flat, 0, n, chunk) / n
+    squares = _squares_in_chunks(flat, mean, chunk)
+    return (low, high, mean, math.sqrt(squares / n), math.sqrt(squares + n * mean * mean), 0, 0)
+
+
+def _chunks_agree() -> bool:
+    """Whether this numpy splits its sums where _pairwise_in_chunks and _squares_in_chunks
+    assume: their results on a test array (small chunks, several levels of halving, a partial
+    buffer) against the whole-array reductions. Checked once, at import."""
+    block = np.getbufsize()
+    values = np.random.default_rng(0).standard_normal(6 * block + 13) * 1e3
+    flat = values.astype(np.float32).ravel()
+    whole = flat.astype(np.float64)
+    total = float(_sum(whole))
+    if _pairwise_in_chunks(flat, 0, flat.size, 2 * block) != total:
+        return False
+    centred = whole - total / whole.size
+    return _squares_in_chunks(flat, total / whole.size, 2 * block) == float(
+        _einsum("i,i->", centred, centred)
+    )
+
+
+_CHUNKS_AGREE = _chunks_agree()
 
 
 def _centred(
