@@ -9,7 +9,6 @@ never goes back to a module they had left.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable
 from types import CodeType
@@ -19,11 +18,9 @@ import torch
 from torch import nn
 
 import gradtrace
-from gradtrace.engine import run
+from gradtrace.engine import run, spec_pipeline
 from gradtrace.examples import get_example
 from gradtrace.spec import SpecLimits, parse_spec
-
-run_spec = importlib.import_module("gradtrace.engine.run_spec")  # (the package's run_spec is the function)
 
 
 def walk(entry: CodeType, depth: int, call: Callable[[], Any]) -> list[str]:
@@ -64,7 +61,7 @@ def _stage(stays: list[str], first: str, last: str) -> list[str]:
 
 def test_a_spec_walks_each_stage_once_in_order() -> None:
     spec = parse_spec(get_example("mlp-hooks-reconstruction"))
-    stays = walk(run_spec.run_spec.__code__, 1, lambda: run_spec.run_spec(spec, SpecLimits()))
+    stays = walk(spec_pipeline.run_spec.__code__, 1, lambda: spec_pipeline.run_spec(spec, SpecLimits()))
     assert stays == [
         "spec.price",  # the price, from the programs
         "engine.dryrun",  # the limits, on the meta device
@@ -89,7 +86,7 @@ def test_a_module_walks_each_stage_once_in_order() -> None:
 
 def test_the_assembly_enters_each_analysis_once_after_the_records() -> None:
     spec = parse_spec(get_example("mlp-hooks-reconstruction"))
-    stays = walk(run_spec.run_spec.__code__, 2, lambda: run_spec.run_spec(spec, SpecLimits()))
+    stays = walk(spec_pipeline.run_spec.__code__, 2, lambda: spec_pipeline.run_spec(spec, SpecLimits()))
     assembly = _stage(stays, "engine.assemble", "engine.grad_norms")
     assert [stay for stay in assembly if stay != "engine.assemble"] == [
         "engine.session",  # the capture closed

@@ -1,7 +1,9 @@
 """The engine: the only package of gradtrace that imports torch.
 
-``run_spec`` traces a validated ModelSpec (the service calls it in a worker process);
-``trace_module`` traces a user's own nn.Module (the Python library). Both are one pipeline,
+``run_spec`` (``spec_pipeline``) traces a validated ModelSpec (the service calls it in a worker
+process); ``trace_module`` (``run``) traces a user's own nn.Module (the Python library). Each
+loads when first asked for (tracing a user's model does not load the spec's build, dry run and
+pydantic models). Both are one pipeline,
 each stage a module entered once, in this order (tests/engine/test_walk.py keeps it so):
 
 =======================  ==================================================================
@@ -34,8 +36,31 @@ diagnostics                ``diagnostics``            nothing: the finished grap
 =========================  =========================  ==========================================
 """
 
-from gradtrace.engine.errors import TraceError
-from gradtrace.engine.run import trace_module
-from gradtrace.engine.run_spec import run_spec
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gradtrace.engine.errors import TraceError
+    from gradtrace.engine.run import trace_module
+    from gradtrace.engine.spec_pipeline import run_spec
+
+# (each entry point loads its own pipeline when first asked for: tracing a user's model does
+# not load the spec's build, dry run and pydantic models)
+_DEFINED_IN = {
+    "TraceError": "gradtrace.engine.errors",
+    "run_spec": "gradtrace.engine.spec_pipeline",
+    "trace_module": "gradtrace.engine.run",
+}
 
 __all__ = ["TraceError", "run_spec", "trace_module"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _DEFINED_IN.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # (asked once)
+    return value

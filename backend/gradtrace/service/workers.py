@@ -64,7 +64,7 @@ _PRELOAD = [
     "gradtrace.service.worker_main",
     "gradtrace.spec",
     "gradtrace.engine",
-    "gradtrace.engine.run_spec",
+    "gradtrace.engine.spec_pipeline",
     "gradtrace.engine.dryrun",
     "gradtrace.spec.analysis",
     "gradtrace.spec.semantics",
