@@ -19,6 +19,7 @@ resnet18 (its Python code only, as the engine's third-party tests load it, from
 (random weights, nothing downloaded). A model whose package is missing is reported n/a.
 
 Run: PYTHONPATH=backend .venv/bin/python tests/perf/bench_floor.py [--models chain60,gpt2] [--rounds 5]
+     [--log-without-clones]
 """
 
 from __future__ import annotations
@@ -189,12 +190,13 @@ def floor_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> None:
 
 
 # ---- the log floor: the same hooks, logging plain tuples --------------------------------
-def log_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> list[tuple]:
+def log_run(model: Any, x: Any, loss_fn: Callable[[Any], Any], clones: bool = True) -> list[tuple]:
     """A forward and backward whose hooks only log: what issue 21's item 1 allows the pass to
     do. Each hook appends a plain tuple: the module and its inputs or output, each torch call
     and its result, each node and a clone of each gradient it receives or sends (the engine
     frees or overwrites them). No record, no summary, no graph walk beyond the one that hooks
-    the nodes. Its log, returned."""
+    the nodes. Its log, returned. ``clones=False`` logs the gradients themselves: a bound no
+    real capture reaches (it loses a gradient the engine overwrites), the most favourable."""
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -214,6 +216,8 @@ def log_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> list[tuple]:
         append(("module_post", module, output))
 
     def kept(grads: tuple) -> list[Any]:
+        if not clones:
+            return list(grads)
         return [None if g is None else g.detach().clone() for g in grads]
 
     def pre(node: Any) -> Callable[[tuple], None]:
@@ -228,7 +232,7 @@ def log_run(model: Any, x: Any, loss_fn: Callable[[Any], Any]) -> list[tuple]:
 
 
 # ---- one model, in this (fresh) process -----------------------------------------------------
-def child(key: str, rounds: int) -> dict[str, Any]:
+def child(key: str, rounds: int, clones: bool = True) -> dict[str, Any]:
     import torch
 
     import gradtrace
@@ -243,7 +247,7 @@ def child(key: str, rounds: int) -> dict[str, Any]:
         floor_run(model, x, loss_fn)
 
     def logged() -> None:
-        log_run(model, x, loss_fn)
+        log_run(model, x, loss_fn, clones)
 
     def traced() -> None:
         gradtrace.trace(model, x, loss_fn).to_json_bytes()
@@ -275,8 +279,10 @@ def child(key: str, rounds: int) -> dict[str, Any]:
     return {"nodes": nodes, "json_bytes": json_bytes, **times}
 
 
-def measure(key: str, rounds: int) -> dict[str, Any]:
+def measure(key: str, rounds: int, clones: bool = True) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", key, "--rounds", str(rounds)]
+    if not clones:
+        cmd.append("--log-without-clones")
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         missing = "ModuleNotFoundError" in done.stderr
@@ -298,7 +304,7 @@ def _ratio(num: list[float], den: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(num, den, strict=True))
 
 
-def report(keys: list[str], rounds: int) -> list[str]:
+def report(keys: list[str], rounds: int, clones: bool = True) -> list[str]:
     lines = [
         "| model | nodes | JSON | bare f+b | floor (empty hooks) | log floor (+ its JSON) "
         "| gradtrace + `to_json_bytes` "
@@ -309,7 +315,7 @@ def report(keys: list[str], rounds: int) -> list[str]:
     for key in keys:
         print(f"floor: {key} …", file=sys.stderr, flush=True)
         description = MODELS[key][0]
-        r = measure(key, rounds)
+        r = measure(key, rounds, clones)
         if "missing" in r:
             lines.append(f"| {description} | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
             missing.append(f"{key}: {r['missing']}")
@@ -355,12 +361,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"among {', '.join(MODELS)}")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--log-without-clones",
+        action="store_true",
+        help="the log floor keeps the gradients themselves, not clones (the most favourable bound)",
+    )
     parser.add_argument("--child", choices=list(MODELS), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    clones = not args.log_without_clones
     if args.child:
-        print(json.dumps(child(args.child, args.rounds)))
+        print(json.dumps(child(args.child, args.rounds, clones)))
         return
-    print("\n".join(report(args.models.split(","), args.rounds)))
+    print("\n".join(report(args.models.split(","), args.rounds, clones)))
 
 
 if __name__ == "__main__":
