@@ -5,8 +5,8 @@ finalize()).
 For the duration of each pass (the ``run`` of ``TraceSession.forward`` and the ``call`` of
 ``TraceSession.backward_pass``: the session's pass boundaries, wrapped here, the pass itself
 unchanged) ``Tensor.item``, ``.tolist``, ``.numpy``, ``.cpu`` and ``.to(<a CPU device>)``
-raise. (After each, the session reads the pass's large copies to the host: see
-Summarizer.settle.) Large CPU tensors, which by default are read where they are seen (no transfer
+raise. (After each, the session reads the pass's large copies to the host, and whether the
+model's hooks wrote a device's tensors through ``.data``: see TraceSession._settle.) Large CPU tensors, which by default are read where they are seen (no transfer
 for them), take the device tensors' path under the guard. Each trace must still complete and be,
 byte for byte (``Trace.to_json``), the trace made without the guard (by the default path). Where CUDA is present the
 same traces run on the GPU under ``torch.cuda.set_sync_debug_mode("error")`` for the passes too.
@@ -316,3 +316,74 @@ def test_large_views_read_later_have_the_stats_of_numpys_view_then(dtype: torch.
         got = (record.stats.min, record.stats.max, record.stats.mean, record.stats.std, record.stats.norm)
         assert got == stats[:5]
         assert base64.b64decode(summarizer.tensor_data[record.data]) == row
+
+
+def _halves_grad_through_data(param: torch.Tensor) -> None:
+    param.grad.data.mul_(0.5)  # (no version bump either)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_writes_through_data_found_on_the_device_after_the_pass(
+    monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    """Hooks given a device's tensors (a forward hook, a post-accumulate-grad hook, both writing
+    through ``.data``): their bits are compared on the device and the answer read after the
+    pass; no sync in it. On the CPU that path is taken here by force (a CPU tensor is compared
+    at once), with ``torch.equal``, the comparison that reads, refused inside the passes.
+    Either way each event's ``changed``, the values seen after the writes and the gradients
+    are those of the CPU's own path."""
+    from gradtrace.engine import model_hooks
+
+    def model() -> nn.Module:
+        torch.manual_seed(6)
+        net = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 1)).to(device)
+        net[0].register_forward_hook(_doubles_output_through_data)
+        net[2].weight.register_post_accumulate_grad_hook(_halves_grad_through_data)
+        return net
+
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(7)).to(device)
+
+    def make() -> gradtrace.Trace:
+        return gradtrace.trace(model(), x, _total)
+
+    at_once = gradtrace.trace(model().cpu(), x.cpu(), _total)
+    with monkeypatch.context() as patch:
+        if device == "cpu":
+            patch.setattr(model_hooks, "_compared_now", lambda _given: False)
+            passes = PassGuard(device)
+            equal = torch.equal
+
+            def refusing_equal(*args: Any, **kwargs: Any) -> bool:
+                if passes.depth:
+                    raise HostTransfer("torch.equal during a pass")
+                return equal(*args, **kwargs)
+
+            patch.setattr(torch, "equal", refusing_equal)
+            forward, backward_pass = TraceSession.forward, TraceSession.backward_pass
+            patch.setattr(
+                TraceSession,
+                "forward",
+                lambda s, run, *a, **k: forward(s, lambda: _during(passes, "forward", run), *a, **k),
+            )
+            patch.setattr(
+                TraceSession,
+                "backward_pass",
+                lambda s, kind, of, step, call: backward_pass(
+                    s, kind, of, step, lambda: _during(passes, "backward", call)
+                ),
+            )
+        later = _same_trace_under_the_guard(make, patch, device)
+    changed = [(e.kind, e.target, e.payload["changed"]) for e in later.events if e.hook is not None]
+    assert changed == [(e.kind, e.target, e.payload["changed"]) for e in at_once.events if e.hook is not None]
+    assert ("module_forward", "0", True) in changed
+    assert ("post_accumulate_grad", "2.weight", True) in changed
+    (given,) = [e for e in later.events if e.kind == "module_forward_pre" and e.module == "1"]
+    (then,) = [e for e in at_once.events if e.kind == "module_forward_pre" and e.module == "1"]
+    assert np.array_equal(later.array(given.payload["inputs"][0]), at_once.array(then.payload["inputs"][0]))
+    for name, grad in at_once.grads.items():
+        assert np.array_equal(later.grads[name], grad), name
+
+
+def _during(guard: PassGuard, kind: str, run: Callable[[], Any]) -> Any:
+    with guard.during(kind):
+        return run()

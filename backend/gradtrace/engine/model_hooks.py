@@ -176,6 +176,21 @@ def _written_behind(given: list[torch.Tensor], copies: list[torch.Tensor]) -> li
     return [t for t, copy in zip(given, copies, strict=True) if not torch.equal(_bits(t), copy)]
 
 
+def _compared_now(given: list[torch.Tensor]) -> bool:
+    """Whether the bits of ``given`` are compared while the pass runs: in host memory that is
+    no transfer and no sync. A device's tensors are compared on the device, and the answer is
+    read after the pass (see ModelHooks.settle)."""
+    return all(t.is_cpu for t in given)
+
+
+def _differs_on_device(now: torch.Tensor, copy: torch.Tensor) -> torch.Tensor | bool:
+    """Whether two rows of bits differ: a 0-dim bool tensor on their device (not read), or
+    True at once when their sizes differ (``.data`` given a tensor of another size)."""
+    if now.numel() != copy.numel():
+        return True
+    return torch.ne(now, copy).any()
+
+
 def _replaceable(kind: str, args: tuple) -> Any:
     """What a value returned by a hook of this kind stands in for."""
     if kind == "forward_pre":
@@ -231,6 +246,9 @@ class ModelHooks:
         # False once restored: a wrapper PyTorch copied into a graph that outlives the trace
         # (a non-full backward hook on an output's grad_fn) then just calls the user's hook
         self._active = True
+        # hooks given a device's tensors: their payload, and whether each tensor's bits moved
+        # (device bools, read by settle() after the pass)
+        self._compared_later: list[tuple[_HookPayload, list[torch.Tensor | bool]]] = []
 
     # ---- installing and restoring ---------------------------------------------------------
     @contextmanager
@@ -298,6 +316,14 @@ class ModelHooks:
     # as its call begins, forward hooks as its forward returns. So each module boundary looks
     # at that module and the modules still running around it (whose forward hooks are still
     # to come): a few dicts, not the whole model, however often the boundary is crossed.
+    def settle(self) -> None:
+        """After a pass: whether the hooks given a device's tensors wrote them behind their
+        versions (their events' ``changed``), read now."""
+        compared, self._compared_later = self._compared_later, []
+        for payload, differs in compared:
+            if any(bool(d) for d in differs):
+                payload.changed = True
+
     def catch_up(self) -> None:
         """Wrap the hooks registered on any module since the last look (e.g. before a
         backward: hooks the forward registered on modules it had already left)."""
@@ -584,11 +610,18 @@ class ModelHooks:
             result = hook(*args, **kwargs)
             with capture.quiet():
                 changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
-                if not changed and copies:
+                if not changed and copies and _compared_now(given):
                     behind = _written_behind(given, copies)
                     for t in behind:  # (later summaries, the final .grad's too, read it again)
                         rec.forget(t)
                     changed = bool(behind)
+                elif not changed and copies:
+                    # (not known before the pass ends: any of them may have been written, so
+                    # later summaries read them all again)
+                    for t in given:
+                        rec.forget(t)
+                    differs = [_differs_on_device(_bits(t), c) for t, c in zip(given, copies, strict=True)]
+                    self._compared_later.append((payload, differs))
                 payload.returned = (
                     None if result is None else [rec.summarize(t) for t in _aliases(flat_tensors(result))]
                 )

@@ -250,7 +250,14 @@ class TraceSession:
         finally:
             rec.forward_ended()
             rec.end_pass()
-            self.summarize.settle()  # (after the pass: its large copies read, and dropped)
+            self._settle()
+
+    def _settle(self) -> None:
+        """After a pass, what it left to read on the host: the large copies (read, and dropped)
+        and the model's hooks' comparisons made on a device."""
+        self.summarize.settle()
+        if self.model_hooks is not None:
+            self.model_hooks.settle()
 
     def name(self, name: str, value: Any) -> None:
         """The program assigned ``name`` (called while the forward runs)."""
@@ -303,7 +310,7 @@ class TraceSession:
             self._discover_created_in_backward(result)
             self.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
             rec.end_pass()
-            self.summarize.settle()  # (see forward)
+            self._settle()
 
     def _watch_kept_outputs(self) -> None:
         self.backward_capture.watch.update(self.forward_capture.kept_output_nodes())
