@@ -318,6 +318,19 @@ def test_large_views_read_later_have_the_stats_of_numpys_view_then(dtype: torch.
         assert base64.b64decode(summarizer.tensor_data[record.data]) == row
 
 
+class _TripledGradient(nn.Module):
+    """tanh, with a tensor hook on its output that triples the gradient through ``.data``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.tanh(x)
+        out.register_hook(_triples_through_data)
+        return out
+
+
+def _triples_through_data(grad: torch.Tensor) -> None:
+    grad.data.mul_(3)  # (no version bump)
+
+
 def _halves_grad_through_data(param: torch.Tensor) -> None:
     param.grad.data.mul_(0.5)  # (no version bump either)
 
@@ -326,8 +339,8 @@ def _halves_grad_through_data(param: torch.Tensor) -> None:
 def test_writes_through_data_found_on_the_device_after_the_pass(
     monkeypatch: pytest.MonkeyPatch, device: str
 ) -> None:
-    """Hooks given a device's tensors (a forward hook, a post-accumulate-grad hook, both writing
-    through ``.data``): their bits are compared on the device and the answer read after the
+    """Hooks given a device's tensors (a forward hook, a tensor hook, a post-accumulate-grad
+    hook, each writing through ``.data``): their bits are compared on the device and the answer read after the
     pass; no sync in it. On the CPU that path is taken here by force (a CPU tensor is compared
     at once), with ``torch.equal``, the comparison that reads, refused inside the passes.
     Either way each event's ``changed``, the values seen after the writes and the gradients
@@ -336,7 +349,7 @@ def test_writes_through_data_found_on_the_device_after_the_pass(
 
     def model() -> nn.Module:
         torch.manual_seed(6)
-        net = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 1)).to(device)
+        net = nn.Sequential(nn.Linear(4, 5), _TripledGradient(), nn.Linear(5, 1)).to(device)
         net[0].register_forward_hook(_doubles_output_through_data)
         net[2].weight.register_post_accumulate_grad_hook(_halves_grad_through_data)
         return net
@@ -377,6 +390,7 @@ def test_writes_through_data_found_on_the_device_after_the_pass(
     assert changed == [(e.kind, e.target, e.payload["changed"]) for e in at_once.events if e.hook is not None]
     assert ("module_forward", "0", True) in changed
     assert ("post_accumulate_grad", "2.weight", True) in changed
+    assert sum(kind == "tensor_hook" and was for kind, _target, was in changed) == 1
     (given,) = [e for e in later.events if e.kind == "module_forward_pre" and e.module == "1"]
     (then,) = [e for e in at_once.events if e.kind == "module_forward_pre" and e.module == "1"]
     assert np.array_equal(later.array(given.payload["inputs"][0]), at_once.array(then.payload["inputs"][0]))
