@@ -340,10 +340,9 @@ def test_writes_through_data_found_on_the_device_after_the_pass(
     monkeypatch: pytest.MonkeyPatch, device: str
 ) -> None:
     """Hooks given a device's tensors (a forward hook, a tensor hook, a post-accumulate-grad
-    hook, each writing through ``.data``): their bits are compared on the device and the answer read after the
-    pass; no sync in it. On the CPU that path is taken here by force (a CPU tensor is compared
-    at once), with ``torch.equal``, the comparison that reads, refused inside the passes.
-    Either way each event's ``changed``, the values seen after the writes and the gradients
+    hook, each writing through ``.data``): their bits are compared on the device and the
+    answer read after the pass; no sync in it. On the CPU that path is taken here by force (a
+    CPU tensor's answer is read at once), with the read refused inside the passes. Either way each event's ``changed``, the values seen after the writes and the gradients
     are those of the CPU's own path."""
     from gradtrace.engine import model_hooks
 
@@ -364,14 +363,14 @@ def test_writes_through_data_found_on_the_device_after_the_pass(
         if device == "cpu":
             patch.setattr(model_hooks, "_compared_now", lambda _given: False)
             passes = PassGuard(device)
-            equal = torch.equal
+            read = model_hooks._read
 
-            def refusing_equal(*args: Any, **kwargs: Any) -> bool:
+            def refusing_read(differs: list[Any]) -> list[bool]:
                 if passes.depth:
-                    raise HostTransfer("torch.equal during a pass")
-                return equal(*args, **kwargs)
+                    raise HostTransfer("the hooks' comparisons read during a pass")
+                return read(differs)
 
-            patch.setattr(torch, "equal", refusing_equal)
+            patch.setattr(model_hooks, "_read", refusing_read)
             forward, backward_pass = TraceSession.forward, TraceSession.backward_pass
             patch.setattr(
                 TraceSession,

@@ -170,25 +170,26 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.resolve_conj().resolve_neg().contiguous().view(-1).view(torch.uint8)
 
 
-def _written_behind(given: list[torch.Tensor], copies: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Those of ``given`` whose numbers are no longer their ``copies``' (made before the hook)
-    while their versions did not move: written through ``.data``."""
-    return [t for t, copy in zip(given, copies, strict=True) if not torch.equal(_bits(t), copy)]
+def _differs(given: list[torch.Tensor], copies: list[torch.Tensor]) -> list[torch.Tensor | bool]:
+    """Whether each of ``given`` no longer holds its copy's bits (made before the hook, its
+    version unmoved since: written through ``.data``): a 0-dim bool tensor on its device, not
+    read (see _read), or True at once when the sizes differ (``.data`` given another size)."""
+    out: list[torch.Tensor | bool] = []
+    for t, copy in zip(given, copies, strict=True):
+        now = _bits(t)
+        out.append(True if now.numel() != copy.numel() else torch.ne(now, copy).any())
+    return out
+
+
+def _read(differs: list[torch.Tensor | bool]) -> list[bool]:
+    """The answers of _differs, on the host (on a device, a sync: read after the pass)."""
+    return [bool(d) for d in differs]
 
 
 def _compared_now(given: list[torch.Tensor]) -> bool:
-    """Whether the bits of ``given`` are compared while the pass runs: in host memory that is
-    no transfer and no sync. A device's tensors are compared on the device, and the answer is
-    read after the pass (see ModelHooks.settle)."""
+    """Whether the answers for ``given`` are read while the pass runs: in host memory that is
+    no transfer and no sync. A device's are read after the pass (see ModelHooks.settle)."""
     return all(t.is_cpu for t in given)
-
-
-def _differs_on_device(now: torch.Tensor, copy: torch.Tensor) -> torch.Tensor | bool:
-    """Whether two rows of bits differ: a 0-dim bool tensor on their device (not read), or
-    True at once when their sizes differ (``.data`` given a tensor of another size)."""
-    if now.numel() != copy.numel():
-        return True
-    return torch.ne(now, copy).any()
 
 
 def _replaceable(kind: str, args: tuple) -> Any:
@@ -321,7 +322,7 @@ class ModelHooks:
         versions (their events' ``changed``), read now."""
         compared, self._compared_later = self._compared_later, []
         for payload, differs in compared:
-            if any(bool(d) for d in differs):
+            if any(_read(differs)):
                 payload.changed = True
 
     def catch_up(self) -> None:
@@ -610,18 +611,17 @@ class ModelHooks:
             result = hook(*args, **kwargs)
             with capture.quiet():
                 changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
-                if not changed and copies and _compared_now(given):
-                    behind = _written_behind(given, copies)
-                    for t in behind:  # (later summaries, the final .grad's too, read it again)
-                        rec.forget(t)
-                    changed = bool(behind)
-                elif not changed and copies:
-                    # (not known before the pass ends: any of them may have been written, so
-                    # later summaries read them all again)
-                    for t in given:
-                        rec.forget(t)
-                    differs = [_differs_on_device(_bits(t), c) for t, c in zip(given, copies, strict=True)]
-                    self._compared_later.append((payload, differs))
+                if not changed and copies:
+                    differs = _differs(given, copies)
+                    if _compared_now(given):
+                        written = _read(differs)
+                        changed = any(written)
+                    else:  # (known after the pass: until then any of them may have been written)
+                        written = [True] * len(given)
+                        self._compared_later.append((payload, differs))
+                    for t, was in zip(given, written, strict=True):
+                        if was:  # (later summaries, the final .grad's too, read it again)
+                            rec.forget(t)
                 payload.returned = (
                     None if result is None else [rec.summarize(t) for t in _aliases(flat_tensors(result))]
                 )
