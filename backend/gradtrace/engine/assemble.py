@@ -25,13 +25,14 @@ from typing import Any, Literal, NamedTuple
 
 import torch
 
-from gradtrace.engine.diagnostics import compiled_modules, diagnose, diagnostic, wrapped_values
+from gradtrace.engine.diagnostics import compiled_modules, diagnose, wrapped_values
 from gradtrace.engine.grad_norms import all_grad_norms
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.summarize import exact_array
 from gradtrace.trace_schema import (
     Analyses,
     Base64Blocks,
+    Diagnostic,
     GradInTrace,
     Graph,
     Limits,
@@ -146,10 +147,10 @@ def _final_values(
     if cut:
         limit = session.summarize.final_value_limit
         session.diagnostics.append(
-            diagnostic(
-                "final_values_truncated",
-                "warning",
-                f"the model is too big for the serialised trace: {cut} final gradient(s) or named "
+            Diagnostic(
+                code="final_values_truncated",
+                severity="warning",
+                message=f"the model is too big for the serialised trace: {cut} final gradient(s) or named "
                 f"value(s) do not fit in final_value_limit={limit:,} numbers and are kept as stats "
                 "only (truncated: true); Trace.grads in memory still holds every gradient. "
                 "Pass a larger final_value_limit to keep them all.",

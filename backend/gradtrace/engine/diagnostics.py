@@ -1,36 +1,23 @@
 """The diagnostics analysis: what a person should know about a trace (a detached branch, an
 intermediate whose .grad is not kept, a reduced output, PyTorch's own warnings, values read
-through torch.func wrappers), from the finished graph, events and values. :func:`diagnostic`
-builds the record for the capture's own notes too (a hook that fired unrecorded, a double
-backward).
+through torch.func wrappers), from the finished graph, events and values. (The capture's own
+notes, a hook that fired unrecorded or a double backward, are the same record, made there.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gradtrace.trace_schema import Diagnostic, GraphEdge, Severity, TensorValue, payload_items
-
-
-def diagnostic(
-    code: str,
-    severity: Severity,
-    message: str,
-    *,
-    node: str | None = None,
-    module: str | None = None,
-    tensor: str | None = None,
-) -> Diagnostic:
-    return Diagnostic(code=code, severity=severity, message=message, node=node, module=module, tensor=tensor)
+from gradtrace.trace_schema import Diagnostic, GraphEdge, TensorValue, payload_items
 
 
 def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> Diagnostic:
     """A non-scalar tensor was to be backpropagated: backward ran on its sum (the library
     without loss_fn, a spec's default backward)."""
-    return diagnostic(
-        "output_reduced",
-        "info",
-        f"'{name}' has shape {shape}, not a scalar, and {why}: backward ran on {name}.sum()",
+    return Diagnostic(
+        code="output_reduced",
+        severity="info",
+        message=f"'{name}' has shape {shape}, not a scalar, and {why}: backward ran on {name}.sum()",
         tensor=name,
     )
 
@@ -90,10 +77,10 @@ def diagnose(
         for name, node in nodes.items():
             if node is not None and node not in connected:
                 out.append(
-                    diagnostic(
-                        "detached_branch",
-                        "info",
-                        f"'{name}' is not connected to what backward was called on: no gradient reaches it",
+                    Diagnostic(
+                        code="detached_branch",
+                        severity="info",
+                        message=f"'{name}' is not connected to what backward was called on: no gradient reaches it",
                         node=node,
                         tensor=name,
                     )
@@ -102,10 +89,10 @@ def diagnose(
             fn = t.grad_fn
             if fn is not None and name not in retained and rec.node_ids.get(fn) not in roots:
                 out.append(
-                    diagnostic(
-                        "grad_not_retained",
-                        "info",
-                        f"'{name}' is an intermediate tensor: its .grad is None unless "
+                    Diagnostic(
+                        code="grad_not_retained",
+                        severity="info",
+                        message=f"'{name}' is an intermediate tensor: its .grad is None unless "
                         "retain_grad is asked for it",
                         tensor=name,
                     )
@@ -114,7 +101,7 @@ def diagnose(
         code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
         if code == "hook_on_outputs_only" and already_found:
             continue  # already reported, naming the module
-        out.append(diagnostic(code, "warning", text))
+        out.append(Diagnostic(code=code, severity="warning", message=text))
     return out
 
 
@@ -144,10 +131,10 @@ def wrapped_values(
     for (node, module), how in places.items():
         where = f"node {node}" if node is not None else (f"module '{module}'" if module else "the model")
         out.append(
-            diagnostic(
-                "functorch_value",
-                "info",
-                f"{where} ran inside torch.func ({how}): its tensors there are wrappers without "
+            Diagnostic(
+                code="functorch_value",
+                severity="info",
+                message=f"{where} ran inside torch.func ({how}): its tensors there are wrappers without "
                 "storage of their own, read from the tensors they wrap"
                 + (" (a vmap lane's value is shown as its whole batch)" if "vmap" in how else ""),
                 node=node,
@@ -160,10 +147,10 @@ def wrapped_values(
 def compiled_modules(module_types: dict[str, tuple[str, str | None, list[str]]]) -> list[Diagnostic]:
     """An info diagnostic for each module compiled by torch.compile (its insides are unseen)."""
     return [
-        diagnostic(
-            "compiled_module",
-            "info",
-            f"module '{path}' is compiled by torch.compile: what runs inside it runs as compiled "
+        Diagnostic(
+            code="compiled_module",
+            severity="info",
+            message=f"module '{path}' is compiled by torch.compile: what runs inside it runs as compiled "
             "code, which gradtrace does not see (no events of its submodules; its nodes are the "
             "ones the compiled code made, e.g. one CompiledFunctionBackward)",
             module=path,

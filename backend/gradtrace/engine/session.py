@@ -22,7 +22,6 @@ from torch import nn
 from gradtrace.engine import graph_walk
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
-from gradtrace.engine.diagnostics import diagnostic
 from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
 from gradtrace.engine.grad_norms import PendingNorms
 from gradtrace.engine.linear_reconstruction import LinearAnalysis
@@ -356,19 +355,19 @@ class TraceSession:
         self.error_event(exc, step)
         if skipped:
             self.diagnostics.append(
-                diagnostic(
-                    "steps_skipped",
-                    "error",
-                    f"{'the forward' if step is None else f'step {step}'} failed "
+                Diagnostic(
+                    code="steps_skipped",
+                    severity="error",
+                    message=f"{'the forward' if step is None else f'step {step}'} failed "
                     f"({type(exc).__name__}); the {skipped} later step(s) were not run",
                 )
             )
         if "BackwardHookFunction" in str(exc.__cause__ or exc):
             self.diagnostics.append(
-                diagnostic(
-                    "inplace_after_hook",
-                    "error",
-                    "an in-place operation modified the output of a module that has a full backward "
+                Diagnostic(
+                    code="inplace_after_hook",
+                    severity="error",
+                    message="an in-place operation modified the output of a module that has a full backward "
                     "hook; PyTorch forbids this (the hook's BackwardHookFunctionBackward node returns "
                     "a view)",
                 )

@@ -12,14 +12,14 @@ from typing import Any
 import torch
 
 from gradtrace.engine.build import BuiltModel, seeded_global_rng
-from gradtrace.engine.diagnostics import diagnostic, reduced_to_sum
+from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.interpreter import ProgramModule, run_program
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.problem import public_text
 from gradtrace.spec import SpecError
-from gradtrace.trace_schema import ModuleHook
+from gradtrace.trace_schema import Diagnostic, ModuleHook
 
 
 def _forward_error(exc: Exception) -> Exception:
@@ -159,10 +159,10 @@ class SpecCapture:
                 StepRunner(session, self.resolve, self._rerun, self.on_assign).run_all(steps)
             for path in self.user_hooks.outputs_only:
                 session.diagnostics.append(
-                    diagnostic(
-                        "hook_on_outputs_only",
-                        "warning",
-                        f"module '{path}' has a full backward hook but none of its inputs requires "
+                    Diagnostic(
+                        code="hook_on_outputs_only",
+                        severity="warning",
+                        message=f"module '{path}' has a full backward hook but none of its inputs requires "
                         "grad: the hook fires with the gradients of its outputs only (grad_input is "
                         "None)",
                         module=path,
