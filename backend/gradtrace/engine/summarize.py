@@ -110,6 +110,12 @@ def _freed(holder: Any) -> bool:
     return holder.__class__ is StorageWeakRef and holder.expired()
 
 
+def _is_held(held: Any, t: torch.Tensor) -> bool:
+    """Whether what _by_object holds of a tensor (the tensor, or a weak reference to it) is
+    ``t`` itself. (A plain function: on the hot path.)"""
+    return held is t or (held.__class__ is _WEAK_REF and held() is t)
+
+
 def _own_dtype(key: tuple, kind: _DtypeKind) -> np.dtype | None:
     """numpy's dtype of a tensor (its cache ``key``, its dtype's ``kind``) whose elements lie
     in CPU memory as numpy holds them (strided, on the CPU, not negated, a dtype numpy has):
@@ -413,10 +419,8 @@ class Summarizer:
         # fast path: this very tensor object, unchanged since it was summarized (held weakly,
         # it is alive here, so the memory its record was read from is too)
         seen = self._by_object.get(id(t))
-        if seen is not None and seen[1] == version:
-            held = seen[0]
-            if held is t or (held.__class__ is _WEAK_REF and held() is t):
-                return seen[2]
+        if seen is not None and seen[1] == version and _is_held(seen[0], t):
+            return seen[2]
         # The held reference keeps the memory from being reused by another tensor.
         try:
             key = _key(t, version)
@@ -544,10 +548,7 @@ class Summarizer:
     def known(self, t: torch.Tensor) -> TensorValue | None:
         """The summary already made of this very tensor at its current version."""
         seen = self._by_object.get(id(t))
-        if seen is None or seen[1] != t._version:
-            return None
-        held = seen[0]
-        return seen[2] if held is t or (held.__class__ is _WEAK_REF and held() is t) else None
+        return seen[2] if seen is not None and seen[1] == t._version and _is_held(seen[0], t) else None
 
     @overload
     def like_new(self, value: TensorValue) -> TensorValue: ...
