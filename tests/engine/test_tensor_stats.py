@@ -100,11 +100,11 @@ def _whole(arr: np.ndarray) -> tuple:
     """stats_of on its whole-array path (the chunked one switched off)."""
     from gradtrace.engine import tensor_stats
 
-    agree, tensor_stats._CHUNKS_AGREE = tensor_stats._CHUNKS_AGREE, False
+    chunked, tensor_stats.CHUNKED = tensor_stats.CHUNKED, arr.size  # (only larger arrays go in chunks)
     try:
         return stats_of(arr)
     finally:
-        tensor_stats._CHUNKS_AGREE = agree
+        tensor_stats.CHUNKED = chunked
 
 
 def _large_cases() -> dict[str, np.ndarray]:
@@ -152,6 +152,19 @@ def test_a_large_array_the_chunks_cannot_decide_goes_whole(values: np.ndarray) -
 def test_stats_of_a_large_array_takes_the_chunks_and_agrees() -> None:
     from gradtrace.engine import tensor_stats
 
-    assert tensor_stats._CHUNKS_AGREE  # (this numpy splits its sums where the chunks assume)
+    assert tensor_stats._chunks_agree()  # (this numpy splits its sums where the chunks assume)
     arr = np.random.default_rng(3).standard_normal(tensor_stats.CHUNKED + 12_345).astype(np.float32)
     assert stats_of(arr) == _whole(arr) == tensor_stats._stats_in_chunks(arr)
+
+
+def test_the_chunked_sum_splits_where_numpys_pairwise_sum_does() -> None:
+    """(The stats above hide a sum's last bits in the mean's rounding: the sum itself, over
+    numbers of many magnitudes, where every change of order shows.)"""
+    from gradtrace.engine.tensor_stats import _pairwise_in_chunks
+
+    rng = np.random.default_rng(8)
+    for n in (9 * _BLOCK + 5, 21 * _BLOCK + 13, 3 * _BLOCK):
+        values = rng.standard_normal(n) * 10.0 ** rng.uniform(-6, 6, n)
+        whole = float(np.add.reduce(values))
+        for chunk in (_BLOCK, _SMALL_CHUNK, 5 * _BLOCK + 8):
+            assert _pairwise_in_chunks(values, 0, n, chunk) == whole, (n, chunk)

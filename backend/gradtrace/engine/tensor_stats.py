@@ -8,6 +8,7 @@ thousands of small dicts cost more than the numpy calls that fill them.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -46,7 +47,7 @@ def stats_of(arr: np.ndarray) -> StatsRow:
     """
     if arr.size == 0:
         return (None, None, None, None, None, 0, 0)
-    if arr.size > CHUNKED and _CHUNKS_AGREE:
+    if arr.size > CHUNKED and _chunks_agree():
         row = _stats_in_chunks(arr)
         if row is not None:
             return row
@@ -72,7 +73,7 @@ def stats_of(arr: np.ndarray) -> StatsRow:
 # whole: an embedding's copy is hundreds of MB of fresh memory, every page of it faulted in, and
 # held at once with the rest of the trace. The numbers are the very same bits: each reduction
 # is split where numpy itself splits it (see _pairwise_in_chunks, _squares_in_chunks), and the
-# agreement is checked once per process on numpy's own results (_CHUNKS_AGREE), the whole-array
+# agreement is checked once per process on numpy's own results (_chunks_agree), the whole-array
 # path kept otherwise.
 CHUNKED = 1 << 20  # elements: larger arrays go a chunk at a time
 CHUNK = 1 << 18  # elements per float64 chunk (2 MB); a multiple of numpy's buffer size
@@ -156,10 +157,11 @@ def _stats_in_chunks(arr: np.ndarray, chunk: int = CHUNK) -> StatsRow | None:
     return (low, high, mean, math.sqrt(squares / n), math.sqrt(squares + n * mean * mean), 0, 0)
 
 
+@functools.cache
 def _chunks_agree() -> bool:
     """Whether this numpy splits its sums where _pairwise_in_chunks and _squares_in_chunks
     assume: their results on a test array (small chunks, several levels of halving, a partial
-    buffer) against the whole-array reductions. Checked once, at import."""
+    buffer) against the whole-array reductions. Checked once, when first needed."""
     block = np.getbufsize()
     values = (
         np.sin(np.arange(6 * block + 13) * 0.7) * 1e3 + 0.25
@@ -173,9 +175,6 @@ def _chunks_agree() -> bool:
     return _squares_in_chunks(flat, total / whole.size, 2 * block) == float(
         _einsum("i,i->", centred, centred)
     )
-
-
-_CHUNKS_AGREE = _chunks_agree()
 
 
 def _centred(
