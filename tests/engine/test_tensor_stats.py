@@ -119,6 +119,7 @@ def _large_cases() -> dict[str, np.ndarray]:
         "float32 permuted": normal[: 24 * 4096].astype(np.float32).reshape(4, 6, 4096).transpose(2, 0, 1),
         "one buffer exactly": normal[: 4 * _BLOCK].astype(np.float32),
         "a large mean": (normal + 1e6).astype(np.float32),
+        "int64 past 2**53": (np.abs(normal) * 1e17 + 2**60).astype(np.int64),
     }
 
 

@@ -123,31 +123,19 @@ def _squares_in_chunks(flat: np.ndarray, mean: float, chunk: int) -> float:
     return total
 
 
-def _min_max_in_chunks(flat: np.ndarray, chunk: int) -> tuple[float, float]:
-    """The float64 min and max of ``flat``, a chunk at a time (exact: the same numbers, found in
-    any order; NaN for both when there is a NaN, as numpy's; which zero a tie between 0.0 and -0.0 gives is numpy's alone, so callers redo
-    the whole array when either is zero)."""
-    low, high = math.inf, -math.inf
-    for first in range(0, flat.size, chunk):
-        x = flat[first : first + chunk].astype(np.float64)
-        part_low, part_high = float(_min(x)), float(_max(x))
-        if part_low != part_low:  # a NaN (numpy's min and max both give it): as the whole would
-            return part_low, part_low
-        low, high = min(low, part_low), max(high, part_high)
-    return low, high
-
-
 def _stats_in_chunks(arr: np.ndarray, chunk: int = CHUNK) -> StatsRow | None:
     """``stats_of(arr)`` a chunk at a time, the same bits; None where the whole-array path must
     decide: an array not one dense block, a NaN or an infinity, magnitudes past 1e150 or under
-    1e-150, a min or max that is zero (see _min_max_in_chunks)."""
+    1e-150, a min or max that is zero.
+
+    The min and max are the array's own, read in its dtype (no copy): the float64 copy keeps
+    the elements' order (its rounding of huge integers never swaps two), so its min and max
+    are these, converted; but for which zero a tie between 0.0 and -0.0 gives, numpy's choice
+    alone: an array whose min or max is zero goes whole."""
     flat = _flat(arr)
     if flat is None:
         return None
-    if arr.dtype == _FLOAT32:  # (as stats_of: float32's own min and max, no copy)
-        low, high = float(_min(arr, None)), float(_max(arr, None))
-    else:
-        low, high = _min_max_in_chunks(flat, chunk)
+    low, high = float(_min(arr, None)), float(_max(arr, None))  # (NaN for both if one is NaN)
     extreme = max(-low, high)
     if low == 0.0 or high == 0.0 or not 1 / _HUGE <= extreme <= _HUGE:
         return None
