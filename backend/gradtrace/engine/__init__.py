@@ -42,7 +42,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gradtrace.engine.errors import TraceError
+    from gradtrace.engine.errors import TraceError, UnreadableTensor
     from gradtrace.engine.run import trace_module
     from gradtrace.engine.spec_pipeline import run_spec
 
@@ -50,11 +50,12 @@ if TYPE_CHECKING:
 # not load the spec's build, dry run and pydantic models)
 _DEFINED_IN = {
     "TraceError": "gradtrace.engine.errors",
+    "UnreadableTensor": "gradtrace.engine.errors",
     "run_spec": "gradtrace.engine.spec_pipeline",
     "trace_module": "gradtrace.engine.run",
 }
 
-__all__ = ["TraceError", "run_spec", "trace_module"]
+__all__ = ["TraceError", "UnreadableTensor", "run_spec", "trace_module"]
 
 
 def __getattr__(name: str) -> Any:

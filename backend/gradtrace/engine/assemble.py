@@ -26,6 +26,7 @@ from typing import Any, Literal, NamedTuple
 import torch
 
 from gradtrace.engine.diagnostics import compiled_modules, diagnose, wrapped_values
+from gradtrace.engine.errors import UnreadableTensor
 from gradtrace.engine.grad_norms import all_grad_norms
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.summarize import exact_array
@@ -140,9 +141,31 @@ def _final_values(
     """The trace's ``grads`` and ``values``, exact and first (Summarizer.final); one
     diagnostic when the model is too big for them."""
     final = session.summarize.final
-    grads = {name: None if g is None else final(g) for name, g in final_grads.items()}
-    values = {name: final(t) for name, t in sorted(session.leaves.items())}
-    values.update({name: final(t) for name, t in session.env.items()})
+    unreadable: list[str] = []
+
+    def read(named: Any) -> dict[str, Any]:
+        out = {}
+        for name, t in named:
+            try:
+                out[name] = None if t is None else final(t)
+            except UnreadableTensor:  # (a partial trace, refused at such a tensor: see run.py)
+                unreadable.append(name)
+        return out
+
+    grads = read(final_grads.items())
+    for name in unreadable:  # (left out, not None: None would say "no gradient")
+        del final_grads[name]
+    values = read(sorted(session.leaves.items()))
+    values.update(read(session.env.items()))
+    if unreadable:
+        session.diagnostics.append(
+            Diagnostic(
+                code="unreadable_tensor",
+                severity="error",
+                message=f"{', '.join(unreadable)}: gradtrace cannot read these tensors' numbers (a nested "
+                "tensor, or a __torch_dispatch__ wrapper subclass): the trace leaves them out",
+            )
+        )
     cut = session.summarize.finals_truncated
     if cut:
         limit = session.summarize.final_value_limit

@@ -10,3 +10,9 @@ class TraceError(Problem):
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(code, message)
+
+
+class UnreadableTensor(TraceError):
+    """A trace refused at a tensor whose numbers gradtrace cannot read (a nested tensor, a
+    ``__torch_dispatch__`` wrapper subclass): ``message`` names it. Unlike a limit, it comes
+    with what was recorded up to it (``gradtrace.trace`` attaches it as ``exc.gradtrace_trace``)."""

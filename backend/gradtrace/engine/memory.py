@@ -73,11 +73,12 @@ class SavedMemory:
                 continue  # (a Python number an op saved: PyTorch's pack hooks never see it)
             try:
                 storage = t.untyped_storage()
-            except (RuntimeError, NotImplementedError):  # sparse, nested, functional wrappers
-                continue
+                address = storage.data_ptr()
+            except (RuntimeError, NotImplementedError):  # sparse, nested, functional wrappers,
+                continue  # a ZeroTensor (forward-mode AD's zero tangent): no storage held
             nbytes = storage.nbytes()
             # (str(t.device) costs as much as the rest: CPU tensors, nearly all, skip it)
-            held[storage.data_ptr(), nbytes, "cpu" if t.is_cpu else str(t.device)] = nbytes
+            held[address, nbytes, "cpu" if t.is_cpu else str(t.device)] = nbytes
         if not held:
             return
         self.storages[node_id] = held

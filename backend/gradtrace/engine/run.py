@@ -13,7 +13,7 @@ from torch import nn
 from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
 from gradtrace.engine.caller_warnings import reissue
 from gradtrace.engine.diagnostics import reduced_to_sum
-from gradtrace.engine.errors import TraceError
+from gradtrace.engine.errors import TraceError, UnreadableTensor
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, gc_paused
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
@@ -116,7 +116,7 @@ def _traced(
         _capture(session, model, inputs, loss_fn, retained)
     except BaseException as exc:
         session.close()  # (nothing of gradtrace's stays on the model; assembling closes it too)
-        if isinstance(exc, Exception) and _the_models(exc):
+        if isinstance(exc, Exception) and _with_partial(exc):
             _attach_partial(exc, session, title, want_grads)
         raise
     doc, final_grads, model_warnings = assemble_trace(session, source="module", spec=None, title=title)
@@ -151,13 +151,15 @@ def _capture(
             session.retained["loss"] = loss
         return loss
 
-    loss = session.forward(forward, error_is_event=_the_models)
+    loss = session.forward(forward, error_is_event=_with_partial)
     session.backward_pass("backward", "loss", None, loss.backward)
 
 
-def _the_models(exc: BaseException) -> bool:
-    """An exception the model or PyTorch raised (not gradtrace's refusal of a limit)."""
-    return not isinstance(exc, TraceError)
+def _with_partial(exc: BaseException) -> bool:
+    """An exception that comes with the trace recorded up to it (an ``error`` event where it
+    broke): the model's or PyTorch's, or gradtrace's refusal of a tensor it cannot read
+    (not a limit: a limit's partial trace would be as big as what it refused)."""
+    return not isinstance(exc, TraceError) or isinstance(exc, UnreadableTensor)
 
 
 def _attach_partial(exc: Exception, session: TraceSession, title: str, want_grads: bool) -> None:

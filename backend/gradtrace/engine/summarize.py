@@ -43,6 +43,7 @@ import pybase64
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from gradtrace.engine.errors import UnreadableTensor
 from gradtrace.engine.tensor_stats import StatsRow, block_stats, stats_of
 from gradtrace.trace_schema import (
     DEFAULT_FINAL_VALUE_LIMIT,
@@ -259,8 +260,32 @@ def _key(t: torch.Tensor, version: int) -> tuple:
     dtype = t.dtype
     lazy = t.is_neg() if dtype not in _COMPLEX else t.is_neg() + 2 * t.is_conj()
     if t.layout is not _STRIDED:
+        if t.is_nested:
+            _refuse(t)
         return (None, t.shape, id(t), dtype, version, t.is_cpu or t.device.type, lazy)
-    return (t.data_ptr(), t.shape, t.stride(), dtype, version, t.is_cpu or t.device.type, lazy)
+    address = t.data_ptr()
+    if not address and t.numel() and not t._is_zerotensor():
+        _refuse(t)  # (no storage of its own: a __torch_dispatch__ wrapper subclass)
+    return (address, t.shape, t.stride(), dtype, version, t.is_cpu or t.device.type, lazy)
+
+
+def _refuse(t: torch.Tensor) -> None:
+    """A tensor whose numbers gradtrace cannot read as one block of memory: a nested tensor
+    (its rows of different lengths), a ``__torch_dispatch__`` wrapper subclass (its numbers
+    are whatever its own tensors mean to it). The trace stops there, refused by name (the
+    partial trace is attached to the refusal: see run.py). A ZeroTensor (forward-mode AD's
+    zero tangent) has no storage either, but its numbers are known: zeros (see _copy)."""
+    what = (
+        f"a nested tensor (layout {str(t.layout).removeprefix('torch.')})"
+        if t.is_nested
+        else f"a {type(t).__name__} (a __torch_dispatch__ wrapper subclass, with no storage of its own)"
+    )
+    raise UnreadableTensor(
+        "unreadable_tensor",
+        f"gradtrace cannot read the numbers of {what}, of dtype {dtype_name(t)}: "
+        "it records every tensor's numbers, so this model cannot be traced past the point where "
+        "the tensor first reached the trace",
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -320,6 +345,8 @@ def exact_array(t: torch.Tensor) -> np.ndarray:
     tensor do not change it). numpy has no bfloat16 (nor float8): those become float32,
     which holds every one of their values exactly."""
     key = _key(t, 0)
+    if not key[0] and t._is_zerotensor():  # (no storage: zeros)
+        t = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
     own = _own_dtype(key, _kind(key[3]))
     if own is not None:  # (as in Summarizer._snapshot: none of the checks and conversions below)
         return _own_array(t, t.numel(), t.is_contiguous()).reshape(tuple(key[1])).copy()
@@ -597,6 +624,9 @@ class Summarizer:
             t = t.detach()
         if key[0] is None:  # sparse and other layouts: a dense tensor of their numbers (new)
             t = t.to_dense()
+            copying = False
+        elif not key[0] and t._is_zerotensor():  # (no storage: its numbers are zeros, made here)
+            t = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
             copying = False
         elif key[6]:  # a lazy negation or conjugation, applied: a new tensor of its own
             t = t.resolve_conj().resolve_neg()

@@ -1,0 +1,163 @@
+"""True at the edges, round three (issue 36): forward-mode AD, tensors without a storage of their
+own, and more. The oracle is always the same program run without gradtrace: the same seed, the
+same model, its gradients compared with torch.equal; or, where gradtrace cannot follow, a refusal
+that names what it refused with the partial trace attached.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+from torch import nn
+
+import gradtrace
+from gradtrace.engine import UnreadableTensor
+
+
+def _same_as_plain(model: nn.Module, x: torch.Tensor, loss_fn: Callable | None = None) -> gradtrace.Trace:
+    """Trace ``model(x)`` and check every final gradient against a plain run of a copy."""
+    plain, x_plain = copy.deepcopy(model), x.detach().clone().requires_grad_(x.requires_grad)
+    out = plain(x_plain)
+    (loss_fn(out) if loss_fn else out if out.numel() == 1 else out.sum()).backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the diagnostics' warnings: not what is compared)
+        trace = gradtrace.trace(model, x, loss_fn)
+    expected = {name: p.grad for name, p in plain.named_parameters()}
+    if x.requires_grad:
+        expected["x"] = x_plain.grad
+    assert set(trace.grads) == set(expected)
+    for name, grad in expected.items():
+        assert grad is not None, name
+        assert torch.equal(torch.from_numpy(trace.grads[name]), grad), name
+    return trace
+
+
+# ---- 1. forward-mode AD: ZeroTensor tangents --------------------------------------------------
+class _DualInForward(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with fwAD.dual_level():
+            primal, tangent = fwAD.unpack_dual(self.lin(fwAD.make_dual(x, torch.ones_like(x))).tanh())
+        return (primal * tangent).sum()
+
+
+class _Jvp(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, tangent = torch.func.jvp(lambda z: self.lin(z).tanh(), (x,), (torch.ones_like(x),))
+        return (out * tangent).sum()
+
+
+class _Jacfwd(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.func.jacfwd(lambda z: self.lin(z).tanh().sum(-1))(x).sum()
+
+
+class _Hessian(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(n, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.func.hessian(lambda z: self.lin(z).tanh().sum())(x).sum()
+
+
+@pytest.mark.parametrize("n", [3, 40])  # (40: past the summarizer's small-tensor batches)
+@pytest.mark.parametrize("model_class", [_DualInForward, _Jvp, _Jacfwd, _Hessian])
+def test_forward_mode_ad_traces_with_the_plain_runs_grads(model_class: type[nn.Module], n: int) -> None:
+    torch.manual_seed(0)
+    model = model_class(n)
+    x = (
+        torch.randn(n, requires_grad=True)
+        if model_class is _Hessian
+        else torch.randn(2, n, requires_grad=True)
+    )
+    _same_as_plain(model, x)
+
+
+def test_a_zero_tensor_is_summarised_as_zeros() -> None:
+    from gradtrace.engine.summarize import Summarizer
+
+    summarize = Summarizer(10_000, 10_000)
+    small, large = torch._efficientzerotensor(3), torch._efficientzerotensor(50, 40)
+    records = [summarize(small), summarize(large), summarize.final(small)]
+    summarize.finalize()
+    assert records[0].values == [0.0, 0.0, 0.0]
+    for record in records:
+        assert (record.stats.min, record.stats.max, record.stats.norm) == (0.0, 0.0, 0.0)
+
+
+# ---- 1 and 2. tensors with no storage of their own: refused by name, the partial trace attached --
+class _WrapperParameter(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        from torch.testing._internal.two_tensor import TwoTensor
+
+        w = torch.randn(3, 3)
+        self.w = nn.Parameter(TwoTensor(w, w.clone()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x @ self.w).relu().sum()
+
+
+class _Jagged(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = torch.nested.nested_tensor_from_jagged(self.lin(x), offsets=torch.tensor([0, 2, 5]))
+        return rows.relu().values().sum()
+
+
+def test_a_wrapper_subclass_parameter_is_refused_by_name_with_the_partial_trace() -> None:
+    torch.manual_seed(0)
+    model, x = _WrapperParameter(), torch.randn(2, 3)
+    plain = copy.deepcopy(model)
+    plain(x).backward()  # (plain PyTorch runs it)
+    assert plain.w.grad is not None
+    with pytest.raises(UnreadableTensor, match="TwoTensor .a __torch_dispatch__ wrapper subclass") as caught:
+        gradtrace.trace(model, x)
+    partial = caught.value.gradtrace_trace
+    assert [e.kind for e in partial.doc.events if e.kind == "error"] == ["error"]
+    assert model.w.grad is None  # (stopped in the forward, as the refusal says)
+
+
+def test_a_jagged_nested_tensor_is_refused_by_name_with_the_partial_trace() -> None:
+    torch.manual_seed(0)
+    model, x = _Jagged(), torch.randn(5, 4)
+    plain = copy.deepcopy(model)
+    plain(x).backward()
+    assert plain.lin.weight.grad is not None
+    with pytest.raises(UnreadableTensor, match=r"a nested tensor \(layout jagged\)") as caught:
+        gradtrace.trace(model, x)
+    partial = caught.value.gradtrace_trace
+    # the partial trace holds what ran before the nested tensor: the Linear layer's call
+    assert any(e.kind == "module_forward" and e.module == "lin" for e in partial.doc.events)
+    assert [e.kind for e in partial.doc.events if e.kind == "error"] == ["error"]
+
+
+def test_a_jagged_nested_input_is_refused_with_the_partial_trace_it_can_assemble() -> None:
+    lin = nn.Linear(4, 4)
+    x = torch.nested.nested_tensor_from_jagged(torch.randn(5, 4), offsets=torch.tensor([0, 2, 5]))
+    x.requires_grad_()
+    with pytest.raises(UnreadableTensor, match="nested tensor") as caught:
+        gradtrace.trace(lin, x, loss_fn=lambda out: out.values().sum())
+    partial = caught.value.gradtrace_trace
+    assert "x" not in partial.doc.values  # (left out, and said so)
+    assert any(d.code == "unreadable_tensor" for d in partial.doc.analyses.diagnostics)
