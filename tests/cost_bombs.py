@@ -111,3 +111,50 @@ LEAKY_LINES = [
     "y = x.sum(dim=18446744073709551616)",
     "y = x.transpose(0, 18446744073709551616)",
 ]
+
+
+def translate_bomb(fan: int, depth: int) -> str:
+    """Issue 38: PyTorch source whose class k holds ``fan`` instances of class k-1 (``depth``
+    classes deep): a few KB that would build ``fan ** depth`` modules."""
+    lines = ["import torch", "from torch import nn", ""]
+    for k in range(depth + 1):
+        lines += [f"class C{k}(nn.Module):", "    def __init__(self):", "        super().__init__()"]
+        if k == 0:
+            lines.append("        self.l = nn.Linear(2, 2)")
+        else:
+            lines += [f"        self.m{i} = C{k - 1}()" for i in range(fan)]
+        lines += ["    def forward(self, x):", f"        return self.{'l' if k == 0 else 'm0'}(x)", ""]
+    lines += [
+        "torch.manual_seed(0)",
+        "x = torch.randn(1, 2)",
+        f"model = C{depth}()",
+        "loss = model(x).sum()",
+        "loss.backward()",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def big_literals(bits: int = 16_000) -> list[tuple[str, int, int]]:
+    """Issue 38: sources with a ``bits``-bit hex, octal or binary literal where a number goes,
+    each with the (line, column) its refusal must name."""
+    hexa = "0x" + "f" * (bits // 4)
+    octal = "0o" + "7" * (bits // 3)
+    binary = "0b" + "1" * bits
+    head = "import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+    tail = "loss = x.sum()\nloss.backward()\n"
+    return [
+        (
+            head + f"x = torch.randn(2, requires_grad=True)\nfor _ in range({hexa}):\n    y = x\n" + tail,
+            5,
+            16,
+        ),
+        (head + f"x = torch.randn(2, 3, requires_grad=True)\ny = x.view({octal})\n" + tail, 5, 12),
+        (
+            head
+            + f"x = torch.randn(2, requires_grad=True)\nopt = torch.optim.SGD([x], lr={binary})\n"
+            + tail,
+            5,
+            31,
+        ),
+        (head + f"x = torch.tensor([1.0, -{hexa}], requires_grad=True)\n" + tail, 4, 25),
+    ]

@@ -5,10 +5,13 @@ runs as is with the trace's gradients. Oracle: the same source run by plain torc
 from __future__ import annotations
 
 import ast
+import itertools
 import json
+import time
 from pathlib import Path
 
 import pytest
+from cost_bombs import big_literals, translate_bomb
 
 import gradtrace
 from gradtrace.spec import SpecError, parse_spec
@@ -195,3 +198,30 @@ def test_nothing_of_the_source_runs(tmp_path: Path) -> None:
         with pytest.raises(SpecError):
             python_to_spec(HEAD + payload)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(("fan", "depth"), [(16, 6), (64, 2), (4, 8)])
+def test_nested_instances_are_refused_from_their_count(fan: int, depth: int) -> None:
+    # Issue 38: F instances per class, D deep would build F**D modules; the count refuses it first
+    started = time.perf_counter()
+    err = _error(translate_bomb(fan, depth))
+    assert time.perf_counter() - started < 1.0  # counted, not built (the bomb took minutes)
+    assert err.status == 413 and err.code == "limit_exceeded"
+    assert "modules" in err.message and err.line is not None
+
+
+def test_nested_instances_within_the_limit_translate() -> None:
+    spec = python_to_spec(translate_bomb(4, 3))  # 4**3 Linear layers, each in its place
+    model = spec["modules"]["model"]["modules"]
+    for a, b, c in itertools.product([f"m{i}" for i in range(4)], repeat=3):
+        assert model[a]["modules"][b]["modules"][c]["modules"]["l"]["type"] == "Linear"
+
+
+@pytest.mark.parametrize(("source", "line", "column"), big_literals())
+def test_huge_integer_literals_in_any_base_are_refused_at_their_place(
+    source: str, line: int, column: int
+) -> None:
+    err = _error(source)
+    assert err.status == 413 and err.code == "limit_exceeded"
+    assert (err.line, err.column) == (line, column)
+    assert "16,000 bits" in err.message or "bits" in err.message

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,12 @@ class TranslateLimits:
     max_literal_elements: int = 100_000  # numbers in tensor literals
     max_loop: int = 20  # iterations of one `for _ in range(n)`
     max_statements: int = 2_000  # statements after loops are unrolled
+    # Modules built, counted before each is built: a class instance counts its whole tree, in
+    # a class body and at the top level alike, so nested instances (F per class, D deep: F**D)
+    # are refused from their count, never copied. The local library's own bound is 2,000.
+    max_modules: int = 2_000
+    max_int_bits: int = 64  # an integer literal, in any base (Python bounds decimal digits only)
+    max_seconds: float = 2.0  # reading the tree, checked at each statement and module built
 
 
 LIMITS = TranslateLimits()
@@ -97,6 +104,10 @@ def parse_source(source: str, limits: TranslateLimits = LIMITS) -> ast.Module:
             raise _limit(node, f"the source has more than {limits.max_nodes:,} syntax nodes")
         if depth > limits.max_depth:
             raise _limit(node, f"the source is nested more than {limits.max_depth} levels deep")
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            bits = node.value.bit_length()
+            if bits > limits.max_int_bits:
+                raise _limit(node, f"an integer of {bits:,} bits; the limit is {limits.max_int_bits}")
         name = (
             node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         )
@@ -117,6 +128,7 @@ class _Composite:
     where: dict[str, ast.AST]  # pointer relative to the module -> source node
     draws: bool
     dropout: bool
+    size: int  # modules in one instance's tree (its layers, nested instances' trees)
 
 
 @dataclass
@@ -149,6 +161,8 @@ class _Translator:
     dropout: ast.AST | None = None
     literal_count: int = 0
     statements: int = 0
+    built: int = 0  # modules built so far (see TranslateLimits.max_modules)
+    started: float = field(default_factory=time.monotonic)
     versions: dict[str, str] = field(default_factory=dict)  # python name -> current spec name
     taken: set[str] = field(default_factory=set)  # every spec name given out
     source_names: set[str] = field(default_factory=set)
@@ -196,6 +210,22 @@ class _Translator:
         self.statements += 1
         if self.statements > self.limits.max_statements:
             raise _limit(node, f"more than {self.limits.max_statements:,} statements run (loops unrolled)")
+        self.in_time(node)
+
+    def in_time(self, node: ast.AST) -> None:
+        if time.monotonic() - self.started > self.limits.max_seconds:
+            raise _limit(node, f"reading the source took over {self.limits.max_seconds:g} s; simplify it")
+
+    def build(self, node: ast.AST, modules: int) -> None:
+        """Count ``modules`` about to be built, refusing before building past the limit."""
+        self.built += modules
+        if self.built > self.limits.max_modules:
+            raise _limit(
+                node,
+                f"this builds {self.built:,} modules so far (each instance of a class counts its "
+                f"whole tree); the limit is {self.limits.max_modules:,}",
+            )
+        self.in_time(node)
 
     # ---- statements ----------------------------------------------------------------------
     def statement(self, stmt: ast.stmt) -> None:
@@ -535,6 +565,7 @@ class _Translator:
                     "model classes take no constructor arguments here: write sizes as numbers in __init__",
                 )
             comp = self.classes[call.func.id]
+            self.build(call, comp.size)
             for ptr, node in comp.where.items():
                 where[pointer + ptr] = node
             spec = {
@@ -555,6 +586,7 @@ class _Translator:
         if kind == "Sequential":
             if call.keywords or not call.args:
                 raise unsupported(call, "nn.Sequential takes layers as positional arguments")
+            self.build(call, 1)
             layers, draws, dropout = [], False, False
             for i, arg in enumerate(call.args):
                 if not isinstance(arg, ast.Call):
@@ -570,6 +602,7 @@ class _Translator:
             raise unsupported(
                 call, f"nn.{kind} takes at most {len(names)} positional argument(s) here ({', '.join(names)})"
             )
+        self.build(call, 1)
         layer: dict[str, Any] = {"type": kind}
         for key, arg in zip(names, call.args, strict=False):
             layer[key] = self.layer_arg(arg)
@@ -622,6 +655,7 @@ class _Translator:
         where: dict[str, ast.AST] = {}
         modules: dict[str, dict[str, Any]] = {}
         draws = dropout = False
+        built = self.built  # what this class's tree counts is what its __init__ builds
         init = methods.get("__init__")
         if init is not None:
             self_name = _self_param(init, 0)
@@ -676,7 +710,7 @@ class _Translator:
             self.versions, self.taken = saved
         if not lines or not lines[-1].startswith("return"):
             raise unsupported(fwd, "forward must end with `return <expression>`")
-        return _Composite(cls, modules, args, lines, where, draws, dropout)
+        return _Composite(cls, modules, args, lines, where, draws, dropout, self.built - built)
 
     def optimizer(self, stmt: ast.Assign, target: ast.expr, call: ast.Call, func: str) -> None:
         if func != "torch.optim.SGD" or not isinstance(target, ast.Name):
