@@ -161,3 +161,70 @@ def test_a_jagged_nested_input_is_refused_with_the_partial_trace_it_can_assemble
     partial = caught.value.gradtrace_trace
     assert "x" not in partial.doc.values  # (left out, and said so)
     assert any(d.code == "unreadable_tensor" for d in partial.doc.analyses.diagnostics)
+
+
+# ---- 4. a __torch_function__ subclass sees the calls of a plain run, no more ----------------------
+class _Logged(torch.Tensor):
+    calls: list[str] = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        cls.calls.append(getattr(func, "__name__", repr(func)))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _double_its_gradient(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
+    out.register_hook(lambda g: g * 2)
+
+
+class _LoggedModel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+        self.lin.register_forward_hook(_double_its_gradient)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.lin(x.as_subclass(_Logged)) * 2).sum()
+
+
+def test_a_torch_function_subclass_sees_the_call_list_of_a_plain_run() -> None:
+    torch.manual_seed(0)
+    model, x = _LoggedModel(), torch.randn(4, 3)
+    plain_model = copy.deepcopy(model)
+    _Logged.calls = []
+    plain_model(x).backward()
+    plain = _Logged.calls
+    _Logged.calls = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = gradtrace.trace(model, x)
+    assert plain == ["linear", "register_hook", "mul", "sum", "backward"]
+    assert _Logged.calls == plain, _Logged.calls
+    for name, p in plain_model.named_parameters():
+        assert torch.equal(torch.from_numpy(trace.grads[name]), p.grad), name
+
+
+# ---- 5. a look-only tensor hook on a parameter: .grad is the engine's gradient, not a copy -------
+def _grad_buffer(traced: bool) -> tuple[list[int], int, torch.Tensor]:
+    """The data pointer of the gradient a look-only hook on ``weight`` saw, of the final
+    ``weight.grad``, and that gradient."""
+    torch.manual_seed(0)
+    model, x = nn.Linear(30, 20), torch.randn(4, 30)
+    seen: list[int] = []
+    model.weight.register_hook(lambda g: seen.append(g.data_ptr()))
+    if traced:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gradtrace.trace(model, x)
+    else:
+        model(x).sum().backward()
+    assert model.weight.grad is not None
+    return seen, model.weight.grad.data_ptr(), model.weight.grad
+
+
+def test_a_look_only_tensor_hook_on_a_parameter_leaves_grad_the_engines_buffer() -> None:
+    plain_seen, plain_ptr, plain_grad = _grad_buffer(traced=False)
+    traced_seen, traced_ptr, traced_grad = _grad_buffer(traced=True)
+    assert plain_seen == [plain_ptr]  # PyTorch steals the incoming gradient: no copy
+    assert traced_seen == [traced_ptr]  # and so it does under the trace
+    assert torch.equal(traced_grad, plain_grad)

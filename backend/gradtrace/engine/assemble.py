@@ -56,7 +56,17 @@ class Assembled(NamedTuple):
 def assemble_trace(
     session: TraceSession, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
 ) -> Assembled:
-    """The trace of a capture whose passes are over (its hooks come off first)."""
+    """The trace of a capture whose passes are over (its hooks come off first). Torch
+    function dispatch is off throughout: gradtrace's reads of the model's tensors are no
+    calls a ``__torch_function__`` subclass sees (a plain run makes none of them)."""
+    with torch._C.DisableTorchFunction():
+        return _assembled(session, source=source, title=title, spec=spec)
+
+
+def _assembled(
+    session: TraceSession, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
+) -> Assembled:
+    """(see assemble_trace)"""
     session.close()  # (the summarizer's copies end with it)
     summarize = session.summarize
     rec = session.recorder

@@ -182,19 +182,21 @@ class ForwardCapture:
     # ---- discovery ----------------------------------------------------------------------
     def after_op(self, args: tuple, kwargs: dict, out: Any, first: int) -> None:
         """A torch call returned ``out``; the nodes it made are numbered from ``first`` on."""
-        if isinstance(out, torch.Tensor):  # (most ops)
-            consumer = out.grad_fn
-            if consumer is None:
-                return
-            outs = [out]
-        else:
-            outs = flat_tensors(out)
-            consumer = next((fn for t in outs if (fn := t.grad_fn) is not None), None)
-            if consumer is None:
-                return
         # (inside the mode's own handler the mode is off already: only torch function
-        # dispatch, to subclasses and modes below ours, is turned off, not the whole quiet())
+        # dispatch, to subclasses and modes below ours, is turned off, not the whole quiet();
+        # before the first read of ``out``: a __torch_function__ subclass would see each
+        # ``grad_fn`` read as a call, one a plain run does not make)
         with _NO_TORCH_FUNCTION():
+            if isinstance(out, torch.Tensor):  # (most ops)
+                consumer = out.grad_fn
+                if consumer is None:
+                    return
+                outs = [out]
+            else:
+                outs = flat_tensors(out)
+                consumer = next((fn for t in outs if (fn := t.grad_fn) is not None), None)
+                if consumer is None:
+                    return
             self.discover_from(outs, first)
             for t in _no_grad_args(args, kwargs):
                 if t.grad_fn is None:

@@ -437,9 +437,13 @@ class ModelHooks:
         tensor = args[0]
         hook = args[1] if len(args) > 1 else kwargs["hook"]
         kind = "tensor" if func is torch.Tensor.register_hook else "post_accumulate_grad"
-        wrapper = self._tensor_wrapper(kind, hook, tensor, None)
+        # (gradtrace's reads of the tensor, grad_fn and its hook dict, are no calls a
+        # __torch_function__ subclass sees: only the registration itself is, as in a plain run)
+        with torch._C.DisableTorchFunction():
+            wrapper = self._tensor_wrapper(kind, hook, tensor, None)
         handle = func(tensor, wrapper)
-        hooks = getattr(tensor, _TENSOR_DICTS[kind])
+        with torch._C.DisableTorchFunction():
+            hooks = getattr(tensor, _TENSOR_DICTS[kind])
         self._seen.setdefault(id(hooks), set()).add(handle.id)
         self._slots.append(_Slot(hooks, handle.id, hook, wrapper))
         return handle
@@ -537,7 +541,11 @@ class ModelHooks:
 
         def seen(args: tuple) -> tuple[_HookPayload, list[torch.Tensor]]:
             if kind == "tensor":
-                return GradPayload(grad=self.recorder.summarize(args[0])), [args[0]]
+                # (summarized through a detached alias, the same record: the summarizer keeps
+                # what it is given, and while it holds the engine's gradient, AccumulateGrad
+                # cannot take that gradient as the leaf's .grad and copies it instead)
+                grad = args[0]
+                return GradPayload(grad=self.recorder.summarize(grad.detach())), [grad]
             grad = args[0].grad
             return GradPayload(grad=self.recorder.summarize(grad)), [] if grad is None else [grad]
 

@@ -180,7 +180,7 @@ def _attach_partial(exc: Exception, session: TraceSession, title: str, want_grad
 def _loss_of(output: Any, loss_fn: Callable[[Any], Any] | None, session: TraceSession) -> torch.Tensor:
     if loss_fn is not None:
         loss = loss_fn(output)
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        if not isinstance(loss, torch.Tensor) or _numel(loss) != 1:
             raise ValueError(
                 "loss_fn(output) must return a scalar tensor, got "
                 + (f"shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else type(loss).__name__)
@@ -190,7 +190,13 @@ def _loss_of(output: Any, loss_fn: Callable[[Any], Any] | None, session: TraceSe
         raise ValueError(
             f"the model returned {type(output).__name__}, not a tensor: pass loss_fn to turn it into a scalar"
         )
-    if output.numel() == 1:
+    if _numel(output) == 1:
         return output
     session.diagnostics.append(reduced_to_sum("output", tuple(output.shape), "no loss_fn was given"))
     return output.sum()
+
+
+def _numel(t: torch.Tensor) -> int:
+    """``t.numel()`` as gradtrace's own read: no call a ``__torch_function__`` subclass sees."""
+    with torch._C.DisableTorchFunction():
+        return t.numel()

@@ -289,8 +289,8 @@ class TraceSession:
         if isinstance(root, torch.Tensor):
             with self.forward_capture.quiet():  # a root that is a leaf: its AccumulateGrad
                 self.forward_capture.discover_roots([root])
-            if root.grad_fn in rec.node_ids:
-                self.backward_roots.append(rec.node_ids[root.grad_fn])
+                if root.grad_fn in rec.node_ids:
+                    self.backward_roots.append(rec.node_ids[root.grad_fn])
         if self.model_hooks is not None:
             self.model_hooks.catch_up()
         self._watch_kept_outputs()
