@@ -24,7 +24,8 @@ import { drawIcons } from "./icons.js";
 import { drawLegends } from "./legend.js";
 import { graphCssText } from "./download.js";
 import { resolveTensorData } from "./tensordata.js";
-import { narrate, passError } from "./narration.js";
+import { narrate, passError, readingWeight } from "./narration.js";
+import { createNarrationView } from "./narrationview.js";
 import { h } from "./dom.js";
 import { bindOpenTrace } from "./opentrace.js";
 import { bindShortcutsHelp } from "./shortcuts.js";
@@ -58,8 +59,14 @@ let followId = "";
 const memoryStrip = $("memory-strip") ? createMemoryStrip($("memory-strip")) : null;
 const compare = $("compare-panel") ? createCompare({ store, api, panel: $("compare-panel"), link: $("compare-link"), renderer, inspector: $("inspector") }) : null;
 
+// The viewer's side column grows for a sentence too long to fold; a player's caption clamps.
+const narrationView = $("narration") ? createNarrationView($("narration"), { fallback: mode === "full" ? "grow" : "clamp" }) : null;
+if (narrationView) addEventListener("resize", () => narrationView.refit());
+
 const player = createPlayer({
   count: 0,
+  // Slow playback dwells on each step as long as its story takes to read; fast playback is even.
+  dwell: (i) => (timeline && !isFast(store.get().speed) ? readingWeight(narrate(trace, timeline, i)) : 1),
   onStep: (i) => store.set({ step: i }),
   onPlayingChange: (p) => {
     controls.setPlayLabel(p);
@@ -174,11 +181,7 @@ function lastNodeAt(step) {
 
 /** The narration panel: the event's sentence, its chain-rule lines, its tone (cue, error). */
 function tellStory(story) {
-  const text = $("narration-text");
-  if (!text) return;
-  text.textContent = story.text;
-  $("narration-detail").replaceChildren(...story.details.map((d) => h("span", { class: "narration-line", text: d })));
-  $("narration").dataset.tone = story.tone;
+  narrationView?.tell(story);
 }
 
 /** PyTorch's error over the graph while its pass lasts, and the node that raised it marked. */

@@ -347,3 +347,55 @@ export function passError(trace, timeline, step) {
   const seq = ev ? contextOf(trace).errorOfPass.get(ev.pass_index) : undefined;
   return seq !== undefined && seq <= step ? narrate(trace, timeline, seq).error : null;
 }
+
+/** A bracketed list shorter than this stays in the sentence when the numbers fold ("[0]"). */
+const FOLDABLE_CHARS = 12;
+
+/**
+ * `text` cut into runs: [{text, numbers}], `numbers` true for each bracketed list of numbers
+ * ("[−0.9237, 0.1, …]", nested lists whole) that a narrow region may fold to "[…]". Joining the
+ * runs' texts gives `text` back.
+ */
+export function numberRuns(text) {
+  const runs = [];
+  let plain = "";
+  let i = 0;
+  while (i < text.length) {
+    if (text[i] === "[") {
+      let depth = 0;
+      let j = i;
+      for (; j < text.length; j++) {
+        if (text[j] === "[") depth++;
+        else if (text[j] === "]" && --depth === 0) break;
+      }
+      const group = text.slice(i, j + 1);
+      if (depth === 0 && group.length >= FOLDABLE_CHARS && /\d/.test(group)) {
+        if (plain) runs.push({ text: plain, numbers: false });
+        runs.push({ text: group, numbers: true });
+        plain = "";
+        i = j + 1;
+        continue;
+      }
+    }
+    plain += text[i];
+    i++;
+  }
+  if (plain) runs.push({ text: plain, numbers: false });
+  return runs;
+}
+
+/** A text as it reads with its lists of numbers folded to "[…]". */
+export const glanceText = (text) => numberRuns(text).map((r) => (r.numbers ? "[…]" : r.text)).join("");
+
+/** Characters a reader takes in during one step at the speed's nominal rate. */
+const CHARS_PER_STEP = 110;
+
+/**
+ * How long playback dwells on a story, in steps of the speed control (1: one event's time): in
+ * proportion to what it says at a glance — the sentence, and half the weight of its chain-rule
+ * lines — from 0.5 (a short "… runs") to 4 (a Jacobian written out).
+ */
+export function readingWeight(story) {
+  const chars = glanceText(story.text || "").length + 0.5 * (story.details || []).reduce((n, d) => n + glanceText(d).length, 0);
+  return Math.min(4, Math.max(0.5, chars / CHARS_PER_STEP));
+}

@@ -1,13 +1,17 @@
 // The clock, and only the clock: advances a step index at a speed (events per second) and calls
-// onStep(i). No DOM; `now` and `requestFrame` are injectable so Node tests drive it by hand.
+// onStep(i). Step i stays on screen dwell(i) / speed seconds: dwell(i) is 1 for every step
+// unless the caller weighs them (a long sentence to read waits longer). No DOM; `now` and
+// `requestFrame` are injectable so Node tests drive it by hand.
 
-export function createPlayer({ count, onStep, onPlayingChange = () => {}, now = () => performance.now(), requestFrame = (f) => requestAnimationFrame(f), cancelFrame = (h) => cancelAnimationFrame(h) }) {
+/** The shortest dwell a step gets, in steps (a weight of 0 would never let the clock move on). */
+const MIN_DWELL = 0.05;
+
+export function createPlayer({ count, onStep, onPlayingChange = () => {}, dwell = () => 1, now = () => performance.now(), requestFrame = (f) => requestAnimationFrame(f), cancelFrame = (h) => cancelAnimationFrame(h) }) {
   let index = 0;
   let total = count;
   let speed = 2; // events per second
   let playing = false;
-  let lastTime = 0;
-  let carry = 0;
+  let due = 0; // when the step on screen gives way to the next one
   let handle = null;
   let generation = 0; // stale-frame guard: a frame from before pause/seek does nothing
 
@@ -18,15 +22,19 @@ export function createPlayer({ count, onStep, onPlayingChange = () => {}, now = 
     onPlayingChange(p);
   };
 
+  /** Milliseconds step i stays on screen at the current speed. */
+  const stay = (i) => (1000 * Math.max(MIN_DWELL, Number(dwell(i)) || 1)) / speed;
+
   function tick(gen) {
     if (gen !== generation || !playing) return;
     const t = now();
-    carry += ((t - lastTime) / 1000) * speed;
-    lastTime = t;
-    const advance = Math.floor(carry);
-    if (advance > 0) {
-      carry -= advance;
-      index = Math.min(total - 1, index + advance);
+    let moved = false;
+    while (t >= due && index < total - 1) {
+      index++;
+      due += stay(index);
+      moved = true;
+    }
+    if (moved) {
       emit();
       if (index >= total - 1) {
         pause();
@@ -44,8 +52,7 @@ export function createPlayer({ count, onStep, onPlayingChange = () => {}, now = 
     }
     generation++;
     setPlaying(true);
-    lastTime = now();
-    carry = 0;
+    due = now() + stay(index);
     const gen = generation;
     handle = requestFrame(() => tick(gen));
   }
@@ -59,8 +66,7 @@ export function createPlayer({ count, onStep, onPlayingChange = () => {}, now = 
 
   function seek(i) {
     index = Math.max(0, Math.min(total - 1, Math.floor(i)));
-    carry = 0;
-    lastTime = now();
+    due = now() + stay(index);
     emit();
   }
 
@@ -78,7 +84,9 @@ export function createPlayer({ count, onStep, onPlayingChange = () => {}, now = 
       seek(0);
     },
     setSpeed: (s) => {
+      const before = speed;
       speed = Math.max(0.1, Number(s) || 1);
+      if (playing) due = now() + ((due - now()) * before) / speed; // what is left of this step, at the new speed
     },
     setCount: (n) => {
       total = n;

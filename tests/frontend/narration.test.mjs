@@ -147,3 +147,29 @@ test("optimizer steps have their sentences: zero_grad and an SGD step", () => {
   assert.equal(at(first + 2).text, "zero_grad: w.grad set to None.");
   assert.equal(at(first + 3).text, "sgd_step lr=0.1 is done.");
 });
+
+test("number runs: lists of numbers fold, short brackets and the shape stay in the sentence", async () => {
+  const { numberRuns, glanceText } = await import("../../frontend/js/narration.js");
+  const text = "sends ∂L/∂x = [−0.9237, 0.1, [1, 2]] (30, 2) to layers[0] and 0.5 to y";
+  const runs = numberRuns(text);
+  assert.equal(runs.map((r) => r.text).join(""), text);
+  assert.deepEqual(runs.filter((r) => r.numbers).map((r) => r.text), ["[−0.9237, 0.1, [1, 2]]"]);
+  assert.equal(glanceText(text), "sends ∂L/∂x = […] (30, 2) to layers[0] and 0.5 to y");
+  assert.deepEqual(numberRuns("[unclosed 1, 2, 3, 4"), [{ text: "[unclosed 1, 2, 3, 4", numbers: false }]);
+});
+
+test("reading weight: a short step passes quickly, a chain-rule step with its numbers waits", async () => {
+  const { readingWeight } = await import("../../frontend/js/narration.js");
+  const traces = [...goldenTraces(), ["tiny", tinyTrace()]];
+  for (const [name, trace] of traces) {
+    const { timeline, at } = story(trace);
+    const weights = timeline.events.map((_, i) => readingWeight(at(i)));
+    for (const w of weights) assert.ok(w >= 0.5 && w <= 4, `${name}: ${w}`);
+    const runs = timeline.events.map((ev, i) => [ev.kind, weights[i], at(i)]);
+    const pre = runs.filter(([k]) => k === "node_pre").map(([, w]) => w);
+    const post = runs.filter(([k, , s]) => k === "node_post" && s.details.length).map(([, w]) => w);
+    if (pre.length && post.length) assert.ok(Math.min(...post) > Math.min(...pre), `${name}: a chain-rule step dwells longer than the shortest "runs" step`);
+  }
+  assert.equal(readingWeight({ text: "x runs", details: [] }), 0.5);
+  assert.equal(readingWeight({ text: "y".repeat(2000), details: [] }), 4);
+});

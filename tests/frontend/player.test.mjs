@@ -65,3 +65,24 @@ test("play at the end starts over", () => {
   assert.equal(p.index, 0);
   assert.equal(p.playing, true);
 });
+
+test("each step dwells in proportion to its weight, and the speed scales it", () => {
+  const c = fakeClock();
+  const seen = [];
+  const weights = [1, 0.5, 4, 1, 1];
+  const p = createPlayer({ count: 5, onStep: (i) => seen.push(i), dwell: (i) => weights[i], ...c });
+  p.setSpeed(2); // one weight unit: 500 ms
+  p.play();
+  c.tick(501); // step 0 (weight 1) gave way after 500 ms
+  assert.deepEqual(seen, [1]);
+  c.tick(250); // step 1 (weight 0.5): 250 ms
+  assert.deepEqual(seen, [1, 2]);
+  c.tick(1900); // step 2 (weight 4) waits 2 s
+  assert.deepEqual(seen, [1, 2]);
+  p.setSpeed(4); // twice as fast: what was left of step 2 (100 ms) halves
+  c.tick(51);
+  assert.deepEqual(seen, [1, 2, 3]);
+  c.tick(250); // step 3 at weight 1 and 4 events/s
+  assert.deepEqual(seen, [1, 2, 3, 4]);
+  assert.equal(p.playing, false);
+});
