@@ -12,7 +12,17 @@ from typing import Any
 from gradtrace.trace import GradtraceWarning, Trace, warn_diagnostics
 from gradtrace.trace_schema import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET, LIBRARY_MAX_NODES
 
-__all__ = ["GradtraceWarning", "Trace", "__version__", "compare", "show", "trace", "trace_spec"]
+__all__ = [
+    "GradtraceWarning",
+    "Trace",
+    "__version__",
+    "compare",
+    "load_run",
+    "show",
+    "trace",
+    "trace_spec",
+    "watch",
+]
 
 # The one version string: the package metadata reads it (pyproject: dynamic version).
 __version__ = "0.1.0"
@@ -138,3 +148,46 @@ def compare(a: Any, b: Any, *, rtol: float = 1e-6) -> Any:
         return trace_spec(x) if isinstance(x, dict) and "spec_version" in x else x
 
     return compare_traces(as_trace(a), as_trace(b), rtol=rtol)
+
+
+def watch(model: Any, path: Any, every: int = 1, **options: Any) -> Any:
+    """Record gradient flow over training, on the autograd graph's own nodes::
+
+        with gradtrace.watch(model, "runs/mlp", every=10) as w:
+            for x, y in data:
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+        run = gradtrace.load_run("runs/mlp")
+
+    A step is one backward pass through ``model`` (each forward of it with grad enabled
+    starts one, counted from 0); steps ``0, every, 2*every, …`` are logged. On a logged step
+    it records, per grad_fn node (keyed ``module/op#ordinal``, the same at every step) and per
+    parameter: the gradient norms flowing in and out, NaN and inf counts, the zero fraction
+    behind ReLU-like nodes, each parameter's gradient norm, weight norm and update ratio
+    ‖Δw‖/‖w‖ after the optimizer's step, and the loss; all computed on the device and read
+    to the host once per logged step. Unlogged steps run as without gradtrace, and the
+    weights are bit-equal to an unwatched run's.
+
+    ``path``: a new directory; the run is ``path/run.sqlite`` (SQLite, WAL: readable while it
+    is written, each logged step committed as it ends). Flags (``vanishing``, ``exploding``,
+    ``nonfinite``, ``dead_relu``, ``stalled``: see ``gradtrace.runs.flags``) are written with
+    the step they fire at. Options: ``rules`` (a ``gradtrace.runs.FlagRules``), ``rank``
+    (default: the torch.distributed rank, 0 without it), ``full_traces`` (default True: the
+    first logged step, and the step after a flag first fires, are also saved as full
+    gradtrace traces: ``run.trace_bytes(step)``).
+    """
+    from gradtrace.engine.watch import Watch, full_trace
+
+    if options.pop("full_traces", True):
+        options["full_trace"] = full_trace
+    return Watch(model, path, every, **options)
+
+
+def load_run(path: Any) -> Any:
+    """The run ``watch`` wrote (or is writing) in ``path``: a ``gradtrace.runs.Run``
+    (``.steps``, ``.nodes``, ``.parameters``, ``.grad_norm(param)``,
+    ``.node_grad_norm(node)``, ``.flags``, ``.to_pandas()``, …)."""
+    from gradtrace.runs import load_run as load
+
+    return load(path)

@@ -1,0 +1,378 @@
+"""A watched run on disk: one SQLite database in WAL mode, written while training runs.
+
+``RUN_DIR/run.sqlite`` (rank ``r`` > 0 of a distributed run: ``run-rank{r}.sqlite``). Each
+logged step is one transaction, committed when the step is written: a process killed at any
+moment loses at most the step in flight, and readers (``load_run``, ``gradtrace view``) see
+every committed step while training goes on (WAL: readers never block the writer).
+
+Schema (version 1)::
+
+    meta(key TEXT PRIMARY KEY, value TEXT)          format, every, model, torch, started
+    nodes(id INTEGER PRIMARY KEY, key TEXT UNIQUE,  one row per grad_fn node ever seen; key =
+          module TEXT, op TEXT, ordinal TEXT,         "module/op#ordinal", e.g.
+          param TEXT, first_step INTEGER)             "layers.3/AddmmBackward0#0"; param: the
+                                                      parameter of an AccumulateGrad node
+    parameters(id INTEGER PRIMARY KEY, name TEXT UNIQUE, shape TEXT, numel INTEGER)
+    steps(step INTEGER PRIMARY KEY, loss REAL,      one row per logged step; loss NULL: no
+          seconds REAL, stepped INTEGER,              loss seen; seconds since the run began;
+          node_ids BLOB, grad_in BLOB,                stepped: an optimizer stepped after it
+          grad_out BLOB, zero_frac BLOB,
+          nan BLOB, inf BLOB,
+          param_ids BLOB, param_grad BLOB,
+          param_norm BLOB, update_ratio BLOB,
+          param_nan BLOB, param_inf BLOB)
+    flags(id INTEGER PRIMARY KEY, kind TEXT, step INTEGER, node TEXT, message TEXT)
+    traces(step INTEGER PRIMARY KEY, reason TEXT,   full gradtrace traces (TraceDoc JSON, as
+           trace BLOB)                                 ``gradtrace.Trace.save`` writes it)
+
+The blobs are little-endian arrays, one element per node (per parameter), 4 bytes each:
+``node_ids``/``param_ids`` uint32 ids (nodes in the engine's order of that step: the order
+of the backward itself; parameters that had a gradient), ``nan``/``inf``/``param_*`` counts
+int32, every other one float32: ``grad_in`` the norm of the gradients flowing into the node
+(w.r.t. its forward outputs), ``grad_out`` of those it passes on (an AccumulateGrad node: the
+gradient it accumulates), ``zero_frac`` the fraction of zeros a ReLU-like node passes back
+(NaN for other nodes), ``update_ratio`` ‖Δw‖/‖w‖ (NaN: no optimizer step). A logged step
+costs 4 bytes per quantity.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gradtrace.runs.flags import Flag
+
+FORMAT = "gradtrace-run/1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS nodes (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, module TEXT NOT NULL, op TEXT NOT NULL,
+    ordinal TEXT NOT NULL, param TEXT, first_step INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS parameters (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, shape TEXT NOT NULL, numel INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS steps (
+    step INTEGER PRIMARY KEY, loss REAL, seconds REAL NOT NULL, stepped INTEGER NOT NULL,
+    node_ids BLOB NOT NULL, grad_in BLOB NOT NULL, grad_out BLOB NOT NULL, zero_frac BLOB NOT NULL,
+    nan BLOB NOT NULL, inf BLOB NOT NULL, param_ids BLOB NOT NULL, param_grad BLOB NOT NULL,
+    param_norm BLOB NOT NULL, update_ratio BLOB NOT NULL, param_nan BLOB NOT NULL,
+    param_inf BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS flags (
+    id INTEGER PRIMARY KEY, kind TEXT NOT NULL, step INTEGER NOT NULL, node TEXT, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS traces (step INTEGER PRIMARY KEY, reason TEXT NOT NULL, trace BLOB NOT NULL);
+"""
+
+_F32 = np.dtype("<f4")
+_I32 = np.dtype("<i4")
+_U32 = np.dtype("<u4")
+_BLOBS = {
+    "node_ids": _U32, "grad_in": _F32, "grad_out": _F32, "zero_frac": _F32, "nan": _I32,
+    "inf": _I32, "param_ids": _U32, "param_grad": _F32, "param_norm": _F32,
+    "update_ratio": _F32, "param_nan": _I32, "param_inf": _I32,
+}  # fmt: skip
+
+
+def database_path(run_dir: str | Path, rank: int = 0) -> Path:
+    return Path(run_dir) / ("run.sqlite" if rank == 0 else f"run-rank{rank}.sqlite")
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A grad_fn node of the run: ``key`` ("module/op#ordinal", the same at every step),
+    the ``module`` path that made it ("(model)" the watched model's own forward, "(loss)"
+    after it), its ``op`` (``AddmmBackward0``) and, for an AccumulateGrad node, ``param``."""
+
+    key: str
+    module: str
+    op: str
+    ordinal: str
+    param: str | None = None
+
+
+@dataclass
+class StepRecord:
+    """One logged step as the engine read it: per node in the engine's order and per
+    parameter that had a gradient (see the schema for each quantity)."""
+
+    step: int
+    loss: float | None
+    stepped: bool
+    nodes: list[NodeInfo]
+    grad_in: list[float]
+    grad_out: list[float]
+    zero_frac: list[float | None]
+    nan: list[int]
+    inf: list[int]
+    params: list[str]
+    param_grad: list[float]
+    param_norm: list[float]
+    update_ratio: list[float | None]
+    param_nan: list[int]
+    param_inf: list[int]
+
+
+class RunWriter:
+    """Writes a run: one transaction per logged step. Memory: the node and parameter ids
+    (bounded by the model), never the steps."""
+
+    def __init__(
+        self, run_dir: str | Path, meta: dict[str, Any], params: Sequence[tuple[str, str, int]], rank: int = 0
+    ) -> None:
+        path = database_path(run_dir, rank)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            raise FileExistsError(f"{path} already holds a run: watch a new directory")
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a killed process loses no commit
+        self._started = time.monotonic()
+        self._db.executescript(_SCHEMA)  # (executescript commits on its own)
+        with self._transaction():
+            rows = {"format": FORMAT, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            rows.update({k: json.dumps(v) if not isinstance(v, str) else v for k, v in meta.items()})
+            self._db.executemany("INSERT INTO meta VALUES (?, ?)", rows.items())
+            self._db.executemany("INSERT INTO parameters (name, shape, numel) VALUES (?, ?, ?)", params)
+        self._param_ids = {name: i for i, name in self._db.execute("SELECT id, name FROM parameters")}
+        self._node_ids: dict[str, int] = {}
+
+    def _transaction(self) -> Any:
+        db = self._db
+
+        class _Tx:
+            def __enter__(self) -> None:
+                db.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, kind: Any, *_: Any) -> None:
+                db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+        return _Tx()
+
+    def write_step(self, record: StepRecord, flags: Sequence[Flag] = ()) -> None:
+        with self._transaction():
+            ids = []
+            for node in record.nodes:
+                nid = self._node_ids.get(node.key)
+                if nid is None:
+                    cur = self._db.execute(
+                        "INSERT INTO nodes (key, module, op, ordinal, param, first_step) VALUES (?, ?, ?, ?, ?, ?)",
+                        (node.key, node.module, node.op, node.ordinal, node.param, record.step),
+                    )
+                    nid = self._node_ids[node.key] = int(cur.lastrowid or 0)
+                ids.append(nid)
+            nan = float("nan")
+            blobs: dict[str, Sequence[Any]] = {
+                "node_ids": ids, "grad_in": record.grad_in, "grad_out": record.grad_out,
+                "zero_frac": [nan if z is None else z for z in record.zero_frac],
+                "nan": record.nan, "inf": record.inf,
+                "param_ids": [self._param_ids[p] for p in record.params],
+                "param_grad": record.param_grad, "param_norm": record.param_norm,
+                "update_ratio": [nan if r is None else r for r in record.update_ratio],
+                "param_nan": record.param_nan, "param_inf": record.param_inf,
+            }  # fmt: skip
+            cols = list(_BLOBS)
+            self._db.execute(
+                f"INSERT INTO steps (step, loss, seconds, stepped, {', '.join(cols)}) "
+                f"VALUES (?, ?, ?, ?, {', '.join('?' * len(cols))})",
+                [record.step, record.loss, time.monotonic() - self._started, int(record.stepped)]
+                + [_pack(blobs[c], _BLOBS[c]) for c in cols],
+            )
+            self._db.executemany(
+                "INSERT INTO flags (kind, step, node, message) VALUES (?, ?, ?, ?)",
+                [(f.kind, f.step, f.node, f.message) for f in flags],
+            )
+
+    def write_trace(self, step: int, reason: str, trace: bytes) -> None:
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO traces VALUES (?, ?, ?)", (step, reason, trace))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _pack(values: Sequence[Any], dtype: np.dtype) -> bytes:
+    return np.asarray(values, dtype=dtype).tobytes()
+
+
+def _unpack(blob: bytes, dtype: np.dtype) -> np.ndarray:
+    return np.frombuffer(blob, dtype=dtype)
+
+
+class Run:
+    """A recorded run, read from ``RUN_DIR`` (while it is still being written, too: each call
+    reads what is committed now).
+
+    Series (``grad_norm``, ``node_grad_norm``, ``loss``, …) are lists aligned with ``steps``;
+    ``None`` where the step had no gradient there (the node did not run, the parameter had
+    no gradient)."""
+
+    def __init__(self, run_dir: str | Path, rank: int = 0) -> None:
+        path = database_path(run_dir, rank)
+        if not path.is_file():
+            raise FileNotFoundError(f"no run at {run_dir} (no {path.name}): gradtrace.watch writes one")
+        self.path = path
+        self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
+        if self.meta.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a {FORMAT} file (format {self.meta.get('format')!r})")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+    # ---- what the run holds ----------------------------------------------------------------
+    @property
+    def steps(self) -> list[int]:
+        """The logged steps (0-based; a step is one backward pass through the model)."""
+        return [s for (s,) in self._db.execute("SELECT step FROM steps ORDER BY step")]
+
+    @property
+    def loss(self) -> list[float | None]:
+        return [v for (v,) in self._db.execute("SELECT loss FROM steps ORDER BY step")]
+
+    @property
+    def nodes(self) -> list[NodeInfo]:
+        rows = self._db.execute("SELECT key, module, op, ordinal, param FROM nodes ORDER BY id")
+        return [NodeInfo(*row) for row in rows]
+
+    @property
+    def parameters(self) -> list[str]:
+        return [n for (n,) in self._db.execute("SELECT name FROM parameters ORDER BY id")]
+
+    @property
+    def flags(self) -> list[Flag]:
+        rows = self._db.execute("SELECT kind, step, node, message FROM flags ORDER BY step, id")
+        return [Flag(*row) for row in rows]
+
+    @property
+    def trace_steps(self) -> dict[int, str]:
+        """Steps with a full trace saved, and why ("first" logged step, "flag: <kind>")."""
+        return dict(self._db.execute("SELECT step, reason FROM traces ORDER BY step"))
+
+    def trace_bytes(self, step: int) -> bytes:
+        """The full trace saved at ``step`` (TraceDoc JSON: ``gradtrace.Trace.load`` reads it
+        from a file)."""
+        row = self._db.execute("SELECT trace FROM traces WHERE step = ?", (step,)).fetchone()
+        if row is None:
+            raise KeyError(f"no full trace at step {step}: saved at {sorted(self.trace_steps)}")
+        return bytes(row[0])
+
+    # ---- series ----------------------------------------------------------------------------
+    def grad_norm(self, param: str) -> list[float | None]:
+        """The norm of ``param``'s gradient at each logged step (as ``p.grad.norm()``)."""
+        return self._series(self._param_id(param), "param_ids", "param_grad")
+
+    def param_norm(self, param: str) -> list[float | None]:
+        return self._series(self._param_id(param), "param_ids", "param_norm")
+
+    def update_ratio(self, param: str) -> list[float | None]:
+        """‖Δw‖/‖w‖ after each logged step's optimizer step (None: no step)."""
+        return self._series(self._param_id(param), "param_ids", "update_ratio")
+
+    def node_grad_norm(self, node: str, which: str = "out") -> list[float | None]:
+        """The norm of the gradient a node passes on (``which="out"``) or receives ("in") at
+        each logged step; ``node``: its key (see ``nodes``)."""
+        if which not in ("in", "out"):
+            raise ValueError(f"which must be 'in' or 'out', got {which!r}")
+        return self._series(self._node_id(node), "node_ids", "grad_" + which)
+
+    def node_zero_fraction(self, node: str) -> list[float | None]:
+        return self._series(self._node_id(node), "node_ids", "zero_frac")
+
+    def node_nonfinite(self, node: str) -> list[int | None]:
+        nan = self._series(self._node_id(node), "node_ids", "nan")
+        inf = self._series(self._node_id(node), "node_ids", "inf")
+        return [None if a is None or b is None else int(a + b) for a, b in zip(nan, inf, strict=True)]
+
+    def step_values(self, step: int) -> dict[str, Any]:
+        """Every number of one logged step: ``{"loss", "nodes": {key: {...}}, "params": {...}}``."""
+        cols = list(_BLOBS)
+        row = self._db.execute(
+            f"SELECT loss, stepped, {', '.join(cols)} FROM steps WHERE step = ?", (step,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"step {step} was not logged")
+        arrays = {c: _unpack(b, _BLOBS[c]) for c, b in zip(cols, row[2:], strict=True)}
+        keys = dict(self._db.execute("SELECT id, key FROM nodes"))
+        names = dict(self._db.execute("SELECT id, name FROM parameters"))
+        nodes = {
+            keys[int(i)]: {
+                q: _number(arrays[q][k], q) for q in ("grad_in", "grad_out", "zero_frac", "nan", "inf")
+            }
+            for k, i in enumerate(arrays["node_ids"])
+        }
+        params = {
+            names[int(i)]: {
+                q: _number(arrays[q][k], q)
+                for q in ("param_grad", "param_norm", "update_ratio", "param_nan", "param_inf")
+            }
+            for k, i in enumerate(arrays["param_ids"])
+        }
+        return {"step": step, "loss": row[0], "stepped": bool(row[1]), "nodes": nodes, "params": params}
+
+    def to_pandas(self) -> Any:
+        """One row per (step, node or parameter): columns step, kind ("node"/"param"), name,
+        grad_in, grad_out, zero_frac, nan, inf, grad_norm, param_norm, update_ratio, loss.
+        Needs pandas (not a dependency of gradtrace)."""
+        import pandas as pd
+
+        rows: list[dict[str, Any]] = []
+        for step in self.steps:
+            v = self.step_values(step)
+            for key, q in v["nodes"].items():
+                rows.append({"step": step, "kind": "node", "name": key, **q, "loss": v["loss"]})
+            for name, q in v["params"].items():
+                rows.append({
+                    "step": step, "kind": "param", "name": name, "grad_norm": q["param_grad"],
+                    "param_norm": q["param_norm"], "update_ratio": q["update_ratio"],
+                    "nan": q["param_nan"], "inf": q["param_inf"], "loss": v["loss"],
+                })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _param_id(self, name: str) -> int:
+        row = self._db.execute("SELECT id FROM parameters WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(f"no parameter {name!r} in the run (see .parameters)")
+        return int(row[0])
+
+    def _node_id(self, key: str) -> int:
+        row = self._db.execute("SELECT id FROM nodes WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise KeyError(f"no node {key!r} in the run (see .nodes)")
+        return int(row[0])
+
+    def _series(self, wanted: int, ids_col: str, col: str) -> list[Any]:
+        out: list[Any] = []
+        for ids, values in self._db.execute(f"SELECT {ids_col}, {col} FROM steps ORDER BY step"):
+            where = np.flatnonzero(_unpack(ids, _U32) == wanted)
+            out.append(None if where.size == 0 else _number(_unpack(values, _BLOBS[col])[where[0]], col))
+        return out
+
+
+_NAN_MEANS_NONE = ("zero_frac", "update_ratio")  # (a NaN norm elsewhere is a real NaN)
+
+
+def _number(x: Any, col: str) -> Any:
+    """A blob's element as a Python number; None where ``col`` stores "none" as NaN."""
+    value = x.item()
+    if col in _NAN_MEANS_NONE and value != value:
+        return None
+    return value
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """The run ``gradtrace.watch`` writes (or is writing) in ``run_dir``."""
+    return Run(run_dir)

@@ -1,0 +1,188 @@
+"""gradtrace.watch: training unchanged, the recorded numbers PyTorch's own, the flags, the
+run on disk (killed mid-training, read while written)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from watch_models import DeepMLP, SmallCNN, cnn_step, gpt2_step, gpt2_tiny, mlp_step, train
+
+import gradtrace
+
+CASES = {
+    "mlp": (lambda: DeepMLP(depth=3, residual_relu=True), mlp_step),
+    "cnn": (SmallCNN, cnn_step),
+    "gpt2": (gpt2_tiny, gpt2_step),
+}
+
+
+@pytest.mark.parametrize("every", [1, 3])
+@pytest.mark.parametrize("case", list(CASES))
+def test_weights_bit_equal_to_an_unwatched_run(case: str, every: int, tmp_path: Path) -> None:
+    make, loss_at = CASES[case]
+    torch.manual_seed(0)
+    plain = train(make(), loss_at, 7)
+    torch.manual_seed(0)
+    model = make()
+    with gradtrace.watch(model, tmp_path / "run", every=every, full_traces=every == 1):
+        train(model, loss_at, 7)
+    for (name, a), b in zip(plain.state_dict().items(), model.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.steps == list(range(0, 7, every))
+    assert all(isinstance(v, float) and math.isfinite(v) for v in run.loss)
+    if every == 1:
+        assert run.trace_steps[0] == "first logged step"
+        trace = gradtrace.Trace.from_json(run.trace_bytes(0))  # the graph and its values
+        assert len(trace.doc.graph.nodes) > 3 and trace.doc.grads
+
+
+@pytest.mark.parametrize("case", ["mlp", "gpt2"])
+def test_param_grad_norms_are_p_grad_norm_at_every_logged_step(case: str, tmp_path: Path) -> None:
+    make, loss_at = CASES[case]
+    torch.manual_seed(0)
+    model = make()
+    oracle: dict[int, dict[str, torch.Tensor]] = {}
+
+    def each(step: int) -> None:  # after backward, before the optimizer's step
+        oracle[step] = {n: p.grad.norm() for n, p in model.named_parameters() if p.grad is not None}
+
+    with gradtrace.watch(model, tmp_path / "run", every=2, full_traces=False):
+        train(model, loss_at, 6, each=each)
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.steps == [0, 2, 4]
+    for name in run.parameters:
+        recorded = run.grad_norm(name)
+        expected = [oracle[s].get(name) for s in run.steps]
+        for got, want in zip(recorded, expected, strict=True):
+            assert (got is None) == (want is None), name
+            if want is not None:
+                assert torch.tensor(got, dtype=want.dtype) == want, (name, got, want.item())
+
+
+def test_node_keys_stable_and_in_engine_order(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = DeepMLP(depth=3, residual_relu=True)
+    with gradtrace.watch(model, tmp_path / "run", full_traces=False):
+        train(model, mlp_step, 3)
+    run = gradtrace.load_run(tmp_path / "run")
+    keys = [n.key for n in run.nodes]
+    assert keys[0] == "(loss)/MseLossBackward0#0"  # the root runs first
+    assert "layers.2/AddmmBackward0#0" in keys and "(model)/ReluBackward0#2" in keys
+    assert "layers.0/AccumulateGrad#weight" in keys
+    per_step = [list(run.step_values(s)["nodes"]) for s in run.steps]
+    assert per_step[0] == per_step[1] == per_step[2]  # the same keys, in the same order
+    # what flows out of the last Linear's Addmm is what its ReLU received (one consumer)
+    v = run.step_values(1)["nodes"]
+    assert v["layers.2/AddmmBackward0#0"]["grad_out"] > 0
+    relu = run.node_zero_fraction("(model)/ReluBackward0#0")
+    assert all(0 < z < 1 for z in relu)
+    assert run.update_ratio("layers.0.weight")[0] > 0
+
+
+def test_the_sigmoid_mlp_vanishes_its_relu_residual_twin_does_not(tmp_path: Path) -> None:
+    kinds = {}
+    for residual in (False, True):
+        torch.manual_seed(0)
+        model = DeepMLP(depth=8, residual_relu=residual)
+        path = tmp_path / f"run{residual}"
+        with gradtrace.watch(model, path, every=1, full_traces=False):
+            train(model, mlp_step, 5)
+        kinds[residual] = {f.kind: f for f in gradtrace.load_run(path).flags}
+    vanishing = kinds[False]["vanishing"]
+    assert vanishing.step == 0 and vanishing.node == "layers.0/AccumulateGrad#weight"
+    assert "vanishing" not in kinds[True] and "exploding" not in kinds[True]
+
+
+def test_a_nan_at_step_17_flags_nonfinite_at_step_17_and_arms_a_full_trace(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = DeepMLP(depth=3, residual_relu=True)
+
+    def loss_at(m: torch.nn.Module, step: int) -> torch.Tensor:
+        loss = mlp_step(m, step)
+        return loss * torch.nan if step == 17 else loss
+
+    with gradtrace.watch(model, tmp_path / "run", every=1):
+        train(model, loss_at, 19)
+    run = gradtrace.load_run(tmp_path / "run")
+    nonfinite = [f for f in run.flags if f.kind == "nonfinite"]
+    assert len(nonfinite) == 1 and nonfinite[0].step == 17
+    assert run.trace_steps == {0: "first logged step", 18: "flag: nonfinite"}
+
+
+def test_a_run_killed_at_step_20_keeps_its_steps_and_reads_while_written(tmp_path: Path) -> None:
+    program = textwrap.dedent(
+        f"""
+        import sys, torch, gradtrace
+        from watch_models import DeepMLP, mlp_step
+        torch.manual_seed(0)
+        model = DeepMLP(depth=3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        with gradtrace.watch(model, {str(tmp_path / "run")!r}, full_traces=False):
+            for step in range(10_000):
+                if step == 20:
+                    print("20", flush=True)
+                    sys.stdin.readline()  # killed here, inside step 20
+                opt.zero_grad()
+                mlp_step(model, step).backward()
+                opt.step()
+        """
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(gradtrace.__file__).parents[1]), str(Path(__file__).parent)]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", program], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "20"
+        live = gradtrace.load_run(tmp_path / "run")  # read while the writer holds it open
+        assert len(live.steps) >= 19
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.steps[:19] == list(range(19)) and len(run.steps) >= 19
+    assert all(v is not None for v in run.grad_norm("layers.0.weight"))
+
+
+def test_unlogged_steps_add_no_hooks(tmp_path: Path) -> None:
+    model = DeepMLP(depth=2)
+    plain_backward = torch.autograd.backward
+    global_hooks = torch.nn.modules.module._global_forward_hooks
+    seen = []
+    model.layers[0].register_forward_hook(lambda *a: seen.append(len(global_hooks)))
+    with gradtrace.watch(model, tmp_path / "run", every=5, full_traces=False):
+        for step in range(6):
+            loss = mlp_step(model, step)
+            seen.append(torch.autograd.backward is not plain_backward)
+            loss.backward()
+    assert torch.autograd.backward is plain_backward
+    # logged steps 0 and 5: module hooks during the forward, the loss seen at backward
+    assert seen == [1, True] + [0, False] * 4 + [1, True]
+    assert gradtrace.load_run(tmp_path / "run").steps == [0, 5]
+
+
+def test_bad_arguments_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="every"):
+        gradtrace.watch(DeepMLP(), tmp_path / "a", every=0)
+    with pytest.raises(TypeError, match="nn.Module"):
+        gradtrace.watch(object(), tmp_path / "b")
+    with gradtrace.watch(DeepMLP(), tmp_path / "c"):
+        pass
+    with pytest.raises(FileExistsError), gradtrace.watch(DeepMLP(), tmp_path / "c"):
+        pass
+    with pytest.raises(FileNotFoundError, match="no run"):
+        gradtrace.load_run(tmp_path / "nothing")
+    assert time.time() > 0
