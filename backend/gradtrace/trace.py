@@ -330,7 +330,9 @@ class Trace:
     @property
     def grads(self) -> dict[str, Any]:
         """Final ``.grad`` of every named leaf and retained tensor, as numpy arrays of its own
-        dtype (bfloat16 as float32); ``None`` only where there is no gradient.
+        dtype (bfloat16 as float32); ``None`` where ``.grad`` is None at the end: no
+        gradient, or (a ``grad_cleared`` diagnostic names it) a gradient a hook or the model
+        set back to None, e.g. an optimizer stepped in a post-accumulate-grad hook.
 
         A traced model's are the real gradients, kept in memory whatever the serialised
         trace could hold; a loaded trace's are decoded from it (a gradient the trace kept

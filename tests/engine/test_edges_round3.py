@@ -228,3 +228,83 @@ def test_a_look_only_tensor_hook_on_a_parameter_leaves_grad_the_engines_buffer()
     assert plain_seen == [plain_ptr]  # PyTorch steals the incoming gradient: no copy
     assert traced_seen == [traced_ptr]  # and so it does under the trace
     assert torch.equal(traced_grad, plain_grad)
+
+
+# ---- 6. the optimizer stepped in post-accumulate-grad hooks (PyTorch's tutorial) ---------------
+def _fused_optimizer(traced: bool) -> tuple[nn.Module, dict[str, torch.Tensor], gradtrace.Trace | None]:
+    """The model after one fused step, and each parameter's gradient as its hook saw it."""
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)), torch.randn(5, 3)
+    names = {p: name for name, p in model.named_parameters()}
+    optimizers = {p: torch.optim.SGD([p], lr=0.1, momentum=0.9) for p in model.parameters()}
+    seen: dict[str, torch.Tensor] = {}
+
+    def step(p: torch.Tensor) -> None:
+        assert p.grad is not None
+        seen[names[p]] = p.grad.clone()
+        optimizers[p].step()
+        optimizers[p].zero_grad()  # (set_to_none: .grad is None again)
+
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(step)
+    trace = None
+    if traced:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = gradtrace.trace(model, x)
+    else:
+        model(x).sum().backward()
+    return model, seen, trace
+
+
+def test_an_optimizer_stepped_in_post_accumulate_hooks_is_told_not_read_as_no_gradient() -> None:
+    plain, plain_seen, _ = _fused_optimizer(traced=False)
+    model, seen, trace = _fused_optimizer(traced=True)
+    assert trace is not None
+    for (name, p), q in zip(model.named_parameters(), plain.parameters(), strict=True):
+        assert torch.equal(p, q), name  # stepped exactly as the plain run steps
+        assert p.grad is None and q.grad is None
+        assert trace.grads[name] is None  # PyTorch's final .grad ...
+        assert torch.equal(seen[name], plain_seen[name])
+    # ... and a diagnostic that says it is not "no gradient"
+    [cleared] = [d for d in trace.doc.analyses.diagnostics if d.code == "grad_cleared"]
+    assert all(name in cleared.message for name in trace.grads)
+    # the gradients written are in the trace, equal to what the hooks saw
+    nodes = {n.id: n.tensor for n in trace.doc.graph.nodes}
+    writes = {nodes[e.target]: e.payload["after"] for e in trace.doc.events if e.kind == "grad_write"}
+    for name, grad in plain_seen.items():
+        assert torch.equal(torch.from_numpy(trace.array(writes[name])), grad), name
+
+
+# ---- 7. grad modes: PyTorch's own errors, the partial trace attached ----------------------------
+def _plain_error(model: nn.Module, x: torch.Tensor) -> Exception:
+    with pytest.raises(RuntimeError) as caught:
+        model(x).sum().backward()
+    return caught.value
+
+
+def test_an_input_made_in_inference_mode_gets_pytorchs_own_error() -> None:
+    model = nn.Linear(3, 2)
+    with torch.inference_mode():
+        x = torch.randn(4, 3)
+    expected = _plain_error(copy.deepcopy(model), x)
+    assert "Inference tensors cannot be saved for backward" in str(expected)
+    with pytest.raises(RuntimeError) as caught:
+        gradtrace.trace(model, x)
+    assert (type(caught.value), str(caught.value)) == (type(expected), str(expected))
+    partial = caught.value.gradtrace_trace
+    assert [e.message for e in partial.doc.events if e.kind == "error"] == [str(expected)]
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
+def test_a_trace_under_a_no_grad_mode_stops_where_a_plain_run_stops(mode: Callable) -> None:
+    model, x = nn.Linear(3, 2), torch.randn(4, 3)
+    with mode():
+        expected = _plain_error(copy.deepcopy(model), x)
+        with pytest.raises(RuntimeError) as caught:
+            gradtrace.trace(model, x)
+    assert str(expected) == "element 0 of tensors does not require grad and does not have a grad_fn"
+    assert (type(caught.value), str(caught.value)) == (type(expected), str(expected))
+    partial = caught.value.gradtrace_trace
+    assert partial.grads == {"weight": None, "bias": None}
+    assert model.weight.grad is None

@@ -93,7 +93,8 @@ def test_max_nodes_refuses_before_backward() -> None:
 def test_no_hook_left_behind_and_grad_mode_restored() -> None:
     net = Seed002Net()
     x = torch.tensor([0.3], requires_grad=True)
-    with torch.no_grad():
+    # (under no_grad, a trace stops where a plain run stops, with PyTorch's error: issue 36)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="does not require grad"):
         gradtrace.trace(net, x, seed002_loss)
     assert torch.is_grad_enabled()
     for m in net.modules():

@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple
 
 import torch
 
-from gradtrace.engine.diagnostics import compiled_modules, diagnose, wrapped_values
+from gradtrace.engine.diagnostics import cleared_grads, compiled_modules, diagnose, wrapped_values
 from gradtrace.engine.errors import UnreadableTensor
 from gradtrace.engine.grad_norms import all_grad_norms
 from gradtrace.engine.session import TraceSession
@@ -91,6 +91,10 @@ def _assembled(
     diagnostics += diagnose(rec, session.env, session.retained, session.backward_roots, warning_texts, found)
     diagnostics += wrapped_values(rec.nodes, rec.events, summarize.wrapped)
     diagnostics += compiled_modules(session.module_types)
+    diagnostics += cleared_grads(
+        rec.events,
+        {name: rec.leaf_id(t) for name, t in session.all_leaves_named() if final_grads.get(name, 0) is None},
+    )
     memory = session.memory.build()
     linear = session.linear
     layers, factors = linear.layer_passes(session.backward_capture.deltas)

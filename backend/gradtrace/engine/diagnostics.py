@@ -105,6 +105,29 @@ def diagnose(
     return out
 
 
+def cleared_grads(events: list[Any], cleared: dict[str, str | None]) -> list[Diagnostic]:
+    """Leaves that were written a gradient, yet whose ``.grad`` is None when the trace ends:
+    a hook (or the model) set it back to None, as an optimizer stepped and zeroed in a
+    post-accumulate-grad hook does. ``cleared``: the leaves whose final ``.grad`` is None,
+    by name, with their tensor node. Their None in ``grads`` is PyTorch's final ``.grad``, not
+    "no gradient": this diagnostic says so, and their ``grad_write`` events hold what was
+    written."""
+    written = {e.target for e in events if e.kind == "grad_write" and e.payload.after is not None}
+    names = [name for name, node in cleared.items() if node is not None and node in written]
+    if not names:
+        return []
+    return [
+        Diagnostic(
+            code="grad_cleared",
+            severity="info",
+            message=f"{', '.join(names)}: got a gradient (see the grad_write events), then .grad was set back "
+            "to None before the trace ended (a hook or the model cleared it, as an optimizer stepped and "
+            "zeroed in a post-accumulate-grad hook does): their None in grads is that final .grad, "
+            "not 'no gradient'",
+        )
+    ]
+
+
 def wrapped_values(
     nodes: list[Any], events: list[Any], wrapped: dict[int, tuple[TensorValue, str]]
 ) -> list[Diagnostic]:

@@ -50,6 +50,7 @@ from torch.utils.hooks import RemovableHandle
 from gradtrace.engine.forward_capture import ForwardCapture, compiling, flat_tensors
 from gradtrace.engine.node_hook_sets import is_set_key
 from gradtrace.engine.recorder import Recorder
+from gradtrace.engine.summarize import version_of
 from gradtrace.trace_schema import (
     Diagnostic,
     EventKind,
@@ -151,7 +152,7 @@ def _hook_name(hook: Callable) -> str:
 
 
 def _versions(tensors: list[torch.Tensor]) -> list[int]:
-    return [t._version for t in tensors]
+    return list(map(version_of, tensors))
 
 
 # the hooks where a write through ``.data`` (no version bump) is looked for too: those given

@@ -110,6 +110,7 @@ def _traced(
         value_budget=value_budget,
         final_value_limit=final_value_limit,
         model_hooks=True,
+        grad_mode=torch.is_grad_enabled(),  # (the caller's: see TraceSession)
     )
     title = title or f"{type(model).__name__} forward and backward"
     try:

@@ -76,10 +76,14 @@ class TraceSession:
         final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
         root_path: str = "",
         model_hooks: bool = False,
+        grad_mode: bool = True,
     ) -> None:
         """``model_hooks``: record the model's own hooks (the library; a spec's model has
-        none, its hooks are the spec's)."""
+        none, its hooks are the spec's). ``grad_mode``: whether the passes run with grad mode
+        on (the library: the caller's, so that a trace under ``torch.no_grad()`` stops with
+        PyTorch's own error where a plain run does)."""
         self.root = root
+        self.grad_mode = grad_mode
         self.summarize = Summarizer(value_budget, final_value_limit)
         self.memory = SavedMemory()
         self.recorder = Recorder(
@@ -240,7 +244,7 @@ class TraceSession:
         rec = self.recorder
         rec.begin_pass("forward", f"forward #{self._forwards}", step)
         try:
-            with torch.enable_grad(), self.forward_capture.recording():
+            with torch.set_grad_enabled(self.grad_mode), self.forward_capture.recording():
                 return run()
         except Exception as exc:
             if step is not None or (error_is_event is not None and error_is_event(exc)):
@@ -297,7 +301,7 @@ class TraceSession:
         self.linear.before_pass(pass_index)
         result = None
         try:
-            with torch.enable_grad(), self.backward_capture.node_hooks(self.retained):
+            with torch.set_grad_enabled(self.grad_mode), self.backward_capture.node_hooks(self.retained):
                 result = call()
             self.linear.after_pass(pass_index)
             self._note_grad_norms(pass_index)

@@ -288,6 +288,19 @@ def _refuse(t: torch.Tensor) -> None:
     )
 
 
+def version_of(t: torch.Tensor) -> int:
+    """``t._version``; -1 for an inference tensor (made under ``torch.inference_mode``), which
+    has no version counter and cannot be written in place outside inference mode: PyTorch
+    itself refuses it where autograd would need it, and gradtrace's reads must not refuse it
+    first."""
+    try:
+        return t._version
+    except RuntimeError:
+        if t.is_inference():
+            return -1
+        raise
+
+
 @functools.lru_cache(maxsize=4096)
 def _is_dense(shape: torch.Size, strides: tuple[int, ...]) -> bool:
     """Whether the elements of a tensor of this shape and strides fill one block of memory
@@ -442,7 +455,10 @@ class Summarizer:
         """A per-event snapshot of ``t`` (its numbers while ``value_budget`` lasts)."""
         if not isinstance(t, _TENSOR):
             return None
-        version = t._version
+        try:
+            version = t._version
+        except RuntimeError:
+            version = version_of(t)
         # fast path: this very tensor object, unchanged since it was summarized (held weakly,
         # it is alive here, so the memory its record was read from is too)
         seen = self._by_object.get(id(t))
@@ -509,7 +525,7 @@ class Summarizer:
         known = self.known(t)
         if known is None or known.truncated:
             try:
-                key = _key(t, t._version)
+                key = _key(t, version_of(t))
             except RuntimeError:  # (see __call__)
                 return self._wrapped(t, final=True)
             hit = self._cache.get(key)
@@ -536,7 +552,7 @@ class Summarizer:
         final value too, reads its memory again. The by-object shortcut is emptied rather than
         searched for aliases (rare: each object found again by its key, in ``_cache``, which
         holds the memory of every key but this one)."""
-        key = _key(t, t._version)
+        key = _key(t, version_of(t))
         self._by_object.clear()
         self._cache.pop(key, None)
         if key[0] is not None:
@@ -549,12 +565,12 @@ class Summarizer:
         raised, again."""
         found = functorch_unwrapped(t)
         if found is None:
-            _key(t, t._version)  # (raises what it raised)
+            _key(t, version_of(t))  # (raises what it raised)
         assert found is not None
         inner, how = found
         # (not the inner tensor's cached record: that one's other appearances, where the plain
         # tensor was read, would be marked as wrapped too)
-        key = _key(inner, inner._version)
+        key = _key(inner, version_of(inner))
         kind = _kind(key[3])
         numel = inner.numel()
         cost = numel if final else _cost(numel)
@@ -575,7 +591,7 @@ class Summarizer:
     def known(self, t: torch.Tensor) -> TensorValue | None:
         """The summary already made of this very tensor at its current version."""
         seen = self._by_object.get(id(t))
-        return seen[2] if seen is not None and seen[1] == t._version and _is_held(seen[0], t) else None
+        return seen[2] if seen is not None and seen[1] == version_of(t) and _is_held(seen[0], t) else None
 
     @overload
     def like_new(self, value: TensorValue) -> TensorValue: ...
