@@ -6,6 +6,7 @@ torch-free); the tracing functions import the engine when first called.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,10 +15,12 @@ from gradtrace.trace_schema import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDG
 
 __all__ = [
     "GradtraceWarning",
+    "Recording",
     "Trace",
     "__version__",
     "compare",
     "load_run",
+    "record",
     "show",
     "trace",
     "trace_spec",
@@ -84,6 +87,90 @@ def trace(
     traced = Trace(doc, grads=grads)
     warn_diagnostics(doc, stacklevel=2)  # (2: the line that called trace())
     return traced
+
+
+class Recording:
+    """What ``with gradtrace.record() as rec:`` gives: ``rec.trace`` once the block is over
+    (see :func:`record`)."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._options = options
+        self._capture: Any = None
+        self._trace: Trace | None = None
+
+    def __enter__(self) -> Recording:
+        from gradtrace.engine.program import ProgramCapture
+
+        if self._capture is not None or self._trace is not None:
+            raise RuntimeError("a gradtrace.record() is entered once: make a new one for another block")
+        # the frame running the `with`: its variables name the program's models and tensors
+        capture = ProgramCapture(sys._getframe(1), **self._options)
+        capture.start()
+        self._capture = capture
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        capture, self._capture = self._capture, None
+        result = capture.finish(exc)
+        capture.frame = None
+        if exc is not None:
+            partial = exc.__dict__.pop("gradtrace_partial", None)
+            if partial is not None:
+                self._trace = Trace(partial[0], grads=partial[1])
+                exc.gradtrace_trace = self._trace  # type: ignore[attr-defined]
+            return  # (the program's exception goes on, unchanged)
+        doc, grads = result
+        self._trace = Trace(doc, grads=grads)
+        warn_diagnostics(doc, stacklevel=2)  # (2: the `with` line's block)
+
+    @property
+    def trace(self) -> Trace:
+        """The trace of the block (once it is over; after an exception, what was recorded up
+        to it, the same ``Trace`` as ``exc.gradtrace_trace``)."""
+        if self._trace is None:
+            raise RuntimeError(
+                "rec.trace is made when the `with gradtrace.record() as rec:` block ends: read it after the block"
+            )
+        return self._trace
+
+
+def record(
+    *,
+    max_nodes: int = LIBRARY_MAX_NODES,
+    value_budget: int = DEFAULT_VALUE_BUDGET,
+    final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
+    title: str | None = None,
+) -> Recording:
+    """Record everything autograd does in a block of ordinary PyTorch code::
+
+        with gradtrace.record() as rec:
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(x @ w + b, y)
+            loss.backward()
+        rec.trace.grads["w"]        # exactly w.grad
+
+    The block runs as written (nothing of torch is patched: a function mode, process-wide
+    module hooks and node hooks, all removed when it ends). ``rec.trace`` is a :class:`Trace`
+    of every graph built, every ``backward()`` and ``torch.autograd.grad`` (each its own
+    pass, in the engine's real order) and every module call. Names come from the block's
+    variables: a model's parameters by their path under the variable holding the model
+    (``model.fc1.weight``; a module no variable holds is ``Linear#0``), tensors by their
+    variable (``w``, ``x``, ``loss``). ``rec.trace.grads``: the final ``.grad`` of every
+    parameter and of every named leaf that requires grad, exact.
+
+    An exception in the block is raised exactly as without gradtrace (the same object); the
+    trace up to it is attached as ``exc.gradtrace_trace`` (and is ``rec.trace``). One
+    capture at a time: ``record()`` or ``trace()`` inside a ``record()`` (or ``record()``
+    inside ``trace()``) raises RuntimeError. Python's cyclic GC is paused while the block
+    runs (as in ``trace()``) and restored after. Options as in :func:`trace`.
+    """
+    return Recording(
+        {
+            "max_nodes": max_nodes,
+            "value_budget": value_budget,
+            "final_value_limit": final_value_limit,
+            "title": title,
+        }
+    )
 
 
 def trace_spec(spec: dict[str, Any], **options: Any) -> Trace:

@@ -34,7 +34,7 @@ class _Model(BaseModel):
 
 class Side(_Model):
     title: str
-    source: Literal["spec", "module"]
+    source: Literal["spec", "module", "program"]
     nodes: int
     edges: int
     permalink: str | None = None  # the stored spec it came from, when it did

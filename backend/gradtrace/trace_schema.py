@@ -653,7 +653,7 @@ class TraceDoc(_Record, kw_only=True):
 
     schema_version: Literal[3] = SCHEMA_VERSION
     torch_version: str
-    source: Literal["spec", "module"]
+    source: Literal["spec", "module", "program"]
     title: str
     spec: dict[str, Any] | None  # the normalised spec; null for gradtrace.trace(model, …)
     graph: Graph

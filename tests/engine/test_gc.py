@@ -70,6 +70,14 @@ def _library_trace() -> gradtrace.Trace:
     return gradtrace.trace(model, x, lambda out: out.pow(2).mean())
 
 
+def _recorded_trace() -> gradtrace.Trace:
+    model, x = _model()
+    with gradtrace.record() as rec:
+        loss = model(x).pow(2).mean()
+        loss.backward()
+    return rec.trace
+
+
 _SPEC = parse_spec(get_example("full-backward-hook"))  # (networkx's graphs of a parse are cyclic)
 
 
@@ -77,7 +85,9 @@ def _spec_trace() -> TraceDoc:
     return run_spec(_SPEC, SpecLimits.local())
 
 
-@pytest.mark.parametrize("make", [_library_trace, _spec_trace], ids=["library", "spec"])
+@pytest.mark.parametrize(
+    "make", [_library_trace, _recorded_trace, _spec_trace], ids=["library", "record", "spec"]
+)
 def test_a_finished_trace_leaves_no_cyclic_garbage(make: Callable[[], object], gc_state: None) -> None:
     make()  # warm-up (imports, caches)
     gc.collect()

@@ -1,7 +1,9 @@
 """The engine: the only package of gradtrace that imports torch.
 
 ``run_spec`` (``spec_pipeline``) traces a validated ModelSpec (the service calls it in a worker
-process); ``trace_module`` (``run``) traces a user's own nn.Module (the Python library). Each
+process); ``trace_module`` (``run``) traces a user's own nn.Module (the Python library);
+``program.ProgramCapture`` records any block of PyTorch code while it runs
+(``gradtrace.record()``: its models, leaves and passes found as the program makes them). Each
 loads when first asked for (tracing a user's model does not load the spec's build, dry run and
 pydantic models). Both are one pipeline,
 each stage a module entered once, in this order (tests/engine/test_walk.py keeps it so):
@@ -11,7 +13,7 @@ stage                    modules
 =======================  ==================================================================
 the spec checked         ``spec.price``, ``dryrun`` (a spec: limits before any allocation)
 the built model          ``build`` (a spec; a user's model comes built)
-the capture              ``spec_capture`` or ``run``, driving a ``session`` (below)
+the capture              ``spec_capture``, ``run`` or ``program``, driving a ``session``
 records, analyses, trace ``assemble``: the final values, then each analysis, then every
                          record's numbers read to the host at once, then the TraceDoc
 =======================  ==================================================================

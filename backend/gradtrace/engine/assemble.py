@@ -54,7 +54,11 @@ class Assembled(NamedTuple):
 
 
 def assemble_trace(
-    session: TraceSession, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
+    session: TraceSession,
+    *,
+    source: Literal["spec", "module", "program"],
+    title: str,
+    spec: dict[str, Any] | None,
 ) -> Assembled:
     """The trace of a capture whose passes are over (its hooks come off first). Torch
     function dispatch is off throughout: gradtrace's reads of the model's tensors are no
@@ -64,7 +68,11 @@ def assemble_trace(
 
 
 def _assembled(
-    session: TraceSession, *, source: Literal["spec", "module"], title: str, spec: dict[str, Any] | None
+    session: TraceSession,
+    *,
+    source: Literal["spec", "module", "program"],
+    title: str,
+    spec: dict[str, Any] | None,
 ) -> Assembled:
     """(see assemble_trace)"""
     session.close()  # (the summarizer's copies end with it)

@@ -161,6 +161,11 @@ class ForwardCapture:
         # torch functions handled elsewhere while the mode is on (func -> handler(func, args,
         # kwargs)): hook registrations (model_hooks), engine runs (nested_runs)
         self.intercepts: dict[Any, Any] = {}
+        # a program (``record()``): called with a module the hooks have no path for, returns
+        # its path (the model it belongs to joins the capture) or None (not recorded); and
+        # called before anything is recorded while no pass is open (it opens one)
+        self.unknown_module: Callable[[nn.Module], str | None] | None = None
+        self.outside_pass: Callable[[], None] | None = None
         self._inputs: list[tuple[list, list]] = []  # per running module: inputs, summaries
         # every call of a module of kept_calls_of that returned one tensor: its path, the name
         # of its `weight` parameter (None: none), its first input ``a`` (detached: the tensor
@@ -197,6 +202,8 @@ class ForwardCapture:
                 consumer = next((fn for t in outs if (fn := t.grad_fn) is not None), None)
                 if consumer is None:
                     return
+            if self.outside_pass is not None and not self.recorder.in_pass:
+                self.outside_pass()
             self.discover_from(outs, first)
             for t in _no_grad_args(args, kwargs):
                 if t.grad_fn is None:
@@ -250,9 +257,13 @@ class ForwardCapture:
 
     def _pre_hook(self, module: nn.Module, args: tuple) -> None:
         path = self.module_paths.get(id(module))
+        if path is None and self.unknown_module is not None:
+            path = self.unknown_module(module)  # (a program's: a model met now)
         if path is None or compiling():  # not this model's (the process-wide hook sees every module)
             return
         rec = self.recorder
+        if not rec.in_pass and self.outside_pass is not None:
+            self.outside_pass()
         # (torch function dispatch off, as in quiet(): nothing in here can reach the mode, nor
         # enter quiet(); the C context manager costs less than quiet's Python one)
         with _NO_TORCH_FUNCTION():
@@ -352,7 +363,7 @@ class ForwardCapture:
                     self._own_pair.add(id(module))
                     handles.append(module.register_forward_pre_hook(self._pre_hook))
                     handles.append(module.register_forward_hook(self._post_hook, always_call=True))
-            if self.modules and not own_pairs:
+            if (self.modules or self.unknown_module is not None) and not own_pairs:
                 handles.append(register_module_forward_pre_hook(self._global_pre_hook))
                 handles.append(register_module_forward_hook(self._global_post_hook, always_call=True))
             yield

@@ -44,6 +44,12 @@ def _signature(func: Callable) -> inspect.Signature:
     return inspect.signature(func)
 
 
+def call_arguments(func: Callable, args: tuple, kwargs: dict) -> tuple[Any, dict[str, Any]]:
+    """An engine call's roots (the tensors it starts from) and all its arguments by name."""
+    call = _signature(func).bind(*args, **kwargs).arguments
+    return call.get("self", call.get("tensors", call.get("outputs"))), call
+
+
 class NestedRuns:
     def __init__(
         self,
@@ -103,8 +109,8 @@ class NestedRuns:
         """Run an engine call (the mode is off while it runs) as a nested pass."""
         rec = self.recorder
         capture = self.forward_capture
-        call = _signature(func).bind(*args, **kwargs).arguments
-        roots = flat_tensors(call.get("self", call.get("tensors", call.get("outputs"))))
+        roots_given, call = call_arguments(func, args, kwargs)
+        roots = flat_tensors(roots_given)
         step = rec.passes[rec.pass_index].step if rec.in_pass else None
         label = self._label(ENGINE_CALLS[func])
         if call.get("create_graph"):

@@ -136,6 +136,8 @@ class Recorder:
         self.by_id: dict[str, GraphNode] = {}
         self._leaf_ids: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, node id)
         self.leaf_names: dict[int, tuple[torch.Tensor, str]] = {}  # id(tensor) -> (tensor, name)
+        # a program (``record()``): the name of a leaf leaf_names does not know, or None
+        self.name_of: Callable[[torch.Tensor], str | None] | None = None
         # unnamed leaves the program computed without autograd: id(tensor) -> (tensor, its source text)
         self.leaf_labels: dict[int, tuple[torch.Tensor, str]] = {}
         self.edge_at: dict[tuple[str, int], GraphEdge] = {}  # (target, slot) -> data edge
@@ -247,6 +249,10 @@ class Recorder:
         if self._module_stack and self._module_stack[-1] == path:
             self._module_stack.pop()
 
+    def module_running(self) -> bool:
+        """Whether a module's forward is running now."""
+        return bool(self._module_stack)
+
     def forward_ended(self) -> None:
         """A forward is over (an exception may have left modules open)."""
         self._module_stack.clear()
@@ -298,6 +304,8 @@ class Recorder:
             return known[1]
         named = self.leaf_names.get(key)
         name = named[1] if named is not None and named[0] is tensor else None
+        if name is None and self.name_of is not None:
+            name = self.name_of(tensor)
         module = owning_module(name)
         if name:
             label = name

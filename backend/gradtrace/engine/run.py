@@ -5,7 +5,7 @@ one forward and one backward (``session``), then records, analyses and the trace
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -14,7 +14,7 @@ from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
 from gradtrace.engine.caller_warnings import reissue
 from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.errors import TraceError, UnreadableTensor
-from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, gc_paused
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, gc_paused, one_capture
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
 
@@ -70,7 +70,8 @@ def trace_module(
     if bad:
         raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is {type(inputs[bad[0]]).__name__}")
     retained = _retained_names(retain_grad)
-    with gc_paused():  # the session is made, used and dropped inside the pause
+    # (the session is made, used and dropped inside the GC pause)
+    with one_capture("gradtrace.trace()"), gc_paused():
         doc, grads = _traced(
             model,
             inputs,
@@ -117,8 +118,8 @@ def _traced(
         _capture(session, model, inputs, loss_fn, retained)
     except BaseException as exc:
         session.close()  # (nothing of gradtrace's stays on the model; assembling closes it too)
-        if isinstance(exc, Exception) and _with_partial(exc):
-            _attach_partial(exc, session, title, want_grads)
+        if isinstance(exc, Exception) and with_partial(exc):
+            attach_partial(exc, session, title, want_grads)
         raise
     doc, final_grads, model_warnings = assemble_trace(session, source="module", spec=None, title=title)
     # (the session's last reference: what it held for its records, every intermediate tensor
@@ -152,24 +153,30 @@ def _capture(
             session.retained["loss"] = loss
         return loss
 
-    loss = session.forward(forward, error_is_event=_with_partial)
+    loss = session.forward(forward, error_is_event=with_partial)
     session.backward_pass("backward", "loss", None, loss.backward)
 
 
-def _with_partial(exc: BaseException) -> bool:
+def with_partial(exc: BaseException) -> bool:
     """An exception that comes with the trace recorded up to it (an ``error`` event where it
     broke): the model's or PyTorch's, or gradtrace's refusal of a tensor it cannot read
     (not a limit: a limit's partial trace would be as big as what it refused)."""
     return not isinstance(exc, TraceError) or isinstance(exc, UnreadableTensor)
 
 
-def _attach_partial(exc: Exception, session: TraceSession, title: str, want_grads: bool) -> None:
+def attach_partial(
+    exc: Exception,
+    session: TraceSession,
+    title: str,
+    want_grads: bool,
+    source: Literal["module", "program"] = "module",
+) -> None:
     """What was recorded up to the exception, as ``exc.gradtrace_partial``: (the trace, its
     final gradients or None), for ``gradtrace.trace`` to attach as ``exc.gradtrace_trace``.
     The exception itself stays exactly PyTorch's (or the model's): same object, type and
     message. The warnings recorded until then are issued first, as a plain run showed them."""
     try:
-        doc, final_grads, _warnings = assemble_trace(session, source="module", spec=None, title=title)
+        doc, final_grads, _warnings = assemble_trace(session, source=source, spec=None, title=title)
         grads = final_grad_arrays(final_grads, in_trace=doc.grads) if want_grads else None
     except Exception as failure:  # noqa: BLE001 - the model's exception is what is raised
         exc.add_note(f"gradtrace could not assemble the partial trace: {type(failure).__name__}: {failure}")

@@ -11,6 +11,7 @@ runs inside ``gc_paused()`` (the entry points see to it).
 from __future__ import annotations
 
 import gc
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -63,6 +64,27 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+_capturing = threading.local()  # .what: the capture running in this thread (see one_capture)
+
+
+@contextmanager
+def one_capture(what: str) -> Iterator[None]:
+    """A capture runs inside this block: ``trace()`` or ``record()`` started inside it (in
+    the same thread) raises RuntimeError, naming both. gradtrace records one program at a
+    time: a capture inside another would hook the same nodes and modules twice."""
+    running = getattr(_capturing, "what", None)
+    if running is not None:
+        raise RuntimeError(
+            f"{what} cannot start inside {running}: gradtrace records one program at a time "
+            "(end the outer one first, or record the whole program once)"
+        )
+    _capturing.what = what
+    try:
+        yield
+    finally:
+        _capturing.what = None
 
 
 class TraceSession:
@@ -119,6 +141,7 @@ class TraceSession:
         self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
         self.model_hooks: ModelHooks | None = None
+        self.nested: NestedRuns | None = None  # (from _install until close)
         try:
             self._install(model_hooks, modules, module_paths)
         except BaseException:
@@ -138,23 +161,25 @@ class TraceSession:
         """One walk over the model: its modules, their paths (under ``root_path``), types and
         parameters, and ``self.params`` (as ``root.named_parameters()`` lists them: a shared
         parameter once, under its first name)."""
-        params: dict[str, torch.Tensor] = {}
-        seen: set[int] = set()
+        params = self.params  # (added to: a program's models are found one after another)
+        seen = {id(p) for p in params.values()}
         module_types = self.module_types
         kinds: dict[type, str] = {}  # module class -> the type name the trace reports
         for path, module in root.named_modules():
+            if id(module) in module_paths:  # (met before, under another model: its first path)
+                continue
             modules.append(module)
             cls = type(module)
+            full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
             if isinstance(module, LinearAnalysis.keeps_calls_of):
                 # (from _parameters, never module.weight: a parametrized weight (weight_norm,
                 # spectral_norm) is a property that runs model code, e.g. one more power
                 # iteration, changing the model; it is no leaf, so it has no .grad to rebuild)
                 weight = module._parameters.get("weight")
                 if weight is not None:
-                    linear_weights[f"{path}.weight" if path else "weight"] = weight
-            full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
+                    linear_weights[f"{full}.weight" if full else "weight"] = weight
             module_paths[id(module)] = full
-            parent = full.rsplit(".", 1)[0] if "." in full else ("" if full else None)
+            parent = None if not path else (full.rsplit(".", 1)[0] if "." in full else "")
             names: list[str] = []
             # (read from the module's own dict: module.named_parameters(recurse=False) per
             # module and root.named_parameters() would walk the model twice more, through
@@ -166,7 +191,7 @@ class TraceSession:
                     if param is None or id(param) in own:
                         continue
                     own.add(id(param))
-                    name = f"{path}.{local}" if path else local
+                    name = f"{full}.{local}" if full else local
                     names.append(name)
                     if id(param) not in seen:
                         seen.add(id(param))
@@ -177,9 +202,24 @@ class TraceSession:
                 # class attribute: asked of the class, as nn.Module's __getattr__ fails slowly)
                 kind = kinds[cls] = getattr(cls, "spec_type", None) or cls.__name__
             module_types[full] = (kind, parent, names)
-        self.params = params
-        # each parameter's module as grad norms name it (its name's prefix), once per trace
-        self.param_modules = {name: owning_module(name) for name in params}
+        # each parameter's module as grad norms name it (its name's prefix), once per parameter
+        for name in params:
+            if name not in self.param_modules:
+                self.param_modules[name] = owning_module(name)
+
+    def add_model(self, root: nn.Module, root_path: str) -> None:
+        """A model met while a program runs (``record()``): its modules, their paths under
+        ``root_path`` and its parameters join the capture's, as a root given at the start."""
+        before = set(self.params)
+        linear_weights: dict[str, torch.Tensor] = {}
+        self._scan_modules(
+            root, root_path, self.forward_capture.modules, self.forward_capture.module_paths, linear_weights
+        )
+        self.linear.weights.update(linear_weights)
+        for name, param in self.params.items():
+            if name not in before:
+                self.recorder.leaf_names[id(param)] = (param, name)
+                self.forward_capture.param_names[id(param)] = name
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
@@ -202,7 +242,7 @@ class TraceSession:
         self._stack.enter_context(self.backward_capture.grad_write_hooks)
         if self.model_hooks is not None:
             self._stack.enter_context(self.model_hooks.following())
-        nested = NestedRuns(
+        nested = self.nested = NestedRuns(
             self.recorder,
             self.forward_capture,
             self.backward_capture,
@@ -221,6 +261,7 @@ class TraceSession:
         # no cycle left the session and every tensor it holds are freed when the trace is done,
         # by reference counting, not by a later full GC pass over all of them)
         self._stack.close()
+        self.nested = None  # (it points back at this session: see NestedRuns.installed)
 
     def reissue_warnings(self) -> None:
         """The model's warnings, recorded while the session ran, issued again to the caller
@@ -283,13 +324,17 @@ class TraceSession:
         if isinstance(value, torch.Tensor):
             self.recorder.label_leaf(value, text)
 
-    def backward_pass(self, kind: str, of: str, step: int | None, call: Callable[[], Any]) -> Any:
-        """Run ``call()`` (a backward or autograd.grad) with every node hooked."""
+    def backward_pass(
+        self, kind: str, of: str, step: int | None, call: Callable[[], Any], root: Any = None
+    ) -> Any:
+        """Run ``call()`` (a backward or autograd.grad) with every node hooked. ``root``: the
+        tensor it starts from (by default the tensor named ``of``)."""
         count = self._backwards[kind] = self._backwards.get(kind, 0) + 1
         rec = self.recorder
         rec.begin_pass("backward", f"{kind} #{count} of {of}", step)
         pass_index = rec.pass_index
-        root = self.env.get(of, self.leaves.get(of, self.params.get(of)))
+        if root is None:
+            root = self.env.get(of, self.leaves.get(of, self.params.get(of)))
         if isinstance(root, torch.Tensor):
             with self.forward_capture.quiet():  # a root that is a leaf: its AccumulateGrad
                 self.forward_capture.discover_roots([root])

@@ -1,0 +1,251 @@
+"""A program recorded as it runs: the engine beneath ``gradtrace.record()``.
+
+``with gradtrace.record() as rec:`` runs the block as written, with the capture of a trace on
+for its duration (``ProgramCapture``): the discovery mode sees every torch call of the block,
+the process-wide module hooks every module call, and every engine run (``backward()``,
+``torch.autograd.grad``) becomes a backward pass with every node hooked, in the engine's order.
+Nothing of torch is patched; everything comes off when the block ends, however it ends.
+
+Passes. There is no forward boundary in a plain program: a forward pass opens when the block
+first records something (an op that builds graph, a module call) and closes when an engine run
+starts at the top level (not inside a module's forward, nor inside a backward: those are
+nested passes, see nested_runs). The next op opens the next forward pass.
+
+Names (never an address). The block's frame (the one that runs the ``with``) is read when the
+capture meets something it cannot name yet, and when the block ends, locals first, then the
+frame's globals; variables whose names start with ``_`` are skipped:
+
+* a model bound to a variable: its modules and parameters are named under that variable,
+  ``model.fc1.weight`` (a model inside another one found there: under the outer one);
+* a module no variable holds (``nn.Linear(3, 4)(x)``): ``Linear#0``, ``Linear#1``, …;
+* a tensor: the variable bound to it, ``w``, ``x``, ``loss`` (a parameter keeps its path).
+
+The trace's ``grads``: the final ``.grad`` of every parameter of every model met and of every
+leaf tensor the block used that requires grad and is bound to a variable when the block ends
+(and of every tensor there that retains its grad); its ``values``: every tensor bound to a
+variable then that the trace saw.
+
+One capture at a time in a process: ``record()`` inside another ``record()`` or inside
+``trace()``, and ``trace()`` inside ``record()``, raise a RuntimeError when they start.
+"""
+
+from __future__ import annotations
+
+import gc
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
+from gradtrace.engine.caller_warnings import reissue
+from gradtrace.engine.forward_capture import flat_tensors
+from gradtrace.engine.nested_runs import ENGINE_CALLS, call_arguments
+from gradtrace.engine.run import attach_partial, with_partial
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, one_capture
+from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
+from gradtrace.trace_schema import TraceDoc
+
+
+def _variables(frame: types.FrameType) -> Iterator[tuple[str, Any]]:
+    """The frame's variables the program named: its locals, then its globals (a function's
+    frame: the module's models and tensors it uses), none starting with ``_``."""
+    scopes = [frame.f_locals]
+    if frame.f_globals is not scopes[0]:
+        scopes.append(frame.f_globals)
+    seen: set[str] = set()
+    for scope in scopes:
+        for name, value in list(scope.items()):
+            if name[:1] != "_" and name not in seen:
+                seen.add(name)
+                yield name, value
+
+
+class ProgramSession(TraceSession):
+    """A TraceSession whose models, leaves and passes are found while the program runs."""
+
+    def __init__(self, frame: types.FrameType, **limits: Any) -> None:
+        self.frame = frame
+        self._anonymous = 0
+        super().__init__(None, {}, **limits)
+
+    def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
+        capture = self.forward_capture
+        capture.unknown_module = self._module_met
+        capture.outside_pass = self._open_forward
+        self.recorder.name_of = self._leaf_met
+        super()._install(model_hooks, modules, module_paths)
+        capture.intercepts.update(dict.fromkeys(ENGINE_CALLS, self._engine_run))
+
+    def close(self) -> None:
+        super().close()
+        # (each points back at this session: no cycle left behind, see TraceSession.close)
+        capture = self.forward_capture
+        capture.unknown_module = capture.outside_pass = self.recorder.name_of = None
+
+    # ---- names --------------------------------------------------------------------------
+    def _scan_models(self) -> None:
+        """Every model the frame's variables hold that the capture does not know yet, named
+        under its variable (the outermost first: a model inside another one found here is
+        named under the outer one)."""
+        paths = self.forward_capture.module_paths
+        found = [(n, v) for n, v in _variables(self.frame) if isinstance(v, nn.Module) and id(v) not in paths]
+        if not found:
+            return
+        inner = {id(sub) for _n, m in found for sub in m.modules() if sub is not m}
+        for name, model in sorted(found, key=lambda item: id(item[1]) in inner):
+            if id(model) not in paths:
+                self.add_model(model, name)
+
+    def _module_met(self, module: nn.Module) -> str | None:
+        """The path of a module called for the first time (its model joins the capture)."""
+        self._scan_models()
+        paths = self.forward_capture.module_paths
+        if id(module) not in paths:  # no variable holds it: named by its type
+            self.add_model(module, f"{type(module).__name__}#{self._anonymous}")
+            self._anonymous += 1
+        return paths[id(module)]
+
+    def _leaf_met(self, tensor: torch.Tensor) -> str | None:
+        """The name of a leaf seen for the first time: a parameter's path, or the variable
+        bound to it; None when nothing names it."""
+        self._scan_models()
+        named = self.recorder.leaf_names.get(id(tensor))
+        if named is not None and named[0] is tensor:
+            return named[1]
+        return self.variable_of(tensor)
+
+    def variable_of(self, tensor: torch.Tensor) -> str | None:
+        """The name of the frame's variable bound to this very tensor, if one is."""
+        return next((name for name, value in _variables(self.frame) if value is tensor), None)
+
+    def name_variables(self) -> None:
+        """The block is over: the tensors its variables hold now are the trace's named leaves,
+        retained tensors and values (see the module's docstring)."""
+        self._scan_models()
+        rec = self.recorder
+        params = {id(p) for p in self.params.values()}
+        for name, value in _variables(self.frame):
+            if not isinstance(value, torch.Tensor) or id(value) in params:
+                continue
+            if value.is_leaf:
+                if rec.leaf_id(value) is not None:  # (a leaf the block used)
+                    self.leaves[name] = value
+                    rec.leaf_names.setdefault(id(value), (value, name))
+            elif rec.tensor_node(value) is not None:
+                self.env[name] = value
+                if value.retains_grad:
+                    self.retained[name] = value
+                with self.forward_capture.quiet():
+                    rec.name_tensor(name, value)
+
+    # ---- passes -------------------------------------------------------------------------
+    def _open_forward(self) -> None:
+        """Something is recorded while no pass is open: a forward pass begins."""
+        self._forwards += 1
+        self.recorder.begin_pass("forward", f"forward #{self._forwards}", None)
+
+    def close_forward(self) -> None:
+        """The open top-level forward pass (if any) ends."""
+        rec = self.recorder
+        if rec.in_pass and rec.passes[rec.pass_index].parent is None and rec.phase == "forward":
+            rec.forward_ended()
+            rec.end_pass()
+            self._settle()
+
+    def _engine_run(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """``backward()`` or ``torch.autograd.grad``: a backward pass of its own at the top
+        level of the program, a nested pass inside a module's forward or a backward."""
+        rec = self.recorder
+        if rec.in_pass and (
+            rec.phase != "forward" or rec.module_running() or rec.passes[rec.pass_index].parent
+        ):
+            assert self.nested is not None  # (installed until close)
+            return self.nested.run(func, args, kwargs)
+        self.close_forward()
+        roots = flat_tensors(call_arguments(func, args, kwargs)[0])
+        root = roots[0] if roots else None
+        of = (self.variable_of(root) if root is not None else None) or "tensor"
+        return self.backward_pass(ENGINE_CALLS[func], of, None, lambda: func(*args, **kwargs), root=root)
+
+
+class ProgramCapture:
+    """One ``record()`` block's capture: ``start()`` as it begins, ``finish(exc)`` as it ends."""
+
+    def __init__(
+        self,
+        frame: types.FrameType,
+        *,
+        max_nodes: int = LIBRARY_MAX_NODES,
+        value_budget: int = DEFAULT_VALUE_BUDGET,
+        final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
+        title: str | None = None,
+    ) -> None:
+        self.frame = frame
+        self.limits = {
+            "max_nodes": max_nodes,
+            "value_budget": value_budget,
+            "final_value_limit": final_value_limit,
+        }
+        self.title = title or "program"
+        self.session: ProgramSession | None = None
+        self._mode: Any = None
+        self._gc_was_enabled = False
+        self._held: Any = None
+
+    def start(self) -> None:
+        """The capture is on (the GC paused, as in ``trace()``: see session.gc_paused)."""
+        held = one_capture("gradtrace.record()")
+        held.__enter__()
+        self._held = held
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self.session = ProgramSession(self.frame, **self.limits)
+            self._mode = self.session.forward_capture.new_mode()
+            self._mode.__enter__()
+        except BaseException:
+            self._stop_gc_pause()
+            raise
+
+    def finish(self, exc: BaseException | None) -> tuple[TraceDoc, dict[str, Any]] | None:
+        """The block ended (``exc``: how, None when it ran to its end): the capture comes off.
+        Returns the trace and its final gradients; with ``exc`` the partial trace is attached
+        to it (see run.attach_partial) and None is returned."""
+        session = self.session
+        assert session is not None
+        try:
+            self._mode.__exit__(None, None, None)
+            if isinstance(exc, Exception) and with_partial(exc):
+                session.error_event(exc, None)
+            rec = session.recorder
+            while rec.in_pass:  # (an exception may leave passes open)
+                session.close_forward() if rec.phase == "forward" else rec.end_pass()
+            session.name_variables()
+            if exc is not None:
+                session.close()
+                if isinstance(exc, Exception) and with_partial(exc):
+                    attach_partial(exc, session, self.title, True, source="program")
+                return None
+            doc, final_grads, program_warnings = assemble_trace(
+                session, source="program", spec=None, title=self.title
+            )
+            self.session = None
+            del session
+            grads = final_grad_arrays(final_grads, in_trace=doc.grads)
+            reissue(program_warnings)
+            return doc, grads
+        finally:
+            if self.session is not None:
+                self.session.close()
+                self.session = None
+            self._stop_gc_pause()
+
+    def _stop_gc_pause(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.__exit__(None, None, None)
+        if self._gc_was_enabled:
+            gc.enable()

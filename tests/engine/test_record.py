@@ -1,0 +1,189 @@
+"""``gradtrace.record()`` around programs as people write them: the gradients and the weights
+after the program are bit-equal to the same program run plainly (PyTorch itself is the
+oracle), and what it prints is the same."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from record_programs import PROGRAMS
+from torch import nn
+
+import gradtrace
+
+
+def _run(source: str, recorded: bool) -> tuple[dict[str, Any], str]:
+    """The program run in a fresh namespace (a notebook cell, exec'd): plainly, or as the
+    body of ``with gradtrace.record() as rec:``. Its namespace and what it printed."""
+    namespace: dict[str, Any] = {"torch": torch, "nn": nn, "gradtrace": gradtrace}
+    if recorded:
+        source = "with gradtrace.record() as rec:\n" + textwrap.indent(source, "    ")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(source, "<program>", "exec"), namespace)
+    return namespace, printed.getvalue()
+
+
+def _named_leaves(namespace: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """What record() names in a finished program's namespace: every parameter by its path
+    under the variable holding its (outermost) model, every other leaf that requires grad by
+    its variable."""
+    variables = {n: v for n, v in namespace.items() if not n.startswith("_")}
+    models = {n: m for n, m in variables.items() if isinstance(m, nn.Module)}
+    inner = {id(sub) for m in models.values() for sub in m.modules() if sub is not m}
+    named: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    for name, model in models.items():
+        if id(model) in inner:
+            continue
+        for path, param in model.named_parameters():
+            seen.add(id(param))
+            named[f"{name}.{path}"] = param
+    for name, value in variables.items():
+        if (
+            isinstance(value, torch.Tensor)
+            and value.is_leaf
+            and value.requires_grad
+            and id(value) not in seen
+        ):
+            named[name] = value
+    return named
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_program_grads_and_weights_bit_equal_to_plain_run(program: str) -> None:
+    source = textwrap.dedent(PROGRAMS[program])
+    plain, plain_printed = _run(source, recorded=False)
+    recorded, recorded_printed = _run(source, recorded=True)
+    trace = recorded["rec"].trace
+    assert recorded_printed == plain_printed
+    expected = _named_leaves(plain)
+    after = _named_leaves(recorded)
+    assert set(after) == set(expected)
+    assert set(expected) <= set(trace.grads), sorted(set(expected) - set(trace.grads))
+    for name, leaf in expected.items():
+        # the weights after the program (optimizer steps included), and the final gradients
+        assert torch.equal(after[name].detach(), leaf.detach()), name
+        if leaf.grad is None:
+            assert trace.grads[name] is None, name
+        else:
+            assert torch.equal(torch.from_numpy(np.asarray(trace.grads[name])), leaf.grad), name
+            assert torch.equal(after[name].grad, leaf.grad), name
+    # every backward() and autograd.grad of the program is a pass of its own
+    backwards = [p for p in trace.doc.passes if p.phase == "backward" and p.parent is None]
+    assert backwards, "no backward pass recorded"
+    assert trace.doc.source == "program"
+    trace.to_json_bytes()  # (serialises)
+
+
+def test_autograd_tutorial_trace_names_and_passes() -> None:
+    recorded, _ = _run(textwrap.dedent(PROGRAMS["autograd_tutorial"]), recorded=True)
+    doc = recorded["rec"].trace.doc
+    assert [p.label for p in doc.passes] == ["forward #1", "backward #1 of loss"]
+    tensors = {n.tensor for n in doc.graph.nodes if n.kind == "tensor"}
+    assert tensors == {"x", "y", "w", "b"}
+    ops = {n.tensor: n.op for n in doc.graph.nodes if n.tensor in ("z", "loss")}
+    assert ops == {"z": "AddBackward0", "loss": "BinaryCrossEntropyWithLogitsBackward0"}
+    writes = [e.target for e in doc.events if e.kind == "grad_write"]
+    assert sorted(doc.graph.nodes[int(t[1:])].tensor for t in writes) == ["b", "w"]
+    assert set(doc.values) == {"x", "y", "w", "b", "z", "loss"}
+
+
+def test_models_named_by_the_program_variables() -> None:
+    recorded, _ = _run(textwrap.dedent(PROGRAMS["quickstart"]), recorded=True)
+    doc = recorded["rec"].trace.doc
+    paths = {m.path for m in doc.graph.modules}
+    assert {"model", "model.flatten", "model.linear_relu_stack.0", "loss_fn"} <= paths
+    assert next(m for m in doc.graph.modules if m.path == "model.linear_relu_stack.0").parent == (
+        "model.linear_relu_stack"
+    )
+    assert next(m for m in doc.graph.modules if m.path == "model").parent is None
+    labels = [p.label for p in doc.passes if p.parent is None]
+    assert labels == [
+        "forward #1",
+        "backward #1 of loss",
+        "forward #2",
+        "backward #2 of loss",
+        "forward #3",
+        "backward #3 of loss",
+    ]
+
+
+def test_record_in_a_function_names_its_locals_and_globals() -> None:
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+
+    def train() -> gradtrace.Recording:
+        data = torch.randn(4, 3)
+        with gradtrace.record() as rec:
+            loss = model(data).square().mean()
+            loss.backward()
+        return rec
+
+    rec = train()
+    assert set(rec.trace.grads) == {"model.weight", "model.bias"}
+    assert torch.equal(torch.from_numpy(rec.trace.grads["model.weight"]), model.weight.grad)
+    inputs = [n.tensor for n in rec.trace.doc.graph.nodes if n.kind == "tensor" and not n.requires_grad]
+    assert inputs == ["data"]
+
+
+def test_module_no_variable_holds_is_named_by_its_type() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(2, 3)
+    with gradtrace.record() as rec:
+        nn.Linear(3, 1)(x).sum().backward()
+    assert {m.path for m in rec.trace.doc.graph.modules} == {"Linear#0"}
+    assert set(rec.trace.grads) == {"Linear#0.weight", "Linear#0.bias"}
+
+
+def test_exception_raised_as_plain_with_partial_trace() -> None:
+    my_module = nn.Linear(2, 2)
+    input_tensor = torch.tensor([[1.0, 2.0]], requires_grad=True)
+    with pytest.raises(RuntimeError) as plain:
+        my_module(input_tensor).backward()
+    with pytest.raises(RuntimeError) as caught:
+        with gradtrace.record() as rec:
+            output = my_module(input_tensor)
+            output.backward()  # non-scalar: PyTorch refuses
+    assert type(caught.value) is type(plain.value) and str(caught.value) == str(plain.value)
+    partial = caught.value.gradtrace_trace
+    assert partial is rec.trace
+    errors = [e for e in partial.doc.events if e.kind == "error"]
+    assert len(errors) == 1 and "implicitly created only for scalar outputs" in (errors[0].message or "")
+    assert [m.path for m in partial.doc.graph.modules] == ["my_module"]
+
+
+def test_one_capture_at_a_time() -> None:
+    model = nn.Linear(2, 1)
+    x = torch.ones(1, 2)
+    with pytest.raises(RuntimeError, match="inside gradtrace.record"):
+        with gradtrace.record():
+            with gradtrace.record():
+                pass
+    with pytest.raises(RuntimeError, match=r"gradtrace.trace\(\) cannot start inside gradtrace.record"):
+        with gradtrace.record():
+            gradtrace.trace(model, x)
+
+    class Recording(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            with gradtrace.record():
+                return x * 2
+
+    with pytest.raises(RuntimeError, match=r"gradtrace.record\(\) cannot start inside gradtrace.trace"):
+        gradtrace.trace(Recording(), x.clone().requires_grad_())
+    # nothing stays on: a plain run afterwards records nothing and a new record() works
+    with gradtrace.record() as rec:
+        model(x).sum().backward()
+    assert set(rec.trace.grads) == {"model.weight", "model.bias"}
+
+
+def test_trace_read_inside_the_block_is_refused() -> None:
+    with gradtrace.record() as rec:
+        with pytest.raises(RuntimeError, match="when the `with gradtrace.record"):
+            _ = rec.trace
