@@ -77,3 +77,16 @@ def test_openapi_documents_translate_with_its_limits(live_server: str) -> None:
     assert {"200", "400", "413", "415", "422"} <= set(op["responses"])
     schema = op["requestBody"]["content"]["application/json"]["schema"]
     assert schema["oneOf"][0]["properties"]["python"]["maxLength"] == 100_000
+
+
+def test_every_refused_line_comes_back_in_one_answer(live_server: str) -> None:
+    source = (
+        SOURCE.replace("loss = layer(x).relu().sum()", "h = layer(x).softplus()\nloss = h.cumsum(0).sum()")
+        + "import os\n"
+    )
+    r = httpx.post(live_server + "/api/v1/translate", json={"python": source}, timeout=60)
+    assert r.status_code == 422
+    error = r.json()["error"]
+    located = [(e["line"], e["column"], e["path"]) for e in error["errors"]]
+    assert located == [(7, 14, "/python"), (8, 10, "/python"), (10, 1, "/python")]
+    assert (error["line"], error["column"]) == (7, 14)  # the envelope's own fields: the first

@@ -42,3 +42,14 @@ def test_unknown_extension_is_a_usage_error(tmp_path: Path) -> None:
     f = tmp_path / "model.txt"
     f.write_text("x")
     assert run("translate", str(f)).returncode == 2
+
+
+def test_every_refused_line_is_printed(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nimport subprocess\nx = torch.randn(2)\ny = x.cumsum(0)\nimport os\n")
+    r = run("translate", str(bad))
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert len(lines) == 4, r.stderr
+    for line, where in zip(lines, ("line 2,", "line 4,", "line 5,", "nothing runs backward"), strict=True):
+        assert line.startswith(f"gradtrace: {bad}: ") and where in line

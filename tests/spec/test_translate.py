@@ -225,3 +225,79 @@ def test_huge_integer_literals_in_any_base_are_refused_at_their_place(
     assert err.status == 413 and err.code == "limit_exceeded"
     assert (err.line, err.column) == (line, column)
     assert "16,000 bits" in err.message or "bits" in err.message
+
+
+def test_every_mistake_is_listed_at_its_line_in_one_answer() -> None:
+    err = _error(
+        HEAD
+        + "x = torch.randn(2, 3, requires_grad=True)\n"
+        + "y = x.cumsum(0)\n"  # line 5: a method the spec lacks
+        + "z = F.softplus(y)\n"  # line 6: a function the spec lacks
+        + "import os\n"  # line 7: an import
+        + "loss = z.sum()\n"
+        + "loss.backward()\n"
+    )
+    assert [(e.line, e.column) for e in err.errors] == [(5, 7), (6, 5), (7, 1)]
+    assert (err.line, err.column) == (5, 7)  # the first is the error itself
+    assert "cumsum" in err.errors[0].message and "softplus" in err.errors[1].message
+    assert "import of 'os'" in err.errors[2].message
+    assert all(e.path == "/python" and e.status == 422 for e in err.errors)
+
+
+QUICKSTART = """import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+print(f"Using {device} device")
+
+
+class NeuralNetwork(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.linear_relu_stack = nn.Sequential(nn.Linear(28 * 28, 512), nn.ReLU(), nn.Linear(512, 10))
+
+    def forward(self, x):
+        x = self.flatten(x)
+        logits = self.linear_relu_stack(x)
+        return logits
+
+
+model = NeuralNetwork().to(device)
+loss_fn = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+X = torch.rand(4, 1, 28, 28, device=device)
+y = torch.tensor([3, 1, 4, 1], device=device)
+pred = model(X)
+loss = loss_fn(pred, y)
+loss.backward()
+optimizer.step()
+"""
+
+
+def test_a_refused_line_is_reported_once_not_again_where_its_names_are_used() -> None:
+    """PyTorch's Quickstart as written: each of its five refused lines once, none of the lines
+    that merely use what a refused line defined (model, loss_fn, X, y, optimizer)."""
+    err = _error(QUICKSTART)
+    assert [e.line for e in err.errors] == [4, 20, 21, 23, 24]
+    assert "conditional expression" in err.errors[0].message
+    assert ".to()" in err.errors[1].message and "CrossEntropyLoss" in err.errors[2].message
+
+
+def test_a_class_lists_each_refused_line_and_its_instances_add_none() -> None:
+    source = HEAD + (
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a = nn.Linear(2, 2)\n"
+        "        self.pool = nn.MaxPool2d(2)\n"  # line 8
+        "    def forward(self, x):\n"
+        "        h = self.pool(self.a(x))\n"
+        "        return h.cumsum(0)\n"  # line 11
+        "net = Net()\n"
+        "x = torch.randn(1, 2)\n"
+        "loss = net(x).sum()\n"
+        "loss.backward()\n"
+    )
+    err = _error(source)
+    assert [(e.line, e.column) for e in err.errors] == [(8, 21), (11, 18)]

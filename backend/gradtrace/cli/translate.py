@@ -43,7 +43,8 @@ def run_translate(args: argparse.Namespace) -> int:
         else:
             text = spec_to_python(parse_json(data, args.file))
     except SpecError as exc:
-        err(f"{args.file}: {exc.code}: {exc.message}")
+        for problem in exc.errors or (exc,):  # every refused line, in source order
+            err(f"{args.file}: {problem.code}: {problem.message}")
         return EXIT_INVALID
     if args.output and args.output != "-":
         Path(args.output).write_text(text, encoding="utf-8")

@@ -42,6 +42,13 @@ from .vocabulary import FUNCTIONS, METHODS, MODULE_CALL_KWARGS, STRING_KWARGS, S
 # mismatch" (seen under load in tests/reliability). Parsing a line takes microseconds.
 _AST_PARSE = threading.Lock()
 
+
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse(source)`` under the one lock every parse of this package shares."""
+    with _AST_PARSE:
+        return ast.parse(source, mode="exec")
+
+
 MAX_EXPRESSION_NODES = 200  # ast nodes per line: bounds recursion in the interpreter
 
 
@@ -113,7 +120,7 @@ class _LineParser:
                     "a list or tuple here must hold int constants (a shape); lists of tensors only as the first argument of cat/stack",
                 )
             return ints
-        raise self.fail(node, f"{_describe(node)} is not allowed")
+        raise self.fail(node, f"{describe_node(node)} is not allowed")
 
     def number_of(self, expr: Expr) -> int | float | None:
         """The value of a number-only expression (a constant, or arithmetic of them); else None."""
@@ -137,7 +144,7 @@ class _LineParser:
     def number(self, node: ast.Constant) -> int | float:
         value = node.value
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(node, f"constant {_describe(node)} is not allowed here (only numbers)")
+            raise self.fail(node, f"constant {describe_node(node)} is not allowed here (only numbers)")
         if isinstance(value, float) and not math.isfinite(value):
             raise self.fail(node, "non-finite number constant")
         return value
@@ -210,7 +217,7 @@ class _LineParser:
         if not isinstance(node.func, ast.Name):
             raise self.fail(
                 node.func,
-                f"calling {_describe(node.func)} is not allowed: only named modules, whitelisted functions and tensor methods can be called",
+                f"calling {describe_node(node.func)} is not allowed: only named modules, whitelisted functions and tensor methods can be called",
             )
         name = node.func.id
         module = self.modules.get(name)
@@ -287,7 +294,8 @@ class _LineParser:
         return tuple(items)
 
 
-def _describe(node: ast.AST) -> str:
+def describe_node(node: ast.AST) -> str:
+    """A construct's name for a message ("a lambda", "a comprehension", "an f-string", …)."""
     names = {
         ast.Lambda: "a lambda",
         ast.ListComp: "a comprehension",
@@ -402,8 +410,7 @@ def _parse_line(
     """One program line as a Statement; a refused line raises SpecError naming line and column."""
     parser = _LineParser(path, label, index, modules)
     try:
-        with _AST_PARSE:
-            tree = ast.parse(source, mode="exec")
+        tree = parse_python(source)
     except SyntaxError as exc:
         col = exc.offset if exc.offset else None
         msg = (

@@ -45,6 +45,7 @@ class ExprContext:
     rename: Callable[[ast.Name], str]  # a tensor name as read -> its spec name
     self_name: str | None = None  # "self" inside a class's forward
     extra_calls: dict[str, str] = field(default_factory=dict)
+    broken: frozenset[str] = frozenset()  # names whose refused definition was already reported
 
     def canonical(self, name: str) -> str:
         head, _, rest = name.partition(".")
@@ -60,6 +61,8 @@ def convert(node: ast.expr, ctx: ExprContext) -> ast.expr:
         check_name(node, node.id)
         if node.id in ctx.aliases:
             raise unsupported(node, f"{node.id!r} is a module of torch; call one of its functions")
+        if node.id in ctx.broken:
+            return ast.Name(node.id, ast.Load())
         if node.id in ctx.modules:
             raise unsupported(node, f"module {node.id!r} can only be called, e.g. {node.id}(x)")
         return ast.Name(ctx.rename(node), ast.Load())
@@ -130,7 +133,7 @@ def _call(node: ast.Call, ctx: ExprContext) -> ast.expr:
     func = node.func
     if isinstance(func, ast.Name):
         check_name(func, func.id)
-        if func.id in ctx.modules:
+        if func.id in ctx.modules or func.id in ctx.broken:
             args, keywords = _positional(node, ctx, len(node.args), ())
             return ast.Call(ast.Name(func.id, ast.Load()), args, keywords)
         raise unsupported(
