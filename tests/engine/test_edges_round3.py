@@ -7,8 +7,12 @@ that names what it refused with the partial trace attached.
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -308,3 +312,94 @@ def test_a_trace_under_a_no_grad_mode_stops_where_a_plain_run_stops(mode: Callab
     partial = caught.value.gradtrace_trace
     assert partial.grads == {"weight": None, "bias": None}
     assert model.weight.grad is None
+
+
+# ---- 8. warnings from a model whose code is in no file --------------------------------------------
+_WARNING_PROGRAM = """
+import torch, warnings
+from torch import nn
+import gradtrace
+class Warns(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 1)
+    def forward(self, x):
+        warnings.warn("the model warns")
+        return self.lin(x).sum()
+torch.manual_seed(0)
+Warns()(torch.randn(2, 3)).backward()
+print("plain done", file=__import__("sys").stderr, flush=True)
+gradtrace.trace(Warns(), torch.randn(2, 3))
+"""
+
+
+@pytest.mark.parametrize("where", ["file", "-c", "stdin"])
+def test_a_models_warning_reaches_the_caller_wherever_its_code_is(where: str, tmp_path: Path) -> None:
+    """The same program warns once in a plain run and once in the trace: both reach stderr,
+    as the same line (``-W always``: every warning shown)."""
+    script = tmp_path / "model.py"
+    script.write_text(_WARNING_PROGRAM)
+    command = [sys.executable, "-W", "always::UserWarning"]
+    command += {"file": [str(script)], "-c": ["-c", _WARNING_PROGRAM], "stdin": ["-"]}[where]
+    env = {**os.environ, "PYTHONPATH": str(Path(gradtrace.__file__).parents[1])}
+    done = subprocess.run(
+        command,
+        input=_WARNING_PROGRAM if where == "stdin" else None,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    plain, traced = done.stderr.split("plain done\n")
+    name = {"file": str(script), "-c": "<string>", "stdin": "<stdin>"}[where]
+    expected = f"{name}:10: UserWarning: the model warns"
+    warned = [line for line in plain.splitlines() if "the model warns" in line]
+    assert warned[0] == expected  # (then, from a file, its source line)
+    assert [line for line in traced.splitlines() if "the model warns" in line] == warned
+
+
+# ---- 9. the spec's zero_grad, and its program at one thread -------------------------------------
+_TWO_STEPS = {
+    "spec_version": 1,
+    "title": "Two steps with an input that requires grad",
+    "seed": 3,
+    "modules": {"lin": {"type": "Linear", "in_features": 3, "out_features": 2}},
+    "inputs": {"x": {"shape": [4, 3], "requires_grad": True}},
+    "forward": ["y = lin(x)", "loss = (y * y).sum()"],
+    "steps": [
+        {"do": "backward", "of": "loss"},
+        {"do": "sgd_step", "lr": 0.1},
+        {"do": "zero_grad"},
+        {"do": "forward"},
+        {"do": "backward", "of": "loss"},
+    ],
+}
+
+
+def test_the_specs_zero_grad_clears_the_inputs_too_and_its_program_says_so() -> None:
+    """The spec's zero_grad clears every leaf: its PyTorch program writes ``x.grad = None``, and,
+    run at one thread (the service's), gives the trace's gradients exactly. The same program with
+    only ``optimizer.zero_grad()`` accumulates the input's gradient (README: "The spec's
+    zero_grad step clears every leaf's .grad")."""
+    from gradtrace.spec.translate import spec_to_python
+
+    trace = gradtrace.trace_spec(_TWO_STEPS)
+    source = spec_to_python(_TWO_STEPS)
+    assert "x.grad = None" in source
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        program: dict = {}
+        exec(compile(source, "<translated>", "exec"), program)  # noqa: S102 - our own program
+        as_optimizer: dict = {}
+        exec(compile(source.replace("x.grad = None", "pass"), "<optimizer>", "exec"), as_optimizer)  # noqa: S102
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(torch.from_numpy(trace.grads["x"]), program["x"].grad)
+    for name, p in program["lin"].named_parameters():
+        assert torch.equal(torch.from_numpy(trace.grads[f"lin.{name}"]), p.grad), name
+    # optimizer.zero_grad() alone leaves the input's first gradient to accumulate onto
+    assert not torch.equal(as_optimizer["x"].grad, program["x"].grad)
+    assert torch.equal(as_optimizer["lin"].weight.grad, program["lin"].weight.grad)

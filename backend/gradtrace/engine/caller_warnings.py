@@ -60,29 +60,51 @@ def _record(log: list[warnings.WarningMessage], message: warnings.WarningMessage
 
 def _module_of(filename: str, modules: dict[str, ModuleType]) -> ModuleType | None:
     """The module whose source file is ``filename`` (the name and registry a plain warning
-    from its code is filtered with)."""
+    from its code is filtered with). Code that is in no file (``python -c``, a script read
+    from standard input, an interactive session: ``<string>``, ``<stdin>``) is the main
+    program's."""
     if not modules:
         for module in list(sys.modules.values()):
             path = getattr(module, "__file__", None)
             if isinstance(path, str):
                 modules.setdefault(path, module)
-    return modules.get(filename)
+    found = modules.get(filename)
+    if found is None and filename.startswith("<"):
+        found = sys.modules.get("__main__")
+    return found
+
+
+# the registries of warnings whose code is in no known module (warn_explicit shows nothing
+# without one), by file name: "once" and "default" act across traces as in a plain run
+_REGISTRIES: dict[str, dict] = {}
 
 
 def reissue(records: list[warnings.WarningMessage]) -> None:
     """Issue the recorded warnings again, through the caller's filters (see the module's
-    docstring). Called once the recording is over."""
+    docstring). Called once the recording is over. Re-issuing never raises but where the
+    caller's filters say so (an "error" filter)."""
     modules: dict[str, ModuleType] = {}  # (filled on first need: the traced model rarely warns)
     for record in records:
         module = _module_of(record.filename, modules)
         namespace = None if module is None else vars(module)
-        warnings.warn_explicit(
+        registry = (
+            _REGISTRIES.setdefault(record.filename, {})
+            if namespace is None
+            else namespace.setdefault("__warningregistry__", {})
+        )
+        issue = functools.partial(
+            warnings.warn_explicit,
             record.message,
             record.category,
             record.filename,
             record.lineno,
             module=None if module is None else module.__name__,
-            registry=None if namespace is None else namespace.setdefault("__warningregistry__", {}),
-            module_globals=namespace,
+            registry=registry,
             source=record.source,
         )
+        try:
+            # (module_globals: where the warning's source line is read from, through the
+            # module's loader)
+            issue(module_globals=namespace)
+        except (ImportError, OSError):  # a loader that has no source (``python - < script.py``)
+            issue(module_globals=None)
