@@ -231,6 +231,7 @@ EventKind = Literal[
     "hook_action",
     "zero_grad",
     "sgd_step",
+    "optimizer_step",
     "error",
 ]
 
@@ -347,6 +348,17 @@ class SgdStepPayload(_Payload):
     after: dict[str, TensorValue | None]
 
 
+class OptimizerStepPayload(_Payload):
+    """optimizer_step: a ``torch.optim`` optimizer's ``step()`` in a recorded program: its
+    class, the variable holding it (None: none), its first group's learning rate (None: not a
+    number) and every parameter it was given whose value changed, after the step."""
+
+    optimizer: str
+    name: str | None
+    lr: float | None
+    after: dict[str, TensorValue | None]
+
+
 class ErrorPayload(_Payload):
     """error: the exception's class name and the spec step it broke (null: the forward);
     ``where`` is gradtrace's text naming the spec line, when it wrapped PyTorch's error (the
@@ -370,6 +382,7 @@ EventPayload = (
     | HookActionPayload
     | ZeroGradPayload
     | SgdStepPayload
+    | OptimizerStepPayload
     | ErrorPayload
 )
 # the payload record of each kind of event (a hook's kinds share their record with the
@@ -392,6 +405,7 @@ EVENT_PAYLOADS: Final[dict[EventKind, type[EventPayload]]] = {
     "hook_action": HookActionPayload,
     "zero_grad": ZeroGradPayload,
     "sgd_step": SgdStepPayload,
+    "optimizer_step": OptimizerStepPayload,
     "error": ErrorPayload,
 }
 

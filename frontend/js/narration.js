@@ -279,6 +279,11 @@ function stepEvent(ctx, trace, ev) {
     return { text: names.length ? `zero_grad: ${listText(names.map((n) => `${n}.grad`))} ${p.set_to_none ? "set to None" : "filled with zeros"}.` : "zero_grad: no .grad to clear.", short: "gradients cleared" };
   }
   const after = Object.entries(p.after || {});
+  if (ev.kind === "optimizer_step") {
+    const rate = p.lr === null || p.lr === undefined ? "" : `, lr = ${num(p.lr)}`;
+    const changed = after.length ? `: ${someText(after.map(([n, v]) => `${n} → ${valueText(v)}`), 6)}` : ": no parameter changed";
+    return { text: `${p.name || p.optimizer}.step() (${p.optimizer}${rate}) updates the parameters${changed}.`, short: "parameters updated" };
+  }
   const lr = num(p.lr);
   return { text: `SGD step, lr = ${lr}: every parameter p ← p − ${lr}·p.grad${after.length ? `: ${someText(after.map(([n, v]) => `${n} → ${valueText(v)}`), 6)}` : ""}.`, short: "parameters updated" };
 }
@@ -326,6 +331,7 @@ export function narrate(trace, timeline, step) {
       break;
     case "zero_grad":
     case "sgd_step":
+    case "optimizer_step":
       out = stepEvent(ctx, trace, ev);
       break;
     case "error": {

@@ -108,8 +108,12 @@ def test_models_named_by_the_program_variables() -> None:
     assert labels == [
         "forward #1",
         "backward #1 of loss",
+        "optimizer.step #1",
+        "zero_grad",
         "forward #2",
         "backward #2 of loss",
+        "optimizer.step #2",
+        "zero_grad",
         "forward #3",
         "backward #3 of loss",
     ]
@@ -187,3 +191,53 @@ def test_trace_read_inside_the_block_is_refused() -> None:
     with gradtrace.record() as rec:
         with pytest.raises(RuntimeError, match="when the `with gradtrace.record"):
             _ = rec.trace
+
+
+def test_optimizer_steps_and_zero_grad_are_events_with_the_parameters_they_changed() -> None:
+    recorded, _ = _run(textwrap.dedent(PROGRAMS["adam_regression"]), recorded=True)
+    trace = recorded["rec"].trace
+    doc = trace.doc
+    steps = [e for e in doc.events if e.kind == "optimizer_step"]
+    assert len(steps) == 6  # 3 epochs of 2 batches
+    assert [doc.passes[e.pass_index].label for e in steps] == [f"optimizer.step #{k}" for k in range(1, 7)]
+    assert all(doc.passes[e.pass_index].phase == "step" for e in steps)
+    last = steps[-1].payload
+    assert last["optimizer"] == "Adam" and last["name"] == "optimizer" and last["lr"] == 0.01
+    model = recorded["model"]
+    assert set(last["after"]) == {f"model.{name}" for name, _p in model.named_parameters()}
+    for name, param in model.named_parameters():  # the values after the last step: the final weights
+        assert torch.equal(torch.from_numpy(trace.array(last["after"][f"model.{name}"])), param.detach())
+    # the first zero_grad() clears nothing (no .grad yet): no event; each later one, every .grad
+    cleared = [e for e in doc.events if e.kind == "zero_grad"]
+    assert len(cleared) == 5
+    assert all(sorted(e.payload["tensors"]) == sorted(last["after"]) for e in cleared)
+    # the passes in the program's order: forward, zero_grad (inside it), backward, step
+    tops = [p.label for p in doc.passes if p.parent is None][:4]
+    assert tops == ["forward #1", "backward #1 of loss", "optimizer.step #1", "forward #2"]
+
+
+def test_a_freed_graph_error_is_pytorchs_with_the_passes_before_it() -> None:
+    def program() -> None:
+        x = torch.tensor(2.0, requires_grad=True)
+        y = x.exp() * x
+        y.backward()
+        y.backward()  # the graph is freed: PyTorch refuses
+
+    with pytest.raises(RuntimeError) as plain:
+        program()
+    with pytest.raises(RuntimeError) as caught:
+        with gradtrace.record():
+            x = torch.tensor(2.0, requires_grad=True)
+            y = x.exp() * x
+            y.backward()
+            y.backward()
+    assert str(caught.value) == str(plain.value)
+    doc = caught.value.gradtrace_trace.doc
+    assert [p.label for p in doc.passes] == ["forward #1", "backward #1 of y", "backward #2 of y"]
+    errors = [e for e in doc.events if e.kind == "error"]
+    assert (
+        len(errors) == 1
+        and errors[0].pass_index == 2
+        and "Trying to backward through the graph" in (errors[0].message or "")
+    )
+    np.testing.assert_array_equal(caught.value.gradtrace_trace.grads["x"], x.grad.numpy())

@@ -8,7 +8,7 @@ import { narrate, passError } from "../../frontend/js/narration.js";
 import { localDerivative, num } from "../../frontend/js/localgrad.js";
 import { goldenTrace, goldenTraces, tinyTrace } from "./fixtures.mjs";
 
-const KINDS = ["pass_start", "pass_end", "node_created", "module_forward_pre", "module_forward", "node_pre", "node_post", "module_backward_pre", "module_backward", "tensor_hook", "post_accumulate_grad", "grad_write", "hook_action", "zero_grad", "sgd_step", "error"];
+const KINDS = ["pass_start", "pass_end", "node_created", "module_forward_pre", "module_forward", "node_pre", "node_post", "module_backward_pre", "module_backward", "tensor_hook", "post_accumulate_grad", "grad_write", "hook_action", "zero_grad", "sgd_step", "optimizer_step", "error"];
 
 const tv = (values, shape = [values.length]) => ({ shape, dtype: "float64", stats: { numel: values.length, norm: 0 }, values });
 const op = (name, saved = []) => ({ id: "n", kind: "op", op: name, saved });
@@ -146,6 +146,19 @@ test("optimizer steps have their sentences: zero_grad and an SGD step", () => {
   assert.equal(at(first + 1).text, "SGD step, lr = 0.1: every parameter p ← p − 0.1·p.grad: w → 1.8.");
   assert.equal(at(first + 2).text, "zero_grad: w.grad set to None.");
   assert.equal(at(first + 3).text, "sgd_step lr=0.1 is done.");
+});
+
+test("a recorded program's optimizer step has its sentence", () => {
+  const trace = tinyTrace();
+  const add = (kind, payload) => trace.events.push({ seq: trace.events.length, pass_index: 3, phase: "step", kind, payload });
+  const first = trace.events.length;
+  add("pass_start", {});
+  add("optimizer_step", { optimizer: "Adam", name: "optimizer", lr: 0.01, after: { w: tv([1.8], [1]) } });
+  add("pass_end", {});
+  trace.passes.push({ index: 3, phase: "step", label: "optimizer.step #1", step: null, first_seq: first, last_seq: first + 2 });
+  const { at } = story(trace);
+  assert.equal(at(first + 1).text, "optimizer.step() (Adam, lr = 0.01) updates the parameters: w → 1.8.");
+  assert.equal(at(first + 1).short, "parameters updated");
 });
 
 test("number runs: lists of numbers fold, short brackets and the shape stay in the sentence", async () => {

@@ -38,6 +38,11 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.optim.optimizer import (
+    Optimizer,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 
 from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
 from gradtrace.engine.caller_warnings import reissue
@@ -46,7 +51,9 @@ from gradtrace.engine.nested_runs import ENGINE_CALLS, call_arguments
 from gradtrace.engine.run import attach_partial, with_partial
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, one_capture
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
-from gradtrace.trace_schema import TraceDoc
+from gradtrace.trace_schema import OptimizerStepPayload, TraceDoc, ZeroGradPayload
+
+_GRAD_SET = torch.Tensor.grad.__set__  # type: ignore[union-attr]  # (a torch function: the discovery mode sees `t.grad = v`)
 
 
 def _variables(frame: types.FrameType) -> Iterator[tuple[str, Any]]:
@@ -69,6 +76,11 @@ class ProgramSession(TraceSession):
     def __init__(self, frame: types.FrameType, **limits: Any) -> None:
         self.frame = frame
         self._anonymous = 0
+        self._steps: dict[str, int] = {}  # optimizer.step pass label -> how many so far
+        # per step() running: its parameters and their versions before it
+        self._stepping: list[tuple[list[torch.Tensor], list[int]]] = []
+        # the zero_grad event a run of ``.grad = None`` adds to, and the seq it must be last at
+        self._zeroing: tuple[ZeroGradPayload, int] | None = None
         super().__init__(None, {}, **limits)
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
@@ -78,6 +90,13 @@ class ProgramSession(TraceSession):
         self.recorder.name_of = self._leaf_met
         super()._install(model_hooks, modules, module_paths)
         capture.intercepts.update(dict.fromkeys(ENGINE_CALLS, self._engine_run))
+        capture.intercepts[_GRAD_SET] = self._grad_set
+        # (process-wide: every optimizer's steps; removed by close(), as every hook here)
+        for register, hook in (
+            (register_optimizer_step_pre_hook, self._step_starts),
+            (register_optimizer_step_post_hook, self._step_ends),
+        ):
+            self._stack.callback(register(hook).remove)
 
     def close(self) -> None:
         super().close()
@@ -117,9 +136,10 @@ class ProgramSession(TraceSession):
             return named[1]
         return self.variable_of(tensor)
 
-    def variable_of(self, tensor: torch.Tensor) -> str | None:
-        """The name of the frame's variable bound to this very tensor, if one is."""
-        return next((name for name, value in _variables(self.frame) if value is tensor), None)
+    def variable_of(self, obj: object) -> str | None:
+        """The name of the frame's variable bound to this very object (a tensor, an
+        optimizer), if one is."""
+        return next((name for name, value in _variables(self.frame) if value is obj), None)
 
     def name_variables(self) -> None:
         """The block is over: the tensors its variables hold now are the trace's named leaves,
@@ -154,6 +174,69 @@ class ProgramSession(TraceSession):
             rec.forward_ended()
             rec.end_pass()
             self._settle()
+
+    # ---- optimizers and zero_grad --------------------------------------------------------
+    def _step_starts(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
+        """An optimizer's ``step()`` begins: a pass of its own at the top level (inside a
+        backward, e.g. in a post-accumulate-grad hook, its event goes in that pass)."""
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        self._stepping.append((params, [p._version for p in params]))
+        rec = self.recorder
+        if rec.in_pass and (rec.phase != "forward" or rec.module_running()):
+            return
+        self.close_forward()
+        name = self.variable_of(optimizer)
+        label = f"{name or type(optimizer).__name__}.step"
+        count = self._steps[label] = self._steps.get(label, 0) + 1
+        rec.begin_pass("step", f"{label} #{count}", None)
+
+    def _step_ends(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
+        """Its ``optimizer_step`` event: the parameters it changed, after the step."""
+        params, versions = self._stepping.pop()
+        rec = self.recorder
+        after: dict[str, Any] = {}
+        with self.forward_capture.quiet():
+            for k, (param, version) in enumerate(zip(params, versions, strict=True)):
+                if param._version != version:
+                    name = self._leaf_met(param) or f"param_groups.{k}"
+                    after[name] = rec.summarize(param)
+        lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
+        payload = OptimizerStepPayload(
+            optimizer=type(optimizer).__name__,
+            name=self.variable_of(optimizer),
+            lr=float(lr) if isinstance(lr, int | float) else None,
+            after=after,
+        )
+        rec.emit("optimizer_step", message=rec.passes[rec.pass_index].label, payload=payload)
+        if rec.in_pass and rec.phase == "step":
+            rec.end_pass()
+            self._settle()
+
+    def _grad_set(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """``tensor.grad = value`` (what ``zero_grad()`` does by default): a ``zero_grad``
+        event when it clears the gradient of a tensor the trace has (one event for a run of
+        them, as one ``zero_grad()`` call makes)."""
+        tensor = args[0]
+        before = tensor.grad
+        result = func(*args, **kwargs)
+        rec = self.recorder
+        leaf = rec.leaf_id(tensor) if before is not None and args[1] is None else None
+        if leaf is None:
+            return result
+        name = rec.by_id[leaf].tensor or leaf
+        zero = self._zeroing
+        if zero is not None and zero[1] == len(rec.events) - 1:
+            zero[0].tensors.append(name)
+            return result
+        payload = ZeroGradPayload(set_to_none=True, tensors=[name])
+        if rec.in_pass:
+            rec.emit("zero_grad", payload=payload)
+        else:
+            rec.begin_pass("step", "zero_grad", None)
+            rec.emit("zero_grad", payload=payload)
+            rec.end_pass()
+        self._zeroing = (payload, len(rec.events) - 1)
+        return result
 
     def _engine_run(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """``backward()`` or ``torch.autograd.grad``: a backward pass of its own at the top
