@@ -103,6 +103,7 @@ class ProgramSession(TraceSession):
         # (each points back at this session: no cycle left behind, see TraceSession.close)
         capture = self.forward_capture
         capture.unknown_module = capture.outside_pass = self.recorder.name_of = None
+        capture.intercepts.pop(_GRAD_SET, None)
 
     # ---- names --------------------------------------------------------------------------
     def _scan_models(self) -> None:
