@@ -1,9 +1,14 @@
-"""Shared fixtures: a REAL gradtrace server process on a free loopback port.
+"""Shared fixtures: a REAL gradtrace server process on a free loopback port; the test tiers.
 
 ``live_server`` (session-scoped) runs ``python -m gradtrace serve --host 127.0.0.1 --port <free>``
 with a temporary SQLite database, waits for /readyz (a torch worker answers) and yields the
 base URL, e.g. ``http://127.0.0.1:41234``. ``server_factory`` starts extra servers with their
 own environment (other limits, PostgreSQL, Redis) and stops them at the end of the test.
+
+The tiers: ``pytest_collection_modifyitems`` below marks every test that starts a process
+(``process``), a browser (``browser``) or PostgreSQL/Redis/nginx (``services``), from what the
+test uses, so no test has to remember a marker. ``make check`` deselects the three; ``make test``
+runs everything. A test whose code starts a process without being marked fails (``_guard``).
 """
 
 from __future__ import annotations
@@ -13,14 +18,116 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from server_process import ServerProcess, free_port
+
+# --- The tiers ---
+
+TESTS = Path(__file__).resolve().parent
+# Fixtures that are, or start, what make check leaves out.
+_FIXTURE_TIERS = {
+    "live_server": "process",
+    "server_factory": "process",
+    "server": "process",  # tests/reliability/conftest.py: a server of the module's own
+    "page": "browser",
+    "browser": "browser",
+    "context": "browser",
+    "new_context": "browser",
+    "postgres_url": "services",
+    "redis_url": "services",
+}
+# Folders whose every test is of a tier: the viewer in Chromium, the reliability scenarios
+# against real servers, the package built and installed into fresh venvs.
+_FOLDER_TIERS = {"e2e": "browser", "reliability": "process", "package": "process"}
+# Names in a test's code (or in a helper or fixture of tests/ it calls, however deep) that start
+# a process: a subprocess, a real server, or the app with its torch worker pool.
+_PROCESS_NAMES = frozenset({"subprocess", "Popen", "ServerProcess", "create_app", "WorkerPool"})
+
+
+def _starts_a_process(code: types.CodeType, scope: dict[str, Any], seen: set[types.CodeType]) -> bool:
+    if code in seen:
+        return False
+    seen.add(code)
+    if _PROCESS_NAMES.intersection(code.co_names):
+        return True
+    for const in code.co_consts:  # nested functions, lambdas, comprehensions
+        if isinstance(const, types.CodeType) and _starts_a_process(const, scope, seen):
+            return True
+    for name in code.co_names:
+        called = scope.get(name)
+        inner = getattr(called, "__wrapped__", called)
+        if isinstance(inner, types.FunctionType) and inner.__code__.co_filename.startswith(str(TESTS)):
+            if _starts_a_process(inner.__code__, inner.__globals__, seen):
+                return True
+    return False
+
+
+def _tiers(item: pytest.Item) -> set[str]:
+    tiers = {_FIXTURE_TIERS[name] for name in getattr(item, "fixturenames", ()) if name in _FIXTURE_TIERS}
+    folder = Path(str(item.path)).relative_to(TESTS).parts[0]
+    if folder in _FOLDER_TIERS:
+        tiers.add(_FOLDER_TIERS[folder])
+    seen: set[types.CodeType] = set()
+    functions = [getattr(item, "function", None)]
+    fixture_info = getattr(item, "_fixtureinfo", None)
+    for defs in fixture_info.name2fixturedefs.values() if fixture_info else ():
+        functions += [d.func for d in defs]
+    for function in functions:
+        inner = getattr(function, "__wrapped__", function)
+        if isinstance(inner, types.FunctionType) and _starts_a_process(
+            inner.__code__, inner.__globals__, seen
+        ):
+            tiers.add("process")
+            break
+    return tiers
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for tier in _tiers(item) - {m.name for m in item.iter_markers()}:
+            item.add_marker(tier)
+
+
+_RUNNING: list[pytest.Item] = []  # the test running now, if it may not start a process
+
+
+def _refuse_unmarked_process(event: str, args: tuple[Any, ...]) -> None:
+    """An unmarked test's own code (or a helper of tests/) starting a process: the scan above
+    missed a name. The library's own helpers (the Node renderer) are not the test's doing."""
+    if event != "subprocess.Popen" or not _RUNNING:
+        return
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename in (subprocess.__file__, __file__):
+        frame = frame.f_back
+    if frame is not None and frame.f_code.co_filename.startswith(str(TESTS)):
+        raise RuntimeError(
+            f"{_RUNNING[0].nodeid} starts {args[0]} but is not marked 'process': tests/conftest.py's "
+            "_PROCESS_NAMES or _FIXTURE_TIERS should name what starts it, so make check leaves it out"
+        )
+
+
+sys.addaudithook(_refuse_unmarked_process)
+
+
+@pytest.fixture(autouse=True)
+def _guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """While a test not marked ``process`` runs, its code starting a process fails it."""
+    unmarked = request.node.get_closest_marker("process") is None
+    if unmarked:
+        _RUNNING.append(request.node)
+    try:
+        yield
+    finally:
+        if unmarked:
+            _RUNNING.clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -34,10 +34,14 @@ class GradtraceWarning(UserWarning):
     """
 
     def __init__(self, diagnostic: Diagnostic) -> None:
-        super().__init__(f"{diagnostic.message} [{diagnostic.code}]")
+        # The record is the warning's one argument: a copy (pickle, pytest-xdist) is rebuilt from it.
+        super().__init__(diagnostic)
         self.diagnostic = diagnostic
         self.code = diagnostic.code
         self.severity = diagnostic.severity
+
+    def __str__(self) -> str:
+        return f"{self.diagnostic.message} [{self.code}]"
 
 
 # Diagnostics kept in the trace but not issued: this one restates PyTorch's rule for any
