@@ -241,3 +241,46 @@ def test_a_freed_graph_error_is_pytorchs_with_the_passes_before_it() -> None:
         and "Trying to backward through the graph" in (errors[0].message or "")
     )
     np.testing.assert_array_equal(caught.value.gradtrace_trace.grads["x"], x.grad.numpy())
+
+
+def test_the_programs_hooks_are_events_where_they_fire() -> None:
+    recorded, printed = _run(textwrap.dedent(PROGRAMS["seed_tensor_hooks"]), recorded=True)
+    assert printed.splitlines() == [
+        "register_hook: tensor(2.)",
+        "post_accumulate: tensor(2.)",
+        "register_hook: tensor(3.)",
+        "post_accumulate: tensor(5.)",
+    ]
+    doc = recorded["rec"].trace.doc
+    fired = [(doc.passes[e.pass_index].label, e.kind) for e in doc.events if e.hook is not None]
+    assert fired == [
+        ("backward #1 of y1", "tensor_hook"),
+        ("backward #1 of y1", "post_accumulate_grad"),
+        ("backward #2 of y2", "tensor_hook"),
+        ("backward #2 of y2", "post_accumulate_grad"),
+    ]
+
+    recorded, _ = _run(textwrap.dedent(PROGRAMS["hooks_that_store"]), recorded=True)
+    doc = recorded["rec"].trace.doc
+    hooks = {m.path: [h.type for h in m.hooks] for m in doc.graph.modules if m.hooks}
+    assert hooks == {"model.0": ["forward"], "model.2": ["full_backward"]}
+    kinds = [e.kind for e in doc.events if e.hook is not None]
+    assert kinds == ["module_forward", "module_backward", "tensor_hook"]
+    assert not [d for d in doc.analyses.diagnostics if d.code == "hook_unrecorded"]
+
+
+def test_a_hook_registered_before_the_block_is_recorded() -> None:
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    model.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    x = torch.randn(2, 3, requires_grad=True)
+    x.register_hook(lambda g: g + 1)
+    with gradtrace.record() as rec:
+        model(x).sum().backward()
+    expected_w = (x.detach() * 2).sum(0, keepdim=True)
+    assert torch.equal(torch.from_numpy(rec.trace.grads["model.weight"]), expected_w)
+    np.testing.assert_array_equal(rec.trace.grads["x"], x.grad.numpy())
+    kinds = [e.kind for e in rec.trace.doc.events if e.hook is not None]
+    assert kinds == ["module_forward_pre", "tensor_hook"]
+    # the program's hook objects are back as they were
+    assert all(not hasattr(h, "__wrapped__") for h in model._forward_pre_hooks.values())

@@ -332,6 +332,15 @@ class ModelHooks:
         self._running.clear()
         self._scan(self._stale(self._modules))
 
+    def adopt(self, modules: list[nn.Module], starting: nn.Module | None = None) -> None:
+        """Modules that joined the capture while it runs (a program's model met now): their
+        hooks wrapped. ``starting``: the module whose call is beginning (PyTorch has
+        collected its forward-pre and backward hooks already: they fire unrecorded in that
+        call, and a ``hook_unrecorded`` diagnostic says so)."""
+        self._scan(
+            self._stale(modules), missed_if=None if starting is None else (starting, _COLLECTED_AT_START)
+        )
+
     def _module_starting(self, module: nn.Module) -> None:
         if not self._up_to_date(module):
             self._scan(self._stale([module, *self._running]), missed_if=(module, _COLLECTED_AT_START))

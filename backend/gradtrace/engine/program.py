@@ -70,6 +70,10 @@ def _variables(frame: types.FrameType) -> Iterator[tuple[str, Any]]:
                 yield name, value
 
 
+def _has_tensor_hooks(tensor: torch.Tensor) -> bool:
+    return bool(tensor._backward_hooks or getattr(tensor, "_post_accumulate_grad_hooks", None))
+
+
 class ProgramSession(TraceSession):
     """A TraceSession whose models, leaves and passes are found while the program runs."""
 
@@ -81,13 +85,20 @@ class ProgramSession(TraceSession):
         self._stepping: list[tuple[list[torch.Tensor], list[int]]] = []
         # the zero_grad event a run of ``.grad = None`` adds to, and the seq it must be last at
         self._zeroing: tuple[ZeroGradPayload, int] | None = None
-        super().__init__(None, {}, **limits)
+        super().__init__(None, {}, model_hooks=True, **limits)
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         capture = self.forward_capture
         capture.unknown_module = self._module_met
         capture.outside_pass = self._open_forward
         self.recorder.name_of = self._leaf_met
+        # the models and hooked leaves the frame holds already, found first: their hooks are
+        # wrapped as a traced model's are (those registered later: as they come, see adopt)
+        self._scan_models()
+        for name, value in _variables(self.frame):
+            if isinstance(value, torch.Tensor) and value.is_leaf and _has_tensor_hooks(value):
+                self.leaves.setdefault(name, value)
+                self.recorder.leaf_names.setdefault(id(value), (value, name))
         super()._install(model_hooks, modules, module_paths)
         capture.intercepts.update(dict.fromkeys(ENGINE_CALLS, self._engine_run))
         capture.intercepts[_GRAD_SET] = self._grad_set
@@ -106,7 +117,7 @@ class ProgramSession(TraceSession):
         capture.intercepts.pop(_GRAD_SET, None)
 
     # ---- names --------------------------------------------------------------------------
-    def _scan_models(self) -> None:
+    def _scan_models(self, starting: nn.Module | None = None) -> None:
         """Every model the frame's variables hold that the capture does not know yet, named
         under its variable (the outermost first: a model inside another one found here is
         named under the outer one)."""
@@ -117,14 +128,23 @@ class ProgramSession(TraceSession):
         inner = {id(sub) for _n, m in found for sub in m.modules() if sub is not m}
         for name, model in sorted(found, key=lambda item: id(item[1]) in inner):
             if id(model) not in paths:
-                self.add_model(model, name)
+                self.add_model(model, name, starting)
+
+    def add_model(self, root: nn.Module, root_path: str, starting: nn.Module | None = None) -> None:
+        """See TraceSession.add_model; the new modules' hooks are wrapped (``starting``: the
+        module whose call is beginning, see ModelHooks.adopt)."""
+        modules = self.forward_capture.modules
+        known = len(modules)
+        super().add_model(root, root_path)
+        if self.model_hooks is not None:
+            self.model_hooks.adopt(modules[known:], starting)
 
     def _module_met(self, module: nn.Module) -> str | None:
         """The path of a module called for the first time (its model joins the capture)."""
-        self._scan_models()
+        self._scan_models(starting=module)
         paths = self.forward_capture.module_paths
         if id(module) not in paths:  # no variable holds it: named by its type
-            self.add_model(module, f"{type(module).__name__}#{self._anonymous}")
+            self.add_model(module, f"{type(module).__name__}#{self._anonymous}", starting=module)
             self._anonymous += 1
         return paths[id(module)]
 
@@ -147,6 +167,8 @@ class ProgramSession(TraceSession):
         retained tensors and values (see the module's docstring)."""
         self._scan_models()
         rec = self.recorder
+        for name in [n for n, t in self.leaves.items() if rec.leaf_id(t) is None]:
+            del self.leaves[name]  # (a hooked leaf of the frame the block never used)
         params = {id(p) for p in self.params.values()}
         for name, value in _variables(self.frame):
             if not isinstance(value, torch.Tensor) or id(value) in params:
@@ -164,7 +186,10 @@ class ProgramSession(TraceSession):
 
     # ---- passes -------------------------------------------------------------------------
     def _open_forward(self) -> None:
-        """Something is recorded while no pass is open: a forward pass begins."""
+        """Something is recorded while no pass is open: a forward pass begins (the models
+        the frame holds now are looked for: a hook registered on one before its first call
+        is wrapped before that call collects it)."""
+        self._scan_models()
         self._forwards += 1
         self.recorder.begin_pass("forward", f"forward #{self._forwards}", None)
 

@@ -225,7 +225,7 @@ class TraceSession:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
         self.recorded_warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         record_all_but_errors(self.recorded_warnings)
-        if model_hooks and self.root is not None:
+        if model_hooks:
             self.model_hooks = ModelHooks(
                 self.recorder,
                 self.forward_capture,
