@@ -79,6 +79,9 @@ def test_program_grads_and_weights_bit_equal_to_plain_run(program: str) -> None:
     backwards = [p for p in trace.doc.passes if p.phase == "backward" and p.parent is None]
     assert backwards, "no backward pass recorded"
     assert trace.doc.source == "program"
+    for event in trace.doc.events:  # every event inside the pass it names
+        within = trace.doc.passes[event.pass_index]
+        assert within.first_seq <= event.seq <= within.last_seq, (event.seq, event.kind, within.label)
     trace.to_json_bytes()  # (serialises)
 
 
@@ -280,7 +283,11 @@ def test_a_hook_registered_before_the_block_is_recorded() -> None:
     expected_w = (x.detach() * 2).sum(0, keepdim=True)
     assert torch.equal(torch.from_numpy(rec.trace.grads["model.weight"]), expected_w)
     np.testing.assert_array_equal(rec.trace.grads["x"], x.grad.numpy())
-    kinds = [e.kind for e in rec.trace.doc.events if e.hook is not None]
-    assert kinds == ["module_forward_pre", "tensor_hook"]
+    doc = rec.trace.doc
+    fired = [(doc.passes[e.pass_index].label, e.kind) for e in doc.events if e.hook is not None]
+    assert fired == [("forward #1", "module_forward_pre"), ("backward #1 of tensor", "tensor_hook")]
+    assert doc.events[0].kind == "pass_start"  # (the hook fires first: it opens the forward)
+    for p in doc.passes:  # every event inside the pass it says
+        assert all(e.pass_index == p.index for e in doc.events[p.first_seq : p.last_seq + 1]), p.label
     # the program's hook objects are back as they were
     assert all(not hasattr(h, "__wrapped__") for h in model._forward_pre_hooks.values())

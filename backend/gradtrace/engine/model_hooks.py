@@ -616,6 +616,8 @@ class ModelHooks:
             if not self._active or compiling():
                 return hook(*args, **kwargs), None
             with capture.quiet():
+                if not rec.in_pass and capture.outside_pass is not None:
+                    capture.outside_pass()  # (a program's hook, first thing in a forward)
                 payload, given = seen(args)
                 target, module, node = where()
                 if backward and node is None:
