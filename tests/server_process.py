@@ -135,3 +135,16 @@ class ServerProcess:
                     pass
                 self.proc.wait(timeout=5)
         self._log.close()
+
+
+def printed_until(proc: subprocess.Popen, marker: str, timeout_s: float = 90) -> str:
+    """What a command (``gradtrace view``, ``gradtrace run``) printed on its text stdout, up to
+    and including the first line holding ``marker``, or all of it if it ended or time ran out."""
+    assert proc.stdout is not None
+    head, deadline = "", time.monotonic() + timeout_s
+    while marker not in head and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        head += line
+    return head

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from gradtrace.cli import examples, render, serve, specs, translate, view
+from gradtrace.cli import examples, render, run, serve, specs, translate, view
 from gradtrace.cli.common import EXIT_BROKEN_PIPE, EXIT_USAGE, UsageError, err
 
 __all__ = ["main"]
@@ -29,6 +29,7 @@ examples:
   gradtrace validate s.json                check a spec without running it (exit 1 if invalid)
   gradtrace trace s.json -o trace.json     trace a spec with real PyTorch, write the trace JSON
   gradtrace view trace.json                open a saved trace in the viewer (prints its URL)
+  gradtrace run train.py -o trace.html     run a PyTorch program as written, save what autograd did
   gradtrace render s.json -o d.svg --animated   draw it (.svg, .html player, .png), offline
 
 exit codes: 0 success, 1 invalid spec or PyTorch refused it, 2 usage error or unreadable file.
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     examples.add_parser(sub)
     render.add_parser(sub)
     translate.add_parser(sub)
+    run.add_parser(sub)
     return parser
 
 

@@ -32,6 +32,12 @@ def add_parser(sub: Any) -> None:
         "display, print the URL to open. Ctrl-C stops it.",
     )
     p.add_argument("trace", metavar="TRACE.json", help="the trace file ('-' reads stdin)")
+    add_server_options(p)
+    p.set_defaults(func=run)
+
+
+def add_server_options(p: argparse.ArgumentParser) -> None:
+    """--host, --port, --no-browser, --idle-timeout: how a trace is shown (``open_in_viewer``)."""
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     p.add_argument("--no-browser", action="store_true", help="print the URL, do not open a browser")
@@ -42,7 +48,6 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help=f"stop after this long without a request (default {DEFAULT_IDLE_TIMEOUT_S}; 0: never)",
     )
-    p.set_defaults(func=run)
 
 
 def read_trace(path: str) -> bytes:
@@ -79,15 +84,21 @@ def has_display() -> bool:
 
 def run(args: argparse.Namespace) -> int:
     data = read_trace(args.trace)
-    create_app, serve, settings = load_server("view")
     name = "trace.json" if args.trace == "-" else Path(args.trace).name
+    return open_in_viewer(data, name, args.trace, args)
+
+
+def open_in_viewer(data: bytes, name: str, label: str, args: argparse.Namespace) -> int:
+    """Serve the viewer with the trace ``data`` (a trace document's JSON) at ``/?opened=name``
+    and open it in the browser (or print its URL); returns when the server stops."""
+    create_app, serve, settings = load_server("view")
     browser = not args.no_browser and has_display()
 
     def ready(port: int) -> None:
         host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
         url = f"http://{host}:{port}/?opened={urllib.parse.quote(name)}"
         opening = "opening it in your browser" if browser else "open this URL in a browser"
-        sys.stdout.write(f"{args.trace}: {opening}:\n  {url}\n(Ctrl-C stops the server)\n")
+        sys.stdout.write(f"{label}: {opening}:\n  {url}\n(Ctrl-C stops the server)\n")
         sys.stdout.flush()
         if browser:
             import webbrowser
