@@ -186,3 +186,23 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no run"):
         gradtrace.load_run(tmp_path / "nothing")
     assert time.time() > 0
+
+
+def test_plan_counts_the_graph_from_example_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch.manual_seed(0)
+    model = DeepMLP(depth=3, residual_relu=True)
+    before = [p.clone() for p in model.parameters()]
+    with gradtrace.watch(model, tmp_path / "run", every=10, full_traces=False) as w:
+        text = w.plan(torch.randn(8, 16))
+        train(model, mlp_step, 1)
+        after = w.plan()
+    assert text in capsys.readouterr().out
+    assert "one step in 10 logged" in text and "3 ReLU-like" in text and "per parameter (8)" in text
+    assert f"{w.last_nodes} grad_fn nodes" in after
+    torch.manual_seed(0)
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(before, DeepMLP(depth=3, residual_relu=True).parameters(), strict=True)
+    )

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import warnings
 from bisect import bisect_right
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 import torch
@@ -38,6 +40,7 @@ from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradtrace.engine.graph_walk import op_name, raw_sequence_nr, sequence_base, walk_new
+from gradtrace.engine.watch_values import StepValues, exact_norms
 from gradtrace.runs.flags import FlagRules, FlagState
 from gradtrace.runs.store import NodeInfo, RunWriter, StepRecord
 
@@ -45,6 +48,7 @@ from gradtrace.runs.store import NodeInfo, RunWriter, StepRecord
 # is recorded (dead units show as a fraction near 1).
 RELU_LIKE = frozenset({"ReluBackward0", "ThresholdBackward0", "HardtanhBackward0"})
 _ACCUMULATE = "AccumulateGrad"
+HOOK_SECONDS = 30e-6  # Python per hooked node on a logged step (tests/perf/bench.py, "watch")
 MODEL = "(model)"  # the module path of the watched model's own ops
 LOSS = "(loss)"  # ops after the model's forward (the loss)
 BEFORE = "(input)"  # ops before it (inputs built with grad)
@@ -69,82 +73,20 @@ def _nothing(*args: Any) -> None:
     return None
 
 
-class _Scalars:
-    """0-dim device tensors of one step, read to the host at once (one per device)."""
+class _Executed:
+    """One node that ran in the step's backward: the slots (see ``watch_values``) of the
+    gradients it received (``ins``) and passed on (``outs``)."""
 
-    def __init__(self) -> None:
-        self.tensors: list[torch.Tensor] = []
+    __slots__ = ("info", "ins", "outs", "zero", "zero_of")
 
-    def add(self, t: torch.Tensor) -> int:
-        self.tensors.append(t)
-        return len(self.tensors) - 1
-
-    def read(self) -> list[float]:
-        groups: dict[tuple[Any, Any], list[int]] = {}
-        for k, t in enumerate(self.tensors):
-            groups.setdefault((t.device, t.dtype), []).append(k)
-        per_device: dict[Any, tuple[list[int], list[torch.Tensor]]] = {}
-        for (device, _dtype), ks in groups.items():
-            wide = torch.float32 if device.type == "mps" else torch.float64  # (MPS: no float64)
-            order, parts = per_device.setdefault(device, ([], []))
-            order.extend(ks)
-            parts.append(torch.stack([self.tensors[k] for k in ks]).to(wide))
-        out = [0.0] * len(self.tensors)
-        for order, parts in per_device.values():
-            values = torch.cat(parts).tolist()  # the one transfer of this device
-            for k, value in zip(order, values, strict=True):
-                out[k] = value
-        return out
-
-
-def _norm(grads: Any) -> torch.Tensor | None:
-    """The 2-norm of the defined tensors of ``grads`` as one 0-dim tensor on their device
-    (a gradient's own dtype; half types in float32), None when none is defined."""
-    norms = [_one_norm(g) for g in grads if g is not None]
-    if not norms:
-        return None
-    if len(norms) == 1:
-        return norms[0]
-    return torch.linalg.vector_norm(torch.stack([n.to(torch.float32) for n in norms]))
-
-
-def _one_norm(g: torch.Tensor) -> torch.Tensor:
-    g = _dense(g)
-    if g.dtype in (torch.float16, torch.bfloat16):
-        return torch.linalg.vector_norm(g, dtype=torch.float32)
-    return torch.linalg.vector_norm(g)
-
-
-def _dense(g: torch.Tensor) -> torch.Tensor:
-    return g.coalesce().values() if g.layout == torch.sparse_coo else g
-
-
-def _counts(grads: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """NaN and inf counts over the defined tensors of ``grads`` (0-dim int64)."""
-    defined = [_dense(g) for g in grads if g is not None]
-    if not defined:
-        return None
-    nan = torch.isnan(defined[0]).sum()
-    inf = torch.isinf(defined[0]).sum()
-    for g in defined[1:]:
-        nan = nan + torch.isnan(g).sum()
-        inf = inf + torch.isinf(g).sum()
-    return nan, inf
-
-
-class _NodeSlots:
-    """Where one executed node's numbers are in the step's scalars (None: no gradient)."""
-
-    __slots__ = ("grad_in", "grad_out", "inf", "info", "nan", "zero", "zero_of")
-
-    def __init__(self, info: NodeInfo) -> None:
+    def __init__(
+        self, info: NodeInfo, ins: list[int], outs: list[int], zero: int | None, zero_of: int
+    ) -> None:
         self.info = info
-        self.grad_in: int | None = None
-        self.grad_out: int | None = None
-        self.zero: int | None = None
-        self.zero_of = 0
-        self.nan: int | None = None
-        self.inf: int | None = None
+        self.ins = ins
+        self.outs = outs
+        self.zero = zero
+        self.zero_of = zero_of
 
 
 class _Step:
@@ -152,19 +94,19 @@ class _Step:
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.scalars = _Scalars()
+        self.values = StepValues()
         self.stack: list[tuple[int, str, int]] = []  # (id(module), path, start)
         self.spans: list[tuple[int, int, str]] = []  # (start, end, path)
         self.model_span: tuple[int, int] | None = None
         self.hooked: dict[Any, NodeInfo] = {}
         self.ordinals: dict[tuple[str, str], int] = {}
         self.leaves = 0
-        self.executed: list[_NodeSlots] = []
+        self.executed: list[_Executed] = []
         self.loss: int | None = None
         self.loss_seen = False
         self.started = False
         self.backward_done = False
-        self.params: dict[int, tuple[str, int, int, int, int]] = {}  # id(p) -> name, slots
+        self.params: dict[int, tuple[str, int, int]] = {}  # id(p) -> name, grad and weight norm slots
         self.olds: dict[int, torch.Tensor] = {}
         self.ratios: dict[int, int] = {}
         self.stepped = False
@@ -204,6 +146,7 @@ class Watch:
         self._backward: Any = None  # torch.autograd.backward while it is wrapped
         self._trace_next: str | None = "first logged step" if full_trace is not None else None
         self.last_nodes: int | None = None
+        self._infos: dict[tuple[str, str, str], NodeInfo] = {}
 
     # ---- the context -----------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -238,6 +181,64 @@ class Watch:
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
+
+    # ---- the plan ----------------------------------------------------------------------------
+    def plan(self, *args: Any, **kwargs: Any) -> str:
+        """Print (and return) what a logged step will record and what it costs: the numbers
+        and bytes written, the device work, the memory held. With example inputs
+        (``w.plan(x)``, as the model is called) the graph is counted from one forward of a
+        copy of the model (the random state restored: training is untouched); without, from
+        the last logged step once there is one."""
+        graph = _graph_size(self.model, args, kwargs) if args or kwargs else None
+        if graph is None and self.last_nodes is not None:
+            graph = {
+                "nodes": self.last_nodes,
+                "relu": 0,
+                "grad_in": 0,
+                "grad_out": 0,
+                "from": "the last logged step",
+            }
+        n_params = len(self._params)
+        p_elems = sum(p.numel() for _n, p in self._params)
+        p_bytes = sum(p.numel() * p.element_size() for _n, p in self._params)
+        lines = [
+            f"gradtrace.watch plan: one step in {self.every} logged (steps 0, {self.every}, {2 * self.every}, ...)"
+        ]
+        if graph is None:
+            lines.append(
+                "  graph: not known yet (pass example inputs, w.plan(x), or ask after the first logged step)"
+            )
+            nodes = 0
+        else:
+            nodes = int(graph["nodes"])
+            lines.append(f"  graph (from {graph['from']}): {nodes} grad_fn nodes, {graph['relu']} ReLU-like")
+        numbers = 6 * nodes + 6 * n_params + 1
+        lines.append(
+            f"  recorded per logged step: 6 numbers per node, 6 per parameter ({n_params}), the loss: "
+            f"{numbers:,} numbers, {4 * numbers + 24:,} bytes on disk (4 bytes each, one row)"
+        )
+        device = 4 * p_elems  # the gradients' and weights' norms, Δw and its norm
+        if graph is not None and graph.get("grad_out"):
+            device += int(graph["grad_out"])  # (an outgoing gradient is the next node's incoming one)
+            lines.append(
+                f"  device work per logged step: norms over {device:,} elements "
+                f"({device / max(1, p_elems):.1f}x the parameters; small gradients normed together, "
+                f"stacked by shape), and the zero counts of {graph['relu']} ReLU-like nodes"
+            )
+        else:
+            lines.append(f"  device work per logged step: norms over at least {device:,} elements")
+        lines.append(
+            f"  memory: a copy of the {p_elems:,} parameters ({p_bytes / 1e6:.1f} MB) across the optimizer's "
+            f"step (the update ratio); nothing kept between steps"
+        )
+        lines.append(
+            f"  host reads: one transfer per logged step; Python: about {HOOK_SECONDS * 1e6:.0f} us per node "
+            f"(~{HOOK_SECONDS * nodes * 1e3:.1f} ms per logged step, {HOOK_SECONDS * nodes * 1e3 / self.every:.2f} ms "
+            "per step on average, measured on a CPU)"
+        )
+        text = "\n".join(lines)
+        print(text)  # noqa: T201 (plan() is for reading)
+        return text
 
     # ---- steps -------------------------------------------------------------------------------
     def _on_forward_pre(self, module: nn.Module, args: Any, kwargs: Any) -> None:
@@ -305,7 +306,7 @@ class Watch:
         roots = list(_tensors(tensors))
         if len(roots) == 1 and roots[0].numel() == 1:
             loss = roots[0].detach().reshape(())
-            step.loss = step.scalars.add(loss if loss.is_floating_point() else loss.double())
+            step.loss = step.values.scalar(loss if loss.is_floating_point() else loss.double())
         self._hook_new(step, [t.grad_fn for t in roots if t.grad_fn is not None])
 
     # ---- the graph ---------------------------------------------------------------------------
@@ -320,28 +321,36 @@ class Watch:
                 name = self._names.get(id(var)) if var is not None else None
                 if name is None:
                     step.leaves += 1
-                    info = NodeInfo(
-                        f"{LEAF}/{_ACCUMULATE}#{step.leaves - 1}", LEAF, _ACCUMULATE, str(step.leaves - 1)
-                    )
+                    info = self._info(LEAF, _ACCUMULATE, str(step.leaves - 1))
                 else:
                     module, _, attr = name.rpartition(".")
-                    info = NodeInfo(
-                        f"{module or MODEL}/{_ACCUMULATE}#{attr}", module or MODEL, _ACCUMULATE, attr, name
-                    )
+                    info = self._info(module or MODEL, _ACCUMULATE, attr, name)
                 self._hook(step, node, info)
             else:
                 ops.append((nr, node))
-        ops.sort(key=lambda x: x[0])
+        ops.sort(key=_first)
         owner = _owners(step)
+        ordinals = step.ordinals
         for nr, node in ops:
             module, op = owner(nr), op_name(node)
-            k = step.ordinals.get((module, op), 0)
-            step.ordinals[(module, op)] = k + 1
-            self._hook(step, node, NodeInfo(f"{module}/{op}#{k}", module, op, str(k)))
+            k = ordinals.get((module, op), 0)
+            ordinals[(module, op)] = k + 1
+            self._hook(step, node, self._info(module, op, str(k)))
+
+    def _info(self, module: str, op: str, ordinal: str, param: str | None = None) -> NodeInfo:
+        """The node's record, made once per key for the whole run."""
+        info = self._infos.get((module, op, ordinal))
+        if info is None:
+            info = self._infos[(module, op, ordinal)] = NodeInfo(
+                f"{module}/{op}#{ordinal}", module, op, ordinal, param
+            )
+        return info
 
     def _hook(self, step: _Step, node: Any, info: NodeInfo) -> None:
         step.hooked[node] = info
-        node.register_hook(functools.partial(self._on_node, step, info))
+        handle = node.register_hook(functools.partial(self._on_node, step, info))
+        if info.op == _ACCUMULATE:  # (a parameter's accumulator outlives the step: unhooked at its end)
+            step.handles.append(handle)
 
     def _on_node(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
         if step is not self._pending:
@@ -352,20 +361,16 @@ class Watch:
             torch.autograd.Variable._execution_engine.queue_callback(
                 functools.partial(self._queue_last, step)
             )
-        slots = _NodeSlots(info)
-        add = step.scalars.add
-        grad_in = _norm(grad_outputs)
-        passed = grad_outputs if info.op == _ACCUMULATE else grad_inputs
-        grad_out = grad_in if info.op == _ACCUMULATE else _norm(grad_inputs)
-        slots.grad_in = None if grad_in is None else add(grad_in)
-        slots.grad_out = None if grad_out is None else add(grad_out)
-        counts = _counts(passed)
-        if counts is not None:
-            slots.nan, slots.inf = add(counts[0]), add(counts[1])
+        norm = step.values.norm
+        ins = [norm(g) for g in grad_outputs if g is not None]
+        if info.op == _ACCUMULATE:
+            outs = ins
+        else:
+            outs = [norm(g) for g in grad_inputs if g is not None]
+        zero, zero_of = None, 0
         if info.op in RELU_LIKE and grad_inputs and grad_inputs[0] is not None:
-            g = grad_inputs[0]
-            slots.zero, slots.zero_of = add((g == 0).sum()), g.numel()
-        step.executed.append(slots)
+            zero, zero_of = step.values.zeros(grad_inputs[0]), grad_inputs[0].numel()
+        step.executed.append(_Executed(info, ins, outs, zero, zero_of))
 
     def _queue_last(self, step: _Step) -> None:
         # (queued from the first callback: it runs after every callback queued during the
@@ -377,15 +382,11 @@ class Watch:
     def _after_backward(self, step: _Step) -> None:
         if step is not self._pending:
             return
-        add = step.scalars.add
-        for name, p in self._params:
-            g = p.grad
-            if g is None:
-                continue
-            counts = _counts((g,))
-            assert counts is not None
-            w = p.detach()
-            step.params[id(p)] = (name, add(_one_norm(g)), add(_one_norm(w)), add(counts[0]), add(counts[1]))
+        with_grad = [(name, p) for name, p in self._params if p.grad is not None]
+        grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad]))  # type: ignore[misc]
+        weights = step.values.scalars(exact_norms([p.detach() for _n, p in with_grad]))
+        for (name, p), g, w in zip(with_grad, grads, weights, strict=True):
+            step.params[id(p)] = (name, g, w)
         step.backward_done = True
 
     # ---- the optimizer -----------------------------------------------------------------------
@@ -393,19 +394,22 @@ class Watch:
         step = self._pending
         if step is None or not step.backward_done:
             return
-        for p in _optimizer_params(optimizer):
-            if id(p) in step.params and id(p) not in step.ratios:
-                step.olds[id(p)] = p.detach().clone()
+        todo = [p for p in _optimizer_params(optimizer) if id(p) in step.params and id(p) not in step.ratios]
+        if todo:
+            step.olds = dict(
+                zip([id(p) for p in todo], torch._foreach_mul([p.detach() for p in todo], 1), strict=True)
+            )
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         step = self._pending
         if step is None or not step.backward_done:
             return
-        for p in _optimizer_params(optimizer):
-            old = step.olds.pop(id(p), None)
-            if old is not None:
-                delta = torch.linalg.vector_norm((p.detach() - old).to(torch.float32))
-                step.ratios[id(p)] = step.scalars.add(delta / torch.linalg.vector_norm(old.to(torch.float32)))
+        moved = [p for p in _optimizer_params(optimizer) if id(p) in step.olds]
+        if moved:
+            olds = [step.olds.pop(id(p)) for p in moved]
+            torch._foreach_sub_(olds, [p.detach() for p in moved])  # (old - new: the norm of Δw)
+            for p, slot in zip(moved, step.values.scalars(list(torch._foreach_norm(olds))), strict=True):
+                step.ratios[id(p)] = slot
         step.stepped = True
         if len(step.ratios) == len(step.params):
             self._finish_pending()
@@ -415,11 +419,9 @@ class Watch:
         step = self._pending
         if step is None:
             return
-        self._pending = None
-        if not step.backward_done:
-            self._drop(step)  # a forward without its backward: nothing to log
-            return
-        self._write(step)
+        self._drop(step)
+        if step.backward_done:  # (else a forward without its backward: nothing to log)
+            self._write(step)
 
     def _drop(self, step: _Step) -> None:
         for h in step.handles:
@@ -429,34 +431,42 @@ class Watch:
             self._pending = None
 
     def _write(self, step: _Step) -> None:
-        v = step.scalars.read()
+        v = step.values.read()
 
-        def at(slot: int | None, default: float = 0.0) -> float:
-            return default if slot is None else v[slot]
+        def norm(slots: list[int]) -> float:
+            return math.sqrt(sum(v[k] * v[k] for k in slots))
+
+        def nans(slots: list[int]) -> int:
+            return sum(1 for k in slots if math.isnan(v[k]))
+
+        def infs(slots: list[int]) -> int:
+            return sum(1 for k in slots if math.isinf(v[k]))
 
         nodes = step.executed
-        zero = [None if s.zero is None else (v[s.zero] / s.zero_of if s.zero_of else 0.0) for s in nodes]
+        zero = [None if e.zero is None else (v[e.zero] / e.zero_of if e.zero_of else 0.0) for e in nodes]
         params = list(step.params.items())
-        ratios = [None if pid not in step.ratios else v[step.ratios[pid]] for pid, _ in params]
+        ratios: list[float | None] = []
+        for pid, (_name, _g, w) in params:
+            r = step.ratios.get(pid)
+            ratios.append(None if r is None else (v[r] / v[w] if v[w] else math.inf if v[r] else 0.0))
         record = StepRecord(
             step=step.index,
             loss=None if step.loss is None else v[step.loss],
             stepped=step.stepped,
-            nodes=[s.info for s in nodes],
-            grad_in=[at(s.grad_in) for s in nodes],
-            grad_out=[at(s.grad_out) for s in nodes],
+            nodes=[e.info for e in nodes],
+            grad_in=[norm(e.ins) for e in nodes],
+            grad_out=[norm(e.outs) for e in nodes],
             zero_frac=zero,
-            nan=[int(at(s.nan)) for s in nodes],
-            inf=[int(at(s.inf)) for s in nodes],
-            params=[name for _pid, (name, *_rest) in params],
-            param_grad=[v[g] for _pid, (_n, g, _w, _a, _b) in params],
-            param_norm=[v[w] for _pid, (_n, _g, w, _a, _b) in params],
+            nan=[nans(e.outs) for e in nodes],
+            inf=[infs(e.outs) for e in nodes],
+            params=[name for _pid, (name, _g, _w) in params],
+            param_grad=[v[g] for _pid, (_n, g, _w) in params],
+            param_norm=[v[w] for _pid, (_n, _g, w) in params],
             update_ratio=ratios,
-            param_nan=[int(v[a]) for _pid, (_n, _g, _w, a, _b) in params],
-            param_inf=[int(v[b]) for _pid, (_n, _g, _w, _a, b) in params],
+            param_nan=[int(math.isnan(v[g])) for _pid, (_n, g, _w) in params],
+            param_inf=[int(math.isinf(v[g])) for _pid, (_n, g, _w) in params],
         )
         self.last_nodes = len(nodes)
-        weights = self._weights(record)
         flags = self.flags.check(
             record.step,
             record.loss,
@@ -471,7 +481,7 @@ class Watch:
                     strict=True,
                 )
             ),
-            weights,
+            self._weights(record),
             list(
                 zip(record.params, record.param_grad, ratios, record.param_nan, record.param_inf, strict=True)
             ),
@@ -488,6 +498,9 @@ class Watch:
             for info, norm in zip(record.nodes, record.grad_in, strict=True)
             if info.param is not None and ndim.get(info.param, 0) >= 2
         ]
+
+
+_first = itemgetter(0)
 
 
 def _owners(step: _Step) -> Callable[[int], str]:
@@ -586,3 +599,34 @@ def full_trace(model: nn.Module, inputs: tuple[tuple[Any, ...], dict[str, Any]])
             stacklevel=2,
         )
         return None
+
+
+def _graph_size(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The graph one forward of a copy of ``model`` makes: nodes, ReLU-like nodes, and the
+    elements of the gradients flowing into (``grad_in``) and out of (``grad_out``) them."""
+    with torch.random.fork_rng(devices=[]):
+        twin = copy.deepcopy(model)
+        output = twin(*args, **kwargs)
+    found = walk_new([t.grad_fn for t in _tensors(output) if t.grad_fn is not None], set())
+    grad_in = grad_out = relu = 0
+    for node, nexts in found.items():
+        if op_name(node) in RELU_LIKE:
+            relu += 1
+        grad_in += sum(_numel(m.shape) for m in node._input_metadata)  # (private, stable: shapes)
+        for fn, nr in nexts:
+            if fn is not None and nr < len(fn._input_metadata):
+                grad_out += _numel(fn._input_metadata[nr].shape)
+    return {
+        "nodes": len(found),
+        "relu": relu,
+        "grad_in": grad_in,
+        "grad_out": grad_out,
+        "from": "the example inputs",
+    }
+
+
+def _numel(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n

@@ -27,12 +27,17 @@ Schema (version 1)::
 
 The blobs are little-endian arrays, one element per node (per parameter), 4 bytes each:
 ``node_ids``/``param_ids`` uint32 ids (nodes in the engine's order of that step: the order
-of the backward itself; parameters that had a gradient), ``nan``/``inf``/``param_*`` counts
-int32, every other one float32: ``grad_in`` the norm of the gradients flowing into the node
-(w.r.t. its forward outputs), ``grad_out`` of those it passes on (an AccumulateGrad node: the
-gradient it accumulates), ``zero_frac`` the fraction of zeros a ReLU-like node passes back
-(NaN for other nodes), ``update_ratio`` ‖Δw‖/‖w‖ (NaN: no optimizer step). A logged step
-costs 4 bytes per quantity.
+of the backward itself; parameters that had a gradient), ``nan``/``inf``/``param_nan``/
+``param_inf`` int32, every other one float32: ``grad_in`` the norm of the gradients flowing
+into the node (w.r.t. its forward outputs; an undefined one counts as zero), ``grad_out`` of
+those it passes on (an AccumulateGrad node: the gradient it accumulates), ``zero_frac`` the
+fraction of zeros a ReLU-like node passes back (NaN for other nodes), ``param_grad`` the
+norm of ``p.grad`` (as ``p.grad.norm()``), ``param_norm`` of the weight before the
+optimizer's step, ``update_ratio`` ‖Δw‖/‖w‖ (NaN: no optimizer step). ``nan``/``inf``: how
+many of the node's outgoing gradients hold a NaN / an inf, read from their norms (a NaN
+norm: a NaN; an infinite one: an inf, or values whose norm overflows); ``param_nan``/
+``param_inf`` the same of ``p.grad`` (0 or 1). Element counts are in the full trace the
+``nonfinite`` flag arms. A logged step costs 4 bytes per quantity.
 """
 
 from __future__ import annotations
