@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -291,3 +293,27 @@ def test_a_hook_registered_before_the_block_is_recorded() -> None:
         assert all(e.pass_index == p.index for e in doc.events[p.first_seq : p.last_seq + 1]), p.label
     # the program's hook objects are back as they were
     assert all(not hasattr(h, "__wrapped__") for h in model._forward_pre_hooks.values())
+
+
+def test_the_readme_record_examples_work_as_written(tmp_path: Any, monkeypatch: Any) -> None:
+    """README's 'Record your own code' blocks, verbatim, in a fresh namespace each."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("\n## Record your own code (Python)\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    namespaces = []
+    with contextlib.redirect_stdout(printed):
+        for block in blocks:
+            namespace: dict[str, Any] = {}
+            exec(compile(block, "<README>", "exec"), namespace)
+            namespaces.append(namespace)
+    assert (tmp_path / "autograd.html").stat().st_size > 0
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == "['forward #1', 'backward #1 of loss']"
+    assert lines[1] == "['forward #1', 'backward #1 of loss', 'optimizer.step #1', 'zero_grad', 'forward #2']"
+    assert lines[2] == "['model.0.bias', 'model.0.weight', 'model.2.bias', 'model.2.weight']"
+    trained = namespaces[1]
+    for name, param in trained["model"].named_parameters():
+        assert torch.equal(torch.from_numpy(trained["rec"].trace.grads[f"model.{name}"]), param.grad)
