@@ -284,22 +284,34 @@ class Trace:
         animated: bool = False,
         phase: str = "both",
         theme: str | None = "light",
-        values: bool = True,
+        values: bool | str = True,
         depth: int | None = None,
         direction: str = "down",
     ) -> Path:
         """Save as ``.json`` here; ``.html``/``.svg``/``.png`` are drawn by gradtrace.render.
 
-        Drawing options (not for ``.json``): ``animated`` (SVG: CSS keyframes replay the
-        passes), ``phase`` ("forward", "backward", "both"), ``theme`` ("light", "dark"; for
-        ``.html`` None follows the reader's colour scheme), ``values`` (value and gradient
-        chips); for ``.svg``/``.png``: ``depth`` (every module that deep drawn as one box;
-        None: the viewer's folding) and ``direction`` ("down", "right"). See
-        ``render.diagram_svg``.
+        ``values``: a ``.json`` or ``.html`` file keeps up to ``render.FILE_VALUE_BUDGET``
+        tensor numbers (final gradients and values first; the rest as statistics, marked
+        ``truncated`` and told in a ``file_values_summarised`` diagnostic), ``"all"`` every
+        one; ``trace.grads`` in memory stays exact either way. For pictures, ``values`` is the
+        value and gradient chips (True, False). Drawing options (not for ``.json``):
+        ``animated`` (SVG: CSS keyframes replay the passes), ``phase`` ("forward",
+        "backward", "both"), ``theme`` ("light", "dark"; for ``.html`` None follows the
+        reader's colour scheme); for ``.svg``/``.png``: ``depth`` (every module that deep
+        drawn as one box; None: the viewer's folding, which opens a big model at the depth
+        that fits) and ``direction`` ("down", "right"). See ``render.diagram_svg``.
         """
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".json":
+            from gradtrace.render.source import file_summary
+
+            if values not in (True, False, "all"):
+                raise ValueError(f'values must be True, False or "all" (got {values!r})')
+            small = None if values == "all" else file_summary(self)
+            if small is not None:
+                path.write_bytes(small)
+                return path
             with path.open("wb") as out:  # (UTF-8 as encoded, block by block: see write_doc)
                 write_doc(self._doc, out)
             return path

@@ -114,10 +114,28 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     // don't shake the picture.
     const mx = Math.max(24, w * 0.15);
     const my = Math.max(24, h * 0.15);
-    if (left >= mx && top >= my && right <= w - mx && bottom <= h - my) return;
+    if (left >= mx && top >= my && right <= w - mx && bottom <= h - my && !underMinimap(box)) return;
     tx = clampAxis(w / 2 - (box.x + box.width / 2) * k, w, content.width * k);
     ty = clampAxis(h / 2 - (box.y + box.height / 2) * k, h, content.height * k);
     apply();
+    dodgeMinimap(box);
+  }
+
+  /** Whether the minimap, where it stands now, covers the box (in graph coordinates). */
+  function underMinimap(box) {
+    if (!minimapSvg || minimapSvg.classList.contains("is-whole")) return false;
+    const m = minimapSvg.getBoundingClientRect();
+    if (!m.width) return false; // hidden (a narrow screen)
+    const s = svg.getBoundingClientRect();
+    const left = box.x * k + tx + s.left;
+    const top = box.y * k + ty + s.top;
+    return left < m.right && left + box.width * k > m.left && top < m.bottom && top + box.height * k > m.top;
+  }
+
+  /** The active node at the graph's edge can sit where the minimap stands: it moves to the other corner. */
+  function dodgeMinimap(box) {
+    if (!minimapSvg) return;
+    if (underMinimap(box)) minimapSvg.classList.toggle("is-dodging");
   }
 
   /** Never scroll past the graph's edges: no empty half-screen above the first node. */

@@ -136,16 +136,54 @@ export function collapseKeys(collapsed, folds) {
   };
 }
 
+/** Rows the drawing of `keyOf`'s graph takes: its longest chain of drawn things (a collapsed
+ * box is one), which sets a top-to-bottom picture's height (~80 px a row with its chips). */
+function drawnRows(trace, keyOf) {
+  const rep = new Map(trace.graph.nodes.map((n) => [n.id, keyOf(n.module) ? `m:${keyOf(n.module)}` : n.id]));
+  const next = new Map([...new Set(rep.values())].map((r) => [r, new Set()]));
+  const into = new Map([...next.keys()].map((r) => [r, 0]));
+  for (const e of trace.graph.edges) {
+    const a = rep.get(e.source);
+    const b = rep.get(e.target);
+    if (!a || !b || a === b || next.get(a).has(b)) continue;
+    next.get(a).add(b);
+    into.set(b, into.get(b) + 1);
+  }
+  const row = new Map([...next.keys()].map((r) => [r, 1]));
+  const ready = [...into].filter(([, n]) => n === 0).map(([r]) => r);
+  while (ready.length) {
+    const a = ready.pop();
+    for (const b of next.get(a)) {
+      row.set(b, Math.max(row.get(b), row.get(a) + 1));
+      into.set(b, into.get(b) - 1);
+      if (into.get(b) === 0) ready.push(b);
+    }
+  }
+  return Math.max(0, ...row.values());
+}
+
+/** A graph this small opens whole however tall it is (every gallery example does). */
+const SMALL_GRAPH = 120;
+/** Rows a bigger graph's default drawing may take: ~1,600 px, a picture that fits a docs page. */
+export const ROW_BUDGET = 20;
+
 /**
- * The default for big graphs (past `budget` nodes): fold repeated blocks, then collapse modules
- * at the deepest depth that brings the drawing under the budget. Small graphs: nothing.
+ * The default for big graphs (past `budget` nodes, or past SMALL_GRAPH nodes and `rows` rows):
+ * fold repeated blocks, then collapse modules at the deepest depth that brings the drawing
+ * under both budgets (GPT-2's blocks, each one box with the gradient's norm between them).
+ * Small graphs: nothing.
  */
-export function defaultCollapsed(trace, budget = 400) {
+export function defaultCollapsed(trace, budget = 400, rows = ROW_BUDGET) {
   const nodes = trace.graph.nodes;
-  if (nodes.length <= budget) return new Set();
+  const none = collapseKeys(new Set(), []);
+  if (nodes.length <= budget && (nodes.length <= SMALL_GRAPH || drawnRows(trace, none) <= rows)) return new Set();
   const folds = repeatedBlocks(trace);
   const collapsed = new Set(folds.map((f) => f.id));
-  if (drawnCount(trace, collapseKeys(collapsed, folds)) <= budget) return collapsed;
+  const over = (set) => {
+    const keys = collapseKeys(set, folds);
+    return Math.max(drawnCount(trace, keys) / budget, drawnRows(trace, keys) / rows);
+  };
+  if (over(collapsed) <= 1) return collapsed;
   const depthOf = (p) => ancestry(p).length;
   const maxDepth = Math.max(0, ...nodes.map((n) => depthOf(n.module)));
   const atDepth = (d) => {
@@ -154,14 +192,14 @@ export function defaultCollapsed(trace, budget = 400) {
     return out;
   };
   // One box holding (nearly) everything teaches nothing: a depth that leaves a single box
-  // only counts when nothing else is possible; past the budget, the smallest drawing wins.
+  // only counts when nothing else is possible; past the budgets, the smallest drawing wins.
   let best = null;
   for (let d = maxDepth; d >= 1; d--) {
     const set = atDepth(d);
-    const count = drawnCount(trace, collapseKeys(set, folds));
+    const size = over(set);
     const boxes = set.size;
-    if (boxes > 1 && count <= budget) return set;
-    if (boxes > 1 && (!best || count < best.count)) best = { set, count };
+    if (boxes > 1 && size <= 1) return set;
+    if (boxes > 1 && (!best || size < best.size)) best = { set, size };
   }
   return best ? best.set : atDepth(1);
 }

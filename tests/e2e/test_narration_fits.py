@@ -50,6 +50,7 @@ def test_every_sentence_of_every_example_is_whole_at_1280x720(
     page.set_viewport_size({"width": 1280, "height": 720})
     folded = 0
     for ex in examples:
+        page.goto("about:blank")  # a fresh page: is-ready is this example's, not the last one's
         open_example(page, live_server, ex["id"])
         out = page.evaluate(EVERY_STEP)
         assert out["n"] > 1 and out["step"] == out["n"] - 1

@@ -47,8 +47,8 @@ test("blocks with data leaving and re-entering between them are not folded", () 
 
 test("the default collapse folds before collapsing, and never collapses the root alone", () => {
   const trace = sequentialTrace(60);
-  assert.deepEqual([...defaultCollapsed(trace, 100)], ["net.2~117"]);
-  assert.equal(defaultCollapsed(trace, 1000).size, 0);
+  assert.deepEqual([...defaultCollapsed(trace, 100, Infinity)], ["net.2~117"]);
+  assert.equal(defaultCollapsed(trace, 1000, Infinity).size, 0);
   const flat = sequentialTrace(60, { sandwich: true });
   const set = defaultCollapsed(flat, 200);
   assert.ok(set.size > 1 && !set.has("net"), [...set].join(","));
@@ -65,4 +65,15 @@ test("text metrics: graph.css uses the measured fonts at the sizes metrics.js as
   // Chromium's measureText of "MmBackward0 (1, 3)" in DejaVu Sans at 100 px: 1036.6 px.
   assert.ok(Math.abs(textWidth("MmBackward0 (1, 3)", { face: "sans", size: 100 }) - 1036.6) < 3);
   assert.equal(chipWidth("1.000"), Math.ceil(5 * 0.6 * FONTS.chip.size) + 12);
+});
+
+test("a tall graph past the small ones opens at the depth whose drawing has few enough rows", () => {
+  // 80 modules under net (Linear, Tanh, …), each 2 ops and an op between them: 242 nodes in one chain
+  const trace = sequentialTrace(40, { sandwich: true });
+  assert.ok(trace.graph.nodes.length > 120 && trace.graph.nodes.length < 400);
+  const set = defaultCollapsed(trace);
+  assert.ok(set.size > 1, "collapsed");
+  assert.equal(defaultCollapsed(trace, 400, Infinity).size, 0); // under the node budget, no row budget: whole
+  // small graphs stay whole however tall
+  assert.equal(defaultCollapsed(sequentialTrace(15, { sandwich: true })).size, 0); // 92 nodes
 });

@@ -11,9 +11,11 @@ from gradtrace.render.node_tool import RenderError, RenderUnavailable
 from gradtrace.render.page import notebook_html, standalone_html
 from gradtrace.render.png import svg_to_png
 from gradtrace.render.save import SUFFIXES, render_bytes, save
+from gradtrace.render.source import FILE_VALUE_BUDGET
 
 __all__ = [
     "DIRECTIONS",
+    "FILE_VALUE_BUDGET",
     "PHASES",
     "SUFFIXES",
     "THEMES",

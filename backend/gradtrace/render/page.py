@@ -26,7 +26,7 @@ from typing import Any
 from gradtrace.render.bundle import bundle
 from gradtrace.render.diagram import THEMES
 from gradtrace.render.node_tool import RenderError, frontend_dir, run_render
-from gradtrace.render.source import keep_values, trace_json, trace_title
+from gradtrace.render.source import file_doc, keep_values, trace_json, trace_title
 
 NOTEBOOK_HEIGHT_PX = 620
 # Tensor numbers a notebook cell carries (64 KiB of float32; every tensor keeps its statistics):
@@ -102,11 +102,15 @@ _UNPACK_PLAYER = (
 )
 
 
-def standalone_html(trace: Any, theme: str | None = None, *, packed: bool = True) -> str:
+def standalone_html(
+    trace: Any, theme: str | None = None, *, packed: bool = True, values: bool | str = True
+) -> str:
     """A self-contained HTML page: the player, the trace and its layout.
 
     ``theme`` None follows the reader's colour scheme. ``packed``: the player's code and the
     trace travel gzipped (False: as plain text, for a caller that compresses the whole page).
+    ``values``: the trace's numbers as a saved file keeps them (``source.file_doc``: a budget,
+    final values first; ``"all"``: every one).
     """
     if theme is not None and theme not in THEMES:
         raise ValueError(f"theme must be one of {', '.join(THEMES)} (got {theme!r})")
@@ -119,7 +123,7 @@ def standalone_html(trace: Any, theme: str | None = None, *, packed: bool = True
             r"<html([^>]*)>", lambda m: f'<html{m.group(1)} class="gt-theme-{theme}">', head, count=1
         )
     # The trace's JSON goes in as it is; "<" as \u003c keeps "</script>" in a string harmless.
-    data = trace_json(trace).replace(b"<", b"\\u003c").decode("utf-8")
+    data = file_doc(trace, values).replace(b"<", b"\\u003c").decode("utf-8")
     layout = export_layout(trace)
     settings = json.dumps({"layout": layout, "mode": "embed", "theme": theme})[1:-1].replace("<", "\\u003c")
     payload = f'{{"trace":{data},{settings}}}'

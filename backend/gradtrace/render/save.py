@@ -8,7 +8,7 @@ from typing import Any
 from gradtrace.render.diagram import diagram_svg
 from gradtrace.render.page import standalone_html
 from gradtrace.render.png import svg_to_png
-from gradtrace.render.source import trace_json
+from gradtrace.render.source import file_doc
 
 SUFFIXES = (".svg", ".html", ".png", ".json")
 
@@ -19,19 +19,24 @@ def render_bytes(
     animated: bool = False,
     phase: str = "both",
     theme: str | None = "light",
-    values: bool = True,
+    values: bool | str = True,
     depth: int | None = None,
     direction: str = "down",
 ) -> bytes:
     """The file content for ``suffix``; raises ValueError for an unknown suffix or option.
     ``depth`` and ``direction`` (see ``diagram_svg``) are for the still pictures (.svg, .png);
-    the HTML player folds and expands in the reader's hands."""
+    the HTML player folds and expands in the reader's hands. ``values``: the pictures' value
+    chips (True, False); the files (.json, .html) keep a budget of tensor numbers unless it
+    is ``"all"`` (``source.file_doc``)."""
     suffix = suffix.lower()
     if suffix == ".json":
-        return trace_json(trace)
+        return file_doc(trace, values)
     if suffix == ".html":
         # theme None: the page follows the reader's colour scheme.
-        return standalone_html(trace, theme=theme).encode("utf-8")
+        return standalone_html(trace, theme=theme, values=values).encode("utf-8")
+    if values not in (True, False, "all"):
+        raise ValueError(f'values must be True, False or "all" (got {values!r})')
+    values = values is not False
     theme = theme or "light"
     if suffix == ".svg":
         svg = diagram_svg(
@@ -62,7 +67,7 @@ def save(
     animated: bool = False,
     phase: str = "both",
     theme: str | None = "light",
-    values: bool = True,
+    values: bool | str = True,
     depth: int | None = None,
     direction: str = "down",
 ) -> Path:

@@ -93,7 +93,7 @@ def _numel(shape: list[int]) -> int:
     return n
 
 
-def keep_values(doc: dict[str, Any], budget: int) -> dict[str, Any]:
+def keep_values(doc: dict[str, Any], budget: int, *, finals_first: bool = False) -> dict[str, Any]:
     """The trace with at most ``budget`` tensor numbers, the rest reduced to statistics.
 
     A tensor value is a dict with ``shape``, ``stats`` and ``values`` (JSON list) or ``data``
@@ -102,15 +102,19 @@ def keep_values(doc: dict[str, Any], budget: int) -> dict[str, Any]:
     chips) always; a block of ``tensor_data`` is charged once however many values show it,
     and only the blocks kept stay in ``tensor_data``. A reduced tensor is ``truncated`` as
     the engine marks it, and ``limits.values_truncated`` counts it. ``doc`` is not changed.
+    ``finals_first``: the final values (``grads``, then ``values``) are served first, and
+    those reduced are counted in ``limits.finals_truncated``, as the engine counts its own.
     """
     left = budget
     reduced = 0
+    finals_reduced = 0
+    in_finals = False
     blocks = doc.get("tensor_data") or []
     kept: set[int] = set()  # indices in doc's tensor_data of the blocks kept
     pointing: list[dict[str, Any]] = []  # the result's values with a kept block (doc's index, for now)
 
     def walk(node: Any) -> Any:
-        nonlocal left, reduced
+        nonlocal left, reduced, finals_reduced
         if isinstance(node, list):
             return [walk(item) for item in node]
         if not isinstance(node, dict):
@@ -130,20 +134,83 @@ def keep_values(doc: dict[str, Any], budget: int) -> dict[str, Any]:
             elif n <= left:
                 left -= n
                 return node
-            reduced += 1
+            if in_finals:
+                finals_reduced += 1
+            else:
+                reduced += 1
             return {**node, "values": None, "data": None, "truncated": True}
         return {key: walk(value) for key, value in node.items() if key != "tensor_data"}
 
-    out = walk(doc)
+    first = [key for key in FINALS if key in doc] if finals_first else []
+    walked: dict[str, Any] = {}
+    for key in [*first, *(k for k in doc if k not in first and k != "tensor_data")]:
+        in_finals = key in first
+        walked[key] = walk(doc[key])
+    out = {key: walked[key] for key in doc if key in walked}
     if "tensor_data" in doc:  # the blocks kept, in their order (nothing cut: the same document)
         order = sorted(kept)
         renumbered = {index: new for new, index in enumerate(order)}
         for value in pointing:
             value["data"] = renumbered[value["data"]]
         out["tensor_data"] = [blocks[index] for index in order]
-    if reduced and isinstance(out.get("limits"), dict):
+    if (reduced or finals_reduced) and isinstance(out.get("limits"), dict):
+        limits = out["limits"]
         out["limits"] = {
-            **out["limits"],
-            "values_truncated": out["limits"].get("values_truncated", 0) + reduced,
+            **limits,
+            "values_truncated": limits.get("values_truncated", 0) + reduced,
+            "finals_truncated": limits.get("finals_truncated", 0) + finals_reduced,
         }
     return out
+
+
+FINALS = ("grads", "values")  # the final gradients and the named tensors' forward values
+# The numbers a saved file (.json, .html) keeps by default: 1 MiB of float32. A small model's
+# trace holds fewer and is written whole; a real model's (GPT-2 with 3.4 M parameters: 21 MB
+# of numbers) keeps its final values first, the rest as statistics — ``values="all"`` keeps all.
+FILE_VALUE_BUDGET = 262_144
+SUMMARISED = "file_values_summarised"
+
+
+def file_doc(trace: Any, values: bool | str = True) -> bytes:
+    """The trace as a saved file holds it: every number with ``values="all"``; by default at
+    most FILE_VALUE_BUDGET of them (``file_summary``). A trace within the budget is written
+    exactly as ``trace_json`` writes it."""
+    if values == "all":
+        return trace_json(trace)
+    if values not in (True, False):
+        raise ValueError(f'values must be True, False or "all" (got {values!r})')
+    return file_summary(trace) or trace_json(trace)
+
+
+def file_summary(trace: Any) -> bytes | None:
+    """The trace with at most FILE_VALUE_BUDGET numbers (``keep_values``, final values
+    first), what was reduced marked as the engine marks its own budget (``truncated`` values,
+    the ``limits`` counts) and told in a ``file_values_summarised`` diagnostic; None when
+    every number fits."""
+    if hasattr(trace, "to_json_bytes"):  # the structure, and the engine's blocks by reference
+        doc = json.loads(trace.to_json_bytes(numbers=False))
+        doc["tensor_data"] = list(trace.doc.tensor_data)
+    else:
+        doc = json.loads(trace_json(trace))
+    small = keep_values(doc, FILE_VALUE_BUDGET, finals_first=True)
+    limits, before = small.get("limits") or {}, doc.get("limits") or {}
+    cut = {k: limits.get(k, 0) - before.get(k, 0) for k in ("values_truncated", "finals_truncated")}
+    if not any(cut.values()):
+        return None
+    analyses = small.setdefault("analyses", {})
+    analyses["diagnostics"] = [
+        *(analyses.get("diagnostics") or []),
+        {
+            "code": SUMMARISED,
+            "severity": "info",
+            "message": (
+                f"This file keeps {FILE_VALUE_BUDGET:,} tensor numbers: {cut['finals_truncated']:,} final "
+                f"gradients or values and {cut['values_truncated']:,} snapshots are kept as statistics "
+                '(shape, min, max, mean, norm). Save with values="all" for every number.'
+            ),
+            "node": None,
+            "module": None,
+            "tensor": None,
+        },
+    ]
+    return json.dumps(small, allow_nan=False, separators=(",", ":")).encode("utf-8")
