@@ -10,11 +10,14 @@ model's hooks wrote a device's tensors through ``.data``: see TraceSession._sett
 for them), take the device tensors' path under the guard. Each trace must still complete and be,
 byte for byte (``Trace.to_json``), the trace made without the guard (by the default path). Where CUDA is present the
 same traces run on the GPU under ``torch.cuda.set_sync_debug_mode("error")`` for the passes too.
+A program inside ``gradtrace.record()`` is guarded as a whole block (it reads nothing to the host
+itself), but for the moments between its passes (``TraceSession._settle``).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -75,6 +78,21 @@ class PassGuard:
             if sync:
                 torch.cuda.set_sync_debug_mode("default")
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Host reads allowed inside this block (a pass has just ended; with record() the
+        program's block, guarded as a whole, is still running)."""
+        depth, self.depth = self.depth, 0
+        sync = self.device == "cuda" and depth > 0
+        if sync:
+            torch.cuda.set_sync_debug_mode("default")
+        try:
+            yield
+        finally:
+            self.depth = depth
+            if sync:
+                torch.cuda.set_sync_debug_mode("error")
+
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         guard = self
 
@@ -102,15 +120,24 @@ class PassGuard:
 
             return forward(session, inside, *args, **kwargs)
 
-        def guarded_backward(session: TraceSession, kind: str, of: str, step: Any, call: Callable) -> Any:
+        def guarded_backward(
+            session: TraceSession, kind: str, of: str, step: Any, call: Callable, **kwargs: Any
+        ) -> Any:
             def inside() -> Any:
                 with guard.during("backward"):
                     return call()
 
-            return backward_pass(session, kind, of, step, inside)
+            return backward_pass(session, kind, of, step, inside, **kwargs)
+
+        settle = TraceSession._settle
+
+        def settled(session: TraceSession) -> None:
+            with guard.paused():  # (a pass is over: its reads to the host happen here)
+                settle(session)
 
         monkeypatch.setattr(TraceSession, "forward", guarded_forward)
         monkeypatch.setattr(TraceSession, "backward_pass", guarded_backward)
+        monkeypatch.setattr(TraceSession, "_settle", settled)
         # large CPU tensors take a device tensor's path (by default they are read where they are
         # seen: for them that is no transfer): the path a GPU pass takes, run here on the CPU
         monkeypatch.setattr(Summarizer, "large_host_tensors_now", False)
@@ -184,6 +211,35 @@ def test_an_mlp(monkeypatch: pytest.MonkeyPatch, device: str) -> None:
         return gradtrace.trace(_mlp(8, device), x, _total)
 
     _same_trace_under_the_guard(make, monkeypatch, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_recorded_program_with_optimizer_steps(monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+    """``gradtrace.record()`` around a training loop: its block is guarded as a whole (the
+    program reads nothing to the host), but for the moments between passes (_settle)."""
+    guard: PassGuard | None = None
+
+    def make() -> gradtrace.Trace:
+        model = _mlp(40, device)  # (past BATCH_STATS: the large tensors' path too)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        x = torch.randn(30, 40, generator=torch.Generator().manual_seed(1)).to(device)
+        with gradtrace.record() as rec:
+            with guard.during("forward") if guard is not None else contextlib.nullcontext():
+                for _step in range(2):
+                    optimizer.zero_grad()
+                    loss = model(x).square().mean()
+                    loss.backward()
+                    optimizer.step()
+        assert {f"model.{n}" for n, _p in model.named_parameters()} <= set(rec.trace.grads)
+        return rec.trace
+
+    plain = make().to_json()
+    guard = PassGuard(device)
+    with monkeypatch.context() as patch:
+        guard.install(patch)
+        guarded = make()
+    assert guard.passes.count("backward") == 2, guard.passes
+    assert guarded.to_json() == plain
 
 
 @pytest.mark.parametrize("device", DEVICES)
