@@ -18,6 +18,8 @@ the same round set.
   and GPT-2 small models: issue 21's ≤ 4× bare and ≤ 2× the floor (bench_floor.py).
 - big models: peak memory of GPT-2 small (config-built), the chain and the encoder, bare and
   traced, each in a fresh process, against bare peak + trace bytes + 20% (bench_big_model.py).
+- watch: a training step bare and under ``gradtrace.watch`` at every=1 and every=10, on chain60,
+  encoder2 and GPT-2 small (bench_watch.py).
 - gallery: every example spec through ``gradtrace.trace_spec``.
 - service: a real ``gradtrace serve`` on loopback, 4 and 32 client threads, cached and uncached.
 
@@ -480,7 +482,7 @@ def main() -> None:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated sections to skip: service,viewer,gallery,first_svg,floor,big_model",
+        help="comma-separated sections to skip: service,viewer,gallery,first_svg,floor,big_model,watch",
     )
     parser.add_argument("--write", type=Path, help="write the report (Markdown) to this file")
     args = parser.parse_args()
@@ -539,6 +541,12 @@ def main() -> None:
         from bench_big_model import section
 
         report += section()
+
+    if "watch" not in skip:
+        print("watch …", file=sys.stderr, flush=True)
+        from bench_watch import section as watch_section
+
+        report += watch_section(rounds=max(2, repeats // 2))
 
     if "gallery" not in skip:
         print("gallery …", file=sys.stderr, flush=True)

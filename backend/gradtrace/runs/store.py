@@ -220,6 +220,7 @@ class Run:
 
     def __init__(self, run_dir: str | Path, rank: int = 0) -> None:
         path = database_path(run_dir, rank)
+        self._rank = rank
         if not path.is_file():
             raise FileNotFoundError(f"no run at {run_dir} (no {path.name}): gradtrace.watch writes one")
         self.path = path
@@ -227,6 +228,22 @@ class Run:
         self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
         if self.meta.get("format") != FORMAT:
             raise ValueError(f"{path}: not a {FORMAT} file (format {self.meta.get('format')!r})")
+
+    @property
+    def ranks(self) -> list[int]:
+        """The ranks of a distributed run that recorded here (``[0]`` for one process). Each
+        rank records its own file after the gradients' all-reduce: the parameters' numbers
+        are the same on every rank, and this Run (rank 0's) shows them; ``rank(r)`` reads
+        rank r's (its own nodes' local gradients)."""
+        found = [0] + sorted(
+            int(p.stem.removeprefix("run-rank"))
+            for p in self.path.parent.glob("run-rank*.sqlite")
+            if p.stem[8:].isdigit()
+        )
+        return found
+
+    def rank(self, r: int) -> Run:
+        return self if r == self._rank else Run(self.path.parent, r)
 
     def close(self) -> None:
         self._db.close()
@@ -345,6 +362,18 @@ class Run:
                     "nan": q["param_nan"], "inf": q["param_inf"], "loss": v["loss"],
                 })  # fmt: skip
         return pd.DataFrame(rows)
+
+    def to_tensorboard(self, logdir: str | Path) -> Path:
+        """TensorBoard event files of the run's scalars (see ``gradtrace.runs.export``)."""
+        from gradtrace.runs.export import to_tensorboard
+
+        return to_tensorboard(self, logdir)
+
+    def to_wandb(self) -> list[dict[str, Any]]:
+        """``wandb.log``-ready dicts, one per logged step (see ``gradtrace.runs.export``)."""
+        from gradtrace.runs.export import to_wandb
+
+        return to_wandb(self)
 
     # ---- helpers ---------------------------------------------------------------------------
     def _param_id(self, name: str) -> int:
