@@ -333,6 +333,13 @@ class Trace:
             f"cannot save a trace as {suffix or 'a file without suffix'!r}: use .json, .html, .svg or .png"
         )
 
+    def show(self) -> None:
+        """Show the player in a notebook cell now, as ``gradtrace.show(trace)`` does; outside
+        IPython it raises ``RenderUnavailable`` (save an HTML file instead)."""
+        from gradtrace.render.notebook import display_trace
+
+        display_trace(self)
+
     def _repr_html_(self) -> str:
         from gradtrace import render
 

@@ -37,11 +37,14 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     }
     return cached;
   };
+  let followed = null; // the box follow() last kept in view
   let framed = false; // a view has been set: a resize re-frames it unless the reader moved it
   if (typeof ResizeObserver !== "undefined") {
     new ResizeObserver(() => {
       cached = null;
-      if (framed && !userMoved) home();
+      if (!framed || userMoved) return;
+      home();
+      if (followed) follow(followed); // the node the camera follows stays in view (a page opened on a step)
     }).observe(svg);
   }
 
@@ -105,6 +108,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
   /** Keep the box in view: pan only when it is (nearly) off-screen, so the picture stays calm. */
   function follow(box) {
     if (!box) return;
+    followed = box;
     const { w, h } = size();
     const left = box.x * k + tx;
     const top = box.y * k + ty;
@@ -256,6 +260,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
       nodes = layout.nodes || [];
       bottom = nodes.reduce((low, n) => (low && low.y + low.height >= n.y + n.height ? low : n), null);
       drawMinimap(layout);
+      followed = null; // a box of the last layout
       if (reset) home();
       else apply();
       framed = true;

@@ -227,6 +227,11 @@ function nodeCreated(ctx, trace, ev) {
   const node = ctx.nodes.get(ev.node);
   if (!node) return { text: "A node is created.", short: "node created" };
   const name = ctx.names.get(node.id).text;
+  if (node.kind === "tensor" && node.label === "tensor" && !node.tensor && !node.requires_grad) {
+    // A Hugging Face model makes these in its forward (position ids, masks, empty caches)
+    const shape = (node.shape || []).join("×") || "scalar";
+    return { text: `An unnamed ${shape} tensor enters the graph: the model's own code made it inside forward (an index, a mask, an empty cache), so it is neither an input you passed nor a parameter; it does not require grad, and no gradient flows to it.`, short: "unnamed tensor" };
+  }
   if (node.kind === "tensor") {
     const v = node.value ? ` = ${valueText(node.value)}` : "";
     const how = node.requires_grad ? `requires grad: a leaf whose gradient backward stores in ${name}.grad` : "does not require grad: no gradient is kept for it";

@@ -37,7 +37,7 @@ export function createNarrationView(el, { fallback = "grow" } = {}) {
       toggle.textContent = "hide the numbers";
       return;
     }
-    toggle.textContent = "show the numbers";
+    toggle.textContent = el.querySelector(".gt-nums") ? "show the numbers" : "more"; // (only the chain-rule lines fold)
     for (const level of LEVELS.slice(1)) {
       el.classList.add(...level.split(" "));
       if (fits()) return;

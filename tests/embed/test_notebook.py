@@ -192,5 +192,7 @@ def test_show_outside_a_notebook_says_what_to_do_instead(two_layer: Any) -> None
 
     with pytest.raises(RenderUnavailable, match=r"trace.save\('trace.html'\)"):
         gradtrace.show(two_layer)
+    with pytest.raises(RenderUnavailable, match=r"trace.save\('trace.html'\)"):
+        two_layer.show()  # the method a Trace's user reaches for first
     with pytest.raises(TypeError, match="already made"):
         gradtrace.show(two_layer, inputs=1)

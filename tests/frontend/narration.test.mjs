@@ -186,3 +186,18 @@ test("reading weight: a short step passes quickly, a chain-rule step with its nu
   assert.equal(readingWeight({ text: "x runs", details: [] }), 0.5);
   assert.equal(readingWeight({ text: "y".repeat(2000), details: [] }), 4);
 });
+
+test("a tensor the model's code made inside forward (no name, no grad) is explained, not just 'tensor'", () => {
+  const trace = {
+    graph: { nodes: [{ id: "n3", kind: "tensor", label: "tensor", tensor: null, role: "input", shape: [1, 16], dtype: "int64", module: null, requires_grad: false, created_seq: 1 }], edges: [], modules: [] },
+    events: [
+      { seq: 0, kind: "pass_start", pass_index: 0, phase: "forward" },
+      { seq: 1, kind: "node_created", node: "n3", pass_index: 0, phase: "forward" },
+      { seq: 2, kind: "pass_end", pass_index: 0, phase: "forward" },
+    ],
+    passes: [{ index: 0, phase: "forward", first_seq: 0, last_seq: 2, label: "forward #1" }],
+  };
+  const n = narrate(trace, buildTimeline(trace), 1);
+  assert.match(n.text, /^An unnamed 1×16 tensor enters the graph: the model's own code made it inside forward/);
+  assert.equal(n.short, "unnamed tensor");
+});
