@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.routing import Match, Mount
 
-from gradtrace.api import compare, diagram, examples, health, player, schemas, specs, trace, translate
+from gradtrace.api import compare, diagram, examples, health, player, run, schemas, specs, trace, translate
 from gradtrace.api.docs import install_docs_page, install_openapi
 from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
@@ -38,7 +38,7 @@ API_PREFIX = "/api/v1"
 
 def api_router() -> APIRouter:
     router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(rate_limit)])
-    for module in (trace, compare, examples, schemas, specs, diagram, player, translate):
+    for module in (trace, run, compare, examples, schemas, specs, diagram, player, translate):
         router.include_router(module.router)
     return router
 

@@ -41,5 +41,7 @@ async def readyz(service: TraceServiceDep, store: StoreDep) -> JSONResponse:
             "workers": pool.workers,
             "workers_alive": pool.workers_alive,
             "tasks_run": dict(pool.tasks_run),  # tasks handed to workers, by name, since start
+            # POST /run: "ready", or why programs are refused (503 runner_unavailable)
+            "runner": "ready" if service.runner.available else service.runner.reason,
         }
     )

@@ -53,6 +53,12 @@ def trace_key(normalized_spec: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
+def run_key(source: str) -> str:
+    """Cache key and ETag of a program's run (``POST /run``): its source, salted like a trace."""
+    h = hashlib.sha256(engine_fingerprint().encode() + b"\nrun\n" + source.encode())
+    return h.hexdigest()
+
+
 def compare_key(trace_key_a: str, trace_key_b: str, permalinks: dict[str, str]) -> str:
     """Cache key of a comparison: the ordered pair of trace keys (``a`` is the baseline; the
     result is not symmetric), the comparison format, and the permalink ids it names."""

@@ -87,6 +87,20 @@ class Settings:
     worker_cpu_s: int = 30
     worker_memory_mb: int = 2048
     queue_limit: int = 8  # traces waiting beyond the busy workers before we shed load with 503
+    # The jail for pasted programs (POST /run): templates (one run at a time each), and each
+    # run's wall-clock deadline, CPU seconds, address space beyond the template's, processes
+    # and threads, open files, largest file, private /tmp, and bounds on what comes back.
+    runner_workers: int = 1
+    run_timeout_s: float = 20.0
+    run_cpu_s: int = 20
+    run_memory_mb: int = 1024
+    run_processes: int = 16
+    run_open_files: int = 256
+    run_file_mb: int = 16
+    run_tmp_mb: int = 32
+    run_output_bytes: int = 64 * 1024
+    run_result_bytes: int = 32 * 1024 * 1024
+    run_max_source_bytes: int = 64 * 1024
     # Request limits (before anything is parsed).
     max_body_bytes: int = 256 * 1024
     # Per-client rate limit on /api/v1: requests per one-minute window (0 disables it).
@@ -134,6 +148,10 @@ class Settings:
             worker_cpu_s=_int(env, "GRADTRACE_WORKER_CPU_SECONDS", base.worker_cpu_s),
             worker_memory_mb=_int(env, "GRADTRACE_WORKER_MEMORY_MB", base.worker_memory_mb),
             queue_limit=_int(env, "GRADTRACE_QUEUE_LIMIT", base.queue_limit),
+            runner_workers=_int(env, "GRADTRACE_RUNNER_WORKERS", base.runner_workers),
+            run_timeout_s=_float(env, "GRADTRACE_RUN_TIMEOUT", base.run_timeout_s),
+            run_cpu_s=_int(env, "GRADTRACE_RUN_CPU_SECONDS", base.run_cpu_s),
+            run_memory_mb=_int(env, "GRADTRACE_RUN_MEMORY_MB", base.run_memory_mb),
             max_body_bytes=_int(env, "GRADTRACE_MAX_BODY_BYTES", base.max_body_bytes),
             rate_per_minute=_int(env, "GRADTRACE_RATE_PER_MINUTE", base.rate_per_minute),
             worker_seconds_per_minute=_float(

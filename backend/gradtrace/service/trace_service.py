@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from gradtrace.problem import Problem
 from gradtrace.service.cache import TraceCache, make_cache
-from gradtrace.service.hashing import compare_key, trace_key
+from gradtrace.service.hashing import compare_key, run_key, trace_key
+from gradtrace.service.jail_pool import JailPool, outcome_of
 from gradtrace.service.ratelimit import CURRENT_CLIENT
 from gradtrace.service.settings import Settings
 from gradtrace.service.single_flight import SingleFlight
@@ -81,6 +82,7 @@ class TraceService:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.pool = WorkerPool(settings)
+        self.runner = JailPool(settings)  # pasted programs (POST /run), confined
         self.cache: TraceCache = make_cache(settings)
         self._inflight: SingleFlight[bytes] = SingleFlight()  # traces and comparisons, by cache key
         self._store: Any = None  # SpecStore: remembers traces past the deadline
@@ -93,10 +95,11 @@ class TraceService:
     async def start(self) -> bool:
         """Start the workers (blocks until they answer: torch is imported once, in the
         forkserver)."""
-        return await self.pool.start()
+        started, _ = await asyncio.gather(self.pool.start(), self.runner.start())
+        return started
 
     async def close(self) -> None:
-        await self.pool.close()
+        await asyncio.gather(self.pool.close(), self.runner.close())
         await self.cache.close()
 
     async def trace(self, checked: CheckedSpec) -> tuple[bytes, CacheStatus]:
@@ -107,6 +110,23 @@ class TraceService:
             return cached, "hit"
         data, shared = await self._inflight.run(key, lambda: self._compute(key, checked.spec))
         return data, "shared" if shared else "miss"
+
+    async def run(self, source: str) -> tuple[bytes, CacheStatus]:
+        """(the run's answer as JSON bytes, how it was answered) for a program's source: its
+        trace, its output and its exception (``service/jail_pool.py``), cached by the source."""
+        key = run_key(source)
+        cached = await self.cache.get(key)
+        if cached is not None:
+            return cached, "hit"
+        data, shared = await self._inflight.run(key, lambda: self._run(key, source))
+        return data, "shared" if shared else "miss"
+
+    async def _run(self, key: str, source: str) -> bytes:
+        await self._refuse_if_costly(key, "this program", "/python")
+        return await self._in_worker(key, lambda: self._run_in_jail(source), remember_costly=True)
+
+    async def _run_in_jail(self, source: str) -> TaskOutcome:
+        return outcome_of(await self.runner.run(source), self.settings)
 
     async def compare(
         self, keys: tuple[str, str], traces: TracePair, permalinks: dict[str, str]
@@ -129,7 +149,7 @@ class TraceService:
         return await self._in_worker(key, lambda: self.pool.run_compare(trace_a, trace_b, permalinks))
 
     async def _compute(self, key: str, spec: ModelSpec) -> bytes:
-        await self._refuse_if_costly(key)
+        await self._refuse_if_costly(key, "this spec", "/forward")
         return await self._in_worker(key, lambda: self.pool.run_trace(spec), remember_costly=True)
 
     async def _in_worker(
@@ -141,7 +161,10 @@ class TraceService:
         try:
             outcome = await run()
         except WorkerUnavailable as exc:
-            if exc.code == "trace_timeout":  # held a worker for the whole deadline: charged so
+            if exc.code in (
+                "trace_timeout",
+                "run_timeout",
+            ):  # held a worker for the whole deadline: charged so
                 await self._charge(self.settings.trace_timeout_s)
                 if remember_costly:
                     await self._remember_costly(key, exc.message)
@@ -152,7 +175,7 @@ class TraceService:
         await self.cache.set(key, outcome.payload)
         return outcome.payload
 
-    async def _refuse_if_costly(self, key: str) -> None:
+    async def _refuse_if_costly(self, key: str, what: str, path: str) -> None:
         if self._store is None:
             return
         try:
@@ -163,9 +186,9 @@ class TraceService:
             _, when = seen
             problem = Problem(
                 "too_costly",
-                f"this spec ran past the {self.settings.trace_timeout_s:g} s deadline (at {when}) and "
+                f"{what} ran past the {self.settings.trace_timeout_s:g} s deadline (at {when}) and "
                 "is refused without running; make it smaller (fewer operations, steps or module calls)",
-                "/forward",
+                path,
             )
             raise TraceRejected(TaskOutcome("limit", problem))
 

@@ -1,0 +1,108 @@
+"""The pasted program itself, run in a confined process (``service/jail_template.py``).
+
+It runs as ``__main__`` (so ``if __name__ == "__main__":`` blocks run) from a module of its
+own, under ``gradtrace.record()``, and what comes out is one JSON document written to the
+template's result pipe: the recorded trace and the program's exception, if it raised —
+its type, its message as a client may see it (``public_text``: no paths, no addresses) and
+the line in the posted source where it was raised, never a frame of gradtrace or torch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import types
+from typing import Any
+
+from gradtrace.problem import public_text
+
+PROGRAM_FILENAME = "<program>"
+
+
+def _user_line(tb: types.TracebackType | None) -> int | None:
+    """The line of the innermost frame of the program itself (not of a library it called)."""
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == PROGRAM_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def exception_of(exc: BaseException) -> dict[str, Any]:
+    line = _user_line(exc.__traceback__)
+    if line is None and isinstance(exc, SyntaxError) and exc.filename == PROGRAM_FILENAME:
+        line = exc.lineno
+    return {
+        "type": type(exc).__name__,
+        "message": public_text(str(exc), fallback=""),
+        "line": line,
+    }
+
+
+# The ``with`` runs in the program's own module frame (its variables name what the trace
+# shows); the pair it needs is taken out of the module's namespace before the program's first line.
+_RECORDED = compile(
+    "with __gradtrace__[0]:\n    exec(globals().pop('__gradtrace__')[1], globals())\n", "<gradtrace>", "exec"
+)
+
+
+def _recorder() -> Any:
+    """``gradtrace.record()`` with the service's node budget."""
+    import contextlib
+
+    import gradtrace
+    from gradtrace.spec import SpecLimits
+
+    record = getattr(gradtrace, "record", None)  # STAND-IN until record() lands (issue 32)
+    return record(max_nodes=SpecLimits().max_nodes) if record is not None else contextlib.nullcontext()
+
+
+def _trace_of(recorder: Any) -> Any:
+    try:
+        trace = recorder.trace
+    except (AttributeError, RuntimeError):  # nothing recorded (e.g. an exception before the block ended)
+        return None
+    return json.loads(trace.to_json_bytes())
+
+
+def run_program(source: str) -> dict[str, Any]:
+    """Run ``source`` to its end (or its exception); the result document."""
+    from gradtrace.problem import Problem
+
+    started = time.monotonic()
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = module
+    sys.argv = ["program.py"]
+    exception: dict[str, Any] | None = None
+    problem: dict[str, Any] | None = None
+    memory = False
+    recorder = _recorder()
+    try:
+        module.__dict__["__gradtrace__"] = (recorder, compile(source, PROGRAM_FILENAME, "exec"))
+        exec(_RECORDED, module.__dict__)
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            exception = {
+                "type": "SystemExit",
+                "message": public_text(str(exc.code), fallback=""),
+                "line": None,
+            }
+    except MemoryError:
+        memory = True
+    except Problem as exc:
+        if exc.status == 413:  # a budget of the recorder (nodes, values): the service's limit
+            problem = {"code": exc.code, "message": exc.message}
+        exception = exception_of(exc)
+    except BaseException as exc:
+        exception = exception_of(exc)
+    trace = None if memory or problem else _trace_of(recorder)
+    return {
+        "trace": trace,
+        "exception": exception,
+        "problem": problem,
+        "memory_error": memory,
+        "program_seconds": time.monotonic() - started,
+    }
