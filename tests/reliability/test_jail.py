@@ -88,6 +88,13 @@ def hostile_programs(server: ServerProcess) -> dict[str, str]:
             "            print('CONNECTED', port)\n"
             "        except OSError as e:\n"
             "            print(port, 'refused', type(e).__name__)\n"
+            "for path in ['/var/run/postgresql/.s.PGSQL.5432', '/run/redis/redis-server.sock', '/tmp/.s.PGSQL.5432']:\n"
+            "    try:\n"
+            "        s = socket.socket(socket.AF_UNIX)\n"
+            "        s.connect(path)\n"
+            "        print('CONNECTED', path)\n"
+            "    except OSError as e:\n"
+            "        print(path, 'refused', type(e).__name__)\n"
         ),
         "fork_bomb": "import os\nwhile True:\n    os.fork()\n",
         "memory_bomb": "x = bytearray(64 * 1024 ** 3)\n",

@@ -184,8 +184,9 @@ def _threads() -> int:
 
 def set_rlimits(limits: RunLimits) -> None:
     address_space = _vm_size() + limits.memory_mb * 1024 * 1024
+    # CPU: SIGXCPU at the soft limit (told apart as "cpu"), SIGKILL a second later.
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
     for which, value in (
-        (resource.RLIMIT_CPU, limits.cpu_s),
         (resource.RLIMIT_AS, address_space),
         (resource.RLIMIT_NPROC, _threads() + limits.processes),
         (resource.RLIMIT_NOFILE, limits.open_files),

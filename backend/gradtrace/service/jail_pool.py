@@ -156,6 +156,9 @@ class JailPool:
     async def start(self) -> bool:
         if self._bwrap is None:
             return self._unavailable("bubblewrap (bwrap) is not installed")
+        hidden = [p for p in view_paths() if Path("/tmp") in p.parents]
+        if hidden:  # each run's private /tmp would hide it
+            return self._unavailable(f"Python or gradtrace is installed under /tmp ({hidden[0]})")
         try:
             first = await self._start_template()
         except (OSError, RuntimeError, TimeoutError) as exc:

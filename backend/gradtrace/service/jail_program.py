@@ -50,13 +50,10 @@ _RECORDED = compile(
 
 def _recorder() -> Any:
     """``gradtrace.record()`` with the service's node budget."""
-    import contextlib
-
     import gradtrace
     from gradtrace.spec import SpecLimits
 
-    record = getattr(gradtrace, "record", None)  # STAND-IN until record() lands (issue 32)
-    return record(max_nodes=SpecLimits().max_nodes) if record is not None else contextlib.nullcontext()
+    return gradtrace.record(max_nodes=SpecLimits().max_nodes)
 
 
 def _trace_of(recorder: Any) -> Any:

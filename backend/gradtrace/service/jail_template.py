@@ -6,7 +6,7 @@ one JSON line at a time on stdin/stdout with the API process::
 
     <- {"ready": true, "pid": ...}
     -> {"source": "...", "limits": {...}, "deadline_s": 20, "output_bytes": 65536, "result_bytes": ...}
-    <- {"exit": "ok" | "timeout" | "cpu" | "crashed" | "confine_failed", ...}
+    <- {"exit": "ok" | "timeout" | "cpu" | "file_size" | "crashed" | "confine_failed", ...}
 
 For each run it forks a supervisor, which makes the run's own namespaces (``jail_confine``) and
 forks the run: PID 1 of its PID namespace, so when it ends, or its supervisor is killed at the
