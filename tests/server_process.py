@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import socket
@@ -10,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,6 +79,8 @@ class ServerProcess:
         self.log_path = workdir / f"server-{self.port}.log"
         full_env = dict(os.environ)
         full_env.setdefault("GRADTRACE_DB", str(workdir / "gradtrace.db"))
+        # POST /run's jail only where a test runs programs (its template imports torch once more)
+        full_env.setdefault("GRADTRACE_RUNNER_WORKERS", "0")
         full_env.update(env or {})
         # Quiet servers in tests; the log file keeps everything for a failure report.
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
@@ -123,6 +128,16 @@ class ServerProcess:
         self.stop()
         raise RuntimeError(f"server not ready after {timeout} s:\n{self.log_text()}")
 
+    def wait_runner_ready(self, timeout: float = 120.0) -> None:
+        """Until ``/readyz`` says POST /run's jail is ready (a server started with the runner on)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(self.url + "/readyz", timeout=10) as resp:
+                if json.loads(resp.read()).get("runner") == "ready":
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"the runner is not ready after {timeout} s:\n{self.log_text()}")
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             try:
@@ -148,3 +163,17 @@ def printed_until(proc: subprocess.Popen, marker: str, timeout_s: float = 90) ->
             break
         head += line
     return head
+
+
+@contextlib.contextmanager
+def runner_server(workdir: Path, env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
+    """A server with POST /run's jail on (one template, one trace worker, no rate limit), ready
+    to run programs; stopped on exit."""
+    base = {"GRADTRACE_RATE_PER_MINUTE": "0", "GRADTRACE_RUNNER_WORKERS": "1", "GRADTRACE_WORKERS": "1"}
+    proc = ServerProcess(workdir, env={**base, **(env or {})})
+    try:
+        proc.wait_ready()
+        proc.wait_runner_ready()
+        yield proc
+    finally:
+        proc.stop()

@@ -20,7 +20,7 @@ from fastapi.responses import Response
 
 from gradtrace.api.body import check_spec, read_json
 from gradtrace.api.deps import StoreDep, TraceServiceDep, load_spec
-from gradtrace.api.docs import COMPARE_REF, ERROR_RESPONSES, SPEC_REF
+from gradtrace.api.docs import COMPARE_REF, ERROR_RESPONSES, SPEC_REF, json_body
 from gradtrace.api.errors import ApiError
 from gradtrace.api.tracing import api_error_of, trace_bytes
 from gradtrace.problem import Problem
@@ -34,21 +34,14 @@ SIDES = ("a", "b")
 _SIDE_SCHEMA: dict[str, Any] = {
     "oneOf": [SPEC_REF, {"type": "string", "description": "a permalink id (POST /specs)"}]
 }
-COMPARE_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": list(SIDES),
-                    "additionalProperties": False,
-                    "properties": dict.fromkeys(SIDES, _SIDE_SCHEMA),
-                }
-            }
-        },
+COMPARE_BODY = json_body(
+    {
+        "type": "object",
+        "required": list(SIDES),
+        "additionalProperties": False,
+        "properties": dict.fromkeys(SIDES, _SIDE_SCHEMA),
     }
-}
+)
 
 
 def _under(side: str, exc: Problem) -> Problem:

@@ -48,6 +48,14 @@ _ERROR_DESCRIPTIONS: dict[int, str] = {
 }
 
 
+def json_body(schema: dict[str, Any], example: Any = None) -> dict[str, Any]:
+    """A route's required JSON request body, for ``openapi_extra`` (we read bodies ourselves)."""
+    media: dict[str, Any] = {"schema": schema}
+    if example is not None:
+        media["example"] = example
+    return {"requestBody": {"required": True, "content": {"application/json": media}}}
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` for these error statuses, each with the envelope's schema."""
     return {status: _error(_ERROR_DESCRIPTIONS[status]) for status in statuses}

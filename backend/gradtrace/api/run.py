@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, Response
 
 from gradtrace.api.body import read_json
 from gradtrace.api.deps import ClientIdDep, SettingsDep, StoreDep, TraceServiceDep, load_spec
-from gradtrace.api.docs import error_responses
+from gradtrace.api.docs import error_responses, json_body
 from gradtrace.api.errors import ApiError
 from gradtrace.api.tracing import IMMUTABLE, api_error_of, etag_of
 from gradtrace.problem import Problem
@@ -31,24 +31,17 @@ from gradtrace.service.trace_service import TraceRejected, WorkerUnavailable
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["run"])
 
-RUN_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["python"],
-                    "additionalProperties": False,
-                    "properties": {"python": {"type": "string", "description": "the program, as pasted"}},
-                },
-                "example": {
-                    "python": "import torch\nw = torch.ones(2, requires_grad=True)\n(w * 3).sum().backward()\nprint(w.grad)\n"
-                },
-            }
-        },
-    }
-}
+RUN_BODY = json_body(
+    {
+        "type": "object",
+        "required": ["python"],
+        "additionalProperties": False,
+        "properties": {"python": {"type": "string", "description": "the program, as pasted"}},
+    },
+    example={
+        "python": "import torch\nw = torch.ones(2, requires_grad=True)\n(w * 3).sum().backward()\nprint(w.grad)\n"
+    },
+)
 RUN_RESPONSE = {
     "description": "The program ran (whether or not it raised): `trace` (the trace format, or null when "
     "nothing was recorded), `stdout`/`stderr` (bounded; `*_truncated` when cut), `exception` "

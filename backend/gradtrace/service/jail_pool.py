@@ -154,6 +154,10 @@ class JailPool:
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> bool:
+        if self._settings.runner_workers <= 0:
+            self.reason = "the runner is off on this server (GRADTRACE_RUNNER_WORKERS=0)"
+            log.info("runner off: POST /run answers 503 runner_unavailable")
+            return False
         if self._bwrap is None:
             return self._unavailable("bubblewrap (bwrap) is not installed")
         hidden = [p for p in view_paths() if Path("/tmp") in p.parents]

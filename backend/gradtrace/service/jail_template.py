@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import select
 import selectors
 import signal
 import sys
@@ -203,7 +204,7 @@ def _verdict(code: int, timed_out: bool) -> str:
 def _wait(pid: int, grace_s: float) -> tuple[int, resource.struct_rusage]:
     """The supervisor's exit status and usage (its run's included), killed after ``grace_s``."""
     with os.fdopen(os.pidfd_open(pid), "rb") as exited:
-        if not selectors.select.select([exited], [], [], grace_s)[0]:
+        if not select.select([exited], [], [], grace_s)[0]:
             _kill(pid)
     _, status, usage = os.wait4(pid, 0)
     return status, usage
