@@ -218,6 +218,7 @@ def compare(
     """Compare two traces of one model (see comparison_schema)."""
     da, db = as_doc(a), as_doc(b)
     keys_a, keys_b = keyed_nodes(da), keyed_nodes(db)
+    key_of_a, key_of_b = {v: k for k, v in keys_a.items()}, {v: k for k, v in keys_b.items()}
     to_b = {keys_a[k]: keys_b[k] for k in keys_a if k in keys_b}
     nodes = Matched(
         matched=[NodeMatch(a=keys_a[k], b=keys_b[k], key=k) for k in keys_a if k in keys_b],
@@ -242,11 +243,12 @@ def compare(
         grads_b = {order_b.get(g.pass_index): g for g in other.grads}
         diffs = []
         depth = max(depth_a.get(e.target, deepest), depth_b.get(other.target, deepest))
+        label = f"{key_of_a.get(e.source, e.source)} → {key_of_a.get(e.target, e.target)}"
         for g in e.grads:
             k = order_a.get(g.pass_index)
             if k is not None and k in grads_b:
-                diffs.append(number_diff(e.id, g.value, grads_b[k].value, rtol, (da, db), depth))
-        matched_edges.append(EdgeMatch(a=e.id, b=other.id, grads=diffs))
+                diffs.append(number_diff(label, g.value, grads_b[k].value, rtol, (da, db), depth))
+        matched_edges.append(EdgeMatch(a=e.id, b=other.id, label=label, grads=diffs))
     edges = EdgesMatched(
         matched=matched_edges,
         only_a=only_a_edges,
@@ -264,13 +266,17 @@ def compare(
         number_diff(n, da.values.get(n), db.values.get(n), rtol, (da, db), named(n))
         for n in _union(da.values, db.values)
     ]
+    changed = [m for m in matched_edges if any(g.status == "changed" for g in m.grads)]
     summary = Summary(
         changed_grads=[d.name for d in grads if d.status == "changed"],
         unchanged_grads=[d.name for d in grads if d.status == "unchanged"],
         changed_values=[d.name for d in values if d.status == "changed"],
-        changed_edges=[m.b for m in matched_edges if any(g.status == "changed" for g in m.grads)],
+        changed_edges=[m.b for m in changed],
         inserted_nodes=nodes.only_b,
         removed_nodes=nodes.only_a,
+        changed_edges_named=[m.label for m in changed],
+        inserted_nodes_named=[key_of_b[i] for i in nodes.only_b],
+        removed_nodes_named=[key_of_a[i] for i in nodes.only_a],
     )
     return CompareDoc(
         rtol=rtol,

@@ -43,7 +43,7 @@ class Side(_Model):
 class NumberDiff(_Model):
     """One tensor's numbers in a and in b (a gradient, a value, an edge's gradient)."""
 
-    name: str  # grad/value name, or the edge id in ``a`` for edge gradients
+    name: str  # grad/value name, or for an edge's gradient the edge's label (EdgeMatch.label)
     status: Status
     shape_a: list[int] | None = None
     shape_b: list[int] | None = None
@@ -62,6 +62,7 @@ class NodeMatch(_Model):
 class EdgeMatch(_Model):
     a: str
     b: str
+    label: str  # the nodes it joins, by what matched them: "op MulBackward0 in f0 → leaf f0.weight"
     grads: list[NumberDiff] = Field(default_factory=list)  # one per backward pass both traces ran
 
 
@@ -92,6 +93,10 @@ class Summary(_Model):
     changed_edges: list[str]  # edge ids in ``b`` whose gradient changed in some pass
     inserted_nodes: list[str]  # ids in ``b`` that only ``b`` has
     removed_nodes: list[str]  # ids in ``a`` that only ``a`` has
+    # The same three told by name (the nodes' keys: op, module, tensor), for people to read
+    changed_edges_named: list[str] = Field(default_factory=list)
+    inserted_nodes_named: list[str] = Field(default_factory=list)
+    removed_nodes_named: list[str] = Field(default_factory=list)
 
 
 class CompareDoc(_Model):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -28,6 +29,13 @@ def test_seed_002_x2_hook_doubles_exactly_the_gradients_upstream_of_it() -> None
     (hook,) = diff.hooks
     assert (hook.where, hook.type, hook.status) == ("f1", "full_backward", "changed")
     assert diff.summary.changed_values == []  # the forward is the same
+    # what changed is told by name, never by edge ids like "e1"
+    named = diff.summary.changed_edges_named
+    assert len(named) == len(diff.summary.changed_edges) > 0
+    assert all(" → " in n and not re.search(r"\be\d+\b", n) for n in named), named
+    assert any("f0.weight" in n for n in named), named
+    edge_diffs = [g for m in diff.edges.matched for g in m.grads]
+    assert all(" → " in g.name for g in edge_diffs)
 
 
 def test_numbers_agree_with_the_traces_themselves() -> None:
@@ -53,6 +61,8 @@ def test_deprecated_hook_pair_shows_the_inserted_nodes() -> None:
     a = gradtrace.trace_spec(get_example("full-backward-hook")).doc
     inserted = {n.id for n in a.graph.nodes if n.inserted}
     assert inserted and inserted <= set(diff.nodes.only_a)  # only the full hook inserts them
+    assert len(diff.summary.removed_nodes_named) == len(diff.nodes.only_a)
+    assert any("BackwardHookFunctionBackward" in n for n in diff.summary.removed_nodes_named)
     # the deprecated hook changes nothing numerically (it has no action): same final gradients
     assert diff.summary.changed_grads == []
 
