@@ -8,6 +8,7 @@ import contextlib
 import io
 import re
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +318,27 @@ def test_the_readme_record_examples_work_as_written(tmp_path: Any, monkeypatch: 
     trained = namespaces[1]
     for name, param in trained["model"].named_parameters():
         assert torch.equal(torch.from_numpy(trained["rec"].trace.grads[f"model.{name}"]), param.grad)
+
+
+def test_a_loop_hooks_only_the_graph_each_backward_can_run() -> None:
+    """A training loop's later backward passes hook the graph they run, not every graph the
+    program built before (the engine cannot run those): each pass has the same node events,
+    and the zero_grad at the loop's end is told by its event, not by a grad_cleared warning."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(5, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradtrace.GradtraceWarning)
+        with gradtrace.record() as rec:
+            for _step in range(4):
+                loss = model(x).square().mean()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+    doc = rec.trace.doc
+    backwards = [p for p in doc.passes if p.phase == "backward"]
+    counts = [sum(e.kind == "node_pre" for e in doc.events[p.first_seq : p.last_seq + 1]) for p in backwards]
+    assert len(counts) == 4 and len(set(counts)) == 1, counts
+    assert all(rec.trace.grads[name] is None for name in rec.trace.grads)  # (zeroed: set to None)
+    assert not [d for d in doc.analyses.diagnostics if d.code == "grad_cleared"]

@@ -38,6 +38,7 @@ import torch
 from torch.autograd.function import BackwardCFunction
 from torch.utils.hooks import RemovableHandle
 
+from gradtrace.engine.graph_walk import walk_new
 from gradtrace.engine.node_hook_sets import NodeDictSeen, hooks_on
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import (
@@ -385,9 +386,12 @@ class BackwardCapture:
         )
 
     @contextmanager
-    def node_hooks(self, retained: dict[str, torch.Tensor] | None = None):
+    def node_hooks(self, retained: dict[str, torch.Tensor] | None = None, roots: list[Any] | None = None):
         """Pre and post hooks on every known autograd node not hooked yet, removed on exit
-        (an engine run nested in another hooks the nodes found since the outer one began)."""
+        (an engine run nested in another hooks the nodes found since the outer one began).
+        ``roots``: the nodes a top-level run starts from, when only the known nodes reachable
+        from them are to be hooked (a program's later passes: the graphs of its earlier
+        iterations are known too, and the engine cannot run them)."""
         rec = self.recorder
         retained_at = self._retained_by_node(retained or {})
         depth = rec.engine_depth()
@@ -395,6 +399,11 @@ class BackwardCapture:
         nested = bool(hooked)  # (a top-level run hooks every known node, none is hooked yet)
         if nested:
             mine = [(i, n) for i, n in rec.node_objects.items() if i not in hooked]
+            hooked.update(i for i, _n in mine)
+        elif roots is not None:
+            ids = rec.node_ids
+            reach = [(ids[n], n) for n in walk_new(roots, {}) if n in ids]
+            mine = sorted(reach, key=lambda pair: int(pair[0][1:]))  # (discovery order, n0 n1 …)
             hooked.update(i for i, _n in mine)
         else:
             mine = list(rec.node_objects.items())

@@ -111,9 +111,13 @@ def cleared_grads(events: list[Any], cleared: dict[str, str | None]) -> list[Dia
     post-accumulate-grad hook does. ``cleared``: the leaves whose final ``.grad`` is None,
     by name, with their tensor node. Their None in ``grads`` is PyTorch's final ``.grad``, not
     "no gradient": this diagnostic says so, and their ``grad_write`` events hold what was
-    written."""
+    written. Leaves a ``zero_grad`` event names are left out: that event says it."""
     written = {e.target for e in events if e.kind == "grad_write" and e.payload.after is not None}
-    names = [name for name, node in cleared.items() if node is not None and node in written]
+    # (a zero_grad event already says who cleared them: a program's optimizer.zero_grad())
+    told = {name for e in events if e.kind == "zero_grad" for name in e.payload.tensors}
+    names = [
+        name for name, node in cleared.items() if node is not None and node in written and name not in told
+    ]
     if not names:
         return []
     return [

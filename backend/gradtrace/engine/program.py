@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.autograd.graph import get_gradient_edge
 from torch.optim.optimizer import (
     Optimizer,
     register_optimizer_step_post_hook,
@@ -80,6 +81,7 @@ class ProgramSession(TraceSession):
     def __init__(self, frame: types.FrameType, **limits: Any) -> None:
         self.frame = frame
         self._anonymous = 0
+        self._roots: list[Any] = []  # the nodes the top-level backward starting now runs from
         self._steps: dict[str, int] = {}  # optimizer.step pass label -> how many so far
         # per step() running: its parameters and their versions before it
         self._stepping: list[tuple[list[torch.Tensor], list[int]]] = []
@@ -277,7 +279,20 @@ class ProgramSession(TraceSession):
         roots = flat_tensors(call_arguments(func, args, kwargs)[0])
         root = roots[0] if roots else None
         of = (self.variable_of(root) if root is not None else None) or "tensor"
-        return self.backward_pass(ENGINE_CALLS[func], of, None, lambda: func(*args, **kwargs), root=root)
+        self.grad_mode = torch.is_grad_enabled()  # (the program's, as the call is made)
+        self._roots = [
+            t.grad_fn if t.grad_fn is not None else get_gradient_edge(t).node
+            for t in roots
+            if t.requires_grad
+        ]
+        try:
+            return self.backward_pass(ENGINE_CALLS[func], of, None, lambda: func(*args, **kwargs), root=root)
+        finally:
+            self._roots = []
+
+    def pass_roots(self) -> list[Any] | None:
+        """Only the graph the backward can run is hooked: a loop's earlier graphs are known too."""
+        return self._roots
 
 
 class ProgramCapture:

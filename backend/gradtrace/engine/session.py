@@ -346,7 +346,10 @@ class TraceSession:
         self.linear.before_pass(pass_index)
         result = None
         try:
-            with torch.set_grad_enabled(self.grad_mode), self.backward_capture.node_hooks(self.retained):
+            with (
+                torch.set_grad_enabled(self.grad_mode),
+                self.backward_capture.node_hooks(self.retained, self.pass_roots()),
+            ):
                 result = call()
             self.linear.after_pass(pass_index)
             self._note_grad_norms(pass_index)
@@ -359,6 +362,11 @@ class TraceSession:
             self.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
             rec.end_pass()
             self._settle()
+
+    def pass_roots(self) -> list[Any] | None:
+        """The nodes the backward starting now runs from, when only the known nodes reachable
+        from them are to be hooked; None: every known node (one forward, one graph)."""
+        return None
 
     def _watch_kept_outputs(self) -> None:
         self.backward_capture.watch.update(self.forward_capture.kept_output_nodes())
