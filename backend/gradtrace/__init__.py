@@ -84,9 +84,17 @@ def trace(
         if partial is not None:
             exc.gradtrace_trace = Trace(partial[0], grads=partial[1])  # type: ignore[attr-defined]
         raise
-    traced = Trace(doc, grads=grads)
+    traced = Trace(doc, grads=_in_module_order(grads, model))
     warn_diagnostics(doc, stacklevel=2)  # (2: the line that called trace())
     return traced
+
+
+def _in_module_order(grads: dict[str, Any], model: Any) -> dict[str, Any]:
+    """``grads`` with the model's parameters first, in ``named_parameters()`` order (the order
+    the model is written in, as the user reads it), then the other named tensors."""
+    order = [name for name, _ in model.named_parameters()] if hasattr(model, "named_parameters") else []
+    first = {name: grads[name] for name in order if name in grads}
+    return {**first, **{name: g for name, g in grads.items() if name not in first}}
 
 
 class Recording:

@@ -247,3 +247,23 @@ def test_an_input_computed_from_other_tensors_is_no_leaf_and_its_grad_is_never_r
     expected = _oracle(model, (x,), lambda out: out.sum())
     for name in ("weight", "bias"):
         np.testing.assert_array_equal(trace.grads[name], expected[name].numpy())
+
+
+def test_grads_come_in_the_order_the_model_is_written() -> None:
+    """trace.grads in named_parameters() order (the module order a reader expects), then the
+    other named tensors; the serialised trace keeps its own (sorted) order."""
+    from collections import OrderedDict
+
+    torch.manual_seed(0)
+    model = nn.Sequential(OrderedDict(z_in=nn.Linear(3, 4), a_out=nn.Linear(4, 2)))
+    x = torch.randn(2, 3, requires_grad=True)
+    trace = gradtrace.trace(model, x)
+    names = [n for n, _ in model.named_parameters()]
+    assert (
+        list(trace.grads)[: len(names)] == names == ["z_in.weight", "z_in.bias", "a_out.weight", "a_out.bias"]
+    )
+    assert set(trace.grads) == set(trace.doc.grads)
+    model.zero_grad(set_to_none=True)  # (the traced run left its .grads, as a plain run does)
+    model(x).sum().backward()  # the oracle: plain PyTorch
+    for name, p in model.named_parameters():
+        assert np.array_equal(trace.grads[name], p.grad.numpy()), name
