@@ -122,7 +122,7 @@ class TraceService:
         return data, "shared" if shared else "miss"
 
     async def _run(self, key: str, source: str) -> bytes:
-        await self._refuse_if_costly(key, "this program", "/python")
+        await self._refuse_if_costly(key, "this program", "/python", self.settings.run_timeout_s)
         return await self._in_worker(key, lambda: self._run_in_jail(source), remember_costly=True)
 
     async def _run_in_jail(self, source: str) -> TaskOutcome:
@@ -149,7 +149,7 @@ class TraceService:
         return await self._in_worker(key, lambda: self.pool.run_compare(trace_a, trace_b, permalinks))
 
     async def _compute(self, key: str, spec: ModelSpec) -> bytes:
-        await self._refuse_if_costly(key, "this spec", "/forward")
+        await self._refuse_if_costly(key, "this spec", "/forward", self.settings.trace_timeout_s)
         return await self._in_worker(key, lambda: self.pool.run_trace(spec), remember_costly=True)
 
     async def _in_worker(
@@ -161,11 +161,12 @@ class TraceService:
         try:
             outcome = await run()
         except WorkerUnavailable as exc:
-            if exc.code in (
-                "trace_timeout",
-                "run_timeout",
-            ):  # held a worker for the whole deadline: charged so
-                await self._charge(self.settings.trace_timeout_s)
+            deadlines = {
+                "trace_timeout": self.settings.trace_timeout_s,
+                "run_timeout": self.settings.run_timeout_s,
+            }
+            if exc.code in deadlines:  # held a worker (or a runner) for the whole deadline: charged so
+                await self._charge(deadlines[exc.code])
                 if remember_costly:
                     await self._remember_costly(key, exc.message)
             raise
@@ -175,7 +176,7 @@ class TraceService:
         await self.cache.set(key, outcome.payload)
         return outcome.payload
 
-    async def _refuse_if_costly(self, key: str, what: str, path: str) -> None:
+    async def _refuse_if_costly(self, key: str, what: str, path: str, deadline_s: float) -> None:
         if self._store is None:
             return
         try:
@@ -186,7 +187,7 @@ class TraceService:
             _, when = seen
             problem = Problem(
                 "too_costly",
-                f"{what} ran past the {self.settings.trace_timeout_s:g} s deadline (at {when}) and "
+                f"{what} ran past the {deadline_s:g} s deadline (at {when}) and "
                 "is refused without running; make it smaller (fewer operations, steps or module calls)",
                 path,
             )
