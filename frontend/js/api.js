@@ -5,13 +5,16 @@
 import { resolveTensorData } from "./tensordata.js";
 
 export class ApiError extends Error {
-  /** `errors`: every problem the API listed ({path, line, column, message}; the first is this one). */
-  constructor(status, code, message, path, errors = []) {
+  /** `errors`: every problem the API listed ({path, line, column, message}; the first is this one);
+   * `line`/`column`: where in a program's source the (first) problem is, when the API says. */
+  constructor(status, code, message, path, errors = [], { line = null, column = null } = {}) {
     super(message);
     this.status = status;
     this.code = code;
     this.path = path || null;
     this.errors = errors;
+    this.line = line;
+    this.column = column;
   }
 }
 
@@ -28,7 +31,8 @@ async function send(url, options = {}) {
   const body = parseJson(await resp.text());
   const e = (body && body.error) || {};
   const detail = body && Array.isArray(body.detail) ? body.detail.map((d) => d.msg).join("; ") : null;
-  throw new ApiError(resp.status, e.code || "http_error", e.message || detail || `HTTP ${resp.status}`, e.path, Array.isArray(e.errors) ? e.errors : []);
+  const where = { line: Number.isInteger(e.line) ? e.line : null, column: Number.isInteger(e.column) ? e.column : null };
+  throw new ApiError(resp.status, e.code || "http_error", e.message || detail || `HTTP ${resp.status}`, e.path, Array.isArray(e.errors) ? e.errors : [], where);
 }
 
 function parseJson(text) {
@@ -50,17 +54,29 @@ async function requestTrace(url, options = {}) {
 
 const json = (body) => ({ method: "POST", headers: { "Content-Type": "application/json" }, body });
 
+// One run at a time: a new trace or program run aborts the one still on its way.
 let traceController = null;
+function latest() {
+  if (traceController) traceController.abort();
+  traceController = new AbortController();
+  return traceController.signal;
+}
 
 export const api = {
   examples: () => request("/api/v1/examples"),
   example: (id) => request(`/api/v1/examples/${encodeURIComponent(id)}`),
   /** POST the spec text as is (the server names the bad field or line); aborts the previous call. */
   trace(specText) {
-    if (traceController) traceController.abort();
-    traceController = new AbortController();
-    return requestTrace("/api/v1/trace", { ...json(specText), signal: traceController.signal });
+    return requestTrace("/api/v1/trace", { ...json(specText), signal: latest() });
   },
+  /** Run a program as written (in the server's jail): {trace (or null), stdout, stderr,
+   * *_truncated, exception ({type, message, line} or null), seconds, id}; aborts the previous call. */
+  async run(python) {
+    const result = await request("/api/v1/run", { ...json(JSON.stringify({ python })), signal: latest() });
+    return { ...result, trace: resolveTensorData(result?.trace ?? null) };
+  },
+  /** A program's permalink: {python} (POST it to run() again: the server answers from its cache). */
+  savedRun: (id) => request(`/api/v1/runs/${encodeURIComponent(id)}`),
   /** POST a spec object for its trace (no abort: compare mode's second trace). */
   traceOf: (spec) => requestTrace("/api/v1/trace", json(JSON.stringify(spec))),
   /** The comparison of a (baseline) and b, each a spec object or a permalink id. */

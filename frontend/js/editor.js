@@ -74,7 +74,7 @@ export function createEditor({ textarea, gutter, errorEl }) {
    * Show problems, each {line, message, path?, start?, end?} (line null: no place in the text):
    * the gutter and an underline mark their lines, a list under the editor names them all.
    */
-  function show(shown) {
+  function show(shown, what = "in the spec") {
     // Each placed problem's offsets, worked out once: its text (else its whole line) to underline,
     // and what to select on a jump to it (its text, else just a caret at its line's start).
     const text = textarea.value;
@@ -92,7 +92,7 @@ export function createEditor({ textarea, gutter, errorEl }) {
     const items = problems.map((p) =>
       h("li", {}, [p.line ? h("button", { type: "button", class: "spec-error-place", "data-line": p.line, onclick: () => jumpTo(p), text: placeOf(p) }) : h("strong", { text: placeOf(p) }), p.message]),
     );
-    const heading = problems.length > 1 ? h("p", { class: "spec-error-count", text: `${problems.length} problems in the spec:` }) : null;
+    const heading = problems.length > 1 ? h("p", { class: "spec-error-count", text: `${problems.length} problems ${what}:` }) : null;
     errorEl.replaceChildren(...[heading, h("ol", { class: "spec-errors" }, items)].filter(Boolean));
     textarea.setAttribute("aria-invalid", "true");
     renderGutter();
@@ -130,8 +130,9 @@ export function createEditor({ textarea, gutter, errorEl }) {
       clearError();
       renderGutter();
     },
-    /** Problems at 1-based lines of the text as shown, [{line, column?, message}]. */
-    showAtLines(problems) {
+    /** Problems at 1-based lines of the text as shown, [{line, column?, message}]; `what` ends the
+     * count's heading ("3 problems the spec editor cannot read"). */
+    showAtLines(problems, { what = language === "python" ? "in the program" : "in the spec" } = {}) {
       const text = textarea.value;
       show(
         problems.map((p) => {
@@ -139,6 +140,7 @@ export function createEditor({ textarea, gutter, errorEl }) {
           const start = lineStart(text, p.line);
           return p.column ? { line: p.line, message: p.message, start: start + p.column - 1, end: lineStart(text, p.line + 1) } : { line: p.line, message: p.message };
         }),
+        what,
       );
     },
     /** Parse locally first: a syntax error never needs the server. Resolves to the text or null. */
@@ -172,6 +174,6 @@ export function createEditor({ textarea, gutter, errorEl }) {
     },
     clearError,
   };
-  attachPytorchTab(editor, textarea);
-  return editor;
+  // showProgram(python), offerSpec(python): the PyTorch tab's, for the loaders
+  return Object.assign(editor, attachPytorchTab(editor, textarea));
 }

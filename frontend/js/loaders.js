@@ -1,6 +1,7 @@
 // Where traces come from: an example (spec into the editor, then POST /trace), the editor's
-// own text (Run), a permalink (?spec=<id> or #spec=<id>), the embed page (/embed/<id>), or a
-// trace.json the user opened (Open, a dropped file, or `gradtrace view`: ?opened=<file name>).
+// own text (Run: a spec traced, or in the PyTorch tab the program run as written, POST /run),
+// a permalink (?spec=<id> or #spec=<id>; a program's: ?run=<id>), the embed page (/embed/<id>),
+// or a trace.json the user opened (Open, a dropped file, or `gradtrace view`: ?opened=<file name>).
 // Errors go to the editor at the line the API names; successful traces go to showTrace.
 //
 // The URL always names what is on screen: an example by id, anything else by permalink. Running
@@ -14,7 +15,7 @@
 import { api, ApiError } from "./api.js";
 import { readHash } from "./state.js";
 
-export function createLoaders({ editor, store, showTrace, setStatus }) {
+export function createLoaders({ editor, store, showTrace, setStatus, programOutput = null }) {
   const $ = (id) => document.getElementById(id);
   const body = document.body;
   // The text as it was loaded (an example's spec or a permalink's): running it unchanged keeps
@@ -30,7 +31,7 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
   }
 
   /** The Example select shows the truth: the example, or one "Edited spec" entry. */
-  function showSource({ example = "", permalink = "", note = "", file = "" }) {
+  function showSource({ example = "", permalink = "", note = "", file = "", program = "" }) {
     const select = $("example");
     if (!select) return;
     let edited = select.querySelector("option[data-edited]");
@@ -46,9 +47,9 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
       edited.dataset.edited = "1";
       select.prepend(edited);
     }
-    edited.textContent = file ? `Opened file ${file}` : permalink ? `Edited spec (permalink ${permalink})` : `Edited spec${note ? ` (${note})` : ""}`;
+    edited.textContent = program ? `Your program (permalink ${program})` : file ? `Opened file ${file}` : permalink ? `Edited spec (permalink ${permalink})` : `Edited spec${note ? ` (${note})` : ""}`;
     select.value = "";
-    const about = file ? "A trace opened from a file, read in this browser. Its spec (if it has one) is in the editor: Run traces it again here." : permalink ? "Your own spec, stored as a permalink: this page's URL reopens it." : "";
+    const about = program ? "Your PyTorch program, run as written on the server: this page's URL runs it again." : file ? "A trace opened from a file, read in this browser. Its spec (if it has one) is in the editor: Run traces it again here." : permalink ? "Your own spec, stored as a permalink: this page's URL reopens it." : "";
     if ($("example-description")) $("example-description").textContent = about;
   }
 
@@ -58,11 +59,11 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
       const saved = await api.share(text);
       if (!nav.live()) return;
       loadedText = text;
-      store.set({ spec: saved.id, example: "" });
+      store.set({ spec: saved.id, example: "", run: "" });
       showSource({ permalink: saved.id });
     } catch (err) {
       if (!nav.live()) return;
-      store.set({ spec: "", example: "" });
+      store.set({ spec: "", example: "", run: "" });
       showSource({ note: "not saved" });
       setStatus(`the edited spec could not be stored, so a reload will lose it: ${err.message}`, true);
     }
@@ -75,6 +76,8 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
 
   async function runText(nav) {
     if (!editor) return;
+    if (editor.language === "python") return runProgram(editor.value, nav);
+    programOutput?.clear();
     const text = await editor.checkSyntax();
     if (!nav.live()) return;
     if (text === null) {
@@ -99,7 +102,47 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
     }
   }
 
+  /** Run a program as written (POST /run): its trace drawn, what it printed under the editor,
+   * its exception at its line; the URL becomes the program's permalink. */
+  async function runProgram(python, nav) {
+    body.classList.add("is-running");
+    setStatus("running the program…");
+    try {
+      const result = await api.run(python);
+      if (!nav.live()) return;
+      editor.clearError();
+      programOutput?.show(result);
+      const exc = result.exception;
+      if (exc) {
+        editor.showAtLines([{ line: exc.line, message: `${exc.type}: ${exc.message}` }]);
+        setStatus(`the program raised ${exc.type}${exc.line ? ` at line ${exc.line}` : ""}`, true);
+      } else setStatus(result.trace ? "" : "the program ran but built no autograd graph: nothing to draw");
+      if (result.id) {
+        store.set({ run: result.id, spec: "", example: "" });
+        showSource({ program: result.id });
+      }
+      editor.offerSpec?.(python).catch(() => {});
+      if (result.trace && nav.live()) await showTrace(result.trace, nav);
+    } catch (err) {
+      if (err.name === "AbortError" || !nav.live()) return;
+      if (err instanceof ApiError && err.line) editor.showAtLines([{ line: err.line, column: err.column, message: err.message }]);
+      setStatus(err.message, true);
+    } finally {
+      if (nav.live()) body.classList.remove("is-running");
+    }
+  }
+
+  /** A program's permalink: its source into the PyTorch tab, run again (the server's cache answers). */
+  async function loadRun(id, nav) {
+    const { python } = await api.savedRun(id);
+    if (!nav.live()) return;
+    editor.showProgram(python);
+    loadedText = null;
+    await runProgram(python, nav);
+  }
+
   async function loadExample(id, nav) {
+    programOutput?.clear();
     const spec = await api.example(id);
     if (!nav.live()) return;
     editor.value = loadedText = JSON.stringify(spec, null, 2);
@@ -108,6 +151,7 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
   }
 
   async function loadPermalink(id, nav) {
+    programOutput?.clear();
     const [saved, t] = await Promise.all([api.savedSpec(id), api.savedTrace(id)]);
     if (!nav.live()) return;
     if (editor) editor.value = loadedText = JSON.stringify(saved.spec ?? saved, null, 2);
@@ -121,13 +165,18 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
   /** Open an example from the select or the URL: at the step the URL names, else its opening step. */
   function openExample(id, view = {}) {
     const nav = navigation(view);
-    store.set({ example: id, spec: "", ...freshView(view) });
+    store.set({ example: id, spec: "", run: "", ...freshView(view) });
     return loadExample(id, nav);
   }
 
   /** Follow a hash the user typed or navigated to: another source reloads, else only the view. */
   function followHash(next) {
     const cur = store.get();
+    if (next.run && next.run !== cur.run && editor) {
+      const nav = navigation(next);
+      store.set({ run: next.run, spec: "", example: "", ...freshView(next) });
+      return loadRun(next.run, nav);
+    }
     if (next.spec && next.spec !== cur.spec) {
       const nav = navigation(next);
       store.set({ spec: next.spec, example: "", ...freshView(next) });
@@ -144,7 +193,8 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
    * open at (a reload of a `gradtrace view` page keeps its place). */
   function openTrace(t, name, view = {}) {
     const nav = navigation(view);
-    store.set({ example: "", spec: "", ...freshView(view) });
+    store.set({ example: "", spec: "", run: "", ...freshView(view) });
+    programOutput?.clear();
     if (editor) {
       editor.value = t.spec ? JSON.stringify(t.spec, null, 2) : "";
       editor.clearError();
@@ -160,13 +210,18 @@ export function createLoaders({ editor, store, showTrace, setStatus }) {
     const select = $("example");
     select.replaceChildren(...examples.map((e) => Object.assign(document.createElement("option"), { value: e.id, textContent: e.title || e.id, title: e.description || "" })));
     for (const [k, e] of examples.entries()) select.options[k].dataset.description = e.description || "";
-    const { spec, example } = store.get();
+    const { spec, example, run } = store.get();
     // `gradtrace view`'s page opens its file, unless the user has since chosen another source.
     const opened = new URLSearchParams(location.search).get("opened");
     if (opened && !spec && !readHash(location.hash).example) return openServedTrace(opened, readHash(location.hash));
     const nav = navigation(readHash(location.hash));
-    if (spec) {
+    if (run && !spec) {
       store.set({ example: "" });
+      await loadRun(run, nav);
+      return;
+    }
+    if (spec) {
+      store.set({ example: "", run: "" });
       await loadPermalink(spec, nav);
       return;
     }

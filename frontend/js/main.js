@@ -12,6 +12,7 @@ import { layoutGraph, defaultCollapsed } from "./layout.js";
 import { renderInspector } from "./inspector.js";
 import { createEventList } from "./eventlist.js";
 import { createEditor } from "./editor.js";
+import { createProgramOutput } from "./program_output.js";
 import { bindShareAndExport } from "./share.js";
 import { api } from "./api.js";
 import { createLoaders } from "./loaders.js";
@@ -288,7 +289,8 @@ async function showTrace(t, { layout: precomputedLayout = null, step, live = () 
   compare?.load(trace);
 }
 
-const { untouchedExample, runSpec, openExample, openTrace, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus });
+const programOutput = $("program-output") ? createProgramOutput($("program-output")) : null;
+const { untouchedExample, runSpec, openExample, openTrace, followHash, bootFull, bootEmbed } = createLoaders({ editor, store, showTrace, setStatus, programOutput });
 
 // ---- user actions --------------------------------------------------------------------------
 

@@ -1,12 +1,13 @@
 // One store for what the user chose, mirrored to the URL hash through one PROPS table, so every
 // view (example, step, selection, toggles) is a link. No DOM beyond reading/writing the hash.
 
-export const DEFAULTS = { example: "", spec: "", step: 0, speed: 2, node: "", collapsed: "", inserted: true, theme: "", compare: "" };
+export const DEFAULTS = { example: "", spec: "", run: "", step: 0, speed: 2, node: "", collapsed: "", inserted: true, theme: "", compare: "" };
 
 const bool = { parse: (s) => s !== "0" && s !== "false", format: (b) => (b ? "1" : "0") };
 export const PROPS = [
   { name: "example", parse: String, format: String },
   { name: "spec", parse: String, format: String }, // a permalink id
+  { name: "run", parse: String, format: String }, // a program's permalink id (its source, run again)
   { name: "step", parse: (s) => Math.max(0, parseInt(s, 10) || 0), format: String },
   { name: "speed", parse: (s) => Number(s) || DEFAULTS.speed, format: String },
   { name: "node", parse: String, format: String },

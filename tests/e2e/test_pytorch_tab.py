@@ -1,8 +1,10 @@
-"""The editor's PyTorch tab in real Chromium: an example shown as PyTorch, edited, run, and a
-line the translator cannot read underlined at that line of the code."""
+"""The editor's PyTorch tab in real Chromium: a tutorial program pasted as written and run on the
+server (graph, narration, printed lines; an exception marked at its line), "Edit as spec" where
+the translator reads the program, and every line it cannot read listed at once."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,7 +37,7 @@ def test_pytorch_tab_shows_edits_runs_and_underlines(page: Any, live_server: str
     spec.wait_for()
     assert '"L = ((a1 - y) ** 2).sum()"' in spec.input_value()
 
-    # Something outside the subset: underlined at its line of the PyTorch.
+    # A program that raises: run as written, PyTorch's exception marked at its line.
     page.get_by_role("tab", name="PyTorch").click()
     code.wait_for()
     source = code.input_value()
@@ -45,7 +47,125 @@ def test_pytorch_tab_shows_edits_runs_and_underlines(page: Any, live_server: str
     page.get_by_role("button", name="Run").click()
     entry = page.locator("#spec-error .spec-errors li").first
     entry.wait_for()
-    assert entry.inner_text().startswith(f"Line {line}: ") and "softplus" in entry.inner_text()
+    assert (
+        entry.inner_text().startswith(f"Line {line}: AttributeError: ") and "softplus" in entry.inner_text()
+    )
     assert [int(g) for g in page.locator(".gutter-line.has-error").all_inner_texts()] == [line]
+    assert page.locator(".program-output-exception").inner_text().startswith(f"Line {line}: AttributeError")
+
+    # The translator's view of the same line (the JSON tab): underlined at the method's column.
+    page.get_by_role("tab", name="JSON").click()
+    entry.wait_for()
+    assert entry.inner_text().startswith(f"Line {line}: ") and "softplus" in entry.inner_text()
     mark = page.locator(".editor-marks .editor-mark")
     assert mark.count() == 1 and mark.inner_text().startswith("softplus()")
+
+
+# PyTorch's Quickstart model and training step as its tutorial writes them (a batch of random
+# images for the FashionMNIST download, which a server without network cannot make).
+QUICKSTART = """import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+print(f"Using {device} device")
+
+
+class NeuralNetwork(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.linear_relu_stack = nn.Sequential(
+            nn.Linear(28 * 28, 512),
+            nn.ReLU(),
+            nn.Linear(512, 512),
+            nn.ReLU(),
+            nn.Linear(512, 10),
+        )
+
+    def forward(self, x):
+        x = self.flatten(x)
+        logits = self.linear_relu_stack(x)
+        return logits
+
+
+model = NeuralNetwork().to(device)
+print(model)
+
+loss_fn = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+X = torch.rand(4, 1, 28, 28, device=device)
+y = torch.tensor([3, 1, 4, 1], device=device)
+
+model.train()
+pred = model(X)
+loss = loss_fn(pred, y)
+
+loss.backward()
+optimizer.step()
+optimizer.zero_grad()
+
+loss = loss.item()
+print(f"loss: {loss:>7f}")
+"""
+
+
+def test_a_tutorial_program_pasted_as_written_runs(page: Any, live_server: str, screenshots: Path) -> None:
+    open_example(page, live_server, "two-layer-linear")
+    page.get_by_role("tab", name="PyTorch").click()
+    code = page.get_by_role("textbox", name="PyTorch")
+    code.wait_for()
+    code.fill(QUICKSTART)
+    page.get_by_role("button", name="Run").click()
+    output = page.get_by_role("region", name="Program output")
+    output.wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => !document.body.classList.contains('is-running') && document.body.dataset.nodes"
+    )
+    # the graph of the program's own pass, its modules named as the program names them
+    assert int(page.evaluate("() => document.body.dataset.nodes")) > 10
+    modules = page.locator("#graph .gt-group, #graph .gt-node--module")
+    assert modules.count() >= 1
+    drawn = page.locator("#graph").text_content() or ""
+    assert "linear_relu_stack" in drawn, drawn[:300]
+    # the narration tells the step shown
+    narration = page.locator("#narration")
+    assert narration.inner_text().strip()
+    # what the program printed, under the editor
+    printed = page.locator(".program-output-stdout").inner_text()
+    assert printed.startswith(
+        "Using cpu device\nNeuralNetwork(\n  (flatten): Flatten(start_dim=1, end_dim=-1)"
+    )
+    assert "loss: " in printed and page.locator(".program-output-exception").count() == 0
+    assert page.locator("#spec-error").is_hidden()
+    assert "run=" in page.evaluate("() => location.hash")  # the program's permalink
+    # outside the translator's subset: no "Edit as spec"; the JSON tab lists every reason at once
+    assert page.get_by_role("button", name="Edit as spec").is_hidden()
+    page.screenshot(path=str(screenshots / "pytorch-tab-run-1440.png"))
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.screenshot(path=str(screenshots / "pytorch-tab-run-1280.png"))
+    page.get_by_role("tab", name="JSON").click()
+    page.locator("#spec-error .spec-error-count").wait_for()
+    count = page.locator("#spec-error .spec-error-count").inner_text()
+    entries = page.locator("#spec-error .spec-errors li").all_inner_texts()
+    assert count == f"{len(entries)} problems the spec editor cannot read (Run runs the program as it is):"
+    lines = [int(e.split(":", 1)[0].removeprefix("Line ")) for e in entries]
+    assert lines == [4, 26, 29, 32, 33, 43]  # the device line, .to(device), the loss module, device=, .item()
+    assert page.get_by_role("textbox", name="PyTorch").is_visible()  # still the program, to fix or run
+    page.screenshot(path=str(screenshots / "pytorch-tab-refusals-1280.png"))
+
+
+def test_edit_as_spec_is_offered_for_a_program_the_translator_reads(page: Any, live_server: str) -> None:
+    open_example(page, live_server, "two-layer-linear")
+    page.get_by_role("tab", name="PyTorch").click()
+    code = page.get_by_role("textbox", name="PyTorch")
+    code.wait_for()
+    program = code.input_value()
+    page.get_by_role("button", name="Run").click()
+    button = page.get_by_role("button", name="Edit as spec")
+    button.wait_for(timeout=60_000)
+    assert code.input_value() == program  # run as written: nothing rewritten
+    button.click()
+    spec = page.get_by_role("textbox", name="Spec")
+    spec.wait_for()
+    assert '"W1"' in spec.input_value() and button.is_hidden()
