@@ -18,6 +18,8 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
   /** Share and Export → HTML both store the spec being edited as a permalink. An example run
    * as it came keeps its name in the URL (the page does not turn into an "Edited spec"). */
   async function savePermalink() {
+    const { run } = store.get();
+    if (run) return { id: run, url: `/?run=${encodeURIComponent(run)}`, program: true }; // stored when it ran
     const saved = await api.share(getSpecText());
     if (!untouchedExample()) store.set({ spec: saved.id });
     return saved;
@@ -45,6 +47,15 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
       const origin = location.origin;
       const { link, base } = viewLink(saved);
       $("share-url").value = link;
+      if (saved.program) {
+        // a program's permalink reruns its source; the embed and the diagram are drawn from specs
+        $("share-iframe").value = $("share-markdown").value = "";
+        errEl.hidden = false;
+        errEl.textContent = "This link runs your program again. Embeds and diagram images are made from specs: use Edit as spec (when offered) for those.";
+        if (!dialog.open) dialog.showModal();
+        $("share-url").select();
+        return;
+      }
       const embed = saved.embed_url ? new URL(saved.embed_url, origin).href : `${origin}/embed/${saved.id}`;
       $("share-iframe").value = `<iframe src="${embed}" width="100%" height="520" style="border:0" title="gradtrace: ${(getTrace()?.title || "").replace(/"/g, "&quot;")}"></iframe>`;
       const diagram = saved.diagram_url ? new URL(saved.diagram_url, origin).href : `${origin}/api/v1/specs/${saved.id}/diagram.svg`;

@@ -4,23 +4,32 @@ the translator reads the program, and every line it cannot read listed at once."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e_helpers import get_json, open_example
+from server_process import runner_server
 
 from gradtrace.spec.translate import spec_to_python
 
 pytestmark = pytest.mark.browser
 
 
-def test_pytorch_tab_shows_edits_runs_and_underlines(page: Any, live_server: str) -> None:
-    open_example(page, live_server, "two-layer-linear")
+@pytest.fixture(scope="module")
+def run_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server whose POST /run jail is on: Run in the PyTorch tab runs the program there."""
+    with runner_server(tmp_path_factory.mktemp("run_server")) as server:
+        yield server.url
+
+
+def test_pytorch_tab_shows_edits_runs_and_underlines(page: Any, run_server: str, screenshots: Path) -> None:
+    open_example(page, run_server, "two-layer-linear")
     page.get_by_role("tab", name="PyTorch").click()
     code = page.get_by_role("textbox", name="PyTorch")
     code.wait_for()
-    expected = spec_to_python(get_json(live_server + "/api/v1/examples/two-layer-linear"))
+    expected = spec_to_python(get_json(run_server + "/api/v1/examples/two-layer-linear"))
     assert code.input_value() == expected
 
     # An edit in PyTorch runs: the trace drawn comes from the translated spec.
@@ -52,6 +61,7 @@ def test_pytorch_tab_shows_edits_runs_and_underlines(page: Any, live_server: str
     )
     assert [int(g) for g in page.locator(".gutter-line.has-error").all_inner_texts()] == [line]
     assert page.locator(".program-output-exception").inner_text().startswith(f"Line {line}: AttributeError")
+    page.screenshot(path=str(screenshots / "pytorch-tab-exception-1440.png"))
 
     # The translator's view of the same line (the JSON tab): underlined at the method's column.
     page.get_by_role("tab", name="JSON").click()
@@ -110,8 +120,8 @@ print(f"loss: {loss:>7f}")
 """
 
 
-def test_a_tutorial_program_pasted_as_written_runs(page: Any, live_server: str, screenshots: Path) -> None:
-    open_example(page, live_server, "two-layer-linear")
+def test_a_tutorial_program_pasted_as_written_runs(page: Any, run_server: str, screenshots: Path) -> None:
+    open_example(page, run_server, "two-layer-linear")
     page.get_by_role("tab", name="PyTorch").click()
     code = page.get_by_role("textbox", name="PyTorch")
     code.wait_for()
@@ -155,8 +165,8 @@ def test_a_tutorial_program_pasted_as_written_runs(page: Any, live_server: str, 
     page.screenshot(path=str(screenshots / "pytorch-tab-refusals-1280.png"))
 
 
-def test_edit_as_spec_is_offered_for_a_program_the_translator_reads(page: Any, live_server: str) -> None:
-    open_example(page, live_server, "two-layer-linear")
+def test_edit_as_spec_is_offered_for_a_program_the_translator_reads(page: Any, run_server: str) -> None:
+    open_example(page, run_server, "two-layer-linear")
     page.get_by_role("tab", name="PyTorch").click()
     code = page.get_by_role("textbox", name="PyTorch")
     code.wait_for()
