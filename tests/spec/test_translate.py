@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cost_bombs import big_literals, translate_bomb
+from tutorial_programs import QUICKSTART
 
 import gradtrace
 from gradtrace.spec import SpecError, parse_spec
@@ -244,42 +245,11 @@ def test_every_mistake_is_listed_at_its_line_in_one_answer() -> None:
     assert all(e.path == "/python" and e.status == 422 for e in err.errors)
 
 
-QUICKSTART = """import torch
-from torch import nn
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-print(f"Using {device} device")
-
-
-class NeuralNetwork(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.linear_relu_stack = nn.Sequential(nn.Linear(28 * 28, 512), nn.ReLU(), nn.Linear(512, 10))
-
-    def forward(self, x):
-        x = self.flatten(x)
-        logits = self.linear_relu_stack(x)
-        return logits
-
-
-model = NeuralNetwork().to(device)
-loss_fn = nn.CrossEntropyLoss()
-optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-X = torch.rand(4, 1, 28, 28, device=device)
-y = torch.tensor([3, 1, 4, 1], device=device)
-pred = model(X)
-loss = loss_fn(pred, y)
-loss.backward()
-optimizer.step()
-"""
-
-
 def test_a_refused_line_is_reported_once_not_again_where_its_names_are_used() -> None:
-    """PyTorch's Quickstart as written: each of its five refused lines once, none of the lines
+    """PyTorch's Quickstart as written: each of its six refused lines once, none of the lines
     that merely use what a refused line defined (model, loss_fn, X, y, optimizer)."""
     err = _error(QUICKSTART)
-    assert [e.line for e in err.errors] == [4, 20, 21, 23, 24]
+    assert [e.line for e in err.errors] == [4, 26, 29, 32, 33, 43]
     assert "conditional expression" in err.errors[0].message
     assert ".to()" in err.errors[1].message and "CrossEntropyLoss" in err.errors[2].message
 
