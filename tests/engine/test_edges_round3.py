@@ -13,6 +13,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -403,3 +404,112 @@ def test_the_specs_zero_grad_clears_the_inputs_too_and_its_program_says_so() -> 
     # optimizer.zero_grad() alone leaves the input's first gradient to accumulate onto
     assert not torch.equal(as_optimizer["x"].grad, program["x"].grad)
     assert torch.equal(as_optimizer["lin"].weight.grad, program["lin"].weight.grad)
+
+
+# ---- 3. a warm torch.compile'd submodule: no recompile, the plain run's engine order ---------------
+class _PartlyCompiled(nn.Module):
+    def __init__(self, backend: str) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 5)
+        self.b = torch.compile(nn.Sequential(nn.Linear(5, 5), nn.Tanh()), backend=backend)
+        self.c = nn.Linear(5, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(self.b(self.a(x)))
+
+
+def _engine_order(model: nn.Module, x: torch.Tensor) -> tuple[list[str], list[str]]:
+    """A plain backward's op nodes in the engine's order (pre-hooks), and the order in which
+    the parameters' gradients were written (post-accumulate-grad hooks)."""
+    out = model(x).sum()
+    ops: list[str] = []
+    seen: set[Any] = set()
+    stack = [out.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen or type(fn).__name__ == "AccumulateGrad":
+            continue
+        seen.add(fn)
+        fn.register_prehook(lambda grads, name=type(fn).__name__: ops.append(name))
+        stack += [next_fn for next_fn, _ in fn.next_functions]
+    written: list[str] = []
+    handles = [
+        p.register_post_accumulate_grad_hook(lambda p, name=name: written.append(name))
+        for name, p in model.named_parameters()
+    ]
+    out.backward()
+    for handle in handles:
+        handle.remove()
+    return ops, written
+
+
+def _dynamo_graphs() -> tuple[int, int]:
+    from torch._dynamo.utils import counters
+
+    return counters["frames"]["total"], counters["stats"]["unique_graphs"]
+
+
+def _codes(trace: gradtrace.Trace) -> list[str]:
+    return [d.code for d in trace.doc.analyses.diagnostics]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_warm_compiled_submodule_is_not_recompiled_and_keeps_the_plain_engine_order(backend: str) -> None:
+    torch.manual_seed(0)
+    model, x = _PartlyCompiled(backend), torch.randn(3, 4)
+    # a hook of the model's inside the compiled module: left as it is (no recording state in
+    # it: Dynamo would guard on that state, in a plain run too)
+    model.b._orig_mod[0].register_forward_hook(lambda module, args, out: None)
+    model(x).sum().backward()  # warm: compiled once, as a plain program would be
+    ops, written = _engine_order(model, x)
+    before = _dynamo_graphs()
+    for _ in range(10):
+        model.zero_grad()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = gradtrace.trace(model, x, lambda out: out.sum())
+        assert "compiled_during_trace" not in _codes(trace) and "compiled_fell_back" not in _codes(trace)
+    assert _dynamo_graphs() == before  # no new Dynamo frame, no new graph over 10 traces
+    nodes = {n.id: n for n in trace.doc.graph.nodes}
+    pres = [nodes[e.node] for e in trace.doc.events if e.kind == "node_pre"]
+    assert [n.op for n in pres if n.op != "AccumulateGrad"] == ops
+    writes = [nodes[e.target].tensor for e in trace.doc.events if e.kind == "grad_write"]
+    assert writes == written
+    if backend == "aot_eager":
+        assert "CompiledFunctionBackward" in ops
+    plain = copy.deepcopy(model)
+    plain.zero_grad()
+    plain(x).sum().backward()
+    for name, p in plain.named_parameters():
+        assert torch.equal(torch.from_numpy(trace.grads[name]), p.grad), name
+
+
+@pytest.mark.slow
+def test_a_compiled_submodule_that_falls_back_to_eager_in_the_trace_says_so() -> None:
+    torch.manual_seed(0)
+    model = _PartlyCompiled("eager")
+    model(torch.randn(3, 4)).sum().backward()  # warm, for one shape
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # a new shape needs a new graph, past a recompile limit of 1: Dynamo runs eager code
+        with torch._dynamo.config.patch(recompile_limit=1):
+            fell_back = gradtrace.trace(model, torch.randn(6, 4), lambda out: out.sum())
+    assert "compiled_fell_back" in _codes(fell_back)
+    assert "TanhBackward0" in {n.op for n in fell_back.doc.graph.nodes}  # the eager code's nodes
+
+
+class _Scaled(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x) * 3
+
+
+@pytest.mark.slow
+def test_a_compiled_submodule_compiled_in_the_trace_says_so() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), torch.compile(_Scaled(), backend="eager"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cold = gradtrace.trace(model, torch.randn(2, 4))
+        warm = gradtrace.trace(model, torch.randn(2, 4))
+    assert "compiled_during_trace" in _codes(cold)  # its first call: compiled then, as in a plain run
+    assert "compiled_during_trace" not in _codes(warm)

@@ -64,90 +64,83 @@ def assemble_trace(
     function dispatch is off throughout: gradtrace's reads of the model's tensors are no
     calls a ``__torch_function__`` subclass sees (a plain run makes none of them)."""
     with torch._C.DisableTorchFunction():
-        return _assembled(session, source=source, title=title, spec=spec)
+        session.close()  # (the summarizer's copies end with it)
+        summarize = session.summarize
+        rec = session.recorder
 
+        # 1. records
+        final_grads = _final_grads(session)
+        grads, values = _final_values(session, final_grads)
+        cleared = _without_grad(session, final_grads)
+        for tensor in session.retained.values():
+            rec.mark_retains_grad(tensor)
+        modules = [
+            ModuleInfo(
+                path=path,
+                type=typ,
+                parent=parent,
+                parameters=params,
+                hooks=session.module_hooks.get(path, []),
+            )
+            for path, (typ, parent, params) in session.module_types.items()
+        ]
 
-def _assembled(
-    session: TraceSession,
-    *,
-    source: Literal["spec", "module", "program"],
-    title: str,
-    spec: dict[str, Any] | None,
-) -> Assembled:
-    """(see assemble_trace)"""
-    session.close()  # (the summarizer's copies end with it)
-    summarize = session.summarize
-    rec = session.recorder
-
-    # 1. records
-    final_grads = _final_grads(session)
-    grads, values = _final_values(session, final_grads)
-    for tensor in session.retained.values():
-        rec.mark_retains_grad(tensor)
-    modules = [
-        ModuleInfo(
-            path=path, type=typ, parent=parent, parameters=params, hooks=session.module_hooks.get(path, [])
+        # 2. analyses
+        diagnostics = session.diagnostics
+        found = any(d.code == "hook_on_outputs_only" for d in diagnostics)
+        model_warnings = list(session.recorded_warnings)
+        warning_texts = [str(w.message) for w in model_warnings]
+        diagnostics += diagnose(
+            rec, session.env, session.retained, session.backward_roots, warning_texts, found
         )
-        for path, (typ, parent, params) in session.module_types.items()
-    ]
+        diagnostics += wrapped_values(rec.nodes, rec.events, summarize.wrapped)
+        diagnostics += compiled_modules(session.module_types, session.forward_capture.dynamo_frames)
+        diagnostics += cleared_grads(rec.events, cleared)
+        memory = session.memory.build()
+        linear = session.linear
+        layers, factors = linear.layer_passes(session.backward_capture.deltas)
+        linear_records = linear.build(layers, factors, summarize)
+        per_sample = linear.per_sample(layers, factors, summarize)
+        limits = Limits(  # (after the analyses: what they cut counts too)
+            max_nodes=rec.max_nodes,
+            value_budget=summarize.value_budget,
+            final_value_limit=summarize.final_value_limit,
+            values_truncated=summarize.values_truncated,
+            finals_truncated=summarize.finals_truncated,
+        )
 
-    # 2. analyses
-    diagnostics = session.diagnostics
-    found = any(d.code == "hook_on_outputs_only" for d in diagnostics)
-    model_warnings = list(session.recorded_warnings)
-    warning_texts = [str(w.message) for w in model_warnings]
-    diagnostics += diagnose(rec, session.env, session.retained, session.backward_roots, warning_texts, found)
-    diagnostics += wrapped_values(rec.nodes, rec.events, summarize.wrapped)
-    diagnostics += compiled_modules(session.module_types)
-    diagnostics += cleared_grads(
-        rec.events,
-        {name: rec.leaf_id(t) for name, t in session.all_leaves_named() if final_grads.get(name, 0) is None},
-    )
-    memory = session.memory.build()
-    linear = session.linear
-    layers, factors = linear.layer_passes(session.backward_capture.deltas)
-    linear_records = linear.build(layers, factors, summarize)
-    per_sample = linear.per_sample(layers, factors, summarize)
-    limits = Limits(  # (after the analyses: what they cut counts too)
-        max_nodes=rec.max_nodes,
-        value_budget=summarize.value_budget,
-        final_value_limit=summarize.final_value_limit,
-        values_truncated=summarize.values_truncated,
-        finals_truncated=summarize.finals_truncated,
-    )
+        # 3. values, and the gradient norms (the final ones read off the values' stats)
+        summarize.finalize()
+        norms = all_grad_norms(
+            session.pass_norms,
+            session.all_leaves_named(),
+            session.param_modules,
+            {name: None if name in session.retained else value for name, value in grads.items()},
+        )
 
-    # 3. values, and the gradient norms (the final ones read off the values' stats)
-    summarize.finalize()
-    norms = all_grad_norms(
-        session.pass_norms,
-        session.all_leaves_named(),
-        session.param_modules,
-        {name: None if name in session.retained else value for name, value in grads.items()},
-    )
-
-    # 4. the trace (its event payloads keep their TensorValue records: gradtrace.Trace.doc turns
-    # them into plain data when a reader first asks; serialising does not need that)
-    doc = TraceDoc(
-        torch_version=str(torch.__version__),
-        source=source,
-        title=title,
-        spec=spec,
-        graph=Graph(nodes=rec.nodes, edges=rec.edges, modules=modules),
-        events=rec.events,
-        passes=rec.passes,
-        values=values,
-        grads=grads,
-        analyses=Analyses(
-            linear=linear_records,
-            grad_norms=norms,
-            diagnostics=diagnostics,
-            memory=memory,
-            per_sample=per_sample,
-        ),
-        limits=limits,
-        tensor_data=Base64Blocks(summarize.tensor_data),
-    )
-    return Assembled(doc, final_grads, model_warnings)
+        # 4. the trace (its event payloads keep their TensorValue records: gradtrace.Trace.doc turns
+        # them into plain data when a reader first asks; serialising does not need that)
+        doc = TraceDoc(
+            torch_version=str(torch.__version__),
+            source=source,
+            title=title,
+            spec=spec,
+            graph=Graph(nodes=rec.nodes, edges=rec.edges, modules=modules),
+            events=rec.events,
+            passes=rec.passes,
+            values=values,
+            grads=grads,
+            analyses=Analyses(
+                linear=linear_records,
+                grad_norms=norms,
+                diagnostics=diagnostics,
+                memory=memory,
+                per_sample=per_sample,
+            ),
+            limits=limits,
+            tensor_data=Base64Blocks(summarize.tensor_data),
+        )
+        return Assembled(doc, final_grads, model_warnings)
 
 
 def _final_grads(session: TraceSession) -> dict[str, torch.Tensor | None]:
@@ -155,6 +148,17 @@ def _final_grads(session: TraceSession) -> dict[str, torch.Tensor | None]:
     final_grads: dict[str, torch.Tensor | None] = {name: t.grad for name, t in session.all_leaves_named()}
     final_grads.update({name: t.grad for name, t in session.retained.items()})
     return dict(sorted(final_grads.items()))
+
+
+def _without_grad(
+    session: TraceSession, final_grads: dict[str, torch.Tensor | None]
+) -> dict[str, str | None]:
+    """The leaves whose final ``.grad`` is None, by name, with their tensor node (for
+    diagnostics.cleared_grads)."""
+    rec = session.recorder
+    return {
+        name: rec.leaf_id(t) for name, t in session.all_leaves_named() if final_grads.get(name, 0) is None
+    }
 
 
 def _final_values(

@@ -171,9 +171,14 @@ def wrapped_values(
     return out
 
 
-def compiled_modules(module_types: dict[str, tuple[str, str | None, list[str]]]) -> list[Diagnostic]:
-    """An info diagnostic for each module compiled by torch.compile (its insides are unseen)."""
-    return [
+def compiled_modules(
+    module_types: dict[str, tuple[str, str | None, list[str]]], dynamo_frames: tuple[int, int] | None = None
+) -> list[Diagnostic]:
+    """An info diagnostic for each module compiled by torch.compile (its insides are unseen),
+    and one that says so when Dynamo compiled anew during the trace, or could not compile and
+    ran eager code instead (``dynamo_frames``: the frames Dynamo was asked to compile during
+    the trace, and those it compiled; see ForwardCapture.hooks_installed)."""
+    out = [
         Diagnostic(
             code="compiled_module",
             severity="info",
@@ -185,3 +190,25 @@ def compiled_modules(module_types: dict[str, tuple[str, str | None, list[str]]])
         for path, (kind, _parent, _params) in module_types.items()
         if kind == "OptimizedModule"
     ]
+    total, compiled = dynamo_frames or (0, 0)
+    if compiled:
+        out.append(
+            Diagnostic(
+                code="compiled_during_trace",
+                severity="info",
+                message=f"torch.compile compiled {compiled} new graph(s) during the trace (a module compiled "
+                "for the first time, or a guard of its compiled code failed, e.g. a new input shape), as "
+                "the same call would without gradtrace",
+            )
+        )
+    if total > compiled:
+        out.append(
+            Diagnostic(
+                code="compiled_fell_back",
+                severity="warning",
+                message=f"torch.compile could not compile {total - compiled} call(s) during the trace (e.g. "
+                "past Dynamo's recompile limit): they ran as eager code, not as the compiled module, and "
+                "the trace shows the nodes that eager code made",
+            )
+        )
+    return out

@@ -41,6 +41,37 @@ _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 compiling = torch.compiler.is_compiling
 
 
+def compiled_and_inside(modules: list[nn.Module]) -> tuple[list[nn.Module], set[int]]:
+    """The torch.compile'd modules among ``modules``, and the id()s of the modules inside
+    them. Dynamo compiles a compiled module's inner call, the hooks of the modules inside
+    included, guarded on exactly what it saw: gradtrace neither hooks those modules nor wraps
+    their hooks (a hook added or replaced is a guard that fails: a new graph at every trace,
+    then, past Dynamo's recompile limit, eager code; and compiled code never calls
+    gradtrace's hooks anyway)."""
+    # (only torch.compile imports Dynamo, which takes seconds: no need to here)
+    dynamo = sys.modules.get("torch._dynamo.eval_frame")
+    if dynamo is None:
+        return [], set()
+    compiled = [m for m in modules if isinstance(m, dynamo.OptimizedModule)]
+    return compiled, {id(inner) for m in compiled for inner in m._orig_mod.modules()}
+
+
+def _pop_discovery_mode() -> Any:
+    """The discovery mode taken off the top of the torch function mode stack (None, and the
+    stack left as it is, when the top is another mode: one the model entered)."""
+    depth = torch._C._len_torch_function_stack()
+    if not depth or not isinstance(torch._C._get_function_stack_at(depth - 1), _DiscoveryMode):
+        return None
+    return torch._C._pop_torch_function_stack()
+
+
+def _dynamo_frames() -> tuple[int, int]:
+    """Dynamo's count of the frames it was asked to compile, and of those it compiled."""
+    from torch._dynamo.utils import counters  # (Dynamo is loaded: a module is compiled)
+
+    return counters["frames"]["total"], counters["frames"]["ok"]
+
+
 def flat_tensors(obj: Any) -> list[torch.Tensor]:
     """Tensors inside a (nested) tuple/list/dict, in order."""
     if isinstance(obj, torch.Tensor):
@@ -154,6 +185,13 @@ class ForwardCapture:
         self._quiet = _Quiet()
         # id()s of the modules recorded by a hook pair of their own, not the process-wide one
         self._own_pair: set[int] = set()
+        # id()s of the torch.compile'd modules (see hooks_installed), and the discovery modes
+        # set aside while they run
+        self._compiled: set[int] = set()
+        self._set_aside: list[Any] = []
+        # Dynamo's frames (compiled, or tried and run eagerly) during the trace: (total, ok),
+        # None when no module is compiled (see hooks_installed)
+        self.dynamo_frames: tuple[int, int] | None = None
         # called at every module boundary after gradtrace's own recording (model_hooks
         # follows the hooks the model registers there): one hook pair per module, not two
         self.on_module_start: Callable[[nn.Module], None] | None = None
@@ -279,11 +317,21 @@ class ForwardCapture:
             )
         if self.on_module_start is not None:
             self.on_module_start(module)
+        if id(module) in self._compiled:
+            self._set_aside.append(_pop_discovery_mode())
+
+    def _compiled_returned(self, module: nn.Module) -> None:
+        """A compiled module's call is over: the discovery mode it ran without is back."""
+        if id(module) in self._compiled and self._set_aside:
+            mode = self._set_aside.pop()
+            if mode is not None:
+                torch._C._push_on_torch_function_stack(mode)
 
     def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.module_paths.get(id(module))
         if path is None or compiling():
             return
+        self._compiled_returned(module)
         try:
             with _NO_TORCH_FUNCTION():  # (see _pre_hook)
                 self._record_output(path, module, args, output)
@@ -354,11 +402,16 @@ class ForwardCapture:
         handles: list[RemovableHandle] = []
         # a torch.compile'd submodule warns at every call while process-wide module hooks
         # exist (the plain run would not): then every module gets a pair of its own
-        # (only torch.compile imports Dynamo, which takes seconds: no need to here)
-        dynamo = sys.modules.get("torch._dynamo.eval_frame")
-        own_pairs = dynamo is not None and any(isinstance(m, dynamo.OptimizedModule) for m in self.modules)
+        compiled, inside = compiled_and_inside(self.modules)
+        own_pairs = bool(compiled)
+        # the compiled module itself runs with the discovery mode set aside (the mode stack
+        # is guarded too); the nodes it made are found from its outputs
+        self._compiled = {id(m) for m in compiled}
+        frames_before = _dynamo_frames() if compiled else None
         try:
             for module in self.modules:
+                if id(module) in inside:
+                    continue
                 if own_pairs or module._forward_pre_hooks or module._forward_hooks:
                     self._own_pair.add(id(module))
                     handles.append(module.register_forward_pre_hook(self._pre_hook))
@@ -371,6 +424,9 @@ class ForwardCapture:
             for handle in handles:
                 handle.remove()
             self._own_pair.clear()
+            if frames_before is not None:
+                total, ok = _dynamo_frames()
+                self.dynamo_frames = (total - frames_before[0], ok - frames_before[1])
 
     @contextmanager
     def recording(self):

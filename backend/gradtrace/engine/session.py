@@ -23,7 +23,7 @@ from torch import nn
 from gradtrace.engine import graph_walk
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
-from gradtrace.engine.forward_capture import ForwardCapture, flat_tensors
+from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors
 from gradtrace.engine.grad_norms import PendingNorms
 from gradtrace.engine.linear_reconstruction import LinearAnalysis
 from gradtrace.engine.memory import SavedMemory
@@ -226,10 +226,11 @@ class TraceSession:
         self.recorded_warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         record_all_but_errors(self.recorded_warnings)
         if model_hooks:
+            inside_compiled = compiled_and_inside(modules)[1]
             self.model_hooks = ModelHooks(
                 self.recorder,
                 self.forward_capture,
-                modules,
+                [m for m in modules if id(m) not in inside_compiled],
                 module_paths,
                 {**self.params, **self.leaves},
                 self.module_hooks,
