@@ -443,6 +443,16 @@ def _engine_order(model: nn.Module, x: torch.Tensor) -> tuple[list[str], list[st
     return ops, written
 
 
+@pytest.fixture
+def fresh_dynamo() -> Any:
+    """Dynamo's caches emptied before and after: its code caches are shared by every compiled
+    module of the process (its recompile limit counts them all), and a test that reaches the
+    limit on purpose must not leave later tests' modules running eagerly."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
 def _dynamo_graphs() -> tuple[int, int]:
     from torch._dynamo.utils import counters
 
@@ -455,7 +465,9 @@ def _codes(trace: gradtrace.Trace) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-def test_a_warm_compiled_submodule_is_not_recompiled_and_keeps_the_plain_engine_order(backend: str) -> None:
+def test_a_warm_compiled_submodule_is_not_recompiled_and_keeps_the_plain_engine_order(
+    backend: str, fresh_dynamo: None
+) -> None:
     torch.manual_seed(0)
     model, x = _PartlyCompiled(backend), torch.randn(3, 4)
     # a hook of the model's inside the compiled module: left as it is (no recording state in
@@ -486,7 +498,7 @@ def test_a_warm_compiled_submodule_is_not_recompiled_and_keeps_the_plain_engine_
 
 
 @pytest.mark.slow
-def test_a_compiled_submodule_that_falls_back_to_eager_in_the_trace_says_so() -> None:
+def test_a_compiled_submodule_that_falls_back_to_eager_in_the_trace_says_so(fresh_dynamo: None) -> None:
     torch.manual_seed(0)
     model = _PartlyCompiled("eager")
     model(torch.randn(3, 4)).sum().backward()  # warm, for one shape
@@ -505,7 +517,7 @@ class _Scaled(nn.Module):
 
 
 @pytest.mark.slow
-def test_a_compiled_submodule_compiled_in_the_trace_says_so() -> None:
+def test_a_compiled_submodule_compiled_in_the_trace_says_so(fresh_dynamo: None) -> None:
     model = nn.Sequential(nn.Linear(4, 4), torch.compile(_Scaled(), backend="eager"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
