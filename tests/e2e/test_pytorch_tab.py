@@ -115,6 +115,14 @@ def test_a_tutorial_program_pasted_as_written_runs(page: Any, run_server: str, s
     assert lines == [4, 26, 29, 32, 33, 43]  # the device line, .to(device), the loss module, device=, .item()
     assert page.get_by_role("textbox", name="PyTorch").is_visible()  # still the program, to fix or run
     page.screenshot(path=str(screenshots / "pytorch-tab-refusals-1280.png"))
+    # the link reopens the program: its source in the PyTorch tab, run again (from the server's cache)
+    page.reload()
+    page.get_by_role("region", name="Program output").wait_for(timeout=60_000)
+    assert page.get_by_role("textbox", name="PyTorch").input_value() == QUICKSTART
+    assert page.locator(".program-output-stdout").inner_text() == printed
+    page.wait_for_function(
+        "() => !document.body.classList.contains('is-running') && document.body.dataset.nodes"
+    )
 
 
 def test_edit_as_spec_is_offered_for_a_program_the_translator_reads(page: Any, run_server: str) -> None:
