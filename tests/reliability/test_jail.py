@@ -243,3 +243,13 @@ def test_a_syntax_error_names_its_line(jail_server: ServerProcess) -> None:
     r, _ = post_run(jail_server, "x = 1\ndef f(:\n")
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "python_syntax" and r.json()["error"]["line"] == 2
+
+
+def test_a_program_past_its_deadline_is_refused_at_once_next_time(jail_server: ServerProcess) -> None:
+    source = "# remembered by its hash\nwhile True:\n    pass\n"
+    first, _ = post_run(jail_server, source)
+    assert first.status_code == 503 and first.json()["error"]["code"] == "run_timeout"
+    again, seconds = post_run(jail_server, source)
+    assert again.status_code == 413 and again.json()["error"]["code"] == "too_costly", again.text
+    assert again.json()["error"]["path"] == "/python"
+    assert seconds < 1.0  # refused without running

@@ -159,3 +159,9 @@ def test_a_syntax_error_is_a_422_at_its_line(server: ServerProcess) -> None:
     r = post(server, "import torch\nx = (1,\n")
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "python_syntax" and r.json()["error"]["line"] == 2
+
+
+def test_a_program_past_the_node_budget_is_a_413(server: ServerProcess) -> None:
+    source = "import torch\ny = torch.ones(3, requires_grad=True)\nfor _ in range(3000):\n    y = (y * 1.0001).sin()\n"
+    r = post(server, source)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_many_nodes", r.text
