@@ -342,3 +342,48 @@ def test_a_loop_hooks_only_the_graph_each_backward_can_run() -> None:
     assert len(counts) == 4 and len(set(counts)) == 1, counts
     assert all(rec.trace.grads[name] is None for name in rec.trace.grads)  # (zeroed: set to None)
     assert not [d for d in doc.analyses.diagnostics if d.code == "grad_cleared"]
+
+
+def test_a_variable_given_a_new_model_names_it_apart() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(2, 3)
+    with gradtrace.record() as rec:
+        model = nn.Linear(3, 1)
+        first = model
+        model(x).sum().backward()
+        model = nn.Linear(3, 1)
+        model(x).sum().backward()
+    grads = rec.trace.grads
+    assert set(grads) == {"model.weight", "model.bias", "model#2.weight", "model#2.bias"}
+    assert torch.equal(torch.from_numpy(grads["model.weight"]), first.weight.grad)
+    assert torch.equal(torch.from_numpy(grads["model#2.weight"]), model.weight.grad)
+
+
+def test_another_threads_modules_and_optimizers_are_not_the_programs() -> None:
+    import threading
+
+    torch.manual_seed(0)
+    go, done = threading.Event(), threading.Event()
+
+    def elsewhere() -> None:  # (its model and optimizer in no variable of the block's frame)
+        other = nn.Linear(3, 1)
+        other_opt = torch.optim.SGD(other.parameters(), lr=0.1)
+        go.wait(10)
+        with torch.no_grad():
+            other(torch.ones(1, 3))
+        other.weight.grad = torch.ones_like(other.weight)
+        other_opt.step()
+        done.set()
+
+    worker = threading.Thread(target=elsewhere)
+    worker.start()
+    x = torch.randn(2, 3, requires_grad=True)
+    with gradtrace.record() as rec:
+        y = (x * 2).sum()
+        go.set()
+        done.wait(10)
+        y.backward()
+    worker.join()
+    doc = rec.trace.doc
+    assert doc.graph.modules == [] and not [e for e in doc.events if e.kind == "optimizer_step"]
+    assert set(rec.trace.grads) == {"x"}

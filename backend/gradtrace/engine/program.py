@@ -32,6 +32,7 @@ One capture at a time in a process: ``record()`` inside another ``record()`` or 
 from __future__ import annotations
 
 import gc
+import threading
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -81,6 +82,7 @@ class ProgramSession(TraceSession):
     def __init__(self, frame: types.FrameType, **limits: Any) -> None:
         self.frame = frame
         self._anonymous = 0
+        self._thread = threading.get_ident()  # (the program's: the one running the block)
         self._roots: list[Any] = []  # the nodes the top-level backward starting now runs from
         self._steps: dict[str, int] = {}  # optimizer.step pass label -> how many so far
         # per step() running: its parameters and their versions before it
@@ -137,12 +139,20 @@ class ProgramSession(TraceSession):
         module whose call is beginning, see ModelHooks.adopt)."""
         modules = self.forward_capture.modules
         known = len(modules)
+        taken = self.module_types
+        if root_path in taken:  # (the variable now holds another model: the first kept its name)
+            root_path = next(
+                f"{root_path}#{k}" for k in range(2, len(taken) + 3) if f"{root_path}#{k}" not in taken
+            )
         super().add_model(root, root_path)
         if self.model_hooks is not None:
             self.model_hooks.adopt(modules[known:], starting)
 
     def _module_met(self, module: nn.Module) -> str | None:
-        """The path of a module called for the first time (its model joins the capture)."""
+        """The path of a module called for the first time (its model joins the capture);
+        None for a module another thread calls (the module hooks are process-wide)."""
+        if threading.get_ident() != self._thread:
+            return None
         self._scan_models(starting=module)
         paths = self.forward_capture.module_paths
         if id(module) not in paths:  # no variable holds it: named by its type
@@ -206,7 +216,10 @@ class ProgramSession(TraceSession):
     # ---- optimizers and zero_grad --------------------------------------------------------
     def _step_starts(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
         """An optimizer's ``step()`` begins: a pass of its own at the top level (inside a
-        backward, e.g. in a post-accumulate-grad hook, its event goes in that pass)."""
+        backward, e.g. in a post-accumulate-grad hook, its event goes in that pass). Another
+        thread's optimizers are not the program's (the step hooks are process-wide)."""
+        if threading.get_ident() != self._thread:
+            return
         params = [p for group in optimizer.param_groups for p in group["params"]]
         self._stepping.append((params, [p._version for p in params]))
         rec = self.recorder
@@ -220,6 +233,8 @@ class ProgramSession(TraceSession):
 
     def _step_ends(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
         """Its ``optimizer_step`` event: the parameters it changed, after the step."""
+        if threading.get_ident() != self._thread:
+            return
         params, versions = self._stepping.pop()
         rec = self.recorder
         after: dict[str, Any] = {}
