@@ -29,12 +29,14 @@ export function createProgramOutput(el) {
   return {
     show(result) {
       const parts = outputParts(result);
-      const pre = h(
-        "pre",
-        { class: "program-output-text", tabindex: "0", "aria-label": "What the program printed" },
-        parts.map((p) => h("span", { class: `program-output-${p.kind}`, text: `${p.text}\n` })),
-      );
-      el.replaceChildren(h("h2", { class: "program-output-title", text: outputSummary(result) }), pre);
+      const pre = parts.length
+        ? h(
+            "pre",
+            { class: "program-output-text", tabindex: "0", "aria-label": "What the program printed" },
+            parts.map((p) => h("span", { class: `program-output-${p.kind}`, text: `${p.text}\n` })),
+          )
+        : null; // nothing printed: the heading says so
+      el.replaceChildren(...[h("h2", { class: "program-output-title", text: outputSummary(result) }), pre].filter(Boolean));
       el.hidden = false;
     },
     clear() {
