@@ -129,3 +129,17 @@ def test_view_refuses_what_is_not_a_trace(tmp_path: Path, content: str, fragment
     )
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("gradtrace: ") and fragment in r.stderr, r.stderr
+
+
+def test_view_refuses_a_directory_that_holds_no_run(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "gradtrace", "view", str(tmp_path), "--no-browser"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("gradtrace: ") and "no run at" in r.stderr and "gradtrace.watch" in r.stderr, (
+        r.stderr
+    )

@@ -79,6 +79,9 @@ def test_node_keys_stable_and_in_engine_order(tmp_path: Path) -> None:
     assert keys[0] == "(loss)/MseLossBackward0#0"  # the root runs first
     assert "layers.2/AddmmBackward0#0" in keys and "(model)/ReluBackward0#2" in keys
     assert "layers.0/AccumulateGrad#weight" in keys
+    edges = set(run.edges)  # the graph, as the viewer draws it
+    assert ("(loss)/MseLossBackward0#0", "head/AddmmBackward0#0") in edges
+    assert ("layers.2/AddmmBackward0#0", "layers.2/AccumulateGrad#bias") in edges
     per_step = [list(run.step_values(s)["nodes"]) for s in run.steps]
     assert per_step[0] == per_step[1] == per_step[2]  # the same keys, in the same order
     # what flows out of the last Linear's Addmm is what its ReLU received (one consumer)

@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.routing import Match, Mount
@@ -24,6 +25,7 @@ from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
 from gradtrace.api.middleware import install_middleware
 from gradtrace.api.opened import opened_router
+from gradtrace.api.opened_run import opened_run_router
 from gradtrace.api.renders import RenderQueue
 from gradtrace.api.static import embed_router, mount_frontend
 from gradtrace.service.ratelimit import make_rate_limiter
@@ -74,9 +76,12 @@ def install_api_fallback(app: FastAPI) -> None:
     fallback = app.router.routes[-1]
 
 
-def create_app(settings: Settings | None = None, opened_trace: bytes | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, opened_trace: bytes | None = None, opened_run: Path | None = None
+) -> FastAPI:
     """The app; ``opened_trace`` (a trace document's JSON, for ``gradtrace view``) is served
-    at ``/api/v1/opened-trace`` for the viewer to open."""
+    at ``/api/v1/opened-trace`` for the viewer to open; ``opened_run`` (a directory
+    ``gradtrace.watch`` writes, for ``gradtrace view RUN_DIR``) at ``/api/v1/opened-run``."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
@@ -140,6 +145,8 @@ def create_app(settings: Settings | None = None, opened_trace: bytes | None = No
     app.include_router(api_router())
     if opened_trace is not None:
         app.include_router(opened_router(API_PREFIX, opened_trace))
+    if opened_run is not None:
+        app.include_router(opened_run_router(API_PREFIX, opened_run))
     install_api_fallback(app)
     app.include_router(embed_router(settings.frontend_dir))
     install_openapi(app)

@@ -1,4 +1,5 @@
-"""``gradtrace view TRACE.json``: open a saved trace in the viewer (needs the ``[server]`` extra).
+"""``gradtrace view TRACE.json``: open a saved trace in the viewer (needs the ``[server]`` extra);
+``gradtrace view RUN_DIR``: the run view of a ``gradtrace.watch`` run (``/watch.html``).
 
 The file is read and checked first (JSON, a trace of this gradtrace's schema_version), then the
 viewer and API are served on a free loopback port with the trace at ``/api/v1/opened-trace``,
@@ -31,7 +32,11 @@ def add_parser(sub: Any) -> None:
         "gradtrace.trace(model, ...)) and open it in the browser; on a machine without a "
         "display, print the URL to open. Ctrl-C stops it.",
     )
-    p.add_argument("trace", metavar="TRACE.json", help="the trace file ('-' reads stdin)")
+    p.add_argument(
+        "trace",
+        metavar="TRACE.json|RUN_DIR",
+        help="the trace file ('-' reads stdin), or a run directory gradtrace.watch writes",
+    )
     add_server_options(p)
     p.set_defaults(func=run)
 
@@ -83,20 +88,38 @@ def has_display() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.trace != "-" and Path(args.trace).is_dir():
+        return open_run(Path(args.trace), args)
     data = read_trace(args.trace)
     name = "trace.json" if args.trace == "-" else Path(args.trace).name
     return open_in_viewer(data, name, args.trace, args)
 
 
-def open_in_viewer(data: bytes, name: str, label: str, args: argparse.Namespace) -> int:
-    """Serve the viewer with the trace ``data`` (a trace document's JSON) at ``/?opened=name``
-    and open it in the browser (or print its URL); returns when the server stops."""
+def open_run(run_dir: Path, args: argparse.Namespace) -> int:
+    """``gradtrace view RUN_DIR``: the run view of a directory ``gradtrace.watch`` writes (or
+    is writing: the view follows it)."""
+    from gradtrace.runs.store import Run
+
+    try:
+        Run(run_dir).close()
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    return open_in_viewer(None, run_dir.name, str(run_dir), args, run_dir=run_dir)
+
+
+def open_in_viewer(
+    data: bytes | None, name: str, label: str, args: argparse.Namespace, run_dir: Path | None = None
+) -> int:
+    """Serve the viewer with the trace ``data`` (a trace document's JSON) at ``/?opened=name``,
+    or the run in ``run_dir`` at ``/watch.html?run=name``, and open it in the browser (or print
+    its URL); returns when the server stops."""
     create_app, serve, settings = load_server("view")
     browser = not args.no_browser and has_display()
+    page = "/watch.html?run=" if run_dir is not None else "/?opened="
 
     def ready(port: int) -> None:
         host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
-        url = f"http://{host}:{port}/?opened={urllib.parse.quote(name)}"
+        url = f"http://{host}:{port}{page}{urllib.parse.quote(name)}"
         opening = "opening it in your browser" if browser else "open this URL in a browser"
         sys.stdout.write(f"{label}: {opening}:\n  {url}\n(Ctrl-C stops the server)\n")
         sys.stdout.flush()
@@ -109,7 +132,7 @@ def open_in_viewer(data: bytes, name: str, label: str, args: argparse.Namespace)
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     serve(
-        create_app(settings, opened_trace=data),
+        create_app(settings, opened_trace=data, opened_run=run_dir),
         args.host,
         args.port,
         "warning",

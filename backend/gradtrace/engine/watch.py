@@ -102,6 +102,7 @@ class _Step:
         self.ordinals: dict[tuple[str, str], int] = {}
         self.leaves = 0
         self.executed: list[_Executed] = []
+        self.edges: list[tuple[str, str]] = []  # (node, a node it passes a gradient to)
         self.loss: int | None = None
         self.loss_seen = False
         self.started = False
@@ -336,6 +337,10 @@ class Watch:
             k = ordinals.get((module, op), 0)
             ordinals[(module, op)] = k + 1
             self._hook(step, node, self._info(module, op, str(k)))
+        hooked = step.hooked
+        for node, nexts in found.items():  # the graph's edges, as keys (the viewer draws them)
+            src = hooked[node].key
+            step.edges.extend((src, hooked[fn].key) for fn, _nr in nexts if fn is not None and fn in hooked)
 
     def _info(self, module: str, op: str, ordinal: str, param: str | None = None) -> NodeInfo:
         """The node's record, made once per key for the whole run."""
@@ -465,6 +470,7 @@ class Watch:
             update_ratio=ratios,
             param_nan=[int(math.isnan(v[g])) for _pid, (_n, g, _w) in params],
             param_inf=[int(math.isinf(v[g])) for _pid, (_n, g, _w) in params],
+            edges=step.edges,
         )
         self.last_nodes = len(nodes)
         flags = self.flags.check(

@@ -22,6 +22,8 @@ Schema (version 1)::
           param_norm BLOB, update_ratio BLOB,
           param_nan BLOB, param_inf BLOB)
     flags(id INTEGER PRIMARY KEY, kind TEXT, step INTEGER, node TEXT, message TEXT)
+    edges(src INTEGER, dst INTEGER)                 the graph: node src passes a gradient to dst
+                                                      (ids of ``nodes``; every edge ever seen)
     traces(step INTEGER PRIMARY KEY, reason TEXT,   full gradtrace traces (TraceDoc JSON, as
            trace BLOB)                                 ``gradtrace.Trace.save`` writes it)
 
@@ -46,7 +48,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,7 @@ CREATE TABLE IF NOT EXISTS steps (
 CREATE TABLE IF NOT EXISTS flags (
     id INTEGER PRIMARY KEY, kind TEXT NOT NULL, step INTEGER NOT NULL, node TEXT, message TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS traces (step INTEGER PRIMARY KEY, reason TEXT NOT NULL, trace BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS edges (src INTEGER NOT NULL, dst INTEGER NOT NULL, PRIMARY KEY (src, dst)) WITHOUT ROWID;
 """
 
 _F32 = np.dtype("<f4")
@@ -121,6 +124,7 @@ class StepRecord:
     update_ratio: list[float | None]
     param_nan: list[int]
     param_inf: list[int]
+    edges: list[tuple[str, str]] = field(default_factory=list)
 
 
 class RunWriter:
@@ -147,6 +151,7 @@ class RunWriter:
             self._db.executemany("INSERT INTO parameters (name, shape, numel) VALUES (?, ?, ?)", params)
         self._param_ids = {name: i for i, name in self._db.execute("SELECT id, name FROM parameters")}
         self._node_ids: dict[str, int] = {}
+        self._edges: set[tuple[int, int]] = set()
 
     def _transaction(self) -> Any:
         db = self._db
@@ -189,6 +194,10 @@ class RunWriter:
                 [record.step, record.loss, time.monotonic() - self._started, int(record.stepped)]
                 + [_pack(blobs[c], _BLOBS[c]) for c in cols],
             )
+            new_edges = {(self._node_ids[a], self._node_ids[b]) for a, b in record.edges} - self._edges
+            if new_edges:
+                self._db.executemany("INSERT OR IGNORE INTO edges VALUES (?, ?)", sorted(new_edges))
+                self._edges |= new_edges
             self._db.executemany(
                 "INSERT INTO flags (kind, step, node, message) VALUES (?, ?, ?, ?)",
                 [(f.kind, f.step, f.node, f.message) for f in flags],
@@ -277,6 +286,15 @@ class Run:
     def flags(self) -> list[Flag]:
         rows = self._db.execute("SELECT kind, step, node, message FROM flags ORDER BY step, id")
         return [Flag(*row) for row in rows]
+
+    @property
+    def edges(self) -> list[tuple[str, str]]:
+        """The graph: (node key, the key of a node it passes a gradient to), every edge seen."""
+        rows = self._db.execute(
+            "SELECT a.key, b.key FROM edges JOIN nodes a ON a.id = edges.src JOIN nodes b ON b.id = edges.dst "
+            "ORDER BY edges.src, edges.dst"
+        )
+        return [(a, b) for a, b in rows]
 
     @property
     def trace_steps(self) -> dict[int, str]:

@@ -1,0 +1,269 @@
+// The run view (watch.html): a run gradtrace.watch wrote, opened by `gradtrace view RUN_DIR`.
+// The grad_fn graph coloured by the gradient norm each node passes back (log scale) at the
+// chosen step; the Step scrubber with play, the loss curve above it with the flags marked; a
+// node's sparkline in the inspector. The run is asked for again while the page is open: a run
+// still being written grows here.
+
+const SVG = "http://www.w3.org/2000/svg";
+const NODE_W = 150, NODE_H = 24, GAP_X = 14, GAP_Y = 22, POLL_MS = 3000;
+// A sequential ramp from small (dark blue) to large (yellow) gradients, in log10.
+const RAMP = [[0.0, [35, 23, 92]], [0.25, [59, 82, 139]], [0.5, [33, 145, 140]], [0.75, [94, 201, 98]], [1.0, [253, 231, 37]]];
+
+const state = { run: null, at: 0, selected: null, playing: null, layout: null, range: [0, 1] };
+
+function el(name, attrs = {}, parent = null) {
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (parent) parent.appendChild(e);
+  return e;
+}
+
+function num(v) {
+  if (v === "NaN") return NaN;
+  if (v === "Infinity") return Infinity;
+  if (v === "-Infinity") return -Infinity;
+  return v;
+}
+
+export function colour(norm, [lo, hi]) {
+  if (norm === null || norm === undefined) return "#e4e4e4"; // did not run at this step
+  if (!Number.isFinite(norm)) return "#d12a2a"; // NaN or inf
+  if (norm <= 0) return "#9a9a9a"; // no gradient flowed
+  const t = hi > lo ? Math.min(1, Math.max(0, (Math.log10(norm) - lo) / (hi - lo))) : 0.5;
+  let k = 1;
+  while (k < RAMP.length - 1 && RAMP[k][0] < t) k += 1;
+  const [t0, c0] = RAMP[k - 1], [t1, c1] = RAMP[k];
+  const f = (t - t0) / (t1 - t0 || 1);
+  const c = c0.map((a, i) => Math.round(a + f * (c1[i] - a)));
+  return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
+}
+
+function logRange(run) {
+  let lo = Infinity, hi = -Infinity;
+  for (const row of run.grad_out) for (const v of row) {
+    const x = num(v);
+    if (x > 0 && Number.isFinite(x)) { const l = Math.log10(x); lo = Math.min(lo, l); hi = Math.max(hi, l); }
+  }
+  return Number.isFinite(lo) ? [lo, hi] : [0, 1];
+}
+
+// Layers: a node's depth is its longest path from a root (the loss) along the gradient's way.
+function layout(run) {
+  const n = run.nodes.length, outs = Array.from({ length: n }, () => []), indeg = new Array(n).fill(0);
+  for (const [a, b] of run.edges) { outs[a].push(b); indeg[b] += 1; }
+  const depth = new Array(n).fill(0), queue = [];
+  for (let i = 0; i < n; i += 1) if (indeg[i] === 0) queue.push(i);
+  const left = indeg.slice();
+  while (queue.length) {
+    const a = queue.shift();
+    for (const b of outs[a]) { depth[b] = Math.max(depth[b], depth[a] + 1); left[b] -= 1; if (left[b] === 0) queue.push(b); }
+  }
+  const rows = [];
+  for (let i = 0; i < n; i += 1) (rows[depth[i]] ||= []).push(i);
+  const pos = new Array(n);
+  let width = 0;
+  rows.forEach((row, d) => row.forEach((i, k) => {
+    pos[i] = { x: 10 + k * (NODE_W + GAP_X), y: 10 + d * (NODE_H + GAP_Y) };
+    width = Math.max(width, pos[i].x + NODE_W + 10);
+  }));
+  return { pos, width, height: 20 + rows.length * (NODE_H + GAP_Y) };
+}
+
+function drawGraph() {
+  const run = state.run, svg = document.getElementById("graph");
+  const { pos, width, height } = state.layout;
+  svg.replaceChildren();
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const edges = el("g", {}, svg);
+  for (const [a, b] of run.edges) {
+    const p = pos[a], q = pos[b];
+    el("path", { class: "watch-edge", d: `M${p.x + NODE_W / 2},${p.y + NODE_H} C${p.x + NODE_W / 2},${p.y + NODE_H + GAP_Y / 2} ${q.x + NODE_W / 2},${q.y - GAP_Y / 2} ${q.x + NODE_W / 2},${q.y}` }, edges);
+  }
+  const flagged = new Set(run.flags.map((f) => f.node));
+  run.nodes.forEach((node, i) => {
+    const g = el("g", { class: "watch-node" + (flagged.has(node.key) ? " is-flagged" : ""), "data-key": node.key, transform: `translate(${pos[i].x},${pos[i].y})`, tabindex: 0, role: "button", "aria-label": node.key }, svg);
+    el("title", {}, g).textContent = node.key;
+    el("rect", { width: NODE_W, height: NODE_H, rx: 4 }, g);
+    const label = el("text", { x: 6, y: 16 }, g);
+    label.textContent = shorten(`${node.module === "(model)" ? "" : node.module + " "}${node.op.replace(/Backward\d*$/, "")}`, 24);
+    g.addEventListener("click", () => select(node.key));
+    g.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") select(node.key); });
+  });
+  paint();
+}
+
+function shorten(text, most) { return text.length > most ? "…" + text.slice(text.length - most + 1) : text; }
+
+function paint() {
+  const run = state.run, row = run.grad_out[state.at] || [];
+  const nodes = document.querySelectorAll("#graph .watch-node");
+  nodes.forEach((g, i) => {
+    const v = num(row[i]);
+    const rect = g.querySelector("rect");
+    const fill = colour(v, state.range);
+    rect.setAttribute("fill", fill);
+    const text = g.querySelector("text");
+    const dark = /^rgb\((\d+), (\d+)/.exec(fill);
+    text.setAttribute("fill", dark && Number(dark[1]) + Number(dark[2]) < 200 ? "#fff" : "#111");
+    g.classList.toggle("is-selected", run.nodes[i].key === state.selected);
+  });
+  const slider = document.getElementById("step");
+  slider.value = String(state.at);
+  document.getElementById("step-now").textContent = `${run.steps[state.at] ?? "–"} (${state.at + 1} of ${run.steps.length} logged)`;
+  drawLoss();
+  drawInspector();
+}
+
+function sparkline(values, width, height, marker) {
+  const svg = el("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "watch-spark", role: "img" });
+  const logs = values.map((v) => (v > 0 && Number.isFinite(v) ? Math.log10(v) : null));
+  const ok = logs.filter((v) => v !== null);
+  if (!ok.length) return svg;
+  const lo = Math.min(...ok), hi = Math.max(...ok), n = values.length;
+  const pts = logs.map((l, k) => (l === null ? null : `${(k / Math.max(1, n - 1)) * (width - 4) + 2},${height - 2 - (hi > lo ? (l - lo) / (hi - lo) : 0.5) * (height - 4)}`)).filter(Boolean);
+  el("polyline", { points: pts.join(" "), fill: "none", stroke: "currentColor", "stroke-width": 1.5 }, svg);
+  if (marker !== null) el("line", { x1: (marker / Math.max(1, n - 1)) * (width - 4) + 2, x2: (marker / Math.max(1, n - 1)) * (width - 4) + 2, y1: 0, y2: height, stroke: "#d12a2a" }, svg);
+  return svg;
+}
+
+function drawLoss() {
+  const run = state.run, svg = document.getElementById("loss");
+  const width = svg.clientWidth || 800, height = 90;
+  svg.replaceChildren();
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const losses = run.loss.map(num), n = run.steps.length;
+  const finite = losses.filter((v) => v !== null && Number.isFinite(v));
+  const x = (k) => 8 + (k / Math.max(1, n - 1)) * (width - 16);
+  if (finite.length) {
+    const lo = Math.min(...finite), hi = Math.max(...finite);
+    const y = (v) => height - 14 - (hi > lo ? (v - lo) / (hi - lo) : 0.5) * (height - 28);
+    const pts = losses.map((v, k) => (v !== null && Number.isFinite(v) ? `${x(k)},${y(v)}` : null)).filter(Boolean);
+    el("polyline", { points: pts.join(" "), fill: "none", stroke: "var(--gt-grad)", "stroke-width": 1.5 }, svg);
+    el("text", { x: 8, y: 10, "font-size": 10, fill: "currentColor" }, svg).textContent = `loss ${finite[0].toPrecision(3)} → ${finite[finite.length - 1].toPrecision(3)}`;
+  }
+  el("line", { x1: x(state.at), x2: x(state.at), y1: 0, y2: height, stroke: "currentColor", "stroke-dasharray": "2 2" }, svg);
+  for (const f of run.flags) {
+    const k = run.steps.indexOf(f.step);
+    if (k < 0) continue;
+    const mark = el("path", { class: "watch-flag-mark", d: `M${x(k) - 5},${height} L${x(k) + 5},${height} L${x(k)},${height - 9} Z` }, svg);
+    el("title", {}, mark).textContent = `${f.kind} at step ${f.step}: ${f.message}`;
+    mark.addEventListener("click", () => goToFlag(f));
+  }
+}
+
+function drawInspector() {
+  const run = state.run, box = document.getElementById("inspector");
+  const i = run.nodes.findIndex((n) => n.key === state.selected);
+  if (i < 0) return;
+  const node = run.nodes[i], series = run.grad_out.map((row) => num(row[i]));
+  const now = series[state.at];
+  box.replaceChildren();
+  const h = document.createElement("h2");
+  h.textContent = node.key;
+  const dl = document.createElement("dl");
+  for (const [k, v] of [["op", node.op], ["module", node.module], ["parameter", node.param ?? "—"], ["step", run.steps[state.at]], ["gradient norm passed back", now === null || now === undefined ? "did not run" : Number.isFinite(now) ? now.toPrecision(4) : String(now)]]) {
+    const dt = document.createElement("dt"); dt.textContent = k;
+    const dd = document.createElement("dd"); dd.textContent = v;
+    dl.append(dt, dd);
+  }
+  const caption = document.createElement("p");
+  caption.className = "watch-hint";
+  caption.textContent = "log₁₀ of the norm over the logged steps";
+  box.append(h, dl, sparkline(series, 270, 60, state.at), caption);
+}
+
+function select(key) { state.selected = key; paint(); }
+
+function goToFlag(f) {
+  const k = state.run.steps.indexOf(f.step);
+  if (k >= 0) state.at = k;
+  if (f.node && state.run.nodes.some((n) => n.key === f.node)) state.selected = f.node;
+  paint();
+  const g = document.querySelector(`#graph .watch-node[data-key="${CSS.escape(f.node ?? "")}"]`);
+  if (g) g.scrollIntoView({ block: "center", inline: "center" });
+}
+
+function drawFlags() {
+  const list = document.getElementById("flags");
+  list.replaceChildren();
+  for (const f of state.run.flags) {
+    const li = document.createElement("li");
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = `${f.kind} · step ${f.step}${f.node ? " · " + f.node : ""}`;
+    b.title = f.message;
+    b.addEventListener("click", () => goToFlag(f));
+    li.append(b);
+    list.append(li);
+  }
+}
+
+function drawLegend() {
+  const [lo, hi] = state.range, legend = document.getElementById("legend");
+  const stops = RAMP.map(([t, c]) => `rgb(${c.join(",")}) ${t * 100}%`).join(", ");
+  legend.innerHTML = "";
+  const a = document.createElement("span"); a.textContent = `1e${lo.toFixed(1)}`;
+  const ramp = document.createElement("span"); ramp.className = "ramp"; ramp.style.background = `linear-gradient(to right, ${stops})`;
+  const b = document.createElement("span"); b.textContent = `1e${hi.toFixed(1)}  gradient norm passed back (log scale); grey: zero or not run; red: NaN/inf`;
+  legend.append(a, ramp, b);
+}
+
+function show(run) {
+  const atEnd = state.run === null || state.at >= state.run.steps.length - 1;
+  const sameGraph = state.run && state.run.nodes.length === run.nodes.length && state.run.edges.length === run.edges.length;
+  state.run = run;
+  state.range = logRange(run);
+  if (!sameGraph) state.layout = layout(run);
+  const slider = document.getElementById("step");
+  slider.max = String(Math.max(0, run.steps.length - 1));
+  state.at = atEnd && state.playing === null ? Math.max(0, run.steps.length - 1) : Math.min(state.at, run.steps.length - 1);
+  if (state.selected === null && run.flags.length) state.selected = run.flags[0].node;
+  document.getElementById("run-title").textContent = `${run.meta.model ?? "model"}: ${run.steps.length} logged steps, every ${run.meta.every}${run.sampled ? " (sampled)" : ""}`;
+  drawLegend();
+  drawFlags();
+  if (sameGraph) paint(); else drawGraph();
+}
+
+async function fetchRun() {
+  const res = await fetch("/api/v1/opened-run", { cache: "no-store" });
+  if (!res.ok) throw new Error(`the run could not be read (${res.status})`);
+  return res.json();
+}
+
+function play() {
+  const button = document.getElementById("play");
+  if (state.playing !== null) { clearInterval(state.playing); state.playing = null; button.textContent = "▶"; button.setAttribute("aria-label", "Play"); return; }
+  if (state.at >= state.run.steps.length - 1) state.at = 0;
+  button.textContent = "❚❚"; button.setAttribute("aria-label", "Pause");
+  state.playing = setInterval(() => {
+    state.at = Math.min(state.at + 1, state.run.steps.length - 1);
+    paint();
+    if (state.at >= state.run.steps.length - 1) play(); // the last step: stop there
+  }, 200);
+}
+
+async function start() {
+  const status = document.getElementById("status");
+  document.getElementById("step").addEventListener("input", (e) => { state.at = Number(e.target.value); paint(); });
+  document.getElementById("play").addEventListener("click", play);
+  try {
+    show(await fetchRun());
+    status.textContent = "";
+    document.body.classList.replace("is-loading", "is-ready");
+  } catch (err) {
+    status.textContent = String(err.message || err);
+    status.classList.add("is-error");
+    return;
+  }
+  setInterval(async () => {
+    if (document.hidden) return;
+    try {
+      const run = await fetchRun();
+      if (run.steps.length !== state.run.steps.length || run.flags.length !== state.run.flags.length) show(run);
+    } catch { /* the server stopped: keep what is shown */ }
+  }, POLL_MS);
+}
+
+start();
