@@ -179,6 +179,12 @@ def _assign(t: Translation, stmt: ast.Assign) -> None:
             return None
         if isinstance(value.func, ast.Attribute) and is_registration(value):
             return _call_statement(t, stmt, value)  # handle = m.register_…_hook(fn)
+    if t.phase == "setup" and _plain_value(value):
+        raise unsupported(
+            value,
+            f"{describe(value)} is not supported here: a spec holds tensors, layers, hooks and steps, "
+            "not other Python values (such as a device name)",
+        )
     if t.phase == "steps":
         steps.end_zero(t)
         t.block.append(stmt)
@@ -194,6 +200,14 @@ def _assign(t: Translation, stmt: ast.Assign) -> None:
         raise
     t.first_forward.append(ast.dump(stmt))
     return None
+
+
+def _plain_value(value: ast.expr) -> bool:
+    """A string, f-string or conditional: set-up values (`device = "cuda" if … else "cpu"`),
+    never a tensor of the forward."""
+    if isinstance(value, ast.Constant):
+        return value.value is None or isinstance(value.value, str | bytes | bool)
+    return isinstance(value, ast.IfExp | ast.JoinedStr)
 
 
 def _make(t: Translation, stmt: ast.Assign, target: ast.Name, value: ast.Call, func: str | None) -> bool:
