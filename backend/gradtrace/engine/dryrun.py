@@ -29,6 +29,7 @@ from torch.utils.flop_counter import flop_registry
 from gradtrace.spec.errors import SpecError
 from gradtrace.spec.limits import SpecLimits, check_declared
 from gradtrace.spec.models import ModelSpec
+from gradtrace.spec.steps import BackwardStep, ForwardStep, GradStep, SgdStep, StepSpec, ZeroGradStep
 
 from .build import build, resolve_tensor
 from .interpreter import run_program
@@ -166,38 +167,39 @@ def dry_run(spec: ModelSpec, limits: SpecLimits) -> DryRunReport:
 
 
 def _run_step(
-    spec: ModelSpec, index: int, step: Any, env: dict[str, Any], built: Any, report: DryRunReport
+    spec: ModelSpec, index: int, step: StepSpec, env: dict[str, Any], built: Any, report: DryRunReport
 ) -> None:
     root = built.root
     try:
-        if step.do == "backward":
-            inputs = [resolve_tensor(r, env, root) for r in step.inputs] if step.inputs else None
-            env[step.of].backward(
-                retain_graph=step.retain_graph, create_graph=step.create_graph, inputs=inputs
-            )
-        elif step.do == "grad":
-            outputs = [env[name] for name in step.outputs()]
-            inputs = [resolve_tensor(r, env, root) for r in step.inputs]
-            grads = torch.autograd.grad(
-                outputs,
-                inputs,
-                retain_graph=step.retain_graph,
-                create_graph=step.create_graph,
-                allow_unused=step.allow_unused,
-            )
-            env.update(zip(step.as_, grads, strict=True))
-        elif step.do == "forward":
-            program = spec.step_program(index) or built.program
-            if step.program is None:
-                env.update(built.inputs)
-            run_program(program, env, built.modules)
-        elif step.do == "zero_grad":
-            root.zero_grad(set_to_none=step.set_to_none)
-        elif step.do == "sgd_step":
-            with torch.no_grad():
-                for p in root.parameters():
-                    if p.grad is not None:
-                        p.sub_(step.lr * p.grad)
+        match step:
+            case BackwardStep():
+                inputs = [resolve_tensor(r, env, root) for r in step.inputs] if step.inputs else None
+                env[step.of].backward(
+                    retain_graph=step.retain_graph, create_graph=step.create_graph, inputs=inputs
+                )
+            case GradStep():
+                outputs = [env[name] for name in step.outputs()]
+                inputs = [resolve_tensor(r, env, root) for r in step.inputs]
+                grads = torch.autograd.grad(
+                    outputs,
+                    inputs,
+                    retain_graph=step.retain_graph,
+                    create_graph=step.create_graph,
+                    allow_unused=step.allow_unused,
+                )
+                env.update(zip(step.as_, grads, strict=True))
+            case ForwardStep():
+                program = spec.step_program(index) or built.program
+                if step.program is None:
+                    env.update(built.inputs)
+                run_program(program, env, built.modules)
+            case ZeroGradStep():
+                root.zero_grad(set_to_none=step.set_to_none)
+            case SgdStep():
+                with torch.no_grad():
+                    for p in root.parameters():
+                        if p.grad is not None:
+                            p.sub_(step.lr * p.grad)
     except (SpecError, _LimitHit):
         raise
     except Exception as exc:  # PyTorch refused the step: the real run records it as an error event

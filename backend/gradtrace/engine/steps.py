@@ -14,6 +14,7 @@ import torch
 
 from gradtrace.engine.errors import TraceError
 from gradtrace.engine.session import TraceSession
+from gradtrace.spec.steps import BackwardStep, ForwardStep, GradStep, SgdStep, StepSpec, ZeroGradStep
 from gradtrace.trace_schema import SgdStepPayload, ZeroGradPayload
 
 
@@ -39,7 +40,7 @@ class StepRunner:
         self.rerun_forward = rerun_forward  # forward step index -> runs the program
         self.assign = assign  # a step result gets a name (grad's `as`)
 
-    def run_all(self, steps: list[Any]) -> None:
+    def run_all(self, steps: list[StepSpec]) -> None:
         for index, step in enumerate(steps):
             try:
                 self.run(index, step)
@@ -50,22 +51,20 @@ class StepRunner:
                 self.session.step_error(exc, index, skipped=len(steps) - index - 1)
                 return
 
-    def run(self, index: int, step: Any) -> None:
-        kind = step.do
-        if kind == "backward":
-            self._backward(index, step)
-        elif kind == "grad":
-            self._grad(index, step)
-        elif kind == "forward":
-            self.session.forward(lambda: self.rerun_forward(index), step=index)
-        elif kind == "zero_grad":
-            self._zero_grad(index, step.set_to_none)
-        elif kind == "sgd_step":
-            self._sgd_step(index, step.lr)
-        else:  # the spec's validation makes this unreachable
-            raise ValueError(f"unknown step {kind!r}")
+    def run(self, index: int, step: StepSpec) -> None:
+        match step:
+            case BackwardStep():
+                self._backward(index, step)
+            case GradStep():
+                self._grad(index, step)
+            case ForwardStep():
+                self.session.forward(lambda: self.rerun_forward(index), step=index)
+            case ZeroGradStep():
+                self._zero_grad(index, step.set_to_none)
+            case SgdStep():
+                self._sgd_step(index, step.lr)
 
-    def _backward(self, index: int, step: Any) -> None:
+    def _backward(self, index: int, step: BackwardStep) -> None:
         root = self.resolve(step.of)
         inputs = [self.resolve(r) for r in step.inputs] if step.inputs else None
         # retain_graph=None lets PyTorch default it to create_graph, as a bare call would
@@ -77,7 +76,7 @@ class StepRunner:
             lambda: root.backward(retain_graph=retain, create_graph=step.create_graph, inputs=inputs),
         )
 
-    def _grad(self, index: int, step: Any) -> None:
+    def _grad(self, index: int, step: GradStep) -> None:
         outputs = [self.resolve(o) for o in step.outputs()]
         inputs = [self.resolve(r) for r in step.inputs]
         of = ", ".join(step.outputs())

@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import SpecError
 from .modules import CompositeSpec, walk_modules
+from .steps import ForwardStep
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,9 @@ def check_declared(spec, limits: SpecLimits) -> None:  # noqa: ANN001 (ModelSpec
         raise _fail("max_steps", len(steps), limits.max_steps, "the number of steps", "/steps")
     _check_lines(spec.forward, "/forward", "the forward program", limits)
     for i, step in enumerate(steps):
-        if step.do == "forward" and step.program is not None:
-            _check_lines(step.program, f"/steps/{i}/program", f"step {i}'s program", limits)
+        match step:
+            case ForwardStep(program=list(lines)):
+                _check_lines(lines, f"/steps/{i}/program", f"step {i}'s program", limits)
 
     literal = 0
     total = 0

@@ -43,6 +43,7 @@ from .ir import (
     TensorList,
     TupleExpr,
 )
+from .steps import BackwardStep, ForwardStep, GradStep, SgdStep, ZeroGradStep
 
 # Integers a program line may compute: Python's own cap on int <-> str conversion (4,300
 # digits) is also the JSON reader's cap on integers in a spec.
@@ -230,10 +231,10 @@ def _over(work: Work, limits: Any) -> bool:
     return work.ops > limits.max_ops or work.calls > limits.max_calls
 
 
-def _walk(step: Any) -> tuple[bool, bool]:
+def _walk(step: BackwardStep | GradStep) -> tuple[bool, bool]:
     """(keeps the graph, builds a graph of the backward) for a backward or grad step."""
-    create = bool(getattr(step, "create_graph", False))
-    retain = getattr(step, "retain_graph", None)
+    create = step.create_graph
+    retain = step.retain_graph
     return (create if retain is None else bool(retain)) or create, create
 
 
@@ -255,18 +256,19 @@ def check_price(spec: Any, limits: Any) -> Price:
     forward = total
     graph = forward.ops  # forward operations whose graph is still alive
     for index, step in enumerate(spec.effective_steps()):
-        if step.do in ("backward", "grad"):
-            walk = graph * BACKWARD_OPS_PER_OP
-            total = total + Work(walk, max(1, graph))
-            keep, create = _walk(step)
-            graph = (graph + walk if create else graph) if keep else 0
-        elif step.do == "forward":
-            step_program = spec.step_program(index)
-            work = pricer.program(step_program, modules) if step_program is not None else forward
-            total = total + work
-            graph += work.ops
-        else:  # zero_grad, sgd_step: one operation per parameter
-            total = total + Work(len(spec.parameter_shapes()), 1)
+        match step:
+            case BackwardStep() | GradStep():
+                walk = graph * BACKWARD_OPS_PER_OP
+                total = total + Work(walk, max(1, graph))
+                keep, create = _walk(step)
+                graph = (graph + walk if create else graph) if keep else 0
+            case ForwardStep():
+                step_program = spec.step_program(index)
+                work = pricer.program(step_program, modules) if step_program is not None else forward
+                total = total + work
+                graph += work.ops
+            case ZeroGradStep() | SgdStep():  # one operation per parameter
+                total = total + Work(len(spec.parameter_shapes()), 1)
         if _over(total, limits):
             path = f"/steps/{index}" if spec.steps is not None else "/forward"  # the default backward
             raise _too_costly(f"step {index} ({step.do})", total, limits, path)

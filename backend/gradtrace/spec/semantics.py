@@ -20,6 +20,7 @@ from .hooks import TensorHookSpec
 from .modules import CompositeSpec, walk_modules
 from .program import CalleeInfo, Program, parse_program
 from .reserved import module_attribute_clash
+from .steps import BackwardStep, ForwardStep, GradStep
 
 if TYPE_CHECKING:
     from .hooks import HookSpec
@@ -299,41 +300,48 @@ def _check_steps(
         ptr = f"/steps/{i}"
         if ptr in gaps.skip:
             continue
-        if step.do == "backward":
-            with findings.check():
-                _tensor_ref(step.of, defined, {}, f"{ptr}/of", f"step {i} (backward)", gaps)
-            keep.add(step.of)
-            for j, ref in enumerate(step.inputs or []):
+        match step:
+            case BackwardStep():
                 with findings.check():
-                    _tensor_ref(
-                        ref, defined, params, f"{ptr}/inputs/{j}", f"step {i} (backward) inputs", gaps
-                    )
-                keep.add(ref)
-        elif step.do == "grad":
-            for j, name in enumerate(step.outputs()):
-                sub = f"{ptr}/of" if isinstance(step.of, str) else f"{ptr}/of/{j}"
-                with findings.check():
-                    _tensor_ref(name, defined, {}, sub, f"step {i} (grad)", gaps)
-                keep.add(name)
-            for j, ref in enumerate(step.inputs):
-                with findings.check():
-                    _tensor_ref(ref, defined, params, f"{ptr}/inputs/{j}", f"step {i} (grad) inputs", gaps)
-                keep.add(ref)
-            for j, name in enumerate(step.as_):
-                other = defined.get(name) or reserved.get(name)
-                if other:
-                    findings.errors.append(
-                        _conflict(name, f"step {i} (grad) `as` ({ptr}/as/{j})", other, f"{ptr}/as/{j}")
-                    )
-                defined[name] = f"a result of step {i} (grad)"
-        elif step.do == "forward" and step.program is not None:
-            program = parse_program(
-                step.program, f"{ptr}/program", callees, label=f"step {i} (forward)", problems=findings.errors
-            )
-            defined = check_names(program, defined, reserved, findings.errors, gaps.unknown_name)
-            gaps.any_name = gaps.any_name or program.failed_targets is None
-            keep |= {u for s in program.statements for u in s.uses}
-            spec._step_programs[i] = program
+                    _tensor_ref(step.of, defined, {}, f"{ptr}/of", f"step {i} (backward)", gaps)
+                keep.add(step.of)
+                for j, ref in enumerate(step.inputs or []):
+                    with findings.check():
+                        _tensor_ref(
+                            ref, defined, params, f"{ptr}/inputs/{j}", f"step {i} (backward) inputs", gaps
+                        )
+                    keep.add(ref)
+            case GradStep():
+                for j, name in enumerate(step.outputs()):
+                    sub = f"{ptr}/of" if isinstance(step.of, str) else f"{ptr}/of/{j}"
+                    with findings.check():
+                        _tensor_ref(name, defined, {}, sub, f"step {i} (grad)", gaps)
+                    keep.add(name)
+                for j, ref in enumerate(step.inputs):
+                    with findings.check():
+                        _tensor_ref(
+                            ref, defined, params, f"{ptr}/inputs/{j}", f"step {i} (grad) inputs", gaps
+                        )
+                    keep.add(ref)
+                for j, name in enumerate(step.as_):
+                    other = defined.get(name) or reserved.get(name)
+                    if other:
+                        findings.errors.append(
+                            _conflict(name, f"step {i} (grad) `as` ({ptr}/as/{j})", other, f"{ptr}/as/{j}")
+                        )
+                    defined[name] = f"a result of step {i} (grad)"
+            case ForwardStep(program=list(lines)):
+                program = parse_program(
+                    lines,
+                    f"{ptr}/program",
+                    callees,
+                    label=f"step {i} (forward)",
+                    problems=findings.errors,
+                )
+                defined = check_names(program, defined, reserved, findings.errors, gaps.unknown_name)
+                gaps.any_name = gaps.any_name or program.failed_targets is None
+                keep |= {u for s in program.statements for u in s.uses}
+                spec._step_programs[i] = program
     return defined, keep
 
 

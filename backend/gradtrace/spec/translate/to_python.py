@@ -15,6 +15,7 @@ from typing import Any
 from ..models import DEFAULT_TITLE, ModelSpec
 from ..modules import CompositeSpec, LeafSpec, SequentialSpec, walk_modules
 from ..parse import parse_spec
+from ..steps import BackwardStep, ForwardStep, GradStep, SgdStep, StepSpec, ZeroGradStep
 from ..vocabulary import FUNCTIONS
 from .hook_actions import action_python
 from .torch_names import F_PREFERRED, HOOK_METHOD_OF, HOOK_PARAMS, LAYER_POSITIONAL
@@ -202,34 +203,34 @@ class _Writer:
             return f"{owners[0]}.parameters()"
         return "[" + ", ".join(f"*{n}.parameters()" for n in owners) + "]"
 
-    def step(self, step: Any) -> None:
-        do = step.do
-        if do == "backward":
-            kwargs = [f"{k}=True" for k in ("retain_graph", "create_graph") if getattr(step, k)]
-            if step.inputs:
-                kwargs.append(f"inputs=[{', '.join(_path(r) for r in step.inputs)}]")
-            self.lines.append(f"{step.of}.backward({', '.join(kwargs)})")
-        elif do == "grad":
-            of = step.of if isinstance(step.of, str) else f"[{', '.join(step.of)}]"
-            kwargs = [f"retain_graph={step.retain_graph}"] if step.retain_graph is not None else []
-            kwargs += [f"{k}=True" for k in ("create_graph", "allow_unused") if getattr(step, k)]
-            targets = f"({step.as_[0]},)" if len(step.as_) == 1 else ", ".join(step.as_)
-            args = [of, f"[{', '.join(_path(r) for r in step.inputs)}]", *kwargs]
-            self.lines.append(f"{targets} = torch.autograd.grad({', '.join(args)})")
-        elif do == "forward":
-            self.program(step.program if step.program is not None else self.spec.forward)
-        elif do == "zero_grad":
-            arg = "" if step.set_to_none else "set_to_none=False"
-            self.lines += [f"{n}.zero_grad({arg})" for n in self.spec.modules]
-            for name, inp in self.spec.inputs.items():
-                if inp.requires_grad:
-                    self.lines.append(
-                        f"{name}.grad = None"
-                        if step.set_to_none
-                        else f"if {name}.grad is not None:\n    {name}.grad.zero_()"
-                    )
-        elif do == "sgd_step" and step.lr in self.optimizers:
-            self.lines.append(f"{self.optimizers[step.lr]}.step()")
+    def step(self, step: StepSpec) -> None:
+        match step:
+            case BackwardStep():
+                kwargs = [f"{k}=True" for k in ("retain_graph", "create_graph") if getattr(step, k)]
+                if step.inputs:
+                    kwargs.append(f"inputs=[{', '.join(_path(r) for r in step.inputs)}]")
+                self.lines.append(f"{step.of}.backward({', '.join(kwargs)})")
+            case GradStep():
+                of = step.of if isinstance(step.of, str) else f"[{', '.join(step.of)}]"
+                kwargs = [f"retain_graph={step.retain_graph}"] if step.retain_graph is not None else []
+                kwargs += [f"{k}=True" for k in ("create_graph", "allow_unused") if getattr(step, k)]
+                targets = f"({step.as_[0]},)" if len(step.as_) == 1 else ", ".join(step.as_)
+                args = [of, f"[{', '.join(_path(r) for r in step.inputs)}]", *kwargs]
+                self.lines.append(f"{targets} = torch.autograd.grad({', '.join(args)})")
+            case ForwardStep():
+                self.program(step.program if step.program is not None else self.spec.forward)
+            case ZeroGradStep():
+                arg = "" if step.set_to_none else "set_to_none=False"
+                self.lines += [f"{n}.zero_grad({arg})" for n in self.spec.modules]
+                for name, inp in self.spec.inputs.items():
+                    if inp.requires_grad:
+                        self.lines.append(
+                            f"{name}.grad = None"
+                            if step.set_to_none
+                            else f"if {name}.grad is not None:\n    {name}.grad.zero_()"
+                        )
+            case SgdStep(lr=lr) if lr in self.optimizers:
+                self.lines.append(f"{self.optimizers[lr]}.step()")
 
     def write(self) -> str:
         spec = self.spec
@@ -258,13 +259,10 @@ class _Writer:
             ):
                 self.lines += self.hook(index, hook)
         steps = spec.effective_steps()
-        if any(s.do == "sgd_step" for s in steps) and any(
-            True for m in spec.modules.values() for _ in _params(m)
-        ):
-            for s in steps:
-                if s.do == "sgd_step" and s.lr not in self.optimizers:
-                    self.optimizers[s.lr] = name = self.name("optimizer")
-                    self.lines.append(f"{name} = torch.optim.SGD({self.parameters()}, lr={s.lr!r})")
+        if any(True for m in spec.modules.values() for _ in _params(m)):
+            for lr in dict.fromkeys(s.lr for s in steps if isinstance(s, SgdStep)):  # in order, once each
+                self.optimizers[lr] = name = self.name("optimizer")
+                self.lines.append(f"{name} = torch.optim.SGD({self.parameters()}, lr={lr!r})")
         self.lines.append("")
         self.program(spec.forward)
         for step in steps:
