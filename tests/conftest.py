@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import types
 from collections.abc import Iterator
@@ -47,6 +48,8 @@ _FIXTURE_TIERS = {
 # Folders whose every test is of a tier: the viewer in Chromium, the reliability scenarios
 # against real servers, the package built and installed into fresh venvs.
 _FOLDER_TIERS = {"e2e": "browser", "reliability": "process", "package": "process"}
+# Fixtures that serve the app in this process (its traces in a thread): no process started.
+_IN_PROCESS = frozenset({"app_server"})
 # Names in a test's code (or in a helper or fixture of tests/ it calls, however deep) that start
 # a process: a subprocess, a real server, or the app with its torch worker pool.
 _PROCESS_NAMES = frozenset({"subprocess", "Popen", "ServerProcess", "create_app", "WorkerPool"})
@@ -78,8 +81,9 @@ def _tiers(item: pytest.Item) -> set[str]:
     seen: set[types.CodeType] = set()
     functions = [getattr(item, "function", None)]
     fixture_info = getattr(item, "_fixtureinfo", None)
-    for defs in fixture_info.name2fixturedefs.values() if fixture_info else ():
-        functions += [d.func for d in defs]
+    for name, defs in fixture_info.name2fixturedefs.items() if fixture_info else ():
+        if name not in _IN_PROCESS:
+            functions += [d.func for d in defs]
     for function in functions:
         inner = getattr(function, "__wrapped__", function)
         if isinstance(inner, types.FunctionType) and _starts_a_process(
@@ -149,6 +153,47 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of the app served in THIS process (uvicorn in a thread, on loopback, with the
+    server's own protocol class): traces run in a thread (``InThreadRunner``), no worker process.
+
+    For the HTTP contract (envelopes, 4xx bodies, OpenAPI, ETag/304, translate, examples);
+    what needs the worker processes (kills, memory caps, restarts) uses ``live_server``."""
+    import uvicorn
+
+    from gradtrace.api.app import create_app
+    from gradtrace.service.runner import InThreadRunner
+    from gradtrace.service.server import ReadDeadlineH11Protocol
+    from gradtrace.service.settings import Settings
+
+    folder = tmp_path_factory.mktemp("app_server")
+    settings = Settings(
+        sqlite_path=folder / "gradtrace.db", disk_cache_dir=folder / "tier", rate_per_minute=0
+    )
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(settings, runner=InThreadRunner),
+        host="127.0.0.1",
+        port=port,
+        http=ReadDeadlineH11Protocol,
+        log_level="warning",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="app_server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the in-process app server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 @pytest.fixture

@@ -35,10 +35,10 @@ def check(r: httpx.Response) -> None:
 
 @FUZZ
 @given(doc=JSON_VALUES)
-def test_any_json_document(live_server: str, doc: object) -> None:
+def test_any_json_document(app_server: str, doc: object) -> None:
     check(
         httpx.post(
-            live_server + "/api/v1/trace",
+            app_server + "/api/v1/trace",
             content=json.dumps(doc),
             headers={"content-type": "application/json"},
             timeout=60,
@@ -48,25 +48,25 @@ def test_any_json_document(live_server: str, doc: object) -> None:
 
 @FUZZ
 @given(field=st.sampled_from(FIELDS), value=JSON_VALUES)
-def test_seed_002_with_one_field_replaced(live_server: str, field: str, value: object) -> None:
+def test_seed_002_with_one_field_replaced(app_server: str, field: str, value: object) -> None:
     spec = dict(SEED_002, **{field: value})
-    check(httpx.post(live_server + "/api/v1/trace", json=spec, timeout=60))
-    check(httpx.post(live_server + "/api/v1/specs", json=spec, timeout=60))
+    check(httpx.post(app_server + "/api/v1/trace", json=spec, timeout=60))
+    check(httpx.post(app_server + "/api/v1/specs", json=spec, timeout=60))
 
 
 @FUZZ
 @given(line=st.text(max_size=40))
-def test_any_program_line(live_server: str, line: str) -> None:
+def test_any_program_line(app_server: str, line: str) -> None:
     spec = dict(SEED_002, forward=["x1 = f0(x)", line, "loss = (x1 - 1) ** 2"])
-    check(httpx.post(live_server + "/api/v1/trace", json=spec, timeout=60))
+    check(httpx.post(app_server + "/api/v1/trace", json=spec, timeout=60))
 
 
 @FUZZ
 @given(raw=st.binary(max_size=200))
-def test_any_bytes(live_server: str, raw: bytes) -> None:
+def test_any_bytes(app_server: str, raw: bytes) -> None:
     check(
         httpx.post(
-            live_server + "/api/v1/trace",
+            app_server + "/api/v1/trace",
             content=raw,
             headers={"content-type": "application/json"},
             timeout=60,
@@ -76,14 +76,14 @@ def test_any_bytes(live_server: str, raw: bytes) -> None:
 
 @FUZZ
 @given(source=st.text(max_size=300))
-def test_any_python_source(live_server: str, source: str) -> None:
-    check(httpx.post(live_server + "/api/v1/translate", json={"python": source}, timeout=60))
+def test_any_python_source(app_server: str, source: str) -> None:
+    check(httpx.post(app_server + "/api/v1/translate", json={"python": source}, timeout=60))
 
 
 @FUZZ
 @given(line=st.text(max_size=60))
-def test_any_line_in_a_model(live_server: str, line: str) -> None:
+def test_any_line_in_a_model(app_server: str, line: str) -> None:
     source = (
         f"import torch\nx = torch.randn(2, requires_grad=True)\n{line}\nloss = x.sum()\nloss.backward()\n"
     )
-    check(httpx.post(live_server + "/api/v1/translate", json={"python": source}, timeout=60))
+    check(httpx.post(app_server + "/api/v1/translate", json={"python": source}, timeout=60))

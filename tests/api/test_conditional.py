@@ -48,17 +48,17 @@ def test_id_alphabet_and_length() -> None:
 
 
 @pytest.mark.parametrize("view", STORED_VIEWS)
-def test_if_none_match_star_is_a_404_for_an_id_not_stored(live_server: str, view: str) -> None:
+def test_if_none_match_star_is_a_404_for_an_id_not_stored(app_server: str, view: str) -> None:
     for sid in ("aaaaaaaaaaaa", "not-an-id", "x" * 300):
-        r = httpx.get(f"{live_server}/api/v1/specs/{sid}{view}", headers={"If-None-Match": "*"}, timeout=60)
+        r = httpx.get(f"{app_server}/api/v1/specs/{sid}{view}", headers={"If-None-Match": "*"}, timeout=60)
         assert r.status_code == 404, (sid, r.status_code)
         assert r.json()["error"]["code"] == "permalink_not_found"
         assert "etag" not in r.headers and sid not in str(r.headers)
 
 
-def test_if_none_match_on_a_stored_id(live_server: str) -> None:
-    sid = stored_id(live_server)
-    url = f"{live_server}/api/v1/specs/{sid}"
+def test_if_none_match_on_a_stored_id(app_server: str) -> None:
+    sid = stored_id(app_server)
+    url = f"{app_server}/api/v1/specs/{sid}"
     got = httpx.get(url)
     etag = got.headers["etag"]
     assert sid not in etag  # the content's hash, not the id as sent
@@ -83,10 +83,10 @@ def test_if_none_match_on_a_stored_id(live_server: str) -> None:
         "/api/v1/specs/%FF%FE",  # not UTF-8 at all
     ],
 )
-def test_hostile_ids_get_a_clean_404(live_server: str, target: str) -> None:
-    answer = raw_get(live_server, target.encode())
+def test_hostile_ids_get_a_clean_404(app_server: str, target: str) -> None:
+    answer = raw_get(app_server, target.encode())
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 404 "), head[:200]
     assert b"x-injected" not in head.lower() and b"etag" not in head.lower()
     assert b'"not_found"' in body or b'"permalink_not_found"' in body
-    assert httpx.get(live_server + "/healthz").status_code == 200  # the server is still fine
+    assert httpx.get(app_server + "/healthz").status_code == 200  # the server is still fine

@@ -24,18 +24,18 @@ def raw_head(base: str, target: str) -> str:
     return b"".join(chunks).partition(b"\r\n\r\n")[0].decode("latin-1").lower()
 
 
-def test_only_the_player_is_frameable(live_server: str) -> None:
-    embed = httpx.get(f"{live_server}/embed/{EMBED_ID}")
+def test_only_the_player_is_frameable(app_server: str) -> None:
+    embed = httpx.get(f"{app_server}/embed/{EMBED_ID}")
     assert embed.status_code == 200
     assert "frame-ancestors * file:" in embed.headers["content-security-policy"]
     assert "x-frame-options" not in embed.headers
-    head = httpx.head(f"{live_server}/embed/{EMBED_ID}")  # HEAD answers like GET
+    head = httpx.head(f"{app_server}/embed/{EMBED_ID}")  # HEAD answers like GET
     assert (
         head.status_code == 200
         and head.headers["content-security-policy"] == embed.headers["content-security-policy"]
     )
     for path in ("/", "/index.html", "/embed.html", "/js/main.js", "/api/v1/examples"):
-        r = httpx.get(live_server + path)
+        r = httpx.get(app_server + path)
         assert "frame-ancestors 'none'" in r.headers["content-security-policy"], path
         assert r.headers["x-frame-options"] == "DENY", path
 
@@ -52,8 +52,8 @@ def test_only_the_player_is_frameable(live_server: str) -> None:
         "/api/v1/specs/..%2f..%2f..%2findex.html%3f/diagram.svg",
     ],
 )
-def test_dot_segments_never_make_the_app_frameable(live_server: str, target: str) -> None:
-    head = raw_head(live_server, target)
+def test_dot_segments_never_make_the_app_frameable(app_server: str, target: str) -> None:
+    head = raw_head(app_server, target)
     assert "frame-ancestors *" not in head, head
     if head.startswith("http/1.1 200"):  # whatever it served, it may not be framed
         assert "frame-ancestors 'none'" in head and "x-frame-options: deny" in head

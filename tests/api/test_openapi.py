@@ -7,8 +7,8 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def doc(live_server: str) -> dict:
-    return httpx.get(live_server + "/openapi.json", timeout=30).json()
+def doc(app_server: str) -> dict:
+    return httpx.get(app_server + "/openapi.json", timeout=30).json()
 
 
 def statuses(doc: dict, method: str, path: str) -> set[int]:
@@ -38,10 +38,10 @@ def test_spec_routes_list_their_own_answers(doc: dict) -> None:
 
 
 @pytest.mark.parametrize("which", ["spec", "trace"])
-def test_schema_content_type_is_documented_as_served(live_server: str, doc: dict, which: str) -> None:
+def test_schema_content_type_is_documented_as_served(app_server: str, doc: dict, which: str) -> None:
     path = f"/api/v1/schema/{which}"
     documented = set(doc["paths"][path]["get"]["responses"]["200"]["content"])
-    served = httpx.get(live_server + path, timeout=30).headers["content-type"].split(";")[0]
+    served = httpx.get(app_server + path, timeout=30).headers["content-type"].split(";")[0]
     assert documented == {served} == {"application/schema+json"}
 
 
@@ -50,12 +50,12 @@ def test_error_envelope_documents_the_list_of_errors(doc: dict) -> None:
     assert {"code", "message", "path", "line", "column", "errors"} <= set(error)
 
 
-def test_validation_errors_come_all_at_once(live_server: str) -> None:
+def test_validation_errors_come_all_at_once(app_server: str) -> None:
     from specs import seed_002
 
     spec = seed_002(hooks=[{"module": "a", "type": "forward"}, {"module": "b", "type": "forward"}])
     del spec["title"]
-    r = httpx.post(live_server + "/api/v1/trace", json=spec, timeout=60)
+    r = httpx.post(app_server + "/api/v1/trace", json=spec, timeout=60)
     assert r.status_code == 422
     error = r.json()["error"]
     assert error["path"] == "/hooks/0/module"

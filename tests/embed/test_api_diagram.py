@@ -10,10 +10,10 @@ from gradtrace.examples import get_example
 
 
 @pytest.fixture(scope="module")
-def permalink(live_server: str) -> tuple[str, str]:
-    r = httpx.post(live_server + "/api/v1/specs", json=get_example("two-layer-linear"), timeout=60)
+def permalink(app_server: str) -> tuple[str, str]:
+    r = httpx.post(app_server + "/api/v1/specs", json=get_example("two-layer-linear"), timeout=60)
     assert r.status_code in (200, 201), r.text
-    return live_server, r.json()["diagram_url"]
+    return app_server, r.json()["diagram_url"]
 
 
 def test_diagram_svg_is_an_image_with_every_node(permalink: tuple[str, str]) -> None:

@@ -14,10 +14,10 @@ from gradtrace.examples import get_example
 
 
 @pytest.fixture(scope="module")
-def permalink(live_server: str) -> dict[str, str]:
-    r = httpx.post(live_server + "/api/v1/specs", json=get_example("two-layer-linear"), timeout=60)
+def permalink(app_server: str) -> dict[str, str]:
+    r = httpx.post(app_server + "/api/v1/specs", json=get_example("two-layer-linear"), timeout=60)
     assert r.status_code in (200, 201), r.text
-    return {"base": live_server, **r.json()}
+    return {"base": app_server, **r.json()}
 
 
 def embedded_data(page: str) -> dict:

@@ -1,7 +1,7 @@
 """``create_app(settings)``: the FastAPI application, its routers, and its lifespan.
 
 The lifespan builds the TraceService (trace cache, single flight and the torch worker pool:
-torch lives only in the workers), the permalink store, the rate limiter and the render queue,
+torch lives only in the workers; tests may hand it another runner, ``service/runner.py``), the permalink store, the rate limiter and the render queue,
 and keeps them on ``app.state``, where routes reach them only through the typed dependencies
 of ``api/deps.py`` (``TraceServiceDep``, ``StoreDep``, ``SettingsDep``…). Worker start-up
 (the forkserver importing torch, which takes seconds) runs in the background so the server accepts
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -29,9 +29,11 @@ from gradtrace.api.opened_run import opened_run_router
 from gradtrace.api.renders import RenderQueue
 from gradtrace.api.static import embed_router, mount_frontend
 from gradtrace.service.ratelimit import make_rate_limiter
+from gradtrace.service.runner import TaskRunner
 from gradtrace.service.settings import Settings
 from gradtrace.service.store import SpecStore
 from gradtrace.service.trace_service import TraceService
+from gradtrace.service.workers import WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -77,16 +79,21 @@ def install_api_fallback(app: FastAPI) -> None:
 
 
 def create_app(
-    settings: Settings | None = None, opened_trace: bytes | None = None, opened_run: Path | None = None
+    settings: Settings | None = None,
+    opened_trace: bytes | None = None,
+    opened_run: Path | None = None,
+    runner: Callable[[Settings], TaskRunner] = WorkerPool,
 ) -> FastAPI:
     """The app; ``opened_trace`` (a trace document's JSON, for ``gradtrace view``) is served
     at ``/api/v1/opened-trace`` for the viewer to open; ``opened_run`` (a directory
-    ``gradtrace.watch`` writes, for ``gradtrace view RUN_DIR``) at ``/api/v1/opened-run``."""
+    ``gradtrace.watch`` writes, for ``gradtrace view RUN_DIR``) at ``/api/v1/opened-run``.
+    ``runner`` makes, at each start, where traces run: the worker pool, or (tests of the HTTP
+    contract) ``InThreadRunner``."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = TraceService(settings)
+        service = TraceService(settings, runner(settings))
         store = SpecStore(settings.database_url, settings.sqlite_path)
         ratelimiter = (
             make_rate_limiter(

@@ -1,7 +1,7 @@
 """``POST /api/v1/compare``: two specs (or permalink ids) traced, then compared.
 
 Each side is traced exactly as ``POST /trace`` traces it (same checks, cache, single flight
-and workers, through one call of :func:`gradtrace.api.tracing.trace_bytes`); an error of
+and workers, through one call of ``TraceService.trace``); an error of
 either side is the usual envelope with its ``path`` under ``/a`` or ``/b``. The answer is
 :func:`gradtrace.comparison.compare` of the two traces (``a`` the baseline, ``b`` the
 variant: ``ratio`` is b / a), computed in a worker and cached by the pair of trace keys
@@ -13,6 +13,7 @@ JSON Schema.
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -22,10 +23,9 @@ from gradtrace.api.body import check_spec, read_json
 from gradtrace.api.deps import StoreDep, TraceServiceDep, load_spec
 from gradtrace.api.docs import COMPARE_REF, ERROR_RESPONSES, SPEC_REF, json_body
 from gradtrace.api.errors import ApiError
-from gradtrace.api.tracing import api_error_of, trace_bytes
 from gradtrace.problem import Problem
 from gradtrace.service.store import SpecStore
-from gradtrace.service.trace_service import CheckedSpec, TraceRejected, TraceService, WorkerUnavailable
+from gradtrace.service.trace_service import CheckedSpec, TraceService
 
 router = APIRouter(tags=["compare"])
 
@@ -45,10 +45,13 @@ COMPARE_BODY = json_body(
 
 
 def _under(side: str, exc: Problem) -> Problem:
-    """The same problem (and every one it lists), its JSON Pointer moved under its side."""
-    for problem in (exc, *exc.errors):
+    """A copy of the problem (and of every one it lists), its JSON Pointer moved under its side.
+    A copy: one answer may reach several requests (single flight), or both sides of this one."""
+    moved = [copy.copy(problem) for problem in (exc, *exc.errors)]
+    for problem in moved:
         problem.path = f"/{side}{problem.path or ''}"
-    return exc
+    moved[0].errors = tuple(moved[1:])
+    return moved[0]
 
 
 async def _side_spec(store: SpecStore, side: str, given: Any) -> CheckedSpec:
@@ -71,7 +74,7 @@ async def _side_spec(store: SpecStore, side: str, given: Any) -> CheckedSpec:
 
 async def _traced(service: TraceService, side: str, checked: CheckedSpec) -> bytes:
     try:
-        data, _ = await trace_bytes(service, checked)
+        data, _ = await service.trace(checked)
     except Problem as exc:
         raise _under(side, exc) from None
     return data
@@ -120,8 +123,5 @@ async def post_compare(request: Request, store: StoreDep, service: TraceServiceD
     specs = {side: await _side_spec(store, side, body[side]) for side in SIDES}
     keys = (specs["a"].key, specs["b"].key)
     permalinks = {side: body[side] for side in SIDES if isinstance(body[side], str)}
-    try:
-        data, how = await service.compare(keys, lambda: _both_traced(service, specs), permalinks)
-    except (WorkerUnavailable, TraceRejected) as exc:
-        raise api_error_of(exc) from exc
+    data, how = await service.compare(keys, lambda: _both_traced(service, specs), permalinks)
     return Response(content=data, media_type="application/json", headers={"X-Cache": how})

@@ -24,7 +24,7 @@ from gradtrace.api.deps import RenderQueueDep, StoredSpecDep, TraceServiceDep
 from gradtrace.api.docs import ERROR_RESPONSES
 from gradtrace.api.errors import ApiError
 from gradtrace.api.renders import RenderQueue
-from gradtrace.api.tracing import not_modified, trace_bytes
+from gradtrace.api.tracing import not_modified
 from gradtrace.render import diagram_svg
 from gradtrace.render.diagram import MAX_DEPTH
 from gradtrace.service.trace_service import CheckedSpec, TraceService
@@ -68,7 +68,7 @@ class CachedRender:
         cached = await self.service.cache.get(key)
         if cached is not None:
             return Response(cached, media_type=media_type, headers={**headers, "X-Cache": "hit"})
-        data, _ = await trace_bytes(self.service, checked)
+        data, _ = await self.service.trace(checked)
         try:
             body = (await self.renders.run(render, data)).encode("utf-8")
         except ApiError:

@@ -22,11 +22,10 @@ from gradtrace.api.body import read_json
 from gradtrace.api.deps import ClientIdDep, SettingsDep, StoreDep, TraceServiceDep, load_spec
 from gradtrace.api.docs import error_responses, json_body
 from gradtrace.api.errors import ApiError
-from gradtrace.api.tracing import IMMUTABLE, api_error_of, etag_of
+from gradtrace.api.tracing import IMMUTABLE, etag_of
 from gradtrace.problem import Problem
 from gradtrace.service.hashing import permalink_id, run_key, spec_hash
 from gradtrace.service.store import QuotaExceeded, Quotas, StoreUnavailable
-from gradtrace.service.trace_service import TraceRejected, WorkerUnavailable
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["run"])
@@ -107,10 +106,7 @@ async def post_run(
     request: Request, service: TraceServiceDep, store: StoreDep, settings: SettingsDep, client: ClientIdDep
 ) -> Response:
     source = check_source(await read_json(request), settings.run_max_source_bytes)
-    try:
-        data, how = await service.run(source)
-    except (WorkerUnavailable, TraceRejected) as exc:
-        raise api_error_of(exc) from exc
+    data, how = await service.run(source)
     quotas = Quotas(settings.store_client_bytes_per_day, settings.store_total_bytes)
     run_id = await _store(store, source, client, quotas)
     named = b'{"id":' + (f'"{run_id}"' if run_id else "null").encode() + b","

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gradtrace.problem import Problem
+
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what other Unix tools report when the reader went away
 
@@ -48,18 +50,16 @@ def parse_json(data: bytes, path: str) -> Any:
         raise UsageError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
 
 
-def format_spec_error(source: str, exc: Any) -> str:
-    """``FILE: line L, column C: /json/path: code: message`` for a SpecError or TraceError, one
-    line per problem when the error carries several (``exc.errors``)."""
+def format_spec_error(source: str, exc: Problem) -> str:
+    """``FILE: line L, column C: /json/path: code: message`` for a Problem (the spec's or the
+    engine's), one line per problem when it carries several (``exc.errors``)."""
     lines = []
-    for problem in getattr(exc, "errors", None) or [exc]:
+    for problem in exc.errors or (exc,):
         where = [source]
-        line = getattr(problem, "line", None)
-        if line is not None:
-            column = getattr(problem, "column", None)
-            where.append(f"line {line}" + (f", column {column}" if column is not None else ""))
-        if getattr(problem, "path", None):
+        if problem.line is not None:
+            column = problem.column
+            where.append(f"line {problem.line}" + (f", column {column}" if column is not None else ""))
+        if problem.path:
             where.append(problem.path)
-        code = getattr(problem, "code", "invalid_spec")
-        lines.append(f"{': '.join(where)}: {code}: {getattr(problem, 'message', problem)}")
+        lines.append(f"{': '.join(where)}: {problem.code}: {problem.message}")
     return "\n".join(lines)

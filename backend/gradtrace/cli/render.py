@@ -91,18 +91,11 @@ def is_trace_json(data: bytes) -> bool:
 def _traced(source: str, doc: Any) -> Any:
     """The spec traced with PyTorch (imported only now); None after reporting an invalid spec."""
     from gradtrace import trace_spec
-    from gradtrace.spec import SpecError
+    from gradtrace.problem import Problem
 
     try:
         return trace_spec(doc)
-    except SpecError as exc:
-        err(format_spec_error(source, exc))
-        return None
-    except Exception as exc:
-        from gradtrace.engine import TraceError
-
-        if not isinstance(exc, TraceError):
-            raise
+    except Problem as exc:  # the spec's or the engine's: the same report
         err(format_spec_error(source, exc))
         return None
 

@@ -52,21 +52,18 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_trace(args: argparse.Namespace) -> int:
-    from gradtrace.spec import SpecError, SpecLimits, check_declared, parse_spec
+    from gradtrace.problem import Problem
+    from gradtrace.spec import SpecLimits, check_declared, parse_spec
 
     doc = read_json_file(args.spec)
     limits = SpecLimits()
     try:
         spec = parse_spec(doc)
         check_declared(spec, limits)  # before importing torch: a bad spec fails fast
-        from gradtrace.engine import TraceError, run_spec  # torch: only now
+        from gradtrace.engine import run_spec  # torch: only now
 
-        try:
-            trace = run_spec(spec, limits)  # limits (meta dry run), then a dict in TraceDoc's shape
-        except TraceError as exc:
-            err(format_spec_error(args.spec, exc))
-            return EXIT_INVALID
-    except SpecError as exc:
+        trace = run_spec(spec, limits)  # limits (meta dry run), then a dict in TraceDoc's shape
+    except Problem as exc:  # the spec's or the engine's: the same report
         err(format_spec_error(args.spec, exc))
         return EXIT_INVALID
     from gradtrace.trace import Trace

@@ -98,7 +98,7 @@ def load_trace(source: Path) -> Any:
 @functools.lru_cache(maxsize=16)
 def _load_trace(source: Path, _mtime_ns: int, _size: int) -> Any:
     from gradtrace import Trace, trace_spec
-    from gradtrace.spec import SpecError
+    from gradtrace.problem import Problem
 
     try:
         doc = json.loads(source.read_text(encoding="utf-8"))
@@ -111,15 +111,11 @@ def _load_trace(source: Path, _mtime_ns: int, _size: int) -> Any:
             return Trace.from_dict(doc)
         except ValueError as exc:  # Trace names the version or the field that is wrong
             raise ValueError(f"{source}: not a valid gradtrace trace ({exc})") from exc
-    from gradtrace.engine import TraceError  # tracing imports torch anyway
-
     try:
         return trace_spec(doc)
-    except SpecError as exc:
-        where = getattr(exc, "path", None) or ""
-        raise ValueError(f"{source}: invalid spec{' at ' + where if where else ''}: {exc}") from exc
-    except TraceError as exc:  # a limit (e.g. too many nodes)
-        raise ValueError(f"{source}: cannot trace it: {exc}") from exc
+    except Problem as exc:  # the spec's (at a field, a line) or the engine's (a limit: too many nodes)
+        what = f"invalid spec at {exc.path}" if exc.path else "cannot trace it"
+        raise ValueError(f"{source}: {what}: {exc}") from exc
 
 
 def draw(source: Path, options: DiagramOptions) -> Diagram:

@@ -32,8 +32,8 @@ from typing import Any
 
 import gradtrace
 from gradtrace.problem import Problem
+from gradtrace.service.runner import Answer, WorkerUnavailable
 from gradtrace.service.settings import Settings
-from gradtrace.service.workers import TaskOutcome, WorkerUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +354,7 @@ def _memory_problem() -> Problem:
     return Problem("memory_limit", "the program needed more memory than a run may use")
 
 
-def outcome_of(answer: RunAnswer, settings: Settings) -> TaskOutcome:
+def outcome_of(answer: RunAnswer, settings: Settings) -> Answer:
     """What the template reported, as the answer to the request (or WorkerUnavailable).
 
     The result document comes from the jailed process and is read as untrusted JSON: only its
@@ -372,30 +372,25 @@ def outcome_of(answer: RunAnswer, settings: Settings) -> TaskOutcome:
     if answer.exit == "confine_failed":
         raise WorkerUnavailable("runner_unavailable", "the run could not be confined; it was not started", 60)
     if answer.exit == "file_size":
-        return TaskOutcome(
-            "limit", Problem("too_large", "the program wrote a file larger than a run may"), seconds
-        )
+        return Answer(Problem("too_large", "the program wrote a file larger than a run may"), seconds)
     if doc.get("result_truncated"):
-        return TaskOutcome(
-            "limit", Problem("too_large", "the recorded trace is larger than a run may answer"), seconds
-        )
+        return Answer(Problem("too_large", "the recorded trace is larger than a run may answer"), seconds)
     try:
         result = json.loads(doc["result"]) if doc.get("result") else None
     except ValueError:
         result = None
     if not isinstance(result, dict):
         if answer.exit == "crashed" and doc.get("code") in _MEMORY_SIGNALS:
-            return TaskOutcome("limit", _memory_problem(), seconds)
-        return TaskOutcome(
-            "spec_error",
+            return Answer(_memory_problem(), seconds)
+        return Answer(
             Problem("run_failed", "the program ended without a result (it exited or crashed outside Python)"),
             seconds,
         )
     if result.get("memory_error"):
-        return TaskOutcome("limit", _memory_problem(), seconds)
+        return Answer(_memory_problem(), seconds)
     problem = result.get("problem")
     if isinstance(problem, dict):
-        return TaskOutcome("limit", Problem(str(problem.get("code")), str(problem.get("message"))), seconds)
+        return Answer(Problem(str(problem.get("code")), str(problem.get("message"))), seconds)
     body = {
         "trace": result.get("trace"),
         "stdout": str(doc.get("stdout", "")),
@@ -405,7 +400,7 @@ def outcome_of(answer: RunAnswer, settings: Settings) -> TaskOutcome:
         "exception": _exception_of(result.get("exception")),
         "seconds": round(seconds, 3),
     }
-    return TaskOutcome("ok", json.dumps(body, allow_nan=False, separators=(",", ":")).encode(), seconds)
+    return Answer(json.dumps(body, allow_nan=False, separators=(",", ":")).encode(), seconds)
 
 
 # A run killed by SIGSEGV or SIGABRT with its memory bound reached (an allocation in C++).

@@ -40,7 +40,8 @@ from typing import Any
 import h11
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 from gradtrace.problem import Problem
 
@@ -265,6 +266,43 @@ class ReadDeadlineH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
 
+# What ReadDeadlineH11Protocol relies on in uvicorn's internal H11Protocol (not a public API):
+# the methods it overrides, and the attributes it reads, by the code that sets them.
+_UVICORN_METHODS = (
+    "connection_made",
+    "connection_lost",
+    "data_received",
+    "on_response_complete",
+    "pause_writing",
+    "resume_writing",
+    "send_400_response",
+)
+_UVICORN_ATTRIBUTES: tuple[tuple[Callable[..., Any], frozenset[str]], ...] = (
+    (H11Protocol.__init__, frozenset({"app", "loop", "conn", "cycle"})),
+    (H11Protocol.connection_made, frozenset({"transport", "flow"})),
+    (RequestResponseCycle.__init__, frozenset({"response_started", "response_complete"})),
+    (FlowControl.__init__, frozenset({"write_paused"})),
+)
+
+
+def check_uvicorn_internals() -> None:
+    """Raise at start-up, naming what moved, when the uvicorn installed no longer has the
+    internals ``ReadDeadlineH11Protocol`` subclasses and reads (``serve`` calls it first):
+    without them the read and write deadlines would silently stop working."""
+    # defined by uvicorn itself, not only inherited from asyncio.Protocol
+    ours = [vars(cls) for cls in H11Protocol.__mro__ if cls.__module__.startswith("uvicorn.")]
+    missing = [f"H11Protocol.{name}" for name in _UVICORN_METHODS if not any(name in d for d in ours)]
+    for function, names in _UVICORN_ATTRIBUTES:
+        code = getattr(function, "__code__", None)
+        found = set(code.co_names) if code is not None else set()
+        missing += [f"{function.__qualname__} sets no {name}" for name in sorted(names - found)]
+    if missing:
+        raise RuntimeError(
+            f"uvicorn {uvicorn.__version__} moved what gradtrace's server relies on ({'; '.join(missing)}): "
+            "install a uvicorn gradtrace is tested with (backend/pyproject.toml) or update service/server.py"
+        )
+
+
 def serve(
     app: ASGIApp,
     host: str,
@@ -280,6 +318,7 @@ def serve(
     ``on_ready(port)`` is called once the server listens (with the port the system chose when
     ``port`` is 0); ``idle_timeout_s`` stops it after that long without a request.
     """
+    check_uvicorn_internals()
     config = uvicorn.Config(
         app,
         host=host,

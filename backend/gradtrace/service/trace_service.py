@@ -10,8 +10,10 @@ dry-runs on the ``meta`` device, then traces under CPU, memory and wall-clock bo
 worker gets the parsed ModelSpec (pickled across its pipe), never the document to parse
 again: a spec is parsed once on its way to the worker. The worker's JSON bytes are returned as they are (no re-validation, no re-encoding).
 
-Failures leave as two exceptions: ``WorkerUnavailable`` (not the request's fault: 503 with
-``Retry-After``) and ``TraceRejected`` (the worker's verdict on the spec: 4xx).
+The tasks run where the service is told (``service/runner.py``): the worker pool of ``gradtrace
+serve``, or one thread of this process for the HTTP contract's tests. Every failure leaves as a
+``Problem``: the one the worker answered (4xx, unchanged), or ``WorkerUnavailable`` (a 503 with
+``Retry-After``: not the request's fault).
 
 Costly specs: a trace that runs past the deadline is answered 503 ``trace_timeout`` once (the
 server cannot tell a costly spec from a busy machine) and remembered by its trace key in the
@@ -35,10 +37,10 @@ from gradtrace.service.cache import TraceCache, make_cache
 from gradtrace.service.hashing import compare_key, run_key, trace_key
 from gradtrace.service.jail_pool import JailPool, outcome_of
 from gradtrace.service.ratelimit import CURRENT_CLIENT
+from gradtrace.service.runner import Answer, TaskRunner, WorkerUnavailable
 from gradtrace.service.settings import Settings
 from gradtrace.service.single_flight import SingleFlight
 from gradtrace.service.store import StoreUnavailable
-from gradtrace.service.workers import TaskOutcome, WorkerPool, WorkerUnavailable
 
 if TYPE_CHECKING:
     from gradtrace.spec import ModelSpec
@@ -49,7 +51,7 @@ CacheStatus = Literal["hit", "miss", "shared"]
 # Fetches the two traces of a comparison (JSON bytes of a and b), called only on a cache miss.
 TracePair = Callable[[], Awaitable[tuple[bytes, bytes]]]
 
-__all__ = ["CacheStatus", "CheckedSpec", "TraceRejected", "TraceService", "WorkerUnavailable"]
+__all__ = ["CacheStatus", "CheckedSpec", "TraceService", "WorkerUnavailable"]
 
 
 @dataclass(frozen=True)
@@ -70,18 +72,10 @@ class CheckedSpec:
         return trace_key(self.normalized)
 
 
-class TraceRejected(Exception):
-    """The worker refused the spec: ``outcome.kind`` is "spec_error", "limit" or "error"."""
-
-    def __init__(self, outcome: TaskOutcome) -> None:
-        super().__init__(str(outcome.payload))
-        self.outcome = outcome
-
-
 class TraceService:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, pool: TaskRunner) -> None:
         self.settings = settings
-        self.pool = WorkerPool(settings)
+        self.pool = pool
         self.runner = JailPool(settings)  # pasted programs (POST /run), confined
         self.cache: TraceCache = make_cache(settings)
         self._inflight: SingleFlight[bytes] = SingleFlight()  # traces and comparisons, by cache key
@@ -93,8 +87,8 @@ class TraceService:
         self._store, self._limiter = store, limiter
 
     async def start(self) -> bool:
-        """Start the workers (blocks until they answer: torch is imported once, in the
-        forkserver)."""
+        """Start the runner and the jail (the pool blocks until a worker answers: torch is
+        imported once, in the forkserver)."""
         started, _ = await asyncio.gather(self.pool.start(), self.runner.start())
         return started
 
@@ -125,7 +119,7 @@ class TraceService:
         await self._refuse_if_costly(key, "this program", "/python", self.settings.run_timeout_s)
         return await self._in_worker(key, lambda: self._run_in_jail(source), remember_costly=True)
 
-    async def _run_in_jail(self, source: str) -> TaskOutcome:
+    async def _run_in_jail(self, source: str) -> Answer:
         return outcome_of(await self.runner.run(source), self.settings)
 
     async def compare(
@@ -153,13 +147,13 @@ class TraceService:
         return await self._in_worker(key, lambda: self.pool.run_trace(spec), remember_costly=True)
 
     async def _in_worker(
-        self, key: str, run: Callable[[], Awaitable[TaskOutcome]], remember_costly: bool = False
+        self, key: str, run: Callable[[], Awaitable[Answer]], remember_costly: bool = False
     ) -> bytes:
         """One task in a worker: its time charged to the client (the whole deadline when it ran
-        past it, then remembered by ``key`` if ``remember_costly``), a refusal raised as
-        TraceRejected, a result cached under ``key``."""
+        past it, then remembered by ``key`` if ``remember_costly``), the worker's Problem raised
+        as it is, a result cached under ``key``."""
         try:
-            outcome = await run()
+            answer = await run()
         except WorkerUnavailable as exc:
             deadlines = {
                 "trace_timeout": self.settings.trace_timeout_s,
@@ -170,11 +164,11 @@ class TraceService:
                 if remember_costly:
                     await self._remember_costly(key, exc.message)
             raise
-        await self._charge(outcome.seconds)
-        if outcome.kind != "ok":
-            raise TraceRejected(outcome)
-        await self.cache.set(key, outcome.payload)
-        return outcome.payload
+        await self._charge(answer.seconds)
+        if isinstance(answer.value, Problem):
+            raise answer.value
+        await self.cache.set(key, answer.value)
+        return answer.value
 
     async def _refuse_if_costly(self, key: str, what: str, path: str, deadline_s: float) -> None:
         if self._store is None:
@@ -185,13 +179,12 @@ class TraceService:
             return
         if seen is not None:
             _, when = seen
-            problem = Problem(
+            raise Problem(
                 "too_costly",
                 f"{what} ran past the {deadline_s:g} s deadline (at {when}) and "
                 "is refused without running; make it smaller (fewer operations, steps or module calls)",
                 path,
             )
-            raise TraceRejected(TaskOutcome("limit", problem))
 
     async def _remember_costly(self, key: str, reason: str) -> None:
         if self._store is None:

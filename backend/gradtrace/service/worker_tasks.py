@@ -3,8 +3,9 @@
 The worker's forkserver preloads ``gradtrace.engine`` (torch), so the imports below are
 instant there; in the API process this module is only referenced by name for pickling.
 
-Every task returns a tagged tuple instead of raising, so nothing but plain data crosses
-the process boundary (a custom exception that fails to unpickle would look like a crash).
+Every task returns its result (bytes) or the ``Problem`` refusing it instead of raising: a
+Problem pickles with every field (``gradtrace.problem``), and nothing else crosses the process
+boundary (another exception that failed to unpickle would look like a crash).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import logging
 import os
 import resource
 import time
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
+from gradtrace.problem import Problem
 from gradtrace.service import worker_warmup
 
 if TYPE_CHECKING:
@@ -120,7 +122,7 @@ def _begin_task() -> None:
         time.sleep(_debug_delay_s)
 
 
-def run_trace(spec: ModelSpec) -> tuple[str, Any]:
+def run_trace(spec: ModelSpec) -> bytes | Problem:
     """Trace a spec the API process parsed and priced (``api/body.py``): it arrives as the
     ModelSpec itself, pickled across the pipe, and is not parsed or validated again here.
 
@@ -129,13 +131,11 @@ def run_trace(spec: ModelSpec) -> tuple[str, Any]:
     repeats the price check (cheap), kept on purpose: it is the engine's own guard for
     every caller, and this process, not the API's, is the one a costly spec would hold.
 
-    Returns ("ok", json_bytes) or ("spec_error" | "limit" | "error", Problem): the Problem
-    the engine raised, pickled back as it is. Exits with EXIT_OUT_OF_MEMORY instead of
-    answering when memory ran out.
+    Returns the trace's JSON bytes or the Problem refusing the spec (the engine's own, pickled
+    back as it is). Exits with EXIT_OUT_OF_MEMORY instead of answering when memory ran out.
     """
     _begin_task()
     from gradtrace.engine import run_spec
-    from gradtrace.problem import Problem
     from gradtrace.spec import SpecLimits
     from gradtrace.trace import Trace
 
@@ -143,31 +143,30 @@ def run_trace(spec: ModelSpec) -> tuple[str, Any]:
     try:
         doc = run_spec(spec, limits)  # limits first (declared shapes, meta dry run), then the trace
         _lift_memory_budget()
-        return ("ok", Trace(doc).to_json_bytes())  # the engine's TraceDoc, encoded once
+        return Trace(doc).to_json_bytes()  # the engine's TraceDoc, encoded once
     except Problem as exc:
         if exc.exception == "MemoryError":  # the engine wraps forward errors
             _exit_out_of_memory()
-        return ("limit" if exc.status == 413 else "spec_error", exc)
+        return exc
     except MemoryError:
         _exit_out_of_memory()
     except RecursionError:
-        return ("limit", Problem("too_deep", "the model is nested too deeply to trace"))
+        return Problem("too_deep", "the model is nested too deeply to trace")
     except Exception as exc:  # an engine failure the spec checks did not foresee: a bug of ours
         log.exception("trace failed")
         message = f"the trace failed inside gradtrace ({type(exc).__name__}); the spec may be fine"
-        return ("error", Problem("trace_failed", message))
+        return Problem("trace_failed", message)
 
 
-def run_compare(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> tuple[str, Any]:
-    """Compare two traces (JSON bytes; ``a`` the baseline): ("ok", CompareDoc JSON bytes) or
-    ("error", Problem). ``permalinks``: the permalink id of each side given as one ("a"/"b").
+def run_compare(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> bytes | Problem:
+    """Compare two traces (JSON bytes; ``a`` the baseline): the CompareDoc's JSON bytes or the
+    Problem saying why not. ``permalinks``: the permalink id of each side given as one ("a"/"b").
 
     Under the same CPU and memory budgets as a trace; the traces were made by the engine, so
     anything raised here is a bug of ours, answered as an envelope, not a crash.
     """
     _begin_task()
     from gradtrace.comparison import compare
-    from gradtrace.problem import Problem
     from gradtrace.trace import Trace
 
     try:
@@ -175,10 +174,10 @@ def run_compare(trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> t
         for side, spec_id in permalinks.items():
             getattr(diff, side).permalink = spec_id
         _lift_memory_budget()
-        return ("ok", diff.model_dump_json().encode())
+        return diff.model_dump_json().encode()
     except MemoryError:
         _exit_out_of_memory()
     except Exception as exc:
         log.exception("compare failed")
         message = f"the comparison failed inside gradtrace ({type(exc).__name__})"
-        return ("error", Problem("compare_failed", message))
+        return Problem("compare_failed", message)

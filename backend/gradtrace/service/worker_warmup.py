@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gradtrace.problem import Problem
 
 if TYPE_CHECKING:
     from gradtrace.spec import ModelSpec
@@ -26,17 +28,18 @@ WARM_UP_SPEC = {
 }
 
 
-def warm_up(run_trace: Callable[[ModelSpec], tuple[str, Any]]) -> bool:
+def warm_up(run_trace: Callable[[ModelSpec], bytes | Problem]) -> bool:
     """Run the warm-up spec through ``run_trace``; never raises (the tasks report a broken engine).
 
     Parsed here as the API parses a request's spec: ``run_trace`` takes the parsed spec."""
     try:
         from gradtrace.spec import parse_spec
 
-        kind, _ = run_trace(parse_spec(WARM_UP_SPEC))
+        answer = run_trace(parse_spec(WARM_UP_SPEC))
     except Exception:
         log.exception("worker warm-up trace failed")
         return False
-    if kind != "ok":
-        log.warning("worker warm-up trace answered %s", kind)
-    return kind == "ok"
+    if isinstance(answer, Problem):
+        log.warning("worker warm-up trace answered %s: %s", answer.code, answer.message)
+        return False
+    return True

@@ -31,13 +31,13 @@ import signal
 import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any
 
 from gradtrace.problem import Problem
 from gradtrace.service import worker_tasks
+from gradtrace.service.runner import Answer, WorkerUnavailable
 from gradtrace.service.settings import Settings
 from gradtrace.service.worker_main import worker_main
 
@@ -73,23 +73,6 @@ _PRELOAD = [
     "networkx",
     "sympy",
 ]
-
-
-class WorkerUnavailable(Exception):
-    """The request could not be traced for reasons that are not its fault: retry later."""
-
-    def __init__(self, code: str, message: str, retry_after: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.retry_after = retry_after
-
-
-@dataclass(frozen=True)
-class TaskOutcome:
-    kind: str  # "ok" | "spec_error" | "limit" | "error"
-    payload: Any
-    seconds: float = 0.0  # how long a worker held the task (charged to the client's worker time)
 
 
 class _NotStarted(Exception):
@@ -367,16 +350,16 @@ class WorkerPool:
             raise
 
     # -- the public operations -------------------------------------------------------------
-    async def run_trace(self, spec: ModelSpec) -> TaskOutcome:
+    async def run_trace(self, spec: ModelSpec) -> Answer:
         """Trace one parsed spec in a worker (it is pickled across, not parsed again there).
         Raises WorkerUnavailable (503) when it could not."""
         return await self._run_task("run_trace", (spec,), "trace")
 
-    async def run_compare(self, trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> TaskOutcome:
+    async def run_compare(self, trace_a: bytes, trace_b: bytes, permalinks: dict[str, str]) -> Answer:
         """Compare two traces (JSON bytes) in a worker, with a trace's bounds and failures."""
         return await self._run_task("run_compare", (trace_a, trace_b, permalinks), "comparison")
 
-    async def _run_task(self, name: str, args: tuple[Any, ...], what: str) -> TaskOutcome:
+    async def _run_task(self, name: str, args: tuple[Any, ...], what: str) -> Answer:
         if self._in_flight >= self._capacity:
             raise WorkerUnavailable("overloaded", "all workers are busy and the queue is full; retry shortly")
         self._in_flight += 1
@@ -385,7 +368,7 @@ class WorkerPool:
         finally:
             self._in_flight -= 1
 
-    async def _run_bounded(self, name: str, args: tuple[Any, ...], what: str) -> TaskOutcome:
+    async def _run_bounded(self, name: str, args: tuple[Any, ...], what: str) -> Answer:
         settings = self._settings
         deadline = asyncio.get_running_loop().time() + settings.queue_timeout_s
         for _attempt in range(2):
@@ -403,8 +386,8 @@ class WorkerPool:
             started = time.monotonic()
             self.tasks_run[name] += 1
             try:
-                kind, payload = await self._run_on(worker, (name, args), settings.trace_timeout_s)
-                return TaskOutcome(kind, payload, time.monotonic() - started)
+                value = await self._run_on(worker, (name, args), settings.trace_timeout_s)
+                return Answer(value, time.monotonic() - started)
             except _NotStarted as exc:
                 # Collateral: the worker was lost before it started this task. Run it elsewhere.
                 log.warning("worker %s lost a task before starting it (%s): retrying", worker.pid, exc)
@@ -417,17 +400,15 @@ class WorkerPool:
                     f"the {what} ran longer than {settings.trace_timeout_s:g} s and was stopped",
                 ) from exc
             except _Died as exc:
-                return self._death_outcome(exc, what)
+                return Answer(self._death_problem(exc, what), time.monotonic() - started)
         raise WorkerUnavailable("worker_unavailable", f"no worker could take this {what}")
 
     @staticmethod
-    def _death_outcome(exc: _Died, what: str) -> TaskOutcome:
+    def _death_problem(exc: _Died, what: str) -> Problem:
         """The worker died running THIS task: its request pays, no retry (the spec may be why)."""
         log.warning("worker died during a %s: exit code %s", what, exc.exitcode)
         if exc.exitcode == worker_tasks.EXIT_OUT_OF_MEMORY:
-            return TaskOutcome(
-                "limit", Problem("memory_limit", f"the {what} needed more memory than a worker may use")
-            )
+            return Problem("memory_limit", f"the {what} needed more memory than a worker may use")
         if exc.exitcode == -signal.SIGXCPU:
             raise WorkerUnavailable(
                 "trace_timeout", f"the {what} used more CPU time than allowed and was stopped"
