@@ -295,11 +295,13 @@ class ProgramSession(TraceSession):
         root = roots[0] if roots else None
         of = (self.variable_of(root) if root is not None else None) or "tensor"
         self.grad_mode = torch.is_grad_enabled()  # (the program's, as the call is made)
-        self._roots = [
-            t.grad_fn if t.grad_fn is not None else get_gradient_edge(t).node
-            for t in roots
-            if t.requires_grad
-        ]
+        # (gradtrace's reads of the roots: no calls a __torch_function__ subclass sees)
+        with torch._C.DisableTorchFunction():
+            self._roots = [
+                t.grad_fn if t.grad_fn is not None else get_gradient_edge(t).node
+                for t in roots
+                if t.requires_grad
+            ]
         try:
             return self.backward_pass(ENGINE_CALLS[func], of, None, lambda: func(*args, **kwargs), root=root)
         finally:
