@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from server_process import ServerProcess
+from server_process import ServerProcess, runner_server
 
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, Phase, assume, given, settings  # noqa: E402
@@ -44,6 +45,14 @@ SPEC_OPERATIONS = ("POST /api/v1/trace", "POST /api/v1/specs")
 WORKER_CODES = {"forward_error", "build_error", "too_many_nodes", "memory_limit", "trace_timeout"}
 
 outcomes: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """The reliability server with POST /run's jail on: the fuzzed sources run (or are refused)
+    in it, as on a real deployment."""
+    with runner_server(tmp_path_factory.mktemp("schemathesis"), {"GRADTRACE_WORKERS": "2"}) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +155,8 @@ OPERATIONS = [
     ("GET", "/api/v1/schema/compare"),
     ("POST", "/api/v1/compare"),
     ("POST", "/api/v1/translate"),
+    ("POST", "/api/v1/run"),
+    ("GET", "/api/v1/runs/{run_id}"),
     ("GET", "/api/v1/specs/{spec_id}"),
     ("GET", "/api/v1/specs/{spec_id}/trace"),
     ("GET", "/api/v1/specs/{spec_id}/diagram.svg"),
