@@ -119,8 +119,16 @@ class Recording:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         capture, self._capture = self._capture, None
-        result = capture.finish(exc)
-        capture.frame = None
+        try:
+            result = capture.finish(exc)
+        except Exception as failure:
+            if exc is None:
+                raise
+            # (the program's exception is what is raised, never gradtrace's in its place)
+            exc.add_note(f"gradtrace could not finish the trace: {type(failure).__name__}: {failure}")
+            return
+        finally:
+            capture.frame = None
         if exc is not None:
             partial = exc.__dict__.pop("gradtrace_partial", None)
             if partial is not None:
