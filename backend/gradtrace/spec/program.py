@@ -53,6 +53,23 @@ MAX_EXPRESSION_NODES = 200  # ast nodes per line: bounds recursion in the interp
 
 
 # ---- parser -----------------------------------------------------------------------------------
+def signed_number(node: ast.expr) -> tuple[int | float, ast.Constant] | None:
+    """(its value, the number's constant) of a number literal with an optional leading ``-``
+    or ``+`` (``-2`` is a minus applied to 2 in Python's tree); None for anything else. The one
+    constant folder of the spec's parser and the translator."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        sign = -1 if isinstance(node.op, ast.USub) else 1
+        node = node.operand
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
+        return sign * node.value, node
+    return None
+
+
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.MatMult: "@"}
 
 
@@ -151,17 +168,11 @@ class _LineParser:
 
     def const_number(self, node: ast.expr) -> int | float | None:
         """A number constant, with a leading minus folded in; None if it is not one."""
-        sign = 1
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            sign = -1 if isinstance(node.op, ast.USub) else 1
-            node = node.operand
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, int | float)
-            and not isinstance(node.value, bool)
-        ):
-            return sign * self.number(node)
-        return None
+        found = signed_number(node)
+        if found is None:
+            return None
+        self.number(found[1])  # refuses what a spec may not hold (a non-finite number)
+        return found[0]
 
     def int_tuple(self, node: ast.List | ast.Tuple) -> IntTuple | None:
         values = [self.const_number(item) for item in node.elts]

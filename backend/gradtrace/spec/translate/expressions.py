@@ -11,6 +11,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..program import signed_number
 from ..vocabulary import FUNCTIONS, METHODS
 from .errors import describe, unsupported
 from .torch_names import F_NAMES, FUNCTION_KEYWORDS, METHOD_KEYWORDS, TORCH_NAMES
@@ -194,14 +195,5 @@ def _call(node: ast.Call, ctx: ExprContext) -> ast.expr:
 
 def number(node: ast.expr) -> int | float | None:
     """A number constant (a leading minus folded in), or None."""
-    sign = 1
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        sign = -1 if isinstance(node.op, ast.USub) else 1
-        node = node.operand
-    if (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int | float)
-        and not isinstance(node.value, bool)
-    ):
-        return sign * node.value
-    return None
+    found = signed_number(node)
+    return None if found is None else found[0]
