@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_process import ServerProcess, free_port
+from server_process import ServerProcess, free_port, start_redis_server
 
 # --- The tiers ---
 
@@ -310,43 +309,11 @@ def postgres_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A redis-server on a free loopback port, no persistence; yields its URL."""
-    exe = shutil.which("redis-server")
-    if exe is None:
+    if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (make system)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            exe,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--protected-mode",
-            "yes",
-            "--daemonize",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(b"PING\r\n")
-                if s.recv(16).startswith(b"+PONG"):
-                    break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        raise RuntimeError("redis-server did not start")
+    proc, url = start_redis_server()
     try:
-        yield f"redis://127.0.0.1:{port}/0"
+        yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -50,6 +50,14 @@ def identity_calls(lines: int = 200, per_line: int = 60) -> dict[str, Any]:
     return _doc(["y = m(x)", "loss = y.sum()"], {"m": module})
 
 
+def identity_modules(count: int = 6) -> dict[str, Any]:
+    """Issue 38: ``count`` modules like identity_calls' (~38 KB each; six: ~230 KB), each
+    called once: ~0.8 s of checking and pricing in the API process before a 413."""
+    one = identity_calls()["modules"]["m"]
+    forward = [f"h{k} = m{k}({'x' if k == 0 else f'h{k - 1}'})" for k in range(count)]
+    return _doc([*forward, f"loss = h{count - 1}.sum()"], {f"m{k}": one for k in range(count)})
+
+
 def nested_calls(depth: int = 7) -> dict[str, Any]:
     """Composites nested 7 deep, each calling its child 4 times: 4 ** 7 Identity calls."""
     module: dict[str, Any] = {"type": "Identity"}

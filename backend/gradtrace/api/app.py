@@ -20,6 +20,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.routing import Match, Mount
 
 from gradtrace.api import compare, diagram, examples, health, player, run, schemas, specs, trace, translate
+from gradtrace.api.cpu import RefusalMemory, configure_lane
 from gradtrace.api.docs import install_docs_page, install_openapi
 from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
@@ -108,6 +109,13 @@ def create_app(
         app.state.store = store
         app.state.ratelimiter = ratelimiter
         app.state.renders = RenderQueue()
+        # Translating and checking specs: helper processes of their own, in turns by client, charged to
+        # the client's compute share; refusals of a body remembered by its hash (api/cpu.py).
+        cpu = configure_lane(
+            settings.api_cpu_processes, ratelimiter.charge if ratelimiter is not None else None
+        )
+        app.state.refusals = RefusalMemory()
+        warming = asyncio.create_task(cpu.warm())
         # Workers start in the background: the server accepts connections at once, and
         # /readyz turns 200 when a worker answers.
         starting = asyncio.create_task(service.start()) if settings.start_workers else None
@@ -127,6 +135,9 @@ def create_app(
             if starting is not None:  # still starting (e.g. the engine cannot load): stop trying
                 starting.cancel()
                 await asyncio.gather(starting, return_exceptions=True)
+            warming.cancel()
+            await asyncio.gather(warming, return_exceptions=True)
+            cpu.close()
             await service.close()
             if ratelimiter is not None:
                 await ratelimiter.close()

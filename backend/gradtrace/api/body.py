@@ -10,7 +10,6 @@ a client that hangs up mid-body is one log line; no error message contains the r
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -19,6 +18,7 @@ from typing import Any
 from fastapi import Request
 from starlette.requests import ClientDisconnect
 
+from gradtrace.api.cpu import BODY_BYTES, lane
 from gradtrace.api.errors import ApiError
 from gradtrace.problem import Problem
 from gradtrace.service.trace_service import CheckedSpec
@@ -131,6 +131,15 @@ async def read_json(request: Request) -> Any:
     except ClientDisconnect as exc:
         log.info("client disconnected before sending the whole body")
         raise ApiError(400, "client_disconnected", "the request body ended early") from exc
+    BODY_BYTES.set(len(raw))  # the CPU lane's prior on what checking it will cost
+    # The same body refused before is refused again from memory, before it is parsed (issue 38).
+    memory = getattr(request.app.state, "refusals", None)
+    if memory is not None:
+        key = memory.key(request.method, request.url.path, raw)
+        remembered = memory.recall(key)
+        if remembered is not None:
+            raise remembered
+        request.state.body_key = key  # the error handler remembers a refusal under it
     return parse_json_bytes(raw)
 
 
@@ -149,7 +158,8 @@ def _check_spec_sync(doc: Any) -> CheckedSpec:
 
 async def check_spec(doc: Any) -> CheckedSpec:
     """Parse and check a spec (torch-free) off the event loop, the one time it is parsed on its
-    way to a worker: the worker is handed the parsed ModelSpec (``CheckedSpec.spec``)."""
+    way to a worker: the worker is handed the parsed ModelSpec (``CheckedSpec.spec``). It runs
+    in the API's CPU lane (api/cpu.py), in this client's turn."""
     if not isinstance(doc, dict):
         raise Problem("invalid_spec", "a spec is a JSON object", "")
-    return await asyncio.to_thread(_check_spec_sync, doc)
+    return await lane().run(_check_spec_sync, doc)

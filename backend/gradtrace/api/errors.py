@@ -87,8 +87,12 @@ def _pointer(loc: tuple[Any, ...] | list[Any]) -> str:
     return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts) if parts else ""
 
 
-async def _problem(_: Request, exc: Exception) -> JSONResponse:
+async def _problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Problem)
+    key = getattr(request.state, "body_key", None)  # set by read_json (api/body.py)
+    memory = getattr(request.app.state, "refusals", None)
+    if key is not None and memory is not None:
+        memory.remember(key, exc)  # refusals of this body only (api/cpu.py: RefusalMemory)
     return problem_response(exc)
 
 

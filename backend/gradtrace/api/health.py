@@ -7,6 +7,7 @@ import asyncio
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from gradtrace.api.cpu import lane
 from gradtrace.api.deps import StoreDep, TraceServiceDep
 from gradtrace.api.errors import error_response
 
@@ -27,6 +28,8 @@ async def readyz(service: TraceServiceDep, store: StoreDep) -> JSONResponse:
     pool = service.pool
     if not pool.ready:
         return _unavailable("not_ready", "workers are starting")
+    if not lane().ready:
+        return _unavailable("not_ready", "the API's helper processes are starting")
     if pool.workers_alive == 0:
         return _unavailable("workers_down", "every worker is being replaced")
     pid = await pool.ping()  # None: every worker is tracing, and busy is alive
@@ -43,5 +46,7 @@ async def readyz(service: TraceServiceDep, store: StoreDep) -> JSONResponse:
             "tasks_run": dict(pool.tasks_run),  # tasks handed to workers, by name, since start
             # POST /run: "ready", or why programs are refused (503 runner_unavailable)
             "runner": "ready" if service.runner.available else service.runner.reason,
+            # translating and checking in the API process (api/cpu.py): jobs since start, waiting now
+            "api_cpu": {"jobs_run": lane().jobs_run, "waiting": lane().queued},
         }
     )

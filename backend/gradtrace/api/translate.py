@@ -6,13 +6,13 @@ The Python is parsed, never run (gradtrace.spec.translate); what it cannot read 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from gradtrace.api.body import read_json
+from gradtrace.api.cpu import lane
 from gradtrace.api.docs import SPEC_REF, error_responses
 from gradtrace.api.errors import ApiError
 from gradtrace.spec import SpecError
@@ -109,4 +109,4 @@ def _translate(doc: Any) -> dict[str, Any]:
 )
 async def translate(request: Request) -> JSONResponse:
     doc = await read_json(request)
-    return JSONResponse(await asyncio.to_thread(_translate, doc))
+    return JSONResponse(await lane().run(_translate, doc))

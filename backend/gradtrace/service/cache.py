@@ -7,20 +7,19 @@ need invalidation. The memory cache is an LRU bounded in bytes (``GRADTRACE_CACH
 Redis entries expire after a TTL. An entry larger than the per-entry cap
 (``GRADTRACE_CACHE_ENTRY_MAX_BYTES``) goes to the disk tier (``service/disk_cache.py``) instead:
 reads look in memory (or Redis) first, then on disk. A Redis or disk failure degrades to
-misses (slower), never to errors.
+misses (slower), never to errors; a frozen Redis costs one short timeout, then none while its
+circuit is open (``redis_breaker``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import OrderedDict
 from typing import Protocol, cast
 
 from gradtrace.service.disk_cache import DiskCache
+from gradtrace.service.redis_breaker import Breaker, RedisAway
 from gradtrace.service.settings import Settings
-
-log = logging.getLogger(__name__)
 
 
 class TraceCache(Protocol):
@@ -70,24 +69,25 @@ class RedisCache:
     def __init__(self, url: str, ttl_s: int, max_entry_bytes: int) -> None:
         import redis.asyncio as aioredis
 
-        self._redis = aioredis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._breaker = Breaker("trace cache")
+        timeout = self._breaker.timeout_s
+        self._redis = aioredis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
         self._ttl = ttl_s
         self._max_entry_bytes = max_entry_bytes
 
     async def get(self, key: str) -> bytes | None:
-        try:
-            return cast("bytes | None", await self._redis.get(self.PREFIX + key))  # no decode_responses
-        except Exception as exc:  # redis down: a miss, not an error
-            log.warning("redis cache get failed: %s", exc)
+        try:  # no decode_responses: bytes
+            return cast("bytes | None", await self._breaker.call(self._redis.get(self.PREFIX + key)))
+        except RedisAway:  # redis down or frozen: a miss, not an error (logged by the breaker)
             return None
 
     async def set(self, key: str, value: bytes) -> None:
         if len(value) > self._max_entry_bytes:
             return
         try:
-            await self._redis.set(self.PREFIX + key, value, ex=self._ttl)
-        except Exception as exc:
-            log.warning("redis cache set failed: %s", exc)
+            await self._breaker.call(self._redis.set(self.PREFIX + key, value, ex=self._ttl))
+        except RedisAway:
+            pass  # not kept: computed again next time
 
     async def close(self) -> None:
         await self._redis.aclose()

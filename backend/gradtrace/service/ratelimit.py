@@ -1,8 +1,8 @@
 """Per-client rate limits: requests and worker-seconds per one-minute window, in memory or in Redis.
 
 One algorithm for both backends (INCR/INCRBYFLOAT + EXPIRE are atomic in Redis), so a single
-server and N replicas behind nginx limit a client the same way. A Redis outage fails open:
-rate limiting is a protection, not a reason to refuse service.
+server and N replicas behind nginx limit a client the same way. A Redis outage is no reason
+to refuse service, nor to let everything through: the limits are counted in process meanwhile.
 
 Counting requests alone let one client take the pool with a few costly traces (three
 requests a minute, each holding a worker for the whole deadline). So each client also has a
@@ -12,16 +12,20 @@ client whose window's budget is used up is refused (429 ``worker_time_exceeded``
 window turns. Which client a trace is for reaches the service through ``CURRENT_CLIENT``,
 set by the API's rate-limit dependency for the request's task (copied into the tasks it
 starts, e.g. the two sides of a compare).
+
+While Redis is away (down, or frozen: see ``redis_breaker``), the Redis limiter counts in
+process instead, with the same limits: each replica then limits on its own (a client spread
+over N replicas gets up to N times its share) until Redis answers again; nothing is let
+through unlimited and no worker time goes uncharged.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-log = logging.getLogger(__name__)
+from gradtrace.service.redis_breaker import Breaker, RedisAway
 
 WINDOW_S = 60
 
@@ -85,36 +89,39 @@ class RedisRateLimiter:
     def __init__(self, url: str, per_minute: int, worker_seconds: float = 0.0) -> None:
         import redis.asyncio as aioredis
 
-        self._redis = aioredis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._breaker = Breaker("rate limit")
+        timeout = self._breaker.timeout_s
+        self._redis = aioredis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
         self._limit = per_minute
         self._budget = worker_seconds
+        self._fallback = MemoryRateLimiter(per_minute, worker_seconds)  # while Redis is away
 
     async def hit(self, client: str) -> Verdict:
         window, retry = _window(time.time())
         key = f"{self.PREFIX}{window}:{client}"
+        pipe = self._redis.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, WINDOW_S * 2)
+        pipe.get(f"{self.SECONDS_PREFIX}{window}:{client}")
         try:
-            pipe = self._redis.pipeline()
-            pipe.incr(key)
-            pipe.expire(key, WINDOW_S * 2)
-            pipe.get(f"{self.SECONDS_PREFIX}{window}:{client}")
-            count, _, seconds = await pipe.execute()
-        except Exception as exc:
-            log.warning("redis rate limit unavailable, allowing: %s", exc)
-            return Verdict(True, self._limit, retry)
+            count, _, seconds = await self._breaker.call(pipe.execute())
+        except RedisAway:
+            return await self._fallback.hit(client)
         return _verdict(int(count), self._limit, float(seconds or 0.0), self._budget, retry)
 
     async def charge(self, client: str, seconds: float) -> None:
         window, _ = _window(time.time())
         key = f"{self.SECONDS_PREFIX}{window}:{client}"
+        pipe = self._redis.pipeline()
+        pipe.incrbyfloat(key, seconds)
+        pipe.expire(key, WINDOW_S * 2)
         try:
-            pipe = self._redis.pipeline()
-            pipe.incrbyfloat(key, seconds)
-            pipe.expire(key, WINDOW_S * 2)
-            await pipe.execute()
-        except Exception as exc:
-            log.warning("redis rate limit unavailable, worker time not charged: %s", exc)
+            await self._breaker.call(pipe.execute())
+        except RedisAway:
+            await self._fallback.charge(client, seconds)
 
     async def close(self) -> None:
+        await self._fallback.close()
         await self._redis.aclose()
 
 

@@ -101,6 +101,8 @@ class Settings:
     run_output_bytes: int = 64 * 1024
     run_result_bytes: int = 32 * 1024 * 1024
     run_max_source_bytes: int = 64 * 1024
+    # Helper processes of the API for translating, checking and pricing specs (api/cpu.py).
+    api_cpu_processes: int = 2
     # Request limits (before anything is parsed).
     max_body_bytes: int = 256 * 1024
     # Per-client rate limit on /api/v1: requests per one-minute window (0 disables it).
@@ -152,6 +154,7 @@ class Settings:
             run_timeout_s=_float(env, "GRADTRACE_RUN_TIMEOUT", base.run_timeout_s),
             run_cpu_s=_int(env, "GRADTRACE_RUN_CPU_SECONDS", base.run_cpu_s),
             run_memory_mb=_int(env, "GRADTRACE_RUN_MEMORY_MB", base.run_memory_mb),
+            api_cpu_processes=_int(env, "GRADTRACE_API_CPU_PROCESSES", base.api_cpu_processes),
             max_body_bytes=_int(env, "GRADTRACE_MAX_BODY_BYTES", base.max_body_bytes),
             rate_per_minute=_int(env, "GRADTRACE_RATE_PER_MINUTE", base.rate_per_minute),
             worker_seconds_per_minute=_float(
