@@ -30,6 +30,7 @@ async def _as(client: str, lane: CpuLane, fn: object, *args: object) -> object:
     return await lane.run(fn, *args)  # type: ignore[arg-type]
 
 
+@pytest.mark.process  # helper processes
 def test_clients_take_turns_one_job_each_and_are_charged() -> None:
     async def main() -> tuple[list, object, dict[str, float]]:
         lane = CpuLane(processes=2)
@@ -54,6 +55,7 @@ def test_clients_take_turns_one_job_each_and_are_charged() -> None:
     assert charged["a"] >= 5 * 0.1 * 0.9 and charged["b"] >= 0.01 * 0.9
 
 
+@pytest.mark.process  # helper processes
 def test_too_many_waiting_are_shed_with_503() -> None:
     async def main() -> list[object]:
         lane = CpuLane(processes=1, waiting=64, per_client_waiting=3)
@@ -68,6 +70,7 @@ def test_too_many_waiting_are_shed_with_503() -> None:
     assert all(p.headers["Retry-After"] == "1" for p in shed)
 
 
+@pytest.mark.process  # helper processes
 def test_a_job_past_its_time_is_refused_and_its_helper_replaced() -> None:
     async def main() -> tuple[object, object]:
         lane = CpuLane(processes=1, timeout_s=2.0)
@@ -83,6 +86,7 @@ def test_a_job_past_its_time_is_refused_and_its_helper_replaced() -> None:
     assert isinstance(after, tuple)
 
 
+@pytest.mark.process  # helper processes
 def test_a_cancelled_wait_frees_its_turn() -> None:
     async def main() -> object:
         lane = CpuLane(processes=1)
