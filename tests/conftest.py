@@ -170,7 +170,10 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     folder = tmp_path_factory.mktemp("app_server")
     settings = Settings(
-        sqlite_path=folder / "gradtrace.db", disk_cache_dir=folder / "tier", rate_per_minute=0
+        sqlite_path=folder / "gradtrace.db",
+        disk_cache_dir=folder / "tier",
+        rate_per_minute=0,
+        api_cpu_processes=0,  # translating and checking in a thread too, no helper process
     )
     port = free_port()
     config = uvicorn.Config(

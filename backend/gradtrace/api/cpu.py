@@ -37,7 +37,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -67,11 +67,12 @@ class CpuLane:
     def __init__(
         self, processes: int = 2, waiting: int = 64, per_client_waiting: int = 16, timeout_s: float = 20.0
     ) -> None:
+        self.processes = processes  # 0: one thread of this process instead (in-process tests)
         self.threads = max(1, processes)  # jobs at a time
         self.waiting = waiting
         self.per_client_waiting = per_client_waiting
         self.timeout_s = timeout_s
-        self._pool: ProcessPoolExecutor | None = None  # started at the first job (or warm())
+        self._pool: Executor | None = None  # started at the first job (or warm())
         self._queues: OrderedDict[str, deque[tuple[asyncio.Future[None], bool]]] = OrderedDict()
         self._running: dict[str, bool] = {}  # clients with a job in a helper: is it heavy
         self._used: dict[str, float] = {}  # CPU seconds per client in this minute's window
@@ -123,7 +124,9 @@ class CpuLane:
             raise error
         return result  # type: ignore[return-value]
 
-    def _helpers(self) -> ProcessPoolExecutor:
+    def _helpers(self) -> Executor:
+        if self._pool is None and self.processes == 0:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="gradtrace-cpu")
         if self._pool is None:
             # spawned: the API process has threads (fork is unsafe), and the workers' forkserver
             # preloads torch, which these helpers never need
@@ -222,7 +225,7 @@ class CpuLane:
         self._restart()
 
 
-def _kill_helpers(pool: ProcessPoolExecutor) -> None:
+def _kill_helpers(pool: Executor) -> None:
     # the stdlib (3.11) has no public way to end a pool's processes before their jobs end
     processes: dict[int, Any] = getattr(pool, "_processes", None) or {}
     for process in list(processes.values()):

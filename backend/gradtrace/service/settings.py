@@ -101,7 +101,8 @@ class Settings:
     run_output_bytes: int = 64 * 1024
     run_result_bytes: int = 32 * 1024 * 1024
     run_max_source_bytes: int = 64 * 1024
-    # Helper processes of the API for translating, checking and pricing specs (api/cpu.py).
+    # Helper processes of the API for translating, checking and pricing specs (api/cpu.py); 0:
+    # one thread of the API process instead (the in-process tests of the HTTP contract).
     api_cpu_processes: int = 2
     # Request limits (before anything is parsed).
     max_body_bytes: int = 256 * 1024
