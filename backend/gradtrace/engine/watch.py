@@ -108,7 +108,7 @@ class _Step:
         self.started = False
         self.backward_done = False
         self.params: dict[int, tuple[str, int, int]] = {}  # id(p) -> name, grad and weight norm slots
-        self.olds: dict[int, torch.Tensor] = {}
+        self.olds_flat: list[tuple[list[Any], torch.Tensor]] = []  # (parameters, their flat copy)
         self.ratios: dict[int, int] = {}
         self.stepped = False
         self.handles: list[Any] = []
@@ -314,6 +314,7 @@ class Watch:
     def _hook_new(self, step: _Step, roots: list[Any]) -> None:
         """Name and hook the nodes reachable from ``roots`` not hooked yet."""
         found = walk_new(roots, step.hooked)
+        known = len(self._infos)
         ops = []
         for node in found:
             nr = raw_sequence_nr(node)
@@ -337,6 +338,8 @@ class Watch:
             k = ordinals.get((module, op), 0)
             ordinals[(module, op)] = k + 1
             self._hook(step, node, self._info(module, op, str(k)))
+        if len(self._infos) == known:
+            return  # no node the run has not seen: no edge it has not seen (a graph of known keys)
         hooked = step.hooked
         for node, nexts in found.items():  # the graph's edges, as keys (the viewer draws them)
             src = hooked[node].key
@@ -388,8 +391,9 @@ class Watch:
         if step is not self._pending:
             return
         with_grad = [(name, p) for name, p in self._params if p.grad is not None]
-        grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad]))  # type: ignore[misc]
-        weights = step.values.scalars(exact_norms([p.detach() for _n, p in with_grad]))
+        with torch.no_grad():
+            grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad]))  # type: ignore[misc]
+            weights = step.values.scalars(exact_norms([p for _n, p in with_grad]))
         for (name, p), g, w in zip(with_grad, grads, weights, strict=True):
             step.params[id(p)] = (name, g, w)
         step.backward_done = True
@@ -400,21 +404,24 @@ class Watch:
         if step is None or not step.backward_done:
             return
         todo = [p for p in _optimizer_params(optimizer) if id(p) in step.params and id(p) not in step.ratios]
-        if todo:
-            step.olds = dict(
-                zip([id(p) for p in todo], torch._foreach_mul([p.detach() for p in todo], 1), strict=True)
-            )
+        groups: dict[tuple[Any, Any], list[Any]] = {}
+        for p in todo:
+            groups.setdefault((p.device, p.dtype), []).append(p)
+        with torch.no_grad():  # one flat copy per device and dtype (a copy per tensor costs more)
+            for ps in groups.values():
+                step.olds_flat.append((ps, torch.cat([p.reshape(-1) for p in ps])))
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         step = self._pending
         if step is None or not step.backward_done:
             return
-        moved = [p for p in _optimizer_params(optimizer) if id(p) in step.olds]
-        if moved:
-            olds = [step.olds.pop(id(p)) for p in moved]
-            torch._foreach_sub_(olds, [p.detach() for p in moved])  # (old - new: the norm of Δw)
-            for p, slot in zip(moved, step.values.scalars(list(torch._foreach_norm(olds))), strict=True):
-                step.ratios[id(p)] = slot
+        with torch.no_grad():
+            for ps, old in step.olds_flat:
+                old.sub_(torch.cat([p.reshape(-1) for p in ps]))  # (old - new: the norm of Δw)
+                deltas = list(old.split([p.numel() for p in ps]))
+                for p, slot in zip(ps, step.values.scalars(list(torch._foreach_norm(deltas))), strict=True):
+                    step.ratios[id(p)] = slot
+        step.olds_flat = []
         step.stepped = True
         if len(step.ratios) == len(step.params):
             self._finish_pending()
