@@ -7,7 +7,9 @@ logged step, and only then, the watch
 * numbers the modules' calls: global module hooks note each module's span of autograd
   sequence numbers, so every grad_fn node gets the module that made it, and a key
   ``module/op#ordinal`` (the ordinal counts that op's nodes within the module, in creation
-  order) that is the same at every step;
+  order) that is the same at every step. The spans, relative to the forward's start, are
+  kept: a later logged forward that makes as many nodes reuses them without module hooks;
+  one that makes another number is not logged, and the next step is, numbered again;
 * hooks every node of the graph (walked from the model's outputs at the forward's end, and
   from the loss when ``backward`` is called on it: ``torch.autograd.backward`` is wrapped
   from the model's forward to that call, to see the loss); each hook computes, on the
@@ -148,6 +150,11 @@ class Watch:
         self._trace_next: str | None = "first logged step" if full_trace is not None else None
         self.last_nodes: int | None = None
         self._infos: dict[tuple[str, str, str], NodeInfo] = {}
+        # The module spans of the last forward numbered with module hooks, relative to its
+        # start, and how many nodes it made: a logged forward that makes as many reuses them
+        # (no module hooks: they cost most of a logged step on small models)
+        self._spans: tuple[list[tuple[int, int, str]], int] | None = None
+        self._log_next = False
 
     # ---- the context -----------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -247,8 +254,9 @@ class Watch:
             return
         self._finish_pending()
         self.step += 1
-        if self.step % self.every and self._trace_next is None:
+        if self.step % self.every and self._trace_next is None and not self._log_next:
             return
+        self._log_next = False
         if self._trace_next is not None and self._full_trace is not None:
             reason, self._trace_next = self._trace_next, None
             doc = self._full_trace(module, (args, kwargs))
@@ -256,6 +264,8 @@ class Watch:
                 self._writer.write_trace(self.step, reason, doc)
         step = self._pending = _Step(self.step)
         step.model_span = (sequence_base(), -1)
+        if self._spans is not None:  # the last numbered forward's module spans, checked at its end
+            return
         step.handles = [
             nn.modules.module.register_module_forward_pre_hook(functools.partial(self._on_module_pre, step)),
             nn.modules.module.register_module_forward_hook(functools.partial(self._on_module, step)),
@@ -275,10 +285,21 @@ class Watch:
         step = self._pending
         if step is None or step.started or step.model_span is None or step.model_span[1] != -1:
             return
+        numbered = bool(step.handles)
         for h in step.handles:
             h.remove()
         step.handles = []
-        step.model_span = (step.model_span[0], sequence_base())
+        start, end = step.model_span[0], sequence_base()
+        step.model_span = (start, end)
+        if numbered:
+            self._spans = ([(a - start, b - start, path) for a, b, path in step.spans], end - start)
+        elif self._spans is not None and self._spans[1] == end - start:
+            step.spans = [(a + start, b + start, path) for a, b, path in self._spans[0]]
+        else:  # this forward made another number of nodes: number the modules again, next step
+            self._spans = None
+            self._log_next = True
+            self._drop(step)
+            return
         roots = [t.grad_fn for t in _tensors(output) if t.grad_fn is not None]
         self._hook_new(step, roots)
         self._wrap_backward()
