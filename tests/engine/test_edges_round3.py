@@ -331,13 +331,17 @@ torch.manual_seed(0)
 Warns()(torch.randn(2, 3)).backward()
 print("plain done", file=__import__("sys").stderr, flush=True)
 gradtrace.trace(Warns(), torch.randn(2, 3))
+print("traced done", file=__import__("sys").stderr, flush=True)
+model = Warns()
+with gradtrace.record():
+    model(torch.randn(2, 3)).backward()
 """
 
 
 @pytest.mark.parametrize("where", ["file", "-c", "stdin"])
 def test_a_models_warning_reaches_the_caller_wherever_its_code_is(where: str, tmp_path: Path) -> None:
-    """The same program warns once in a plain run and once in the trace: both reach stderr,
-    as the same line (``-W always``: every warning shown)."""
+    """The same program warns once in a plain run, once in the trace and once under record():
+    all reach stderr, as the same line (``-W always``: every warning shown)."""
     script = tmp_path / "model.py"
     script.write_text(_WARNING_PROGRAM)
     command = [sys.executable, "-W", "always::UserWarning"]
@@ -353,12 +357,14 @@ def test_a_models_warning_reaches_the_caller_wherever_its_code_is(where: str, tm
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    plain, traced = done.stderr.split("plain done\n")
+    plain, rest = done.stderr.split("plain done\n")
+    traced, recorded = rest.split("traced done\n")
     name = {"file": str(script), "-c": "<string>", "stdin": "<stdin>"}[where]
     expected = f"{name}:10: UserWarning: the model warns"
     warned = [line for line in plain.splitlines() if "the model warns" in line]
     assert warned[0] == expected  # (then, from a file, its source line)
     assert [line for line in traced.splitlines() if "the model warns" in line] == warned
+    assert [line for line in recorded.splitlines() if "the model warns" in line] == warned  # record() too
 
 
 # ---- 9. the spec's zero_grad, and its program at one thread -------------------------------------

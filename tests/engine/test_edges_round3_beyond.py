@@ -258,3 +258,24 @@ def test_an_inference_mode_input_under_record_gets_pytorchs_error() -> None:
         model(x).sum().backward()
     assert str(caught.value) == str(expected.value)
     assert "Inference tensors cannot be saved for backward" in str(expected.value)
+
+
+@pytest.mark.slow
+def test_a_warm_compiled_submodule_under_record_is_not_recompiled() -> None:
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()  # (Dynamo's caches are the process's: see test_edges_round3.fresh_dynamo)
+    try:
+        torch.manual_seed(0)
+        inner = torch.compile(nn.Sequential(nn.Linear(5, 5), nn.Tanh()), backend="aot_eager")
+        model, x = nn.Sequential(nn.Linear(4, 5), inner, nn.Linear(5, 2)), torch.randn(3, 4)
+        model(x).sum().backward()  # warm
+        before = (counters["frames"]["total"], counters["stats"]["unique_graphs"])
+        for _ in range(10):
+            model.zero_grad()
+            with gradtrace.record() as rec:
+                model(x).sum().backward()
+        assert (counters["frames"]["total"], counters["stats"]["unique_graphs"]) == before
+        assert "CompiledFunctionBackward" in {n.op for n in rec.trace.doc.graph.nodes}
+    finally:
+        torch._dynamo.reset()
