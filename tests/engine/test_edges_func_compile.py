@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from edge_models import PartlyCompiled
 from torch import nn
 from torch.nn.utils import parametrizations, parametrize
 
@@ -189,22 +190,13 @@ def test_parametrized_model_leaves_the_trace_as_a_plain_run_leaves_it(kind: str)
 
 
 # ---- torch.compile'd submodules ---------------------------------------------------------------
-class _PartlyCompiled(nn.Module):
-    def __init__(self, backend: str) -> None:
-        super().__init__()
-        self.a = nn.Linear(4, 5)
-        self.b = torch.compile(nn.Sequential(nn.Linear(5, 5), nn.Tanh()), backend=backend)
-        self.c = nn.Linear(5, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c(self.b(self.a(x)))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_a_compiled_submodule_traces_to_the_plain_runs_graph(backend: str) -> None:
     torch.manual_seed(0)
-    model = _PartlyCompiled(backend)
+    model = PartlyCompiled(backend)
     twin = copy.deepcopy(model)
     x = torch.randn(3, 4)
     plain = _plain(twin, x, lambda out: out.sum())

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
+from edge_models import Logged, PartlyCompiled
 from torch import nn
 
 import gradtrace
@@ -169,13 +170,6 @@ def test_a_jagged_nested_input_is_refused_with_the_partial_trace_it_can_assemble
 
 
 # ---- 4. a __torch_function__ subclass sees the calls of a plain run, no more ----------------------
-class _Logged(torch.Tensor):
-    calls: list[str] = []
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
-        cls.calls.append(getattr(func, "__name__", repr(func)))
-        return super().__torch_function__(func, types, args, kwargs or {})
 
 
 def _double_its_gradient(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
@@ -189,22 +183,22 @@ class _LoggedModel(nn.Module):
         self.lin.register_forward_hook(_double_its_gradient)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (self.lin(x.as_subclass(_Logged)) * 2).sum()
+        return (self.lin(x.as_subclass(Logged)) * 2).sum()
 
 
 def test_a_torch_function_subclass_sees_the_call_list_of_a_plain_run() -> None:
     torch.manual_seed(0)
     model, x = _LoggedModel(), torch.randn(4, 3)
     plain_model = copy.deepcopy(model)
-    _Logged.calls = []
+    Logged.calls = []
     plain_model(x).backward()
-    plain = _Logged.calls
-    _Logged.calls = []
+    plain = Logged.calls
+    Logged.calls = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trace = gradtrace.trace(model, x)
     assert plain == ["linear", "register_hook", "mul", "sum", "backward"]
-    assert _Logged.calls == plain, _Logged.calls
+    assert Logged.calls == plain, Logged.calls
     for name, p in plain_model.named_parameters():
         assert torch.equal(torch.from_numpy(trace.grads[name]), p.grad), name
 
@@ -413,15 +407,6 @@ def test_the_specs_zero_grad_clears_the_inputs_too_and_its_program_says_so() -> 
 
 
 # ---- 3. a warm torch.compile'd submodule: no recompile, the plain run's engine order ---------------
-class _PartlyCompiled(nn.Module):
-    def __init__(self, backend: str) -> None:
-        super().__init__()
-        self.a = nn.Linear(4, 5)
-        self.b = torch.compile(nn.Sequential(nn.Linear(5, 5), nn.Tanh()), backend=backend)
-        self.c = nn.Linear(5, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c(self.b(self.a(x)))
 
 
 def _engine_order(model: nn.Module, x: torch.Tensor) -> tuple[list[str], list[str]]:
@@ -475,7 +460,7 @@ def test_a_warm_compiled_submodule_is_not_recompiled_and_keeps_the_plain_engine_
     backend: str, fresh_dynamo: None
 ) -> None:
     torch.manual_seed(0)
-    model, x = _PartlyCompiled(backend), torch.randn(3, 4)
+    model, x = PartlyCompiled(backend), torch.randn(3, 4)
     # a hook of the model's inside the compiled module: left as it is (no recording state in
     # it: Dynamo would guard on that state, in a plain run too)
     model.b._orig_mod[0].register_forward_hook(lambda module, args, out: None)
@@ -506,7 +491,7 @@ def test_a_warm_compiled_submodule_is_not_recompiled_and_keeps_the_plain_engine_
 @pytest.mark.slow
 def test_a_compiled_submodule_that_falls_back_to_eager_in_the_trace_says_so(fresh_dynamo: None) -> None:
     torch.manual_seed(0)
-    model = _PartlyCompiled("eager")
+    model = PartlyCompiled("eager")
     model(torch.randn(3, 4)).sum().backward()  # warm, for one shape
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

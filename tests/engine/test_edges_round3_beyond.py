@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import torch
+from edge_models import Logged
 from torch import nn
 from torch.func import functional_call, grad, jacrev, linearize, stack_module_state, vjp, vmap
 
@@ -206,25 +207,16 @@ def test_a_nested_tensor_under_record_is_refused_by_name_with_the_partial_trace(
     assert any(e.kind == "error" for e in caught.value.gradtrace_trace.doc.events)
 
 
-class _Logged(torch.Tensor):
-    calls: list[str] = []
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
-        cls.calls.append(getattr(func, "__name__", repr(func)))
-        return super().__torch_function__(func, types, args, kwargs or {})
-
-
 def test_a_torch_function_subclass_under_record_sees_the_plain_call_list() -> None:
     model, x = nn.Linear(3, 2), torch.randn(4, 3)
     plain = copy.deepcopy(model)
-    _Logged.calls = []
-    (plain(x.as_subclass(_Logged)) * 2).sum().backward()
-    expected, _Logged.calls = _Logged.calls, []
+    Logged.calls = []
+    (plain(x.as_subclass(Logged)) * 2).sum().backward()
+    expected, Logged.calls = Logged.calls, []
     with gradtrace.record() as rec:
-        (model(x.as_subclass(_Logged)) * 2).sum().backward()
+        (model(x.as_subclass(Logged)) * 2).sum().backward()
     assert expected == ["linear", "mul", "sum", "backward"]
-    assert _Logged.calls == expected
+    assert Logged.calls == expected
     assert torch.equal(torch.from_numpy(rec.trace.grads["model.weight"]), plain.weight.grad)
 
 
