@@ -18,13 +18,15 @@ from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.session import gc_paused
 from gradtrace.engine.spec_capture import capture_spec
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
+from gradtrace.spec.limits import SpecLimits
+from gradtrace.spec.models import ModelSpec
 from gradtrace.spec.price import check_price
 from gradtrace.trace_schema import TraceDoc
 
 
 def run_spec(
-    spec: Any,
-    limits: Any,
+    spec: ModelSpec,
+    limits: SpecLimits,
     value_budget: int = DEFAULT_VALUE_BUDGET,
     *,
     dry_run_first: bool = True,
