@@ -387,3 +387,26 @@ def test_another_threads_modules_and_optimizers_are_not_the_programs() -> None:
     doc = rec.trace.doc
     assert doc.graph.modules == [] and not [e for e in doc.events if e.kind == "optimizer_step"]
     assert set(rec.trace.grads) == {"x"}
+
+
+def test_zero_grad_filling_zeros_is_an_event_too() -> None:
+    """``zero_grad(set_to_none=False)`` (``grad.zero_()``) and a hand-written ``W.grad.zero_()``."""
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(2, 3)
+    with gradtrace.record() as rec:
+        W = torch.randn(3, 1, requires_grad=True)
+        for _step in range(2):
+            (model(x).sum() + (x @ W).sum()).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=False)
+            with torch.no_grad():
+                W -= 0.1 * W.grad
+                W.grad.zero_()
+        ones = torch.ones(3).zero_()  # (no gradient: no event)
+    zeroed = [e.payload for e in rec.trace.doc.events if e.kind == "zero_grad"]
+    # (clearings with nothing recorded between them are one event, as one zero_grad() call's)
+    assert zeroed == [{"set_to_none": False, "tensors": ["model.weight", "model.bias", "W"]}] * 2
+    assert not ones.any()
+    assert all(not grad.any() for grad in rec.trace.grads.values())

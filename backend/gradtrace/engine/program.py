@@ -55,6 +55,7 @@ from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, one_captur
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import OptimizerStepPayload, TraceDoc, ZeroGradPayload
 
+_ZEROING = (torch.Tensor.zero_, torch._foreach_zero_)  # (how zero_grad(set_to_none=False) zeroes)
 _GRAD_SET = torch.Tensor.grad.__set__  # type: ignore[union-attr]  # (a torch function: the discovery mode sees `t.grad = v`)
 
 
@@ -106,6 +107,7 @@ class ProgramSession(TraceSession):
         super()._install(model_hooks, modules, module_paths)
         capture.intercepts.update(dict.fromkeys(ENGINE_CALLS, self._engine_run))
         capture.intercepts[_GRAD_SET] = self._grad_set
+        capture.intercepts.update(dict.fromkeys(_ZEROING, self._grad_zeroed))
         # (process-wide: every optimizer's steps; removed by close(), as every hook here)
         for register, hook in (
             (register_optimizer_step_pre_hook, self._step_starts),
@@ -118,7 +120,8 @@ class ProgramSession(TraceSession):
         # (each points back at this session: no cycle left behind, see TraceSession.close)
         capture = self.forward_capture
         capture.unknown_module = capture.outside_pass = self.recorder.name_of = None
-        capture.intercepts.pop(_GRAD_SET, None)
+        for func in (_GRAD_SET, *_ZEROING):
+            capture.intercepts.pop(func, None)
 
     # ---- names --------------------------------------------------------------------------
     def _scan_models(self, starting: nn.Module | None = None) -> None:
@@ -262,16 +265,35 @@ class ProgramSession(TraceSession):
         tensor = args[0]
         before = tensor.grad
         result = func(*args, **kwargs)
-        rec = self.recorder
-        leaf = rec.leaf_id(tensor) if before is not None and args[1] is None else None
+        if before is not None and args[1] is None:
+            self._cleared(self.recorder.leaf_id(tensor), set_to_none=True)
+        return result
+
+    def _grad_zeroed(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """``grad.zero_()`` / ``torch._foreach_zero_(grads)`` (``zero_grad(set_to_none=False)``):
+        a ``zero_grad`` event for the leaves whose ``.grad`` it filled with zeros."""
+        result = func(*args, **kwargs)
+        zeroed = flat_tensors(args[0])
+        if zeroed:  # (few calls: a look at the known leaves' .grad each time)
+            ids = {id(t) for t in zeroed}
+            for leaf, node in self.recorder.known_leaves():
+                grad = leaf.grad
+                if grad is not None and id(grad) in ids:
+                    self._cleared(node, set_to_none=False)
+        return result
+
+    def _cleared(self, leaf: str | None, set_to_none: bool) -> None:
+        """The ``.grad`` of the leaf with this node was cleared: its name joins the zero_grad
+        event of this run of clearings (a new one, in a pass of its own outside any pass)."""
         if leaf is None:
-            return result
+            return
+        rec = self.recorder
         name = rec.by_id[leaf].tensor or leaf
         zero = self._zeroing
-        if zero is not None and zero[1] == len(rec.events) - 1:
+        if zero is not None and zero[1] == len(rec.events) - 1 and zero[0].set_to_none == set_to_none:
             zero[0].tensors.append(name)
-            return result
-        payload = ZeroGradPayload(set_to_none=True, tensors=[name])
+            return
+        payload = ZeroGradPayload(set_to_none=set_to_none, tensors=[name])
         if rec.in_pass:
             rec.emit("zero_grad", payload=payload)
         else:
@@ -279,7 +301,6 @@ class ProgramSession(TraceSession):
             rec.emit("zero_grad", payload=payload)
             rec.end_pass()
         self._zeroing = (payload, len(rec.events) - 1)
-        return result
 
     def _engine_run(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """``backward()`` or ``torch.autograd.grad``: a backward pass of its own at the top

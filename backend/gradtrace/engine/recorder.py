@@ -236,6 +236,10 @@ class Recorder:
             return self.node_ids.get(tensor.grad_fn)
         return self.leaf_id(tensor)
 
+    def known_leaves(self) -> list[tuple[torch.Tensor, str]]:
+        """Every leaf tensor that has a node, with its node id, in discovery order."""
+        return list(self._leaf_ids.values())
+
     def leaf_id(self, tensor: torch.Tensor) -> str | None:
         """The tensor node of this very leaf, if it has one (``id()`` checked by identity)."""
         known = self._leaf_ids.get(id(tensor))
