@@ -242,3 +242,27 @@ def test_a_forward_of_another_shape_is_numbered_again(tmp_path: Path) -> None:
     keys = {n.key for n in run.nodes}
     assert {"a/AddmmBackward0#0", "(model)/TanhBackward0#0", "b/AddmmBackward0#0"} <= keys
     assert not any("MulBackward" in k for k in keys)
+
+
+def test_memory_stays_flat_over_many_logged_steps(tmp_path: Path) -> None:
+    import tracemalloc
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x, y = torch.randn(2, 4), torch.randn(2, 1)
+    sizes = []
+    with gradtrace.watch(model, tmp_path / "run", every=1, full_traces=False):
+        tracemalloc.start()
+        try:
+            for step in range(600):
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(model(x), y).backward()
+                opt.step()
+                if step in (199, 599):
+                    sizes.append(tracemalloc.get_traced_memory()[0])
+        finally:
+            tracemalloc.stop()
+    assert sizes[1] - sizes[0] < 64 * 1024, sizes  # 400 logged steps later: nothing kept per step
+    run = gradtrace.load_run(tmp_path / "run")
+    assert len(run.steps) == 600
+    assert run.path.stat().st_size < 600 * 1024  # a few bytes per quantity (plus SQLite's pages)

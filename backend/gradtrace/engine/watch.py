@@ -460,6 +460,9 @@ class Watch:
         for h in step.handles:
             h.remove()
         step.handles = []
+        # the graph's nodes hold hooks that hold the step: the step lets go of the nodes, or
+        # the cycle (through C++, out of the collector's sight) would keep every graph alive
+        step.hooked = {}
         if self._pending is step:
             self._pending = None
 
