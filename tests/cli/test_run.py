@@ -109,6 +109,25 @@ def test_a_syntax_error_names_its_line(tmp_path: Path) -> None:
     assert gradtrace_cli("run", str(program), "-o", str(tmp_path / "t.txt")).returncode == 2
 
 
+def test_without_the_server_extra_the_viewer_is_refused_before_the_program_runs(tmp_path: Path) -> None:
+    """No viewer to open the trace in: the command says so before the program runs (a training
+    run would be lost otherwise) and names both ways on; with -o the program runs."""
+    program = tmp_path / "train.py"
+    program.write_text("open('ran', 'w').close()\n")
+    library_only = (
+        "import sys; sys.modules['fastapi'] = None; from gradtrace.cli import main; sys.exit(main())"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", library_only, "run", str(program), "--no-browser"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 2 and not (tmp_path / "ran").exists()
+    assert r.stderr == (
+        "gradtrace: gradtrace run needs the server extra (fastapi is not installed): "
+        "pip install 'gradtrace[server]', or write the trace with -o trace.html (no server needed)\n"
+    )
+
+
 def test_without_an_output_the_trace_is_served_to_the_viewer(tmp_path: Path) -> None:
     program = tmp_path / "train.py"
     program.write_text(PROGRAM)

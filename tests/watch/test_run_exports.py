@@ -4,6 +4,7 @@ pandas; and a DDP run (gloo, 2 processes on the CPU) recorded after the all-redu
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,20 @@ def test_wandb_dicts_and_pandas(run_dir: Path) -> None:
     assert (
         list(params.step) == [0, 2, 4] and list(params.grad_norm)[:2] == run.grad_norm("layers.0.weight")[:2]
     )
+
+
+def test_exports_without_their_package_name_it(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pandas and tensorboard are an extra: a run read without them says which one to install."""
+    run = gradtrace.load_run(run_dir)
+    for name in [m for m in sys.modules if m.split(".")[0] in ("pandas", "tensorboard")] + [
+        "pandas",
+        "tensorboard",
+    ]:
+        monkeypatch.setitem(sys.modules, name, None)  # (importing it raises ImportError)
+    with pytest.raises(ImportError, match="run.to_pandas needs the pandas package: pip install pandas"):
+        run.to_pandas()
+    with pytest.raises(ImportError, match="run.to_tensorboard needs the tensorboard package"):
+        run.to_tensorboard(run_dir.parent / "tb-missing")
 
 
 def _ddp_rank(rank: int, world: int, port: int, run_dir: str) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gradtrace.cli.common import EXIT_INVALID, EXIT_OK, UsageError, err, read_input
+from gradtrace.cli.serve import load_server
 from gradtrace.cli.view import add_server_options, open_in_viewer
 
 # Run in the program's namespace, so that the frame record() reads names from is the program's
@@ -75,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"{args.output}: write the trace as {', '.join(_SUFFIXES)} (the program prints to stdout)"
         )
+    if args.output is None:  # the viewer needs the server extra: said before the program runs, not after
+        try:
+            load_server("run")
+        except UsageError as exc:
+            raise UsageError(f"{exc}, or write the trace with -o trace.html (no server needed)") from exc
     try:
         source = read_input(args.script).decode("utf-8")
     except UnicodeDecodeError as exc:

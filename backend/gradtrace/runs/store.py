@@ -365,8 +365,11 @@ class Run:
     def to_pandas(self) -> Any:
         """One row per (step, node or parameter): columns step, kind ("node"/"param"), name,
         grad_in, grad_out, zero_frac, nan, inf, grad_norm, param_norm, update_ratio, loss.
-        Needs pandas (not a dependency of gradtrace)."""
-        import pandas as pd
+        Needs pandas (not a dependency of gradtrace: ``pip install gradtrace[watch]``)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # (an optional extra)
+            raise ImportError("run.to_pandas needs the pandas package: pip install pandas") from exc
 
         rows: list[dict[str, Any]] = []
         for step in self.steps:
