@@ -65,6 +65,9 @@ def test_if_none_match_on_a_stored_id(app_server: str) -> None:
     assert httpx.get(url, headers={"If-None-Match": "*"}).status_code == 304
     assert httpx.get(url, headers={"If-None-Match": f'"x", {etag}'}).status_code == 304
     assert httpx.get(url, headers={"If-None-Match": '"other"'}).status_code == 200
+    # RFC 9110: If-None-Match compares weakly, so a weak tag of the same value matches
+    assert httpx.get(url, headers={"If-None-Match": f"W/{etag}"}).status_code == 304
+    assert httpx.get(url, headers={"If-None-Match": 'W/"other"'}).status_code == 200
     not_modified = httpx.get(url, headers={"If-None-Match": etag})
     assert not_modified.status_code == 304 and not_modified.headers["etag"] == etag
     assert not_modified.content == b""

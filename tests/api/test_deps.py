@@ -23,7 +23,7 @@ from specs import tiny
 import gradtrace.api
 import gradtrace.spec
 from gradtrace.api.app import create_app
-from gradtrace.api.deps import get_settings, get_store
+from gradtrace.api.deps import client_key, get_settings, get_store
 from gradtrace.service.hashing import permalink_id, spec_hash
 from gradtrace.service.settings import Settings
 from gradtrace.service.store import SpecStore
@@ -112,7 +112,8 @@ def test_a_spec_is_parsed_once_and_the_worker_gets_the_parsed_spec(
 
     # api/body.py imports parse_spec from gradtrace.spec when it checks a spec.
     monkeypatch.setattr(gradtrace.spec, "parse_spec", counted_parse)
-    app = create_app(settings_in(tmp_path, workers=1))
+    # the check in a thread of this process (not a helper process), where the count can see it
+    app = create_app(settings_in(tmp_path, workers=1, api_cpu_processes=0))
     doc = tiny("parsed once", 0.25)
 
     async def scenario() -> None:
@@ -151,3 +152,12 @@ def test_only_the_dependencies_read_the_app_state() -> None:
     api = Path(gradtrace.api.__file__).parent
     touching = {p.name for p in api.glob("*.py") if "app.state" in p.read_text()}
     assert touching == {"app.py", "deps.py"}
+
+
+def test_clients_are_keyed_by_ipv6_prefix_and_ipv4_address() -> None:
+    # Issue 38: an IPv6 /64 is one subscriber with any number of addresses
+    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+    assert client_key("10.0.0.1") != client_key("10.0.0.2")
+    assert client_key("::ffff:10.0.0.1") == "10.0.0.1"  # an IPv4 client on a dual-stack socket
+    assert client_key("unknown") == "unknown"

@@ -72,6 +72,27 @@ def test_a_damaged_entry_is_a_miss_and_is_deleted(tmp_path: Path, damage: str) -
     assert cache.get("k") == value
 
 
+def test_an_entry_copied_over_another_keys_name_is_a_miss(tmp_path: Path) -> None:
+    # Issue 38: the key is bound inside the entry, so a valid entry under the wrong name is no hit
+    cache = DiskCache(tmp_path, max_bytes=1_000_000)
+    cache.set("trace:a", b"the trace of a")
+    cache.set("trace:b", b"the trace of b")
+    cache._path("trace:b").write_bytes(cache._path("trace:a").read_bytes())
+    assert cache.get("trace:b") is None
+    assert cache.get("trace:a") == b"the trace of a"
+
+
+def test_a_deleted_folder_is_made_again_at_the_next_write(tmp_path: Path) -> None:
+    folder = tmp_path / "tier"
+    cache = DiskCache(folder, max_bytes=1_000_000)
+    cache.set("k", b"v")
+    for entry in folder.iterdir():
+        entry.unlink()
+    folder.rmdir()
+    assert cache.get("k") is None
+    assert cache.set("k", b"v") is True and cache.get("k") == b"v"
+
+
 def test_a_write_cut_short_leaves_no_entry(tmp_path: Path) -> None:
     """Writes go to a temporary file renamed over the entry: a killed writer leaves a *.tmp,
     never a half entry, and the next start removes it."""

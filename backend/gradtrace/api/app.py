@@ -20,7 +20,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.routing import Match, Mount
 
 from gradtrace.api import compare, diagram, examples, health, player, run, schemas, specs, trace, translate
-from gradtrace.api.cpu import RefusalMemory, configure_lane
+from gradtrace.api.cpu import configure_lane
 from gradtrace.api.docs import install_docs_page, install_openapi
 from gradtrace.api.errors import ApiError, install_error_handlers
 from gradtrace.api.limits import rate_limit
@@ -114,7 +114,6 @@ def create_app(
         cpu = configure_lane(
             settings.api_cpu_processes, ratelimiter.charge if ratelimiter is not None else None
         )
-        app.state.refusals = RefusalMemory()
         warming = asyncio.create_task(cpu.warm())
         # Workers start in the background: the server accepts connections at once, and
         # /readyz turns 200 when a worker answers.

@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import Request
 from starlette.requests import ClientDisconnect
 
-from gradtrace.api.cpu import BODY_BYTES, lane
+from gradtrace.api.cpu import BODY_BYTES, lane, refusals
 from gradtrace.api.errors import ApiError
 from gradtrace.problem import Problem
 from gradtrace.service.trace_service import CheckedSpec
@@ -133,13 +133,12 @@ async def read_json(request: Request) -> Any:
         raise ApiError(400, "client_disconnected", "the request body ended early") from exc
     BODY_BYTES.set(len(raw))  # the CPU lane's prior on what checking it will cost
     # The same body refused before is refused again from memory, before it is parsed (issue 38).
-    memory = getattr(request.app.state, "refusals", None)
-    if memory is not None:
-        key = memory.key(request.method, request.url.path, raw)
-        remembered = memory.recall(key)
-        if remembered is not None:
-            raise remembered
-        request.state.body_key = key  # the error handler remembers a refusal under it
+    memory = refusals()
+    key = memory.key(request.method, request.url.path, raw)
+    remembered = memory.recall(key)
+    if remembered is not None:
+        raise remembered
+    request.state.body_key = key  # the error handler remembers a refusal under it
     return parse_json_bytes(raw)
 
 

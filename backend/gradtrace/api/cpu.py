@@ -42,7 +42,6 @@ from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from gradtrace.api.errors import ApiError
 from gradtrace.problem import Problem
 from gradtrace.service.ratelimit import CURRENT_CLIENT
 
@@ -95,10 +94,10 @@ class CpuLane:
         client = CURRENT_CLIENT.get() or "unknown"
         queue = self._queues.get(client)
         if self.queued >= self.waiting or (queue is not None and len(queue) >= self.per_client_waiting):
-            raise ApiError(
-                503,
+            raise Problem(
                 "overloaded",
                 "too many requests are waiting to be checked; retry shortly",
+                status=503,
                 headers={"Retry-After": "1"},
             )
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -304,3 +303,11 @@ def configure_lane(processes: int, charge: Callable[[str, float], Any] | None) -
     _lane = CpuLane(processes)
     _lane.charge_to(charge)
     return _lane
+
+
+_refusals = RefusalMemory()
+
+
+def refusals() -> RefusalMemory:
+    """The process's memory of refused bodies (read_json recalls, the error handler remembers)."""
+    return _refusals

@@ -16,6 +16,7 @@ an id given elsewhere (a side of ``POST /compare``).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -80,8 +81,22 @@ async def get_client_id(request: Request, settings: SettingsDep) -> str:
     if settings.trust_proxy:
         real = request.headers.get("x-real-ip")
         if real:
-            return real.strip()[:64]
-    return request.client.host if request.client else "unknown"
+            return client_key(real.strip()[:64])
+    return client_key(request.client.host) if request.client else "unknown"
+
+
+def client_key(address: str) -> str:
+    """An IPv6 address counts by its /64 (one subscriber's network: any number of addresses);
+    IPv4 (and anything else) as it is."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:  # an IPv4 client on a dual-stack socket
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 ClientIdDep = Annotated[str, Depends(get_client_id)]

@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from gradtrace.api.cpu import refusals
 from gradtrace.problem import Problem
 
 log = logging.getLogger(__name__)
@@ -90,9 +91,8 @@ def _pointer(loc: tuple[Any, ...] | list[Any]) -> str:
 async def _problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Problem)
     key = getattr(request.state, "body_key", None)  # set by read_json (api/body.py)
-    memory = getattr(request.app.state, "refusals", None)
-    if key is not None and memory is not None:
-        memory.remember(key, exc)  # refusals of this body only (api/cpu.py: RefusalMemory)
+    if key is not None:
+        refusals().remember(key, exc)  # refusals of this body only (api/cpu.py: RefusalMemory)
     return problem_response(exc)
 
 

@@ -20,8 +20,10 @@ def etag_of(key: str) -> str:
 
 
 def not_modified(request: Request, etag: str, cache_control: str | None) -> Response | None:
+    """304 when ``If-None-Match`` names ``etag``, compared weakly as RFC 9110 says (``W/"…"``
+    matches ``"…"``), or is ``*``."""
     tags = request.headers.get("if-none-match")
-    if tags and (tags.strip() == "*" or etag in [t.strip() for t in tags.split(",")]):
+    if tags and (tags.strip() == "*" or etag in [t.strip().removeprefix("W/") for t in tags.split(",")]):
         headers = {"ETag": etag}
         if cache_control:
             headers["Cache-Control"] = cache_control

@@ -1,13 +1,15 @@
 """The disk tier of the trace cache: entries too big for the memory (or Redis) tier, on disk.
 
-One file per entry, named by the sha256 of its key, holding a header (a magic word and the
-sha256 of the value) then the value. Writes go to a temporary file in the same folder that is
+One file per entry, named by the sha256 of its key, holding a header (a magic word, the sha256
+of the key and the sha256 of the value) then the value: an entry copied over another key's
+name is a miss, not another permalink's trace. Writes go to a temporary file in the same folder that is
 renamed over the entry (``os.replace``), so a killed process leaves either the whole entry or
 none; a file whose bytes do not match its recorded hash (a torn copy, a bad disk, an edit) is
 deleted and read as a miss, so the value is computed again. The folder is bounded in bytes:
 after a write, the least recently used entries (by modification time, which a read refreshes)
 are deleted until the total is under the cap. A value larger than the cap is not kept (logged,
-and counted in ``refused``). Disk errors degrade to misses, never to errors.
+and counted in ``refused``). Disk errors degrade to misses, never to errors; a folder deleted
+while the server runs is made again at the next write.
 
 The methods block (file I/O and hashing): ``TieredCache`` calls them in a thread.
 """
@@ -23,9 +25,13 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-MAGIC = b"gradtrace-cache-1\n"
-_HEADER = len(MAGIC) + 32  # the magic, then the value's sha256 digest
+MAGIC = b"gradtrace-cache-2\n"
+_HEADER = len(MAGIC) + 64  # the magic, then the key's and the value's sha256 digests
 _SUFFIX = ".entry"
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
 
 
 class DiskCache:
@@ -42,7 +48,7 @@ class DiskCache:
             log.warning("disk cache folder %s is not usable: %s", directory, exc)
 
     def _path(self, key: str) -> Path:
-        return self.directory / (hashlib.sha256(key.encode()).hexdigest() + _SUFFIX)
+        return self.directory / (_digest(key).hex() + _SUFFIX)
 
     def get(self, key: str) -> bytes | None:
         path = self._path(key)
@@ -54,8 +60,11 @@ class DiskCache:
             log.warning("disk cache read failed: %s", exc)
             return None
         value = raw[_HEADER:]
-        if raw[: len(MAGIC)] != MAGIC or hashlib.sha256(value).digest() != raw[len(MAGIC) : _HEADER]:
-            log.warning("disk cache entry %s is damaged: deleted, it will be computed again", path.name)
+        if raw[:_HEADER] != MAGIC + _digest(key) + hashlib.sha256(value).digest():
+            log.warning(
+                "disk cache entry %s is damaged or another key's: deleted, it will be computed again",
+                path.name,
+            )
             path.unlink(missing_ok=True)
             return None
         try:
@@ -75,10 +84,11 @@ class DiskCache:
             )
             return False
         try:
+            self.directory.mkdir(parents=True, exist_ok=True)  # deleted meanwhile: made again
             fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as out:
-                    out.write(MAGIC + hashlib.sha256(value).digest())
+                    out.write(MAGIC + _digest(key) + hashlib.sha256(value).digest())
                     out.write(value)
                 os.replace(tmp, self._path(key))
             except BaseException:
