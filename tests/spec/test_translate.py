@@ -272,3 +272,19 @@ def test_a_class_lists_each_refused_line_and_its_instances_add_none() -> None:
     )
     err = _error(source)
     assert [(e.line, e.column) for e in err.errors] == [(8, 21), (11, 18)]
+
+
+def test_control_characters_in_the_title_are_escaped_in_the_python() -> None:
+    # Issue 38: a NUL in a spec's title made the PyTorch source unrunnable
+    title = "nul\x00 escape\x1b[2J bell\x07 tab\t"
+    doc = {
+        "spec_version": 1,
+        "title": title,
+        "description": "line\x00two",
+        "inputs": {"x": {"value": [1.0], "requires_grad": True}},
+        "forward": ["loss = (x * x).sum()"],
+    }
+    source = spec_to_python(doc)
+    assert "\x00" not in source and "\x1b" not in source and "\x07" not in source
+    module = ast.parse(source)
+    assert ast.get_docstring(module, clean=False) == f"{title}\n\nline\x00two"

@@ -277,7 +277,9 @@ def _params(module: Any):  # noqa: ANN202
 
 
 def _docstring(text: str) -> str:
-    if '"""' in text or "\\" in text:
+    # repr escapes what a triple-quoted string cannot hold as written (a NUL makes the source
+    # unrunnable; other control characters would be invisible or move the cursor)
+    if '"""' in text or "\\" in text or any(not c.isprintable() and c != "\n" for c in text):
         return repr(text)
     return f'"""{text}\n"""'
 
