@@ -470,15 +470,15 @@ class Watch:
         v = step.values.read()
 
         def norm(slots: list[int]) -> float:
+            if len(slots) == 1:  # (most nodes)
+                return v[slots[0]]
             return math.sqrt(sum(v[k] * v[k] for k in slots))
 
-        def nans(slots: list[int]) -> int:
-            return sum(1 for k in slots if math.isnan(v[k]))
-
-        def infs(slots: list[int]) -> int:
-            return sum(1 for k in slots if math.isinf(v[k]))
-
         nodes = step.executed
+        nan_at = {k for k, x in enumerate(v) if x != x}
+        inf_at = {k for k, x in enumerate(v) if x in (math.inf, -math.inf)}
+        nans = [sum(k in nan_at for k in e.outs) for e in nodes] if nan_at else [0] * len(nodes)
+        infs = [sum(k in inf_at for k in e.outs) for e in nodes] if inf_at else [0] * len(nodes)
         zero = [None if e.zero is None else (v[e.zero] / e.zero_of if e.zero_of else 0.0) for e in nodes]
         params = list(step.params.items())
         ratios: list[float | None] = []
@@ -493,8 +493,8 @@ class Watch:
             grad_in=[norm(e.ins) for e in nodes],
             grad_out=[norm(e.outs) for e in nodes],
             zero_frac=zero,
-            nan=[nans(e.outs) for e in nodes],
-            inf=[infs(e.outs) for e in nodes],
+            nan=nans,
+            inf=infs,
             params=[name for _pid, (name, _g, _w) in params],
             param_grad=[v[g] for _pid, (_n, g, _w) in params],
             param_norm=[v[w] for _pid, (_n, _g, w) in params],
