@@ -253,3 +253,21 @@ def test_a_program_past_its_deadline_is_refused_at_once_next_time(jail_server: S
     assert again.status_code == 413 and again.json()["error"]["code"] == "too_costly", again.text
     assert again.json()["error"]["path"] == "/python"
     assert seconds < 1.0  # refused without running
+
+
+def test_a_template_killed_from_outside_is_replaced(jail_server: ServerProcess) -> None:
+    """The template runs no program, but if it dies anyway (the OOM killer, an operator) the
+    request that meets it is a 503 and a new template takes over."""
+    for template in templates(jail_server):
+        template.kill()
+    lost, _ = post_run(jail_server, "print('after the kill')\n")
+    assert lost.status_code == 503 and lost.json()["error"]["code"] == "worker_crashed", lost.text
+    deadline = time.monotonic() + 120
+    while True:
+        r, _ = post_run(jail_server, "print('after the kill')\n")
+        if r.status_code == 200:
+            break
+        assert r.status_code == 503 and time.monotonic() < deadline, r.text
+        time.sleep(1)
+    assert r.json()["stdout"] == "after the kill\n"
+    assert left_behind(jail_server) == 0

@@ -131,6 +131,7 @@ class _Template:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self.runs = 0
+        self.hung = False  # it did not answer by the deadline (else, when lost, it died)
 
     def kill(self) -> None:
         if self.process.returncode is None:
@@ -145,6 +146,7 @@ class JailPool:
         self._idle: deque[_Template] = deque()
         self._waiters: deque[asyncio.Future[_Template]] = deque()
         self._templates: set[_Template] = set()
+        self._replacing: set[asyncio.Task[None]] = set()  # templates being started after a loss
         self._in_flight = 0
         self._closing = False
         self._bwrap = shutil.which("bwrap")
@@ -170,6 +172,7 @@ class JailPool:
         probe = await self._exchange(first, _probe_request(self._settings), 30.0)
         if probe is None or probe.exit != "ok":
             first.kill()
+            await first.process.wait()
             said = (
                 f"{probe.exit} {probe.doc.get('code')}: {probe.doc.get('stderr', '').strip()}"
                 if probe
@@ -192,6 +195,9 @@ class JailPool:
         self._closing = True
         for waiter in self._waiters:
             waiter.cancel()
+        for task in list(self._replacing):
+            task.cancel()
+        await asyncio.gather(*self._replacing, return_exceptions=True)
         for template in list(self._templates):
             self._templates.discard(template)
             template.kill()
@@ -285,7 +291,11 @@ class JailPool:
             async with asyncio.timeout(timeout_s):
                 line = await process.stdout.readline()
             doc = json.loads(line)
-        except (OSError, TimeoutError, ValueError, asyncio.LimitOverrunError) as exc:
+        except TimeoutError:
+            template.hung = True
+            log.warning("runner template %s did not answer in %g s: replacing it", process.pid, timeout_s)
+            return None
+        except (OSError, ValueError, asyncio.LimitOverrunError) as exc:
             log.warning("runner template %s lost (%s): replacing it", process.pid, type(exc).__name__)
             return None
         return RunAnswer(doc.get("exit", "crashed"), doc)
@@ -317,10 +327,14 @@ class JailPool:
                 template.kill()
                 await template.process.wait()
                 if not self._closing:
-                    asyncio.ensure_future(self._replace())
-                raise WorkerUnavailable(
-                    "run_timeout", "the runner did not answer in time; it has been replaced"
-                )
+                    task = asyncio.ensure_future(self._replace())
+                    self._replacing.add(task)
+                    task.add_done_callback(self._replacing.discard)
+                if template.hung:
+                    raise WorkerUnavailable(
+                        "run_timeout", "the runner did not answer in time; it is being replaced"
+                    )
+                raise WorkerUnavailable("worker_crashed", "the runner stopped; it is being replaced")
             template.runs += 1
             self._give(template)
             return answer
