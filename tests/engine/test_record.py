@@ -410,3 +410,23 @@ def test_zero_grad_filling_zeros_is_an_event_too() -> None:
     assert zeroed == [{"set_to_none": False, "tensors": ["model.weight", "model.bias", "W"]}] * 2
     assert not ones.any()
     assert all(not grad.any() for grad in rec.trace.grads.values())
+
+
+def test_a_model_the_block_never_used_is_not_in_the_trace() -> None:
+    # one used before the block (its .grad is from then), one never used at all
+    before = nn.Linear(2, 2)
+    before(torch.ones(1, 2)).sum().backward()
+    unused = nn.Linear(2, 2)
+    frozen = nn.Linear(3, 3)  # called in the block, but under no_grad: in the trace, no gradient
+    model = nn.Linear(3, 1)
+    with gradtrace.record() as rec:
+        with torch.no_grad():
+            frozen(torch.ones(1, 3))
+        model(torch.ones(1, 3)).sum().backward()
+    grads = rec.trace.grads
+    assert sorted(grads) == ["frozen.bias", "frozen.weight", "model.bias", "model.weight"]
+    assert grads["frozen.weight"] is None
+    assert np.array_equal(grads["model.weight"], model.weight.grad.numpy())
+    modules = {m.path for m in rec.trace.doc.graph.modules}
+    assert not any(path.startswith(("before", "unused")) for path in modules)
+    del before, unused

@@ -90,6 +90,7 @@ class ProgramSession(TraceSession):
         self._stepping: list[tuple[list[torch.Tensor], list[int]]] = []
         # the zero_grad event a run of ``.grad = None`` adds to, and the seq it must be last at
         self._zeroing: tuple[ZeroGradPayload, int] | None = None
+        self._models: dict[str, nn.Module] = {}  # each model found, by the path it was named under
         super().__init__(None, {}, model_hooks=True, **limits)
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
@@ -148,6 +149,7 @@ class ProgramSession(TraceSession):
                 f"{root_path}#{k}" for k in range(2, len(taken) + 3) if f"{root_path}#{k}" not in taken
             )
         super().add_model(root, root_path)
+        self._models[root_path] = root
         if self.model_hooks is not None:
             self.model_hooks.adopt(modules[known:], starting)
 
@@ -184,6 +186,7 @@ class ProgramSession(TraceSession):
         rec = self.recorder
         for name in [n for n, t in self.leaves.items() if rec.leaf_id(t) is None]:
             del self.leaves[name]  # (a hooked leaf of the frame the block never used)
+        self._drop_unused_models()
         params = {id(p) for p in self.params.values()}
         for name, value in _variables(self.frame):
             if not isinstance(value, torch.Tensor) or id(value) in params:
@@ -198,6 +201,23 @@ class ProgramSession(TraceSession):
                     self.retained[name] = value
                 with self.forward_capture.quiet():
                     rec.name_tensor(name, value)
+
+    def _drop_unused_models(self) -> None:
+        """The models the frame held that the block never used (no module of theirs called,
+        no parameter of theirs in a graph) leave the trace: their parameters' ``.grad`` is none
+        of the block's doing (None there would read as "got no gradient", a ``.grad`` from
+        before the block as the block's)."""
+        rec = self.recorder
+        called = {event.module for event in rec.events if event.kind == "module_forward_pre"}
+        for root_path, root in self._models.items():
+            inside = root_path + "."
+            if any(path == root_path or path.startswith(inside) for path in called if path):
+                continue
+            if any(rec.leaf_id(param) is not None for param in root.parameters()):
+                continue
+            for table in (self.params, self.param_modules, self.module_types):
+                for name in [n for n in table if n == root_path or n.startswith(inside)]:
+                    del table[name]
 
     # ---- passes -------------------------------------------------------------------------
     def _open_forward(self) -> None:
