@@ -206,6 +206,17 @@ def test_the_readme_examples_work_as_written(venv: Venv) -> None:
     assert json.loads((venv.workdir / "trace.json").read_text())["grads"]["0.weight"]
     for block in more:
         venv.run(str(venv.python), "-c", block)
+    # `gradtrace run train.py`: the reader's own program; here, the autograd tutorial's
+    (venv.workdir / "train.py").write_text(
+        "import torch\n"
+        "x = torch.ones(5)\n"
+        "y = torch.zeros(3)\n"
+        "w = torch.randn(5, 3, requires_grad=True)\n"
+        "b = torch.randn(3, requires_grad=True)\n"
+        "z = torch.matmul(x, w) + b\n"
+        "loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y)\n"
+        "loss.backward()\n"
+    )
     for line in _readme_block("Command line", "sh").splitlines():
         command = line.split("#", 1)[0].strip()
         # `serve` and `view` run servers (and need [server]): tried below, once the extra is in.
@@ -213,6 +224,7 @@ def test_the_readme_examples_work_as_written(venv: Venv) -> None:
             venv.run("/bin/sh", "-c", command)
     assert json.loads((venv.workdir / "spec.json").read_text())["spec_version"] == 1
     assert "<svg" in (venv.workdir / "diagram.svg").read_text()
+    assert "<html" in (venv.workdir / "trace.html").read_text()[:2000].lower()
 
 
 def test_the_mkdocs_plugin_works_from_the_wheel(venv: Venv) -> None:
