@@ -48,6 +48,7 @@ _MS_RDONLY = 1
 _MS_NOSUID = 2
 _MS_NODEV = 4
 _MS_NOEXEC = 8
+_MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
 
@@ -145,15 +146,44 @@ def _mount(source: bytes, target: bytes, kind: bytes, flags: int, data: bytes | 
 
 
 def mount_run_filesystems(tmp_mb: int) -> None:
-    """In the run (PID 1 of its namespace): an empty read-only ``/proc`` (no process, the
-    run's own included, is there to read), a private size-bounded ``/tmp`` and ``/dev/shm``;
-    everything else stays bubblewrap's read-only view."""
+    """In the run (PID 1 of its namespace): a private size-bounded ``/tmp`` and ``/dev/shm``
+    and an empty read-only ``/proc`` (no process, the run's own included, is there to read);
+    everything else stays bubblewrap's read-only view. Parts of that view that live under
+    ``/tmp`` (Python or gradtrace installed there, as in a checkout made by ``mktemp -d``) are
+    bound again, read-only as they were, on top of the new ``/tmp``."""
+    kept = [(point, os.open(point, os.O_PATH | os.O_CLOEXEC)) for point in _mounts_under("/tmp")]
+    options = f"size={tmp_mb}m,nr_inodes=4096,mode=1777".encode()
+    _mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, options)
+    for point, fd in kept:  # (through /proc/self/fd: the old paths are hidden now)
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(point, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(point), exist_ok=True)
+            os.close(os.open(point, os.O_CREAT | os.O_WRONLY, 0o444))
+        _mount(f"/proc/self/fd/{fd}".encode(), point.encode(), None, _MS_BIND | _MS_REC, None)
+        os.close(fd)
+    _mount(b"tmpfs", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options)
     _mount(
         b"tmpfs", b"/proc", b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_RDONLY, b"size=4k,mode=555"
     )
-    options = f"size={tmp_mb}m,nr_inodes=4096,mode=1777".encode()
-    _mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, options)
-    _mount(b"tmpfs", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options)
+
+
+def _mounts_under(directory: str) -> list[str]:
+    """The outermost mount points strictly below ``directory`` (a bind mount made with
+    ``MS_REC`` carries those below it)."""
+    inside = directory.rstrip("/") + "/"
+    with open("/proc/self/mountinfo", "rb") as mountinfo:
+        # (the fifth field, with space, tab, newline and backslash written in octal)
+        points = {_unescape(line.split()[4]) for line in mountinfo}
+    outermost: list[str] = []
+    for point in sorted((p for p in points if p.startswith(inside)), key=len):
+        if not any(point.startswith(outer + "/") for outer in outermost):
+            outermost.append(point)
+    return outermost
+
+
+def _unescape(field: bytes) -> str:
+    return field.decode("unicode_escape").encode("latin-1").decode("utf-8", "surrogateescape")
 
 
 def die_with_parent() -> None:

@@ -101,12 +101,14 @@ def bwrap_argv(bwrap: str) -> list[str]:
         elif link.is_dir():
             argv += ["--ro-bind", str(link), str(link)]
     argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    # the template's own /tmp (torch writes there), first: a view path under /tmp (a checkout
+    # made by mktemp -d) is bound on top of it, and each run binds it again on its own /tmp
+    argv += ["--size", str(16 * 1024 * 1024), "--tmpfs", "/tmp"]
     for path in view_paths():
         argv += ["--ro-bind", str(path.resolve()), str(path)]
     argv += [
         "--proc", "/proc",
         "--dev", "/dev",
-        "--size", str(16 * 1024 * 1024), "--tmpfs", "/tmp",  # the template's own (torch writes there)
         "--remount-ro", "/dev",
         "--remount-ro", "/",
         "--chdir", "/tmp",
@@ -162,9 +164,6 @@ class JailPool:
             return False
         if self._bwrap is None:
             return self._unavailable("bubblewrap (bwrap) is not installed")
-        hidden = [p for p in view_paths() if Path("/tmp") in p.parents]
-        if hidden:  # each run's private /tmp would hide it
-            return self._unavailable(f"Python or gradtrace is installed under /tmp ({hidden[0]})")
         try:
             first = await self._start_template()
         except (OSError, RuntimeError, TimeoutError) as exc:
