@@ -141,7 +141,7 @@ def enter_run_namespaces() -> None:
     _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount private")
 
 
-def _mount(source: bytes, target: bytes, kind: bytes, flags: int, data: bytes | None) -> None:
+def _mount(source: bytes, target: bytes, kind: bytes | None, flags: int, data: bytes | None) -> None:
     _check(_libc.mount(source, target, kind, flags, data), f"mount {target.decode()}")
 
 
