@@ -12,6 +12,7 @@ a server and its torch workers forever).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import urllib.parse
@@ -114,6 +115,9 @@ def open_in_viewer(
     or the run in ``run_dir`` at ``/watch.html?run=name``, and open it in the browser (or print
     its URL); returns when the server stops."""
     create_app, serve, settings = load_server("view")
+    # One reader of one saved trace on this machine: the API's own checks run in a thread, not
+    # in helper processes, and no jail is started (pasted programs are the hosted service's).
+    settings = dataclasses.replace(settings, api_cpu_processes=0, runner_workers=0)
     browser = not args.no_browser and has_display()
     page = "/watch.html?run=" if run_dir is not None else "/?opened="
 

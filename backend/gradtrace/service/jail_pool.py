@@ -201,6 +201,11 @@ class JailPool:
             self._templates.discard(template)
             template.kill()
             await template.process.wait()
+            # (its stdin pipe closed too: else the process's transport is only closed when
+            # collected, after the event loop has closed, and prints a traceback at Ctrl-C)
+            if template.process.stdin is not None:
+                template.process.stdin.close()
+                await template.process.stdin.wait_closed()
 
     async def _start_template(self) -> _Template:
         assert self._bwrap is not None
