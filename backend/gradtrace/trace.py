@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -22,6 +22,9 @@ from gradtrace.trace_schema import (
     payload_items,
     write_doc,
 )
+
+if TYPE_CHECKING:
+    from gradtrace.render.options import DrawOptions
 
 
 class GradtraceWarning(UserWarning):
@@ -277,38 +280,29 @@ class Trace:
             return encode_doc_text(self._doc)
         return self.to_json_bytes(indent).decode("utf-8")
 
-    def save(
-        self,
-        path: str | Path,
-        *,
-        animated: bool = False,
-        phase: str = "both",
-        theme: str | None = "light",
-        values: bool | str = True,
-        depth: int | None = None,
-        direction: str = "down",
-    ) -> Path:
+    def save(self, path: str | Path, options: DrawOptions | None = None, **changes: Any) -> Path:
         """Save as ``.json`` here; ``.html``/``.svg``/``.png`` are drawn by gradtrace.render.
 
-        ``values``: a ``.json`` or ``.html`` file keeps up to ``render.FILE_VALUE_BUDGET``
-        tensor numbers (final gradients and values first; the rest as statistics, marked
-        ``truncated`` and told in a ``file_values_summarised`` diagnostic), ``"all"`` every
-        one; ``trace.grads`` in memory stays exact either way. For pictures, ``values`` is the
-        value and gradient chips (True, False). Drawing options (not for ``.json``):
-        ``animated`` (SVG: CSS keyframes replay the passes), ``phase`` ("forward",
-        "backward", "both"), ``theme`` ("light", "dark"; for ``.html`` None follows the
-        reader's colour scheme); for ``.svg``/``.png``: ``depth`` (every module that deep
-        drawn as one box; None: the viewer's folding, which opens a big model at the depth
-        that fits) and ``direction`` ("down", "right"). See ``render.diagram_svg``.
+        ``options``: a ``gradtrace.render.DrawOptions``, or its fields as keyword arguments
+        (``trace.save("b.svg", animated=True, phase="backward", theme="dark")``), checked
+        once. ``values``: a ``.json`` or ``.html`` file keeps up to
+        ``render.FILE_VALUE_BUDGET`` tensor numbers (final gradients and values first; the rest
+        as statistics, marked ``truncated`` and told in a ``file_values_summarised``
+        diagnostic), ``"all"`` every one; ``trace.grads`` in memory stays exact either way. For
+        pictures, ``values`` is the value and gradient chips (True, False). The drawing options
+        (not for ``.json``): ``animated`` (SVG), ``phase``, ``theme`` (for ``.html`` None
+        follows the reader's colour scheme), and for ``.svg``/``.png`` ``depth`` and
+        ``direction``: see ``DrawOptions``.
         """
+        from gradtrace.render.options import draw_options
+
         path = Path(path)
+        drawn = draw_options(options, **changes)
         suffix = path.suffix.lower()
         if suffix == ".json":
             from gradtrace.render.source import file_summary
 
-            if values not in (True, False, "all"):
-                raise ValueError(f'values must be True, False or "all" (got {values!r})')
-            small = None if values == "all" else file_summary(self)
+            small = None if drawn.values == "all" else file_summary(self)
             if small is not None:
                 path.write_bytes(small)
                 return path
@@ -318,16 +312,7 @@ class Trace:
         if suffix in (".html", ".svg", ".png"):
             from gradtrace import render
 
-            render.save(
-                self,
-                path,
-                animated=animated,
-                phase=phase,
-                theme=theme,
-                values=values,
-                depth=depth,
-                direction=direction,
-            )
+            render.save(self, path, drawn)
             return path
         raise ValueError(
             f"cannot save a trace as {suffix or 'a file without suffix'!r}: use .json, .html, .svg or .png"

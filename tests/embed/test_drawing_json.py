@@ -11,6 +11,7 @@ from torch import nn
 import gradtrace
 from gradtrace.render import diagram
 from gradtrace.render.node_tool import run_render
+from gradtrace.render.options import DrawOptions
 from gradtrace.render.source import drawing_json, trace_json
 
 
@@ -48,7 +49,7 @@ def test_the_numbers_are_left_out_and_everything_else_kept(trace: gradtrace.Trac
 
 @pytest.mark.parametrize("animated", [False, True])
 def test_the_picture_is_the_same_as_from_the_whole_trace(trace: gradtrace.Trace, animated: bool) -> None:
-    args = diagram.svg_args(animated, "both", "light", True)
+    args = DrawOptions(animated=animated).svg_args()
     whole = run_render(trace_json(trace), args).decode("utf-8")
     diagram._cache.clear()
     assert diagram.diagram_svg(trace, animated=animated) == whole

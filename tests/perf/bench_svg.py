@@ -29,8 +29,8 @@ from torchviz import make_dot
 
 import gradtrace
 from gradtrace.render import diagram
-from gradtrace.render.diagram import svg_args
 from gradtrace.render.node_tool import run_render
+from gradtrace.render.options import DrawOptions
 from gradtrace.render.source import drawing_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -56,7 +56,7 @@ def bench(key: str, rounds: int, out: Path, training: bool = False) -> dict[str,
     viz_svg()
     capture().save(out)  # the first drawing: starts Node, lays the model out
     times: dict[str, list[float]] = {k: [] for k in ("torchviz", "gradtrace", "drawn", "json", "node")}
-    args = svg_args(False, "both", "light", True)
+    args = DrawOptions().svg_args()
     for _ in range(rounds):
         times["torchviz"].append(timed(viz_svg))
         trace = capture()

@@ -14,7 +14,7 @@ import functools
 import hashlib
 import logging
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
@@ -26,7 +26,7 @@ from gradtrace.api.errors import ApiError
 from gradtrace.api.renders import RenderQueue
 from gradtrace.api.tracing import not_modified
 from gradtrace.render import diagram_svg
-from gradtrace.render.diagram import MAX_DEPTH
+from gradtrace.render.options import MAX_DEPTH, Direction, DrawOptions, Phase, Theme
 from gradtrace.service.trace_service import CheckedSpec, TraceService
 
 log = logging.getLogger(__name__)
@@ -102,8 +102,8 @@ async def get_diagram(
     stored: StoredSpecDep,
     cached: CachedRenderDep,
     animated: bool = Query(False, description="CSS-animated, looping"),
-    phase: Literal["forward", "backward", "both"] = Query("both", description="which passes to draw"),
-    theme: Literal["light", "dark"] = Query("light"),
+    phase: Phase = Query("both", description="which passes to draw"),
+    theme: Theme = Query("light"),
     values: bool = Query(True, description="value and gradient chips"),
     depth: int | None = Query(
         None,
@@ -113,17 +113,12 @@ async def get_diagram(
         "type and output shape, gradient norms on the edges between boxes; default: repeated blocks "
         "fold and a big graph collapses as deep as fits, as in the viewer",
     ),
-    direction: Literal["down", "right"] = Query("down", description="data flows down or to the right"),
+    direction: Direction = Query("down", description="data flows down or to the right"),
 ) -> Response:
     checked = await check_spec(stored.doc)
-    options: dict[str, Any] = {
-        "animated": animated,
-        "phase": phase,
-        "theme": theme,
-        "values": values,
-        "depth": depth,
-        "direction": direction,
-    }
+    options = DrawOptions(
+        animated=animated, phase=phase, theme=theme, values=values, depth=depth, direction=direction
+    )
     how = f"{int(animated)}{phase}{theme}{int(values)}"
     if depth is not None or direction != "down":  # (the keys of the drawings cached before these options)
         how += f":{depth}{direction}"
@@ -131,5 +126,5 @@ async def get_diagram(
         checked,
         key=f"svg:{RENDERER_VERSION}:{checked.key}:{how}",
         media_type="image/svg+xml",
-        render=functools.partial(diagram_svg, **options),
+        render=functools.partial(diagram_svg, options=options),
     )

@@ -23,7 +23,7 @@ from gradtrace.cli.common import (
     parse_json,
     read_input,
 )
-from gradtrace.render.diagram import DIRECTIONS, MAX_DEPTH, PHASES, THEMES
+from gradtrace.render.options import DIRECTIONS, MAX_DEPTH, PHASES, THEMES, DrawOptions
 from gradtrace.render.save import SUFFIXES
 
 
@@ -120,16 +120,16 @@ def run(args: argparse.Namespace) -> int:
         trace = doc if is_trace(doc) else _traced(args.spec, doc)
     if trace is None:
         return EXIT_INVALID
-    options = {
-        "animated": args.animated,
-        "phase": args.phase,
-        "theme": args.theme,
-        "values": not args.no_values,
-        "depth": args.depth,
-        "direction": args.direction,
-    }
+    options = DrawOptions(
+        animated=args.animated,
+        phase=args.phase,
+        theme=args.theme,
+        values=not args.no_values,
+        depth=args.depth,
+        direction=args.direction,
+    )
     try:
-        data = render_bytes(trace, suffix, **options)
+        data = render_bytes(trace, suffix, options)
     except RenderError as exc:
         err(f"cannot draw {args.output}: {exc}")
         return EXIT_INVALID

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradtrace.render import DIRECTIONS, PHASES, THEMES, RenderError, diagram_svg, standalone_html
-from gradtrace.render.diagram import MAX_DEPTH
+from gradtrace.render import DrawOptions, RenderError, diagram_svg, standalone_html
+from gradtrace.render.options import FIELDS as DRAW_FIELDS
 
 FORMATS = ("svg", "html")
 OUTPUT_DIR = "_gradtrace"  # beside the built pages, at the root of the output
@@ -26,49 +26,34 @@ DEFAULT_HEIGHT_PX = 560
 
 @dataclass(frozen=True)
 class DiagramOptions:
+    """A diagram as a page asks for it: how to show it here, and how to draw it (``drawing``)."""
+
     format: str = "svg"  # svg: a picture (<img>); html: the interactive offline player (<iframe>)
-    animated: bool = False
-    phase: str = "both"
-    theme: str = "light"
-    values: bool = True
     height: int = DEFAULT_HEIGHT_PX  # the player's iframe
     alt: str | None = None  # default: the trace's title
-    depth: int | None = None  # svg: every module this deep as one box (None: the viewer's folding)
-    direction: str = "down"  # svg: data flows down or right
+    drawing: DrawOptions = DrawOptions()
 
     def __post_init__(self) -> None:
-        for name, allowed in (
-            ("format", FORMATS),
-            ("phase", PHASES),
-            ("theme", THEMES),
-            ("direction", DIRECTIONS),
-        ):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
-        for name in ("animated", "values"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false, not {getattr(self, name)!r}")
+        if self.format not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {self.format!r}")
         if (
             isinstance(self.height, bool)
             or not isinstance(self.height, int)
             or not 100 <= self.height <= 4000
         ):
             raise ValueError(f"height must be a whole number of pixels from 100 to 4000, not {self.height!r}")
-        if self.depth is not None and (
-            isinstance(self.depth, bool)
-            or not isinstance(self.depth, int)
-            or not 1 <= self.depth <= MAX_DEPTH
-        ):
-            raise ValueError(f"depth must be a whole number from 1 to {MAX_DEPTH}, not {self.depth!r}")
 
     @classmethod
     def from_mapping(cls, options: dict[str, Any]) -> DiagramOptions:
-        """Options as written in a page; an unknown key is an error that lists the known ones."""
-        known = set(cls.__dataclass_fields__)
+        """Options as written in a page (the drawing's among them); an unknown key is an error
+        that lists the known ones."""
+        own = {"format", "height", "alt"}
+        known = own | set(DRAW_FIELDS)
         unknown = sorted(set(options) - known)
         if unknown:
             raise ValueError(f"unknown option(s) {', '.join(unknown)}: use {', '.join(sorted(known))}")
-        return cls(**options)
+        drawing = DrawOptions(**{k: v for k, v in options.items() if k not in own})
+        return cls(**{k: v for k, v in options.items() if k in own}, drawing=drawing)
 
 
 @dataclass(frozen=True)
@@ -122,17 +107,9 @@ def draw(source: Path, options: DiagramOptions) -> Diagram:
     trace = load_trace(source)
     try:
         if options.format == "svg":
-            text = diagram_svg(
-                trace,
-                animated=options.animated,
-                phase=options.phase,
-                theme=options.theme,
-                values=options.values,
-                depth=options.depth,
-                direction=options.direction,
-            )
+            text = diagram_svg(trace, options.drawing)
         else:
-            text = standalone_html(trace, theme=options.theme)
+            text = standalone_html(trace, theme=options.drawing.theme)
     except RenderError as exc:  # RenderUnavailable too: the message says what is missing
         raise ValueError(f"{source}: cannot draw the diagram: {exc}") from exc
     content = text.encode("utf-8")

@@ -6,8 +6,9 @@ output are put together in Python (the player lays itself out in the browser): n
 PNG rasterises the SVG in headless Chromium. Torch-free.
 """
 
-from gradtrace.render.diagram import DIRECTIONS, PHASES, THEMES, diagram_svg
+from gradtrace.render.diagram import diagram_svg
 from gradtrace.render.node_tool import RenderError, RenderUnavailable
+from gradtrace.render.options import DIRECTIONS, PHASES, THEMES, DrawOptions
 from gradtrace.render.page import notebook_html, standalone_html
 from gradtrace.render.png import svg_to_png
 from gradtrace.render.save import SUFFIXES, render_bytes, save
@@ -19,6 +20,7 @@ __all__ = [
     "PHASES",
     "SUFFIXES",
     "THEMES",
+    "DrawOptions",
     "RenderError",
     "RenderUnavailable",
     "diagram_svg",

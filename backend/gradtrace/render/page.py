@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from gradtrace.render.bundle import bundle
-from gradtrace.render.diagram import THEMES
 from gradtrace.render.node_tool import RenderError, frontend_dir, run_render
+from gradtrace.render.options import THEMES
 from gradtrace.render.source import file_doc, keep_values, trace_json, trace_title
 
 NOTEBOOK_HEIGHT_PX = 620
