@@ -1,4 +1,6 @@
-"""``GET /api/v1/examples`` (the gallery) and ``/examples/{id}`` (one example's spec)."""
+"""``GET /api/v1/examples`` (the gallery) and ``/examples/{id}`` (one example's spec); the
+gallery's whole programs (``gradtrace.watch`` training runs, posted to /run as written):
+``GET /api/v1/program-examples`` and ``/program-examples/{id}``."""
 
 from __future__ import annotations
 
@@ -30,3 +32,30 @@ async def example_get(example_id: str) -> dict[str, Any]:
     if example_id not in {e["id"] for e in list_examples()}:
         raise ApiError(404, "example_not_found", "no example with this id; see GET /api/v1/examples", "/id")
     return get_example(example_id)
+
+
+@router.get(
+    "/program-examples",
+    summary="The gallery's programs (training runs under gradtrace.watch): [{id, title, description, python}]; "
+    "POST one's python to /run",
+)
+async def programs_list() -> list[dict[str, Any]]:
+    from gradtrace.examples import list_programs
+
+    return list(list_programs())
+
+
+@router.get(
+    "/program-examples/{program_id}",
+    summary="One gallery program: {id, title, description, python}",
+    responses=error_responses(404),
+)
+async def program_get(program_id: str) -> dict[str, Any]:
+    from gradtrace.examples import get_program
+
+    try:
+        return dict(get_program(program_id))
+    except KeyError:
+        raise ApiError(
+            404, "example_not_found", "no program with this id; see GET /api/v1/program-examples", "/id"
+        ) from None

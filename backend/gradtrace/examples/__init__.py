@@ -1,10 +1,14 @@
 """The examples gallery: one spec per `<id>.json` in this package, every example of the seeds.
 
 Torch-free. `list_examples()` feeds GET /examples; `get_example(id)` returns the spec dict.
+Beside the specs, `programs/<id>.py`: whole PyTorch programs posted to POST /run as written
+(the training runs of `gradtrace.watch`, which no spec describes); `list_programs()` feeds
+GET /program-examples, their title and description the program's docstring.
 """
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
@@ -74,3 +78,35 @@ def get_example(example_id: str) -> dict[str, Any]:
 
 def example_ids() -> list[str]:
     return list(_load())
+
+
+# Program gallery order: pairs that teach by contrast stay together.
+PROGRAM_ORDER = ("watch-sigmoid-mlp", "watch-relu-residual")
+
+
+@lru_cache(maxsize=1)
+def _programs() -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    for entry in resources.files(__package__).joinpath("programs").iterdir():
+        name = entry.name
+        if name.endswith(".py") and _ID.match(name[: -len(".py")]):
+            source = entry.read_text(encoding="utf-8")
+            doc = ast.get_docstring(ast.parse(source)) or ""
+            title, _, description = doc.partition("\n")
+            found[name[: -len(".py")]] = {
+                "title": title.strip(),
+                "description": " ".join(description.split()),
+                "python": source,
+            }
+    ordered = [i for i in PROGRAM_ORDER if i in found] + sorted(i for i in found if i not in PROGRAM_ORDER)
+    return {i: found[i] for i in ordered}
+
+
+def list_programs() -> list[dict[str, str]]:
+    """[{id, title, description, python}, …]: the gallery's programs, in order."""
+    return [{"id": i, **p} for i, p in _programs().items()]
+
+
+def get_program(program_id: str) -> dict[str, str]:
+    """{id, title, description, python} of one program; KeyError if there is none."""
+    return {"id": program_id, **_programs()[program_id]}

@@ -47,7 +47,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,22 @@ _BLOBS = {
     "inf": _I32, "param_ids": _U32, "param_grad": _F32, "param_norm": _F32,
     "update_ratio": _F32, "param_nan": _I32, "param_inf": _I32,
 }  # fmt: skip
+
+
+# The runs this process started writing while ``collect_runs`` is open (None: not collecting).
+_started_runs: list[Path] | None = None
+
+
+@contextmanager
+def collect_runs() -> Iterator[list[Path]]:
+    """A list that fills with the directory of each run started inside the block, in order
+    (the service's jail: the runs a pasted program wrote, wherever it put them)."""
+    global _started_runs
+    outer, _started_runs = _started_runs, []
+    try:
+        yield _started_runs
+    finally:
+        _started_runs = outer
 
 
 def database_path(run_dir: str | Path, rank: int = 0) -> Path:
@@ -152,6 +169,8 @@ class RunWriter:
         self._param_ids = {name: i for i, name in self._db.execute("SELECT id, name FROM parameters")}
         self._node_ids: dict[str, int] = {}
         self._edges: set[tuple[int, int]] = set()
+        if _started_runs is not None and rank == 0:
+            _started_runs.append(Path(run_dir))
 
     def _transaction(self) -> Any:
         db = self._db

@@ -30,8 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 import gradtrace
 from gradtrace.problem import Problem
+from gradtrace.runs.view_data import view_from
 from gradtrace.service.runner import Answer, WorkerUnavailable
 from gradtrace.service.settings import Settings
 
@@ -408,9 +411,13 @@ def outcome_of(answer: RunAnswer, settings: Settings) -> Answer:
         return Answer(_memory_problem(), seconds)
     problem = result.get("problem")
     if isinstance(problem, dict):
-        return Answer(Problem(str(problem.get("code")), str(problem.get("message"))), seconds)
+        line = problem.get("line")
+        line = line if isinstance(line, int) and not isinstance(line, bool) else None
+        path = "/python" if line is not None else None
+        return Answer(Problem(str(problem.get("code")), str(problem.get("message")), path, line), seconds)
     body = {
         "trace": result.get("trace"),
+        "watch": _watch_of(result.get("watch")),
         "stdout": str(doc.get("stdout", "")),
         "stdout_truncated": bool(doc.get("stdout_truncated")),
         "stderr": str(doc.get("stderr", "")),
@@ -423,6 +430,18 @@ def outcome_of(answer: RunAnswer, settings: Settings) -> Answer:
 
 # A run killed by SIGSEGV or SIGABRT with its memory bound reached (an allocation in C++).
 _MEMORY_SIGNALS = (128 + 6, 128 + 11)
+
+
+def _watch_of(value: Any) -> Any:
+    """The run view document a watched program's jail sent, checked field by field (a
+    document that does not hold together is dropped, and logged: the jail wrote it)."""
+    if value is None:
+        return None
+    try:
+        return msgspec.to_builtins(view_from(value))
+    except ValueError as exc:
+        log.warning("a run's watch document was dropped: %s", exc)
+        return None
 
 
 def _exception_of(value: Any) -> dict[str, Any] | None:

@@ -65,8 +65,11 @@ def _trace_of(recorder: Any) -> Any:
 
 
 def run_program(source: str) -> dict[str, Any]:
-    """Run ``source`` to its end (or its exception); the result document."""
+    """Run ``source`` to its end (or its exception); the result document. A program that
+    calls ``gradtrace.watch`` runs without ``record()``; its run comes back (``jail_watch``)."""
     from gradtrace.problem import Problem
+    from gradtrace.runs.store import collect_runs
+    from gradtrace.service import jail_watch
 
     started = time.monotonic()
     module = types.ModuleType("__main__")
@@ -76,10 +79,17 @@ def run_program(source: str) -> dict[str, Any]:
     exception: dict[str, Any] | None = None
     problem: dict[str, Any] | None = None
     memory = False
-    recorder = _recorder()
+    watched = jail_watch.watches(source)
+    recorder = None if watched else _recorder()
+    runs: list[Any] = []
     try:
-        module.__dict__["__gradtrace__"] = (recorder, compile(source, PROGRAM_FILENAME, "exec"))
-        exec(_RECORDED, module.__dict__)
+        code = compile(source, PROGRAM_FILENAME, "exec")
+        with collect_runs() as runs:
+            if recorder is None:
+                exec(code, module.__dict__)
+            else:
+                module.__dict__["__gradtrace__"] = (recorder, code)
+                exec(_RECORDED, module.__dict__)
     except SystemExit as exc:
         if exc.code not in (None, 0):
             exception = {
@@ -95,9 +105,17 @@ def run_program(source: str) -> dict[str, Any]:
         exception = exception_of(exc)
     except BaseException as exc:
         exception = exception_of(exc)
-    trace = None if memory or problem else _trace_of(recorder)
+    watch = None
+    if memory or problem:
+        trace = None
+    elif recorder is not None:
+        trace = _trace_of(recorder)
+    else:
+        found = jail_watch.watch_result(source, runs, raised=exception is not None)
+        trace, watch, problem = found["trace"], found["watch"], found["problem"]
     return {
         "trace": trace,
+        "watch": watch,
         "exception": exception,
         "problem": problem,
         "memory_error": memory,
