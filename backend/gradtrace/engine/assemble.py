@@ -7,11 +7,13 @@ four steps, each once, in this order:
 1. **records**: the capture's graph, events and passes as they are; the final values
    (every named leaf's final ``.grad``, every named tensor's value), exact and first
    (``Summarizer.final``); the modules.
-2. **analyses**: diagnostics, the Linear reconstruction and its per-sample factors, the
-   saved-tensor memory, the gradient norms of each pass. Analyses that keep tensors summarize
-   them after the final values, so they spend what the value budget has left.
+2. **analyses**: each of ``analyses.ANALYSES`` in turn adds its records (``Analysis.add``):
+   diagnostics, the saved-tensor memory, the Linear reconstruction and its per-sample factors.
+   Analyses that keep tensors summarize them after the final values, so they spend what the
+   value budget has left.
 3. **values**: every record's numbers read to the host at once (``Summarizer.finalize``), then
-   the norms of the final gradients (read off those values' stats).
+   what the analyses make of them (``Analysis.add_after_values``: the gradient norms, the
+   final ones read off those values' stats).
 4. **the TraceDoc**.
 
 The order is part of the output: the value budget is spent in it, so a trace comes out byte for
@@ -25,9 +27,8 @@ from typing import Any, Literal, NamedTuple
 
 import torch
 
-from gradtrace.engine.diagnostics import cleared_grads, compiled_modules, diagnose, wrapped_values
+from gradtrace.engine.analysis import Finished
 from gradtrace.engine.errors import UnreadableTensor
-from gradtrace.engine.grad_norms import all_grad_norms
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.summarize import exact_array
 from gradtrace.trace_schema import (
@@ -85,22 +86,12 @@ def assemble_trace(
             for path, (typ, parent, params) in session.module_types.items()
         ]
 
-        # 2. analyses
-        diagnostics = session.diagnostics
-        found = any(d.code == "hook_on_outputs_only" for d in diagnostics)
+        # 2. analyses (analyses.ANALYSES, in its order), after the capture's own diagnostics
         model_warnings = list(session.recorded_warnings)
-        warning_texts = [str(w.message) for w in model_warnings]
-        diagnostics += diagnose(
-            rec, session.env, session.retained, session.backward_roots, warning_texts, found
-        )
-        diagnostics += wrapped_values(rec.nodes, rec.events, summarize.wrapped)
-        diagnostics += compiled_modules(session.module_types, session.forward_capture.dynamo_frames)
-        diagnostics += cleared_grads(rec.events, cleared)
-        memory = session.memory.build()
-        linear = session.linear
-        layers, factors = linear.layer_passes(session.backward_capture.deltas)
-        linear_records = linear.build(layers, factors, summarize)
-        per_sample = linear.per_sample(layers, factors, summarize)
+        done = Finished(session, final_grads, grads, cleared, [str(w.message) for w in model_warnings])
+        analyses = Analyses(diagnostics=session.diagnostics)
+        for analysis in session.analyses:
+            analysis.add(done, analyses)
         limits = Limits(  # (after the analyses: what they cut counts too)
             max_nodes=rec.max_nodes,
             value_budget=summarize.value_budget,
@@ -111,12 +102,8 @@ def assemble_trace(
 
         # 3. values, and the gradient norms (the final ones read off the values' stats)
         summarize.finalize()
-        norms = all_grad_norms(
-            session.pass_norms,
-            session.all_leaves_named(),
-            session.param_modules,
-            {name: None if name in session.retained else value for name, value in grads.items()},
-        )
+        for analysis in session.analyses:
+            analysis.add_after_values(done, analyses)
 
         # 4. the trace (its event payloads keep their TensorValue records: gradtrace.Trace.doc turns
         # them into plain data when a reader first asks; serialising does not need that)
@@ -130,13 +117,7 @@ def assemble_trace(
             passes=rec.passes,
             values=values,
             grads=grads,
-            analyses=Analyses(
-                linear=linear_records,
-                grad_norms=norms,
-                diagnostics=diagnostics,
-                memory=memory,
-                per_sample=per_sample,
-            ),
+            analyses=analyses,
             limits=limits,
             tensor_data=Base64Blocks(summarize.tensor_data),
         )

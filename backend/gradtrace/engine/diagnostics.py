@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradtrace.trace_schema import Diagnostic, GraphEdge, TensorValue, payload_items
+from gradtrace.engine.analysis import Analysis, Finished
+from gradtrace.trace_schema import Analyses, Diagnostic, GraphEdge, TensorValue, payload_items
 
 
 def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> Diagnostic:
@@ -212,3 +213,21 @@ def compiled_modules(
             )
         )
     return out
+
+
+class Diagnostics(Analysis):
+    """The analysis: it observes nothing while the passes run (the capture's own notes are in
+    ``session.diagnostics`` already) and adds, after them, what the finished graph, events and
+    values show, after those notes."""
+
+    def add(self, done: Finished, out: Analyses) -> None:
+        session = done.session
+        rec = session.recorder
+        diagnostics = out.diagnostics
+        found = any(d.code == "hook_on_outputs_only" for d in diagnostics)
+        diagnostics += diagnose(
+            rec, session.env, session.retained, session.backward_roots, done.warnings, found
+        )
+        diagnostics += wrapped_values(rec.nodes, rec.events, session.summarize.wrapped)
+        diagnostics += compiled_modules(session.module_types, session.forward_capture.dynamo_frames)
+        diagnostics += cleared_grads(rec.events, done.cleared)

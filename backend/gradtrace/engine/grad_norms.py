@@ -1,18 +1,22 @@
 """The gradient-norm analysis (the ``analyses.grad_norms`` records): the float64 norm of every
 parameter's gradient at the end of each backward pass, and of every final ``.grad``.
 
-What it asks of the capture: nothing; the session hands it the parameters' gradients as each
-pass ends (:class:`PendingNorms`, computed on their devices, read after the passes).
+What it observes: the parameters' gradients as each backward pass ends (:class:`GradNorms`;
+:class:`PendingNorms`, computed on their devices, read after the passes).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from gradtrace.engine.analysis import Analysis, Finished
 from gradtrace.engine.summarize import finite_or_name
-from gradtrace.trace_schema import GradNorm, TensorValue
+from gradtrace.trace_schema import Analyses, GradNorm, TensorValue
+
+if TYPE_CHECKING:
+    from gradtrace.engine.session import TraceSession
 
 
 def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> GradNorm:
@@ -132,3 +136,31 @@ def all_grad_norms(
         for k, norm in zip(at, grad_norms(fallbacks, None), strict=True):
             finals[k] = norm
     return out + [norm for norm in finals if norm is not None]
+
+
+class GradNorms(Analysis):
+    """The analysis: each backward pass's parameter gradient norms, computed on the device as
+    the pass ends (a pass that raised has none), read to the host after the values; then the
+    final ones (read off those values' stats)."""
+
+    def __init__(self) -> None:
+        self.pending: list[PendingNorms] = []
+
+    def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
+        if not ok:
+            return
+        modules = session.param_modules
+        grads = [
+            (name, modules[name], grad) for name, p in session.params.items() if (grad := p.grad) is not None
+        ]
+        self.pending.append(PendingNorms(grads, pass_index))
+
+    def add_after_values(self, done: Finished, out: Analyses) -> None:
+        session = done.session
+        retained = session.retained
+        out.grad_norms = all_grad_norms(
+            self.pending,
+            session.all_leaves_named(),
+            session.param_modules,
+            {name: None if name in retained else value for name, value in done.grads.items()},
+        )

@@ -7,10 +7,10 @@ and δ the gradient arriving at the node that produced its output (node pre-hook
 backward hooks are needed. The reconstruction is compared with what autograd accumulated into
 the weight in that pass (.grad after minus .grad before).
 
-What it asks of the capture (``LinearAnalysis.keeps_calls_of``): every call of an
-``nn.Linear``, with its input, and the gradient arriving at its output's node; the session
-calls :meth:`LinearAnalysis.before_pass` and :meth:`LinearAnalysis.after_pass` around each
-backward pass.
+What it observes (``LinearAnalysis.keeps_calls_of``, see analysis.py): every call of an
+``nn.Linear``, with its input, and the gradient arriving at its output's node; the Linear
+weights' ``.grad`` before and after each backward pass (:meth:`LinearAnalysis.before_pass`,
+:meth:`LinearAnalysis.after_pass`).
 """
 
 from __future__ import annotations
@@ -18,31 +18,58 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
+from gradtrace.engine.analysis import Analysis, Finished
 from gradtrace.engine.linear_factors import Call, Factors, LayerPass
 from gradtrace.engine.per_sample import per_sample_records
 from gradtrace.engine.summarize import Summarizer
-from gradtrace.trace_schema import LinearReconstruction, PerSampleContributions, TensorValue
+from gradtrace.trace_schema import Analyses, LinearReconstruction, PerSampleContributions, TensorValue
+
+if TYPE_CHECKING:
+    from gradtrace.engine.session import TraceSession
 
 
-class LinearAnalysis:
-    """Snapshots of Linear weights' .grad around each backward pass, then reconstruction."""
+class LinearAnalysis(Analysis):
+    """Snapshots of Linear weights' .grad around each backward pass, then reconstruction (the
+    ``linear`` and ``per_sample`` records)."""
 
     # what it asks of the capture: every call of these modules, with its input ``a`` and the
     # gradient δ arriving at its output's node (the capture names no analysis)
     keeps_calls_of: tuple[type[nn.Module], ...] = (nn.Linear,)
 
-    def __init__(self, linear_calls: list[dict[str, Any]], weights: dict[str, torch.Tensor]) -> None:
-        self.linear_calls = linear_calls
-        self.weights = weights  # weight name -> parameter, for Linear layers only
+    def __init__(self) -> None:
+        # the calls the forward kept (ForwardCapture.kept_calls, of every analysis's types:
+        # those of weights not in ``weights`` are passed over)
+        self.linear_calls: list[dict[str, Any]] = []
+        self.weights: dict[str, torch.Tensor] = {}  # weight name -> parameter, Linear layers only
         self._before: dict[int, dict[str, torch.Tensor | None]] = {}
         self._after: dict[int, dict[str, torch.Tensor | None]] = {}
         # per pass: weight name -> (its live .grad, that tensor's version) right after the pass
         self._live: dict[int, dict[str, tuple[torch.Tensor, int]]] = {}
+
+    # ---- the Analysis interface ---------------------------------------------------------
+    def weights_found(self, weights: dict[str, torch.Tensor]) -> None:
+        self.weights.update(weights)
+
+    def backward_starting(self, session: TraceSession, pass_index: int) -> None:
+        self.linear_calls = session.forward_capture.kept_calls
+        self.before_pass(pass_index)
+
+    def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
+        if ok:
+            self.after_pass(pass_index)
+
+    def add(self, done: Finished, out: Analyses) -> None:
+        session = done.session
+        summarize = session.summarize
+        self.linear_calls = session.forward_capture.kept_calls
+        layers, factors = self.layer_passes(session.backward_capture.deltas)
+        out.linear = self.build(layers, factors, summarize)
+        out.per_sample = self.per_sample(layers, factors, summarize)
 
     @staticmethod
     def _copies(grads: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:

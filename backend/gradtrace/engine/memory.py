@@ -22,12 +22,16 @@ memory of the autograd graph as backward sees it.
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from gradtrace.engine.analysis import Analysis, Finished
 from gradtrace.engine.saved_attributes import SavedVariable, saved_plan
-from gradtrace.trace_schema import Event, MemoryAnalysis, MemoryPoint, NodeMemory
+from gradtrace.trace_schema import Analyses, Event, MemoryAnalysis, MemoryPoint, NodeMemory
+
+if TYPE_CHECKING:
+    from gradtrace.engine.session import TraceSession
 
 StorageKey = tuple[int, int, str]  # (data pointer, bytes, device): one block of memory
 
@@ -52,8 +56,11 @@ def is_wrapped_number(t: torch.Tensor) -> bool:
     return lower is not None and torch.result_type(t, lower) != t.dtype
 
 
-class SavedMemory:
-    """Per-node saved storages, when they were created and when the engine freed them."""
+class SavedMemory(Analysis):
+    """Per-node saved storages, when they were created and when the engine freed them. It
+    observes every node's saved tensors (``saved``) and each backward's end."""
+
+    wants_saved = True
 
     def __init__(self) -> None:
         # node id -> its distinct storages; the autograd node, to ask whether it was freed
@@ -63,12 +70,12 @@ class SavedMemory:
         self._nodes: dict[str, Any] = {}
         self._probe: dict[str, str] = {}  # node id -> what to read to see one saved tensor freed
 
-    def hold(self, node_id: str, node: Any, seq: int, saved: list[tuple[str, torch.Tensor]]) -> None:
+    def hold(self, node_id: str, node: Any, seq: int, tensors: list[tuple[str, torch.Tensor]]) -> None:
         """``node`` (created at event ``seq``) saved these tensors (attribute, tensor): the
         storages they keep alive, with their sizes in bytes. (Read here, in one loop: this
         runs for every saved tensor of the graph.)"""
         held: dict[StorageKey, int] = {}
-        for _attr, t in saved:
+        for _attr, t in tensors:
             if not t.dim() and t.is_cpu and is_wrapped_number(t):
                 continue  # (a Python number an op saved: PyTorch's pack hooks never see it)
             try:
@@ -85,8 +92,17 @@ class SavedMemory:
         self.created_at[node_id] = seq
         self._nodes[node_id] = node
         # (what to read: the raw SavedVariable where the node class has one, else the attribute)
-        attr = saved[0][0].split("[", 1)[0]
+        attr = tensors[0][0].split("[", 1)[0]
         self._probe[node_id] = saved_plan(node).get(attr) or attr
+
+    saved = hold  # (what the Analysis interface calls for every node that saved tensors)
+
+    def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
+        rec = session.recorder
+        self.after_backward(rec.events, rec.passes[pass_index].first_seq)
+
+    def add(self, done: Finished, out: Analyses) -> None:
+        out.memory = self.build()
 
     def after_backward(self, events: list[Event], first_seq: int) -> None:
         """After a backward pass (its events from ``first_seq``): which nodes the engine freed."""

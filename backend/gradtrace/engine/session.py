@@ -21,12 +21,10 @@ import torch
 from torch import nn
 
 from gradtrace.engine import graph_walk
+from gradtrace.engine.analyses import kept_call_types, new_analyses, saved_observer
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors
-from gradtrace.engine.grad_norms import PendingNorms
-from gradtrace.engine.linear_reconstruction import LinearAnalysis
-from gradtrace.engine.memory import SavedMemory
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import NestedRuns
 from gradtrace.engine.recorder import Recorder, owning_module
@@ -107,9 +105,12 @@ class TraceSession:
         self.root = root
         self.grad_mode = grad_mode
         self.summarize = Summarizer(value_budget, final_value_limit)
-        self.memory = SavedMemory()
+        # every analysis (analyses.ANALYSES): what each observes is offered below, and by
+        # backward_pass; assemble asks each for its records
+        self.analyses = new_analyses()
+        self._kept_types = kept_call_types(self.analyses)
         self.recorder = Recorder(
-            self.summarize, graph_walk.sequence_base(), max_nodes, on_saved=self.memory.hold
+            self.summarize, graph_walk.sequence_base(), max_nodes, on_saved=saved_observer(self.analyses)
         )
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
@@ -117,9 +118,8 @@ class TraceSession:
         modules: list[nn.Module] = []
         module_paths: dict[int, str] = {}
         self.module_types: dict[str, tuple[str, str | None, list[str]]] = {}
-        linear_weights: dict[str, torch.Tensor] = {}  # Linear layers' weights, by parameter name
         if root is not None:
-            self._scan_modules(root, root_path, modules, module_paths, linear_weights)
+            self._scan_modules(root, root_path, modules, module_paths)
         for name, tensor in {**self.params, **self.leaves}.items():
             self.recorder.leaf_names[id(tensor)] = (tensor, name)
         self.forward_capture = ForwardCapture(
@@ -127,16 +127,12 @@ class TraceSession:
             modules,
             module_paths,
             {id(p): n for n, p in self.params.items()},
-            kept_calls_of=LinearAnalysis.keeps_calls_of,
+            kept_calls_of=self._kept_types,
         )
         self.backward_capture = BackwardCapture(self.recorder, set())
-        self.linear = LinearAnalysis(self.forward_capture.kept_calls, linear_weights)
         self.env: dict[str, Any] = {}  # named tensors of the program (values)
         self.retained: dict[str, torch.Tensor] = {}
         self.diagnostics: list[Diagnostic] = []
-        # each backward pass's parameter gradient norms, computed on the device as the pass
-        # ends, read to the host after the passes (assemble)
-        self.pass_norms: list[PendingNorms] = []
         self.backward_roots: list[str] = []
         self.module_hooks: dict[str, list[ModuleHook]] = {}
         self._stack = ExitStack()
@@ -156,28 +152,30 @@ class TraceSession:
         root_path: str,
         modules: list[nn.Module],
         module_paths: dict[int, str],
-        linear_weights: dict[str, torch.Tensor],
     ) -> None:
         """One walk over the model: its modules, their paths (under ``root_path``), types and
         parameters, and ``self.params`` (as ``root.named_parameters()`` lists them: a shared
-        parameter once, under its first name)."""
+        parameter once, under its first name); the analyses are told of the weights of the
+        module types whose calls they keep."""
         params = self.params  # (added to: a program's models are found one after another)
         seen = {id(p) for p in params.values()}
         module_types = self.module_types
         kinds: dict[type, str] = {}  # module class -> the type name the trace reports
+        kept_types = self._kept_types
+        kept_weights: list[tuple[nn.Module, str, torch.Tensor]] = []  # (module, weight name, weight)
         for path, module in root.named_modules():
             if id(module) in module_paths:  # (met before, under another model: its first path)
                 continue
             modules.append(module)
             cls = type(module)
             full = path if not root_path else (f"{root_path}.{path}" if path else root_path)
-            if isinstance(module, LinearAnalysis.keeps_calls_of):
+            if kept_types and isinstance(module, kept_types):
                 # (from _parameters, never module.weight: a parametrized weight (weight_norm,
                 # spectral_norm) is a property that runs model code, e.g. one more power
                 # iteration, changing the model; it is no leaf, so it has no .grad to rebuild)
                 weight = module._parameters.get("weight")
                 if weight is not None:
-                    linear_weights[f"{full}.weight" if full else "weight"] = weight
+                    kept_weights.append((module, f"{full}.weight" if full else "weight", weight))
             module_paths[id(module)] = full
             parent = None if not path else (full.rsplit(".", 1)[0] if "." in full else "")
             names: list[str] = []
@@ -206,16 +204,21 @@ class TraceSession:
         for name in params:
             if name not in self.param_modules:
                 self.param_modules[name] = owning_module(name)
+        for analysis in self.analyses:
+            if analysis.keeps_calls_of:
+                analysis.weights_found(
+                    {
+                        name: w
+                        for module, name, w in kept_weights
+                        if isinstance(module, analysis.keeps_calls_of)
+                    }
+                )
 
     def add_model(self, root: nn.Module, root_path: str) -> None:
         """A model met while a program runs (``record()``): its modules, their paths under
         ``root_path`` and its parameters join the capture's, as a root given at the start."""
         before = set(self.params)
-        linear_weights: dict[str, torch.Tensor] = {}
-        self._scan_modules(
-            root, root_path, self.forward_capture.modules, self.forward_capture.module_paths, linear_weights
-        )
-        self.linear.weights.update(linear_weights)
+        self._scan_modules(root, root_path, self.forward_capture.modules, self.forward_capture.module_paths)
         for name, param in self.params.items():
             if name not in before:
                 self.recorder.leaf_names[id(param)] = (param, name)
@@ -344,23 +347,25 @@ class TraceSession:
         if self.model_hooks is not None:
             self.model_hooks.catch_up()
         self._watch_kept_outputs()
-        self.linear.before_pass(pass_index)
+        for analysis in self.analyses:
+            analysis.backward_starting(self, pass_index)
         result = None
+        ok = False
         try:
             with (
                 torch.set_grad_enabled(self.grad_mode),
                 self.backward_capture.node_hooks(self.retained, self.pass_roots()),
             ):
                 result = call()
-            self.linear.after_pass(pass_index)
-            self._note_grad_norms(pass_index)
+            ok = True
             return result
         except Exception as exc:
             self.error_event(exc, step)
             raise
         finally:
             self._discover_created_in_backward(result)
-            self.memory.after_backward(rec.events, rec.passes[pass_index].first_seq)
+            for analysis in self.analyses:
+                analysis.backward_ended(self, pass_index, ok)
             rec.end_pass()
             self._settle()
 
@@ -381,13 +386,6 @@ class TraceSession:
 
     def all_leaves(self) -> list[torch.Tensor]:
         return [t for _name, t in self.all_leaves_named()]
-
-    def _note_grad_norms(self, pass_index: int) -> None:
-        modules = self.param_modules
-        grads = [
-            (name, modules[name], grad) for name, p in self.params.items() if (grad := p.grad) is not None
-        ]
-        self.pass_norms.append(PendingNorms(grads, pass_index))
 
     # ---- errors in steps ----------------------------------------------------------------
     def error_event(self, exc: BaseException, step: int | None) -> None:
