@@ -3,7 +3,8 @@
 Not a test: a script, run by hand (and by bench.py as its own section). Each measurement runs
 in a fresh Python process, so its peak RSS (the kernel's high-water mark, VmHWM) is that one
 job's: (a) a bare forward+backward, (b) ``gradtrace.trace`` (capture only), (c) the same and
-``to_json_bytes()``. Reported: wall time, peak RSS, the JSON's length, the bytes the trace keeps
+``to_json_bytes()``, (d) the same forward and backward inside ``gradtrace.record()`` and its
+trace's ``to_json_bytes()`` (issue 32: the same bound). Reported: wall time, peak RSS, the JSON's length, the bytes the trace keeps
 (its base64 blocks decoded plus the rest of the JSON) and the bound of item 8, ``peak <= 1.2 ×
 (bare peak + trace bytes)``, pass or fail.
 
@@ -195,7 +196,9 @@ def section(keys: list[str] | None = None) -> list[str]:
         "",
         "Each figure from a fresh process (peak RSS: the kernel's high-water mark, VmHWM); the bound of "
         "issue 21 item 8 is 1.2 × (bare peak + the bytes the trace keeps: its blocks decoded and the rest "
-        "of its JSON). Times are one run each, not medians (tests/perf/bench_big_model.py).",
+        "of its JSON). Times are one run each, not medians (tests/perf/bench_big_model.py). The last "
+        "column is the same forward and backward inside `gradtrace.record()`, with its `to_json_bytes()` "
+        "(issue 32), against the same bound.",
         "",
         *report(keys or list(BUILDERS), phases=False),
         "",
