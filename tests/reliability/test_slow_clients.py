@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 from reliability_helpers import (
+    FULL,
     SERVER_ENV,
     heavy_spec,
     light_spec,
@@ -215,6 +216,127 @@ def test_slow_readers_are_cut_off_and_memory_stays_bounded(server_factory) -> No
     assert figures["api_rss_mb_max"] <= MAX_API_RSS_MB
     assert figures["kernel_send_queue_mb_after"] == 0  # the resets freed the kernel's copies too
     assert figures["healthz_s_max_while_held"] <= MAX_HEALTHZ_S
+    assert figures["normal_request_meanwhile"] == 200 and figures["normal_request_whole"]
+    assert figures["errors_logged"] == 0
+    assert figures["processes_left_after_stop"] == 0
+
+
+# Disk-tier slow readers (issue 38): a trace over the memory tier's entry limit is served from
+# its file a piece at a time. Before, each reader held its own copy of it and a slice more: 100
+# readers that never read took the API process from 259 to 2,335 MB, and 100 trickling 20 KB
+# every 10 s held 2,375 MB for the whole minute (the write deadline restarted at each resume).
+# Each reader its own client (X-Real-IP through a trusted proxy), as many people reading one
+# big permalink are: one client's requests take turns in the API's CPU lane (api/cpu.py).
+DISK_ENV = {
+    **SERVER_ENV,
+    "GRADTRACE_CACHE_ENTRY_MAX_BYTES": str(1024 * 1024),  # the ~6 MB trace goes to the disk tier
+    "GRADTRACE_TRUST_PROXY": "1",
+}
+TRICKLE_BYTES, TRICKLE_EVERY_S = 20_000, 10.0
+# The full run measures each kind alone, for a minute; the short one both at once, until the
+# trickle's mean rate has fallen behind (from 15 s on, cut at the check at 30 s).
+DISK_READERS = ["never_read", "trickle"] if FULL else ["both"]
+
+
+def _get_as(port: int, path: str, address: str) -> socket.socket:
+    """``get_without_reading`` from a client address of its own."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nX-Real-IP: {address}\r\n\r\n".encode())
+    return sock
+
+
+def _trickle(sock: socket.socket) -> int:
+    """Take up to TRICKLE_BYTES of what has arrived, without waiting; -1 once the server reset it."""
+    taken = 0
+    try:
+        while taken < TRICKLE_BYTES:
+            chunk = sock.recv(TRICKLE_BYTES - taken, socket.MSG_DONTWAIT)
+            if not chunk:
+                return -1
+            taken += len(chunk)
+    except BlockingIOError:
+        pass
+    except ConnectionResetError:
+        return -1
+    return taken
+
+
+@pytest.mark.parametrize("how", DISK_READERS)
+def test_slow_readers_of_a_trace_on_disk_hold_a_piece_each(server_factory, how: str) -> None:  # noqa: ANN001
+    server = server_factory(env=DISK_ENV)
+    wait_for_workers(server, int(DISK_ENV["GRADTRACE_WORKERS"]))
+    stored = httpx.post(server.url + "/api/v1/specs", json=heavy_spec(1), timeout=30).json()
+    path = f"/api/v1/specs/{stored['id']}/trace"
+    assert httpx.get(server.url + path, timeout=90).status_code == 200  # computed, kept on disk
+    trace = httpx.get(server.url + path, timeout=90)
+    assert trace.headers["x-cache"] == "hit" and int(trace.headers["content-length"]) > 1024 * 1024
+    connections = int(scaled(30, 100))
+    duration = scaled(36.0, 60.0)
+    rss_before = rss_mb(server.proc.pid)
+    started = time.monotonic()
+    readers = [_get_as(server.port, path, f"10.38.{i // 250}.{i % 250 + 1}") for i in range(connections)]
+    trickles = {i for i in range(connections) if how == "trickle" or (how == "both" and i % 2)}
+    taken = [0] * connections
+    answered: set[int] = set()
+    closed_after: dict[int, float] = {}
+    rss, healthz = [rss_before], [0.0]
+    next_trickle = started
+    try:
+        while time.monotonic() - started < duration and len(closed_after) < connections:
+            now = time.monotonic()
+            answered |= {i for i, sock in enumerate(readers) if i in closed_after or _answered(sock)}
+            if now >= next_trickle:
+                next_trickle = now + TRICKLE_EVERY_S
+                for i in trickles - closed_after.keys():
+                    got = _trickle(readers[i])
+                    if got < 0:
+                        closed_after[i] = now - started
+                    taken[i] += max(got, 0)
+            for i, sock in enumerate(readers):
+                if i not in closed_after and not _open(sock):
+                    closed_after[i] = now - started
+            rss.append(rss_mb(server.proc.pid))
+            healthz.append(_healthz_s(server))
+            time.sleep(0.25)
+        during = httpx.get(server.url + path, timeout=60)
+    finally:
+        for sock in readers:
+            sock.close()
+    time.sleep(1)
+    log = server.log_path.read_text(errors="replace")
+    never = [t for i, t in closed_after.items() if i not in trickles]
+    trickled = [t for i, t in closed_after.items() if i in trickles]
+    figures = record(
+        f"disk_slow_readers_{how}",
+        {
+            "connections": connections,
+            "trickling": len(trickles),
+            "trace_mb": round(len(trace.content) / 1e6, 1),
+            "ran_s": round(time.monotonic() - started, 1),
+            "answered": len(answered),
+            "cut_off": len(closed_after),
+            "never_read_cut_after_s": [round(min(never, default=0), 1), round(max(never, default=0), 1)],
+            "trickle_cut_after_s": [round(min(trickled, default=0), 1), round(max(trickled, default=0), 1)],
+            "trickle_taken_kb_max": round(max(taken) / 1e3, 1),
+            "api_rss_mb_before": rss_before,
+            "api_rss_mb_max": max(rss),
+            "api_rss_mb_after": rss_mb(server.proc.pid),
+            "healthz_s_max": round(max(healthz), 3),
+            "normal_request_meanwhile": during.status_code,
+            "normal_request_whole": during.content == trace.content,
+            "errors_logged": sum(1 for line in log.splitlines() if "ERROR" in line or "Traceback" in line),
+            "processes_left_after_stop": len(stop_gracefully(server)),
+        },
+    )
+    assert figures["answered"] == connections  # every reader was sent its trace (not refused)
+    assert figures["api_rss_mb_max"] <= MAX_API_RSS_MB
+    assert figures["api_rss_mb_max"] - rss_before <= 60  # a piece per reader, not a copy
+    assert figures["healthz_s_max"] <= MAX_HEALTHZ_S
+    assert figures["cut_off"] == connections  # the trickles too: their mean rate fell behind
+    assert max(never, default=0) <= RESPONSE_WRITE_TIMEOUT_S + 5
+    assert max(trickled, default=0) <= 2 * RESPONSE_WRITE_TIMEOUT_S + 5
     assert figures["normal_request_meanwhile"] == 200 and figures["normal_request_whole"]
     assert figures["errors_logged"] == 0
     assert figures["processes_left_after_stop"] == 0

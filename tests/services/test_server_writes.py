@@ -46,6 +46,12 @@ class ShortDeadline(ReadDeadlineH11Protocol):
         super().connection_made(transport)
 
 
+class MeanRate(ShortDeadline):
+    # The trickle below (16 KiB every 0.5 s) is under this rate, and above the progress of
+    # WRITE_MIN_PROGRESS_BYTES per deadline.
+    write_min_bytes_per_s = 64 * 1024
+
+
 class LargeKernelBuffer(ShortDeadline):
     kernel_send_buffer = 2 * 1024 * 1024  # doubled by Linux: 4 MB, what loopback grows to
 
@@ -140,6 +146,29 @@ def test_a_slow_reader_is_not_cut_while_the_kernel_buffer_drains(running: Runnin
     head, _, body = bytes(received).partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200")
     assert hashlib.sha256(body).digest() == hashlib.sha256(LARGE).digest()
+
+
+@pytest.mark.parametrize("running", [MeanRate], indirect=True)
+def test_a_trickle_that_beats_each_deadline_is_cut_by_its_mean_rate(running: Running) -> None:
+    # 16 KiB every 0.5 s: each deadline's minimum progress four times over, and every read lets
+    # the transport resume (which restarted the deadline before: such a reader held its response
+    # for as long as it liked). Its mean falls behind 64 KiB/s after the first deadline's grace.
+    with get_without_reading(running.port, "/large") as sock:
+        started = time.monotonic()
+        taken = 0
+        while tcp_state(sock) == TCP_ESTABLISHED:
+            elapsed = time.monotonic() - started
+            assert elapsed < 6 * DEADLINE_S, f"still connected after {elapsed:.1f} s, {taken} bytes taken"
+            try:
+                taken += len(read_for(sock, 0.05, 16 * 1024))
+            except ConnectionResetError:
+                break
+            time.sleep(0.5)
+        cut_after = time.monotonic() - started
+    # the mean is owed from the first deadline on: 64 KiB/s x (t - 2 s) passes 32 KiB/s x t at
+    # 4 s, seen at the check after it (6 s)
+    assert 2 * DEADLINE_S <= cut_after <= 4 * DEADLINE_S, cut_after
+    assert taken < len(LARGE) // 4
 
 
 @pytest.mark.parametrize("path", ["/", "/small"], ids=["paused", "finished-unsent"])

@@ -33,6 +33,7 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections import OrderedDict, deque
@@ -132,7 +133,7 @@ class CpuLane:
             self._pool = ProcessPoolExecutor(
                 self.threads,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_exit_with_parent,
+                initializer=_helper_start,
                 initargs=(os.getpid(),),
             )
         return self._pool
@@ -232,10 +233,15 @@ def _kill_helpers(pool: Executor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)  # never blocks the event loop; its thread reaps them
 
 
-def _exit_with_parent(parent: int) -> None:
-    """In a helper: exit when the API process is gone (SIGKILLed, nothing cleaned up).
+def _helper_start(parent: int) -> None:
+    """In a helper, first: Ctrl-C is the API process's to handle, and the helper exits when the
+    API process is gone (SIGKILLed, nothing cleaned up).
 
-    A helper holds both ends of its job queue's pipe, so it would never see the pipe close."""
+    A terminal sends Ctrl-C's SIGINT to the whole foreground process group, helpers included:
+    each printed a KeyboardInterrupt traceback from its wait for a job, while the API process
+    was stopping them anyway (``CpuLane.close``). So they ignore it. A helper holds both ends of
+    its job queue's pipe, so it would never see the pipe close: a thread watches its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:

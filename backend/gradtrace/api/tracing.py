@@ -7,9 +7,15 @@ as ``TraceServiceDep`` (``api/deps.py``); this module adds what HTTP needs on to
 
 from __future__ import annotations
 
-from fastapi import Request
-from fastapi.responses import Response
+import asyncio
+from collections.abc import AsyncIterator
 
+from fastapi import Request
+from fastapi.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from gradtrace.service.disk_cache import DiskEntry
+from gradtrace.service.server import WRITE_CHUNK_BYTES
 from gradtrace.service.trace_service import CheckedSpec, TraceService
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -41,8 +47,34 @@ async def trace_response(
     early = not_modified(request, etag, cache_control)
     if early is not None:
         return early
-    data, how = await service.trace(checked)
+    data, how = await service.open_trace(checked)
     headers = {"ETag": etag, "X-Cache": how}
     if cache_control:
         headers["Cache-Control"] = cache_control
+    if isinstance(data, DiskEntry):
+        return DiskEntryResponse(data, headers)
     return Response(content=data, media_type="application/json", headers=headers)
+
+
+class DiskEntryResponse(StreamingResponse):
+    """A trace sent from its disk-tier file a piece at a time: a connection holds one piece (and
+    the server's write buffer), however slowly its client reads; the file is closed when the
+    response ends, sent whole or not (issue 38: each slow reader of a big trace held a copy)."""
+
+    def __init__(self, entry: DiskEntry, headers: dict[str, str]) -> None:
+        self.entry = entry
+        super().__init__(
+            self._pieces(),
+            media_type="application/json",
+            headers={**headers, "Content-Length": str(entry.size)},
+        )
+
+    async def _pieces(self) -> AsyncIterator[bytes]:
+        for start in range(0, self.entry.size, WRITE_CHUNK_BYTES):
+            yield await asyncio.to_thread(self.entry.read, start, WRITE_CHUNK_BYTES)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.entry.close()

@@ -6,7 +6,8 @@ need invalidation. The memory cache is an LRU bounded in bytes (``GRADTRACE_CACH
 64 MB by default): the API process's memory stays bounded however large the traces are.
 Redis entries expire after a TTL. An entry larger than the per-entry cap
 (``GRADTRACE_CACHE_ENTRY_MAX_BYTES``) goes to the disk tier (``service/disk_cache.py``) instead:
-reads look in memory (or Redis) first, then on disk. A Redis or disk failure degrades to
+reads look in memory (or Redis) first, then on disk. ``open`` answers a disk entry open rather
+than read (``DiskEntry``): a response sends it from the file a piece at a time. A Redis or disk failure degrades to
 misses (slower), never to errors; a frozen Redis costs one short timeout, then none while its
 circuit is open (``redis_breaker``).
 """
@@ -17,13 +18,17 @@ import asyncio
 from collections import OrderedDict
 from typing import Protocol, cast
 
-from gradtrace.service.disk_cache import DiskCache
+from gradtrace.service.disk_cache import DiskCache, DiskEntry
 from gradtrace.service.redis_breaker import Breaker, RedisAway
 from gradtrace.service.settings import Settings
+
+# What a cache answers for a response: bytes in memory, or an entry on disk read in pieces.
+CachedBody = bytes | DiskEntry
 
 
 class TraceCache(Protocol):
     async def get(self, key: str) -> bytes | None: ...
+    async def open(self, key: str) -> CachedBody | None: ...
     async def set(self, key: str, value: bytes) -> None: ...
     async def close(self) -> None: ...
 
@@ -44,6 +49,9 @@ class MemoryCache:
         if value is not None:
             self._items.move_to_end(key)
         return value
+
+    async def open(self, key: str) -> CachedBody | None:
+        return await self.get(key)
 
     async def set(self, key: str, value: bytes) -> None:
         if len(value) > self._max_entry_bytes:
@@ -81,6 +89,9 @@ class RedisCache:
         except RedisAway:  # redis down or frozen: a miss, not an error (logged by the breaker)
             return None
 
+    async def open(self, key: str) -> CachedBody | None:
+        return await self.get(key)
+
     async def set(self, key: str, value: bytes) -> None:
         if len(value) > self._max_entry_bytes:
             return
@@ -109,6 +120,13 @@ class TieredCache:
         value = await self.first.get(key)
         if value is None:
             value = await asyncio.to_thread(self.disk.get, key)
+        return value
+
+    async def open(self, key: str) -> CachedBody | None:
+        """Like ``get``, but an entry of the disk tier is answered open, to be read in pieces."""
+        value = await self.first.get(key)
+        if value is None:
+            return await asyncio.to_thread(self.disk.open, key)
         return value
 
     async def set(self, key: str, value: bytes) -> None:

@@ -11,6 +11,12 @@ are deleted until the total is under the cap. A value larger than the cap is not
 and counted in ``refused``). Disk errors degrade to misses, never to errors; a folder deleted
 while the server runs is made again at the next write.
 
+A value is read in pieces, never whole: ``open`` checks an entry (its header, then its value's
+hash, a megabyte at a time) and answers it open (``DiskEntry``), for a response to send from
+the file a piece at a time. Big traces are what this tier holds, and a reader that takes its
+answer slowly held a whole copy of one before (100 such readers took the API process from 259
+to 2,335 MB, issue 38); now it holds a piece.
+
 The methods block (file I/O and hashing): ``TieredCache`` calls them in a thread.
 """
 
@@ -22,12 +28,14 @@ import os
 import tempfile
 import threading
 from pathlib import Path
+from typing import BinaryIO
 
 log = logging.getLogger(__name__)
 
 MAGIC = b"gradtrace-cache-2\n"
 _HEADER = len(MAGIC) + 64  # the magic, then the key's and the value's sha256 digests
 _SUFFIX = ".entry"
+_HASH_PIECE = 1024 * 1024  # read this much at a time to check an entry's hash
 
 
 def _digest(key: str) -> bytes:
@@ -51,16 +59,39 @@ class DiskCache:
         return self.directory / (_digest(key).hex() + _SUFFIX)
 
     def get(self, key: str) -> bytes | None:
+        """The whole value (for a comparison or a diagram, which need it whole), or None."""
+        entry = self.open(key)
+        if entry is None:
+            return None
+        try:
+            return entry.read(0, entry.size)
+        except OSError as exc:
+            log.warning("disk cache read failed: %s", exc)
+            return None
+        finally:
+            entry.close()
+
+    def open(self, key: str) -> DiskEntry | None:
+        """The entry of ``key``, checked and open for reading in pieces, or None (a miss).
+
+        The file stays open while it is read: an entry replaced (``os.replace``) or evicted
+        meanwhile leaves this one's bytes in place until it is closed."""
         path = self._path(key)
         try:
-            raw = path.read_bytes()
+            file = path.open("rb", buffering=0)
         except FileNotFoundError:
             return None
         except OSError as exc:
             log.warning("disk cache read failed: %s", exc)
             return None
-        value = raw[_HEADER:]
-        if raw[:_HEADER] != MAGIC + _digest(key) + hashlib.sha256(value).digest():
+        try:
+            sound = self._sound(file, key)
+        except OSError as exc:
+            file.close()
+            log.warning("disk cache read failed: %s", exc)
+            return None
+        if not sound:
+            file.close()
             log.warning(
                 "disk cache entry %s is damaged or another key's: deleted, it will be computed again",
                 path.name,
@@ -71,7 +102,18 @@ class DiskCache:
             os.utime(path)  # recently used: last to be evicted
         except OSError:
             pass
-        return value
+        return DiskEntry(file, os.fstat(file.fileno()).st_size - _HEADER)
+
+    @staticmethod
+    def _sound(file: BinaryIO, key: str) -> bool:
+        """The header names ``key`` and the value's bytes match its recorded hash."""
+        header = file.read(_HEADER)
+        if len(header) != _HEADER or header[: len(MAGIC) + 32] != MAGIC + _digest(key):
+            return False
+        value_hash = hashlib.sha256()
+        while piece := file.read(_HASH_PIECE):
+            value_hash.update(piece)
+        return header[len(MAGIC) + 32 :] == value_hash.digest()
 
     def set(self, key: str, value: bytes) -> bool:
         """Keep ``value``; False when it was not kept (larger than the cap, or a disk error)."""
@@ -124,3 +166,18 @@ class DiskCache:
                     break
                 path.unlink(missing_ok=True)
                 total -= size
+
+
+class DiskEntry:
+    """A checked entry's value, open on disk: read a piece at a time (``read``), then ``close``."""
+
+    def __init__(self, file: BinaryIO, size: int) -> None:
+        self._file = file
+        self.size = size  # bytes of the value
+
+    def read(self, start: int, length: int) -> bytes:
+        """Up to ``length`` bytes of the value from ``start`` (blocking: call it in a thread)."""
+        return os.pread(self._file.fileno(), min(length, self.size - start), _HEADER + start)
+
+    def close(self) -> None:
+        self._file.close()

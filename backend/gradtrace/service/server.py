@@ -17,10 +17,16 @@ client that asks for a 6.3 MB trace and never reads pins a copy of it, for ever 
 of them took the process from 79 to 762 MB; RELIABILITY.md, `slow_readers`). So the protocol hands
 bodies to uvicorn in ``WRITE_CHUNK_BYTES`` pieces (uvicorn's ``send`` waits for the transport's
 ``resume_writing`` before each one when it is paused): a connection holds at most a chunk plus
-the transport's high-water mark of its own, beside the body object the cache shares. And it
-has a write deadline: while the transport is paused (or a finished response is still unsent),
-a client that takes less than ``WRITE_MIN_PROGRESS_BYTES`` in ``response_write_timeout_s`` is
-not reading, and its connection is reset.
+the transport's high-water mark of its own, beside the body object the cache shares (a trace
+kept on disk is sent from its file a piece at a time: ``api/tracing.py``). And it has a progress
+rule, checked every ``response_write_timeout_s`` from the moment a response first waits on its
+client until the client has taken it: while the server waits on the client (the transport
+paused, or a finished response still unsent), a client that took less than
+``WRITE_MIN_PROGRESS_BYTES`` since the last check is not reading, and one that took less than
+``WRITE_MIN_BYTES_PER_S`` on average since the response first waited (after one check's grace)
+is too slow; either connection is reset. The checks are not restarted when the transport
+resumes: before, each resume restarted the deadline, so a client that took 20 KB every 10 s
+(the first rule's 16 KiB per 15 s, met by a trickle) held its response for as long as it liked.
 
 In the compose deployment nginx in front applies the same kind of limits.
 """
@@ -51,10 +57,13 @@ log = logging.getLogger(__name__)
 REQUEST_READ_TIMEOUT_S = 10.0
 KEEP_ALIVE_TIMEOUT_S = 5
 # While the server waits on a client to take a response (see ReadDeadlineH11Protocol), the
-# client must take at least WRITE_MIN_PROGRESS_BYTES per RESPONSE_WRITE_TIMEOUT_S, or it is cut
-# off: ~1 KB/s, far below any link a person reads a trace over.
+# client must take at least WRITE_MIN_PROGRESS_BYTES per RESPONSE_WRITE_TIMEOUT_S, and
+# WRITE_MIN_BYTES_PER_S on average over the whole response (after the first such period), or it
+# is cut off: 8 KiB/s is 64 kbit/s, below any link a person reads a big trace over (a 20 MB trace
+# would take 40 minutes at that rate).
 RESPONSE_WRITE_TIMEOUT_S = 15.0
 WRITE_MIN_PROGRESS_BYTES = 16 * 1024
+WRITE_MIN_BYTES_PER_S = 8 * 1024
 # What one connection holds of a response, beyond the kernel's socket buffer: a body is handed
 # over in chunks, and uvicorn waits whenever the transport holds more than WRITE_BUFFER_HIGH.
 WRITE_CHUNK_BYTES = 64 * 1024
@@ -133,13 +142,18 @@ class ReadDeadlineH11Protocol(H11Protocol):
 
     request_read_timeout_s = REQUEST_READ_TIMEOUT_S
     response_write_timeout_s = RESPONSE_WRITE_TIMEOUT_S
+    write_min_bytes_per_s = WRITE_MIN_BYTES_PER_S
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.app = in_chunks(self.app)
         self._read_deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
-        self._acked_when_armed: int | None = None
+        # The response being checked, and what its client had taken (acknowledged) when it first
+        # waited on it and at the last check: (loop time, bytes acked; None without TCP_INFO).
+        self._checked_cycle: RequestResponseCycle | None = None
+        self._waited_since: tuple[float, int | None] = (0.0, None)
+        self._last_check: tuple[float, int | None] = (0.0, None)
 
     def send_400_response(self, msg: str) -> None:
         # A header block that h11 refused for its size (it arrived in pieces, so h11 saw it
@@ -184,27 +198,58 @@ class ReadDeadlineH11Protocol(H11Protocol):
         self.transport.close()
 
     def _arm_write_deadline(self) -> None:
+        """The response now waits on its client: checks start, unless they already run for it."""
+        if self._write_deadline is not None and self._checked_cycle is self.cycle:
+            return  # a resume and a pause again since: the same response, the same checks
         self._disarm_write_deadline()
-        self._acked_when_armed = self._bytes_acked()
+        self._checked_cycle = self.cycle
+        self._waited_since = self._last_check = (self.loop.time(), self._bytes_acked())
         self._write_deadline = self.loop.call_later(self.response_write_timeout_s, self._write_timed_out)
 
     def _disarm_write_deadline(self) -> None:
         if self._write_deadline is not None:
             self._write_deadline.cancel()
             self._write_deadline = None
+        self._checked_cycle = None
+
+    def _waiting_on_client(self) -> bool:
+        """The server has bytes of this response that its client has not taken: the transport is
+        paused, or the response is finished and its end still in the transport's buffer."""
+        if self.flow.write_paused:
+            return True
+        complete = self.cycle is None or self.cycle.response_complete
+        return complete and bool(self.transport.get_write_buffer_size())
 
     def _write_timed_out(self) -> None:
         self._write_deadline = None
-        # Paused all along (resume_writing disarms), or a finished response still unsent; not
-        # a response begun since, which gets deadlines of its own when it pauses or finishes.
-        stalled = self.flow.write_paused or (self.cycle is not None and self.cycle.response_complete)
-        if not stalled or not self.transport.get_write_buffer_size():
+        if self.transport.is_closing():
             return
-        acked, before = self._bytes_acked(), self._acked_when_armed
-        if acked is not None and before is not None and acked - before >= WRITE_MIN_PROGRESS_BYTES:
-            self._arm_write_deadline()  # reading, slowly: the kernel's buffer is still draining
+        complete = self.cycle is None or self.cycle.response_complete
+        if complete and not self.transport.get_write_buffer_size():
+            self._checked_cycle = None  # all handed to the kernel: this response is done
             return
-        log.debug("%s not reading its response: reset", self.client)
+        now, acked = self.loop.time(), self._bytes_acked()
+        if self._waiting_on_client() and self._too_slow(now, acked):
+            self._reset()
+            return
+        # Reading, or the app (not the client) is what the response waits on: check again later.
+        self._last_check = (now, acked)
+        self._write_deadline = self.loop.call_later(self.response_write_timeout_s, self._write_timed_out)
+
+    def _too_slow(self, now: float, acked: int | None) -> bool:
+        """Less than ``WRITE_MIN_PROGRESS_BYTES`` since the last check, or less than
+        ``write_min_bytes_per_s`` on average since the response first waited (one period of
+        grace). Without TCP_INFO (not Linux), any wait for a whole period is too slow."""
+        (since, acked_first), (_, acked_last) = self._waited_since, self._last_check
+        if acked is None or acked_first is None or acked_last is None:
+            return True
+        if acked - acked_last < WRITE_MIN_PROGRESS_BYTES:
+            return True
+        owed = self.write_min_bytes_per_s * (now - since - self.response_write_timeout_s)
+        return acked - acked_first < owed
+
+    def _reset(self) -> None:
+        log.debug("%s not reading its response fast enough: reset", self.client)
         # close() would wait for the buffer to drain, which this client will not do. abort()
         # drops the buffer, but a plain close of the socket leaves its unsent bytes in the
         # kernel, retried for minutes, and the client's end open (the FIN waits behind them).
@@ -237,10 +282,6 @@ class ReadDeadlineH11Protocol(H11Protocol):
         super().pause_writing()
         self._arm_write_deadline()
 
-    def resume_writing(self) -> None:
-        super().resume_writing()
-        self._disarm_write_deadline()
-
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH, low=WRITE_BUFFER_LOW)
@@ -255,7 +296,7 @@ class ReadDeadlineH11Protocol(H11Protocol):
         super().on_response_complete()  # may already have parsed a pipelined request
         if not self.transport.is_closing() and self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
             self._arm_read_deadline()  # the next request on this keep-alive connection
-        if not self.flow.write_paused and self.transport.get_write_buffer_size():
+        if self._write_deadline is None and self.transport.get_write_buffer_size():
             # The end of a response still unsent, under the high-water mark (no pause to time):
             # close() on this connection would otherwise wait for it for ever.
             self._arm_write_deadline()
@@ -274,7 +315,6 @@ _UVICORN_METHODS = (
     "data_received",
     "on_response_complete",
     "pause_writing",
-    "resume_writing",
     "send_400_response",
 )
 _UVICORN_ATTRIBUTES: tuple[tuple[Callable[..., Any], frozenset[str]], ...] = (

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from gradtrace.problem import Problem
-from gradtrace.service.cache import TraceCache, make_cache
+from gradtrace.service.cache import CachedBody, TraceCache, make_cache
+from gradtrace.service.disk_cache import DiskEntry
 from gradtrace.service.hashing import compare_key, run_key, trace_key
 from gradtrace.service.jail_pool import JailPool, outcome_of
 from gradtrace.service.ratelimit import CURRENT_CLIENT
@@ -98,8 +99,19 @@ class TraceService:
 
     async def trace(self, checked: CheckedSpec) -> tuple[bytes, CacheStatus]:
         """(trace JSON bytes, how it was answered) for a checked spec."""
+        body, how = await self.open_trace(checked)
+        if isinstance(body, DiskEntry):
+            try:
+                return await asyncio.to_thread(body.read, 0, body.size), how
+            finally:
+                body.close()
+        return body, how
+
+    async def open_trace(self, checked: CheckedSpec) -> tuple[CachedBody, CacheStatus]:
+        """Like ``trace``, but a trace kept on disk is answered open (``DiskEntry``: the caller
+        reads it in pieces and closes it), for a response that sends it a piece at a time."""
         key = checked.key
-        cached = await self.cache.get(key)
+        cached = await self.cache.open(key)
         if cached is not None:
             return cached, "hit"
         data, shared = await self._inflight.run(key, lambda: self._compute(key, checked.spec))
