@@ -37,12 +37,13 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradtrace.engine.graph_walk import op_name, raw_sequence_nr, sequence_base, walk_new
-from gradtrace.engine.watch_values import StepValues, exact_norms
+from gradtrace.engine.watch_values import StepValues, copied_rows, exact_norms, norm_dtype
 from gradtrace.runs.flags import FlagRules, FlagState
 from gradtrace.runs.store import NodeInfo, RunWriter, StepRecord
 
@@ -75,22 +76,6 @@ def _nothing(*args: Any) -> None:
     return None
 
 
-class _Executed:
-    """One node that ran in the step's backward: the slots (see ``watch_values``) of the
-    gradients it received (``ins``) and passed on (``outs``)."""
-
-    __slots__ = ("info", "ins", "outs", "zero", "zero_of")
-
-    def __init__(
-        self, info: NodeInfo, ins: list[int], outs: list[int], zero: int | None, zero_of: int
-    ) -> None:
-        self.info = info
-        self.ins = ins
-        self.outs = outs
-        self.zero = zero
-        self.zero_of = zero_of
-
-
 class _Step:
     """What one logged step has gathered so far."""
 
@@ -103,14 +88,17 @@ class _Step:
         self.hooked: dict[Any, NodeInfo] = {}
         self.ordinals: dict[tuple[str, str], int] = {}
         self.leaves = 0
-        self.executed: list[_Executed] = []
+        self.infos: list[NodeInfo] = []  # the nodes that ran, in the engine's order
+        self.accumulates: list[int] = []  # (their indices: AccumulateGrad nodes)
+        self.zeros: list[tuple[int, int, int]] = []  # (index, slot of the zero count, elements)
         self.edges: list[tuple[str, str]] = []  # (node, a node it passes a gradient to)
         self.loss: int | None = None
         self.loss_seen = False
         self.started = False
+        self.numbered = False  # (this step's forward was numbered with module hooks)
         self.backward_done = False
         self.params: dict[int, tuple[str, int, int]] = {}  # id(p) -> name, grad and weight norm slots
-        self.olds_flat: list[tuple[list[Any], torch.Tensor]] = []  # (parameters, their flat copy)
+        self.olds: list[tuple[list[Any], torch.Tensor]] = []  # (parameters, a copy of them as rows)
         self.ratios: dict[int, int] = {}
         self.stepped = False
         self.handles: list[Any] = []
@@ -155,6 +143,11 @@ class Watch:
         # (no module hooks: they cost most of a logged step on small models)
         self._spans: tuple[list[tuple[int, int, str]], int] | None = None
         self._log_next = False
+        self._weight_params: set[str] | None = None
+        # the keys of the op nodes of the last forward numbered with module hooks, by their
+        # place after the forward's start (sequence numbers), with their class
+        self._template: dict[int, tuple[type, NodeInfo]] = {}
+        self._param_infos: dict[int, NodeInfo] = {}  # id(parameter) -> its AccumulateGrad node's
 
     # ---- the context -----------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -291,8 +284,10 @@ class Watch:
         step.handles = []
         start, end = step.model_span[0], sequence_base()
         step.model_span = (start, end)
+        step.numbered = numbered
         if numbered:
             self._spans = ([(a - start, b - start, path) for a, b, path in step.spans], end - start)
+            self._template = {}
         elif self._spans is not None and self._spans[1] == end - start:
             step.spans = [(a + start, b + start, path) for a, b, path in self._spans[0]]
         else:  # this forward made another number of nodes: number the modules again, next step
@@ -335,36 +330,69 @@ class Watch:
     def _hook_new(self, step: _Step, roots: list[Any]) -> None:
         """Name and hook the nodes reachable from ``roots`` not hooked yet."""
         found = walk_new(roots, step.hooked)
+        if self._named_as_before(step, found):
+            return
         known = len(self._infos)
         ops = []
         for node in found:
             nr = raw_sequence_nr(node)
             if nr is None:  # AccumulateGrad
-                var = getattr(node, "variable", None)
-                name = self._names.get(id(var)) if var is not None else None
-                if name is None:
-                    step.leaves += 1
-                    info = self._info(LEAF, _ACCUMULATE, str(step.leaves - 1))
-                else:
-                    module, _, attr = name.rpartition(".")
-                    info = self._info(module or MODEL, _ACCUMULATE, attr, name)
+                info = self._accumulate_info(step, node)
                 self._hook(step, node, info)
             else:
                 ops.append((nr, node))
         ops.sort(key=_first)
         owner = _owners(step)
         ordinals = step.ordinals
+        start = step.model_span[0] if step.model_span is not None else 0
         for nr, node in ops:
             module, op = owner(nr), op_name(node)
             k = ordinals.get((module, op), 0)
             ordinals[(module, op)] = k + 1
-            self._hook(step, node, self._info(module, op, str(k)))
+            info = self._info(module, op, str(k))
+            self._hook(step, node, info)
+            self._template[nr - start] = (type(node), info)
         if len(self._infos) == known:
             return  # no node the run has not seen: no edge it has not seen (a graph of known keys)
         hooked = step.hooked
         for node, nexts in found.items():  # the graph's edges, as keys (the viewer draws them)
             src = hooked[node].key
             step.edges.extend((src, hooked[fn].key) for fn, _nr in nexts if fn is not None and fn in hooked)
+
+    def _named_as_before(self, step: _Step, found: dict[Any, tuple]) -> bool:
+        """Hook ``found`` under the keys of the forward numbered before (``_template``: the
+        node at the same place after the forward's start, of the same class), if every op
+        node has one (forwards that make as many nodes: the same code, most of the time)."""
+        template = self._template
+        if not template or step.numbered or step.model_span is None:
+            return False
+        start = step.model_span[0]
+        named: list[tuple[Any, NodeInfo | None]] = []
+        for node in found:
+            nr = raw_sequence_nr(node)
+            if nr is None:
+                named.append((node, None))
+                continue
+            known = template.get(nr - start)
+            if known is None or known[0] is not type(node):
+                return False
+            named.append((node, known[1]))
+        for node, info in named:
+            self._hook(step, node, info or self._accumulate_info(step, node))
+        return True
+
+    def _accumulate_info(self, step: _Step, node: Any) -> NodeInfo:
+        var = getattr(node, "variable", None)
+        info = self._param_infos.get(id(var))
+        if info is not None:
+            return info
+        name = self._names.get(id(var)) if var is not None else None
+        if name is None:
+            step.leaves += 1
+            return self._info(LEAF, _ACCUMULATE, str(step.leaves - 1))
+        module, _, attr = name.rpartition(".")
+        info = self._param_infos[id(var)] = self._info(module or MODEL, _ACCUMULATE, attr, name)
+        return info
 
     def _info(self, module: str, op: str, ordinal: str, param: str | None = None) -> NodeInfo:
         """The node's record, made once per key for the whole run."""
@@ -377,29 +405,44 @@ class Watch:
 
     def _hook(self, step: _Step, node: Any, info: NodeInfo) -> None:
         step.hooked[node] = info
-        handle = node.register_hook(functools.partial(self._on_node, step, info))
         if info.op == _ACCUMULATE:  # (a parameter's accumulator outlives the step: unhooked at its end)
-            step.handles.append(handle)
+            step.handles.append(node.register_hook(functools.partial(self._on_accumulate, step, info)))
+        elif info.op in RELU_LIKE:
+            node.register_hook(functools.partial(self._on_relu, step, info))
+        else:
+            node.register_hook(functools.partial(self._on_node, step, info))
 
+    # (a hook per node that ran: it keeps the gradients for the norms, computed together)
     def _on_node(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
         if step is not self._pending:
             return
         if not step.started:
-            step.started = True
-            self._unwrap_backward()
-            torch.autograd.Variable._execution_engine.queue_callback(
-                functools.partial(self._queue_last, step)
-            )
-        norm = step.values.norm
-        ins = [norm(g) for g in grad_outputs if g is not None]
-        if info.op == _ACCUMULATE:
-            outs = ins
-        else:
-            outs = [norm(g) for g in grad_inputs if g is not None]
-        zero, zero_of = None, 0
-        if info.op in RELU_LIKE and grad_inputs and grad_inputs[0] is not None:
-            zero, zero_of = step.values.zeros(grad_inputs[0]), grad_inputs[0].numel()
-        step.executed.append(_Executed(info, ins, outs, zero, zero_of))
+            self._start(step)
+        k = 2 * len(step.infos)
+        step.infos.append(info)
+        step.values.hold(grad_outputs, k)
+        step.values.hold(grad_inputs, k + 1)
+
+    def _on_accumulate(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
+        if step is not self._pending:
+            return
+        if not step.started:
+            self._start(step)
+        step.accumulates.append(len(step.infos))  # (what it accumulates is what it passes on)
+        step.values.hold(grad_outputs, 2 * len(step.infos))
+        step.infos.append(info)
+
+    def _on_relu(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
+        k = len(step.infos)
+        self._on_node(step, info, grad_inputs, grad_outputs)
+        g = grad_inputs[0] if grad_inputs else None
+        if g is not None and len(step.infos) > k:
+            step.zeros.append((k, step.values.zeros(g), g.numel()))
+
+    def _start(self, step: _Step) -> None:
+        step.started = True
+        self._unwrap_backward()
+        torch.autograd.Variable._execution_engine.queue_callback(functools.partial(self._queue_last, step))
 
     def _queue_last(self, step: _Step) -> None:
         # (queued from the first callback: it runs after every callback queued during the
@@ -414,7 +457,7 @@ class Watch:
         with_grad = [(name, p) for name, p in self._params if p.grad is not None]
         with torch.no_grad():
             grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad]))  # type: ignore[misc]
-            weights = step.values.scalars(exact_norms([p for _n, p in with_grad]))
+            weights = step.values.norms([p for _n, p in with_grad])
         for (name, p), g, w in zip(with_grad, grads, weights, strict=True):
             step.params[id(p)] = (name, g, w)
         step.backward_done = True
@@ -425,24 +468,21 @@ class Watch:
         if step is None or not step.backward_done:
             return
         todo = [p for p in _optimizer_params(optimizer) if id(p) in step.params and id(p) not in step.ratios]
-        groups: dict[tuple[Any, Any], list[Any]] = {}
-        for p in todo:
-            groups.setdefault((p.device, p.dtype), []).append(p)
-        with torch.no_grad():  # one flat copy per device and dtype (a copy per tensor costs more)
-            for ps in groups.values():
-                step.olds_flat.append((ps, torch.cat([p.reshape(-1) for p in ps])))
+        with torch.no_grad():  # a copy of the parameters, as the rows of one tensor per shape
+            step.olds.extend(copied_rows(todo))
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         step = self._pending
         if step is None or not step.backward_done:
             return
         with torch.no_grad():
-            for ps, old in step.olds_flat:
-                old.sub_(torch.cat([p.reshape(-1) for p in ps]))  # (old - new: the norm of Δw)
-                deltas = list(old.split([p.numel() for p in ps]))
-                for p, slot in zip(ps, step.values.scalars(list(torch._foreach_norm(deltas))), strict=True):
+            for ps, old in step.olds:
+                new = torch.stack(ps).reshape(len(ps), -1) if len(ps) > 1 else ps[0].reshape(1, -1)
+                old.sub_(new)  # (old - new: the norm of Δw)
+                slots = step.values.vector(torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype)))
+                for p, slot in zip(ps, slots, strict=True):
                     step.ratios[id(p)] = slot
-        step.olds_flat = []
+        step.olds = []
         step.stepped = True
         if len(step.ratios) == len(step.params):
             self._finish_pending()
@@ -468,59 +508,64 @@ class Watch:
 
     def _write(self, step: _Step) -> None:
         v = step.values.read()
-
-        def norm(slots: list[int]) -> float:
-            if len(slots) == 1:  # (most nodes)
-                return v[slots[0]]
-            return math.sqrt(sum(v[k] * v[k] for k in slots))
-
-        nodes = step.executed
-        nan_at = {k for k, x in enumerate(v) if x != x}
-        inf_at = {k for k, x in enumerate(v) if x in (math.inf, -math.inf)}
-        nans = [sum(k in nan_at for k in e.outs) for e in nodes] if nan_at else [0] * len(nodes)
-        infs = [sum(k in inf_at for k in e.outs) for e in nodes] if inf_at else [0] * len(nodes)
-        zero = [None if e.zero is None else (v[e.zero] / e.zero_of if e.zero_of else 0.0) for e in nodes]
-        params = list(step.params.items())
-        ratios: list[float | None] = []
-        for pid, (_name, _g, w) in params:
+        n = len(step.infos)
+        norm, nan, inf = step.values.per_owner(v, 2 * n)
+        grad_in, grad_out = norm[0::2], norm[1::2]
+        nan, inf = nan[1::2], inf[1::2]  # (of the gradients a node passes on)
+        if step.accumulates:  # an AccumulateGrad node passes on what it accumulates
+            acc = np.asarray(step.accumulates, dtype=np.int64)
+            grad_out[acc] = grad_in[acc]
+            nan[acc], inf[acc] = np.isnan(grad_in[acc]), np.isinf(grad_in[acc])
+        zero: list[float | None] = [None] * n
+        for k, slot, numel in step.zeros:
+            zero[k] = v[slot] / numel if numel else 0.0
+        params = list(step.params.values())
+        ratios: list[float | None] = [None] * len(params)
+        for i, pid in enumerate(step.params):
             r = step.ratios.get(pid)
-            ratios.append(None if r is None else (v[r] / v[w] if v[w] else math.inf if v[r] else 0.0))
+            if r is not None:
+                w = v[params[i][2]]
+                ratios[i] = v[r] / w if w else math.inf if v[r] else 0.0
+        param_grad = v[[g for _n, g, _w in params]]
+        param_nan = np.isnan(param_grad).astype(np.int64)
+        param_inf = np.isinf(param_grad).astype(np.int64)
         record = StepRecord(
             step=step.index,
-            loss=None if step.loss is None else v[step.loss],
+            loss=None if step.loss is None else float(v[step.loss]),
             stepped=step.stepped,
-            nodes=[e.info for e in nodes],
-            grad_in=[norm(e.ins) for e in nodes],
-            grad_out=[norm(e.outs) for e in nodes],
+            nodes=step.infos,
+            grad_in=grad_in,
+            grad_out=grad_out,
             zero_frac=zero,
-            nan=nans,
-            inf=infs,
-            params=[name for _pid, (name, _g, _w) in params],
-            param_grad=[v[g] for _pid, (_n, g, _w) in params],
-            param_norm=[v[w] for _pid, (_n, _g, w) in params],
+            nan=nan,
+            inf=inf,
+            params=[name for name, _g, _w in params],
+            param_grad=param_grad,
+            param_norm=v[[w for _n, _g, w in params]],
             update_ratio=ratios,
-            param_nan=[int(math.isnan(v[g])) for _pid, (_n, g, _w) in params],
-            param_inf=[int(math.isinf(v[g])) for _pid, (_n, g, _w) in params],
+            param_nan=param_nan,
+            param_inf=param_inf,
             edges=step.edges,
         )
-        self.last_nodes = len(nodes)
+        self.last_nodes = n
+        keys = [info.key for info in step.infos]
+        odd = np.flatnonzero((nan > 0) | (inf > 0)).tolist()  # (the nodes the flags look at one by one)
+        for k, _slot, _numel in step.zeros:
+            odd.append(k)
         flags = self.flags.check(
             record.step,
             record.loss,
+            [(keys[k], grad_in[k], grad_out[k], zero[k], int(nan[k]), int(inf[k])) for k in sorted(set(odd))],
+            self._weights(step.infos, grad_in),
             list(
                 zip(
-                    [n.key for n in record.nodes],
-                    record.grad_in,
-                    record.grad_out,
-                    zero,
-                    record.nan,
-                    record.inf,
+                    record.params,
+                    param_grad.tolist(),
+                    ratios,
+                    param_nan.tolist(),
+                    param_inf.tolist(),
                     strict=True,
                 )
-            ),
-            self._weights(record),
-            list(
-                zip(record.params, record.param_grad, ratios, record.param_nan, record.param_inf, strict=True)
             ),
         )
         if flags and self._trace_next is None and self._full_trace is not None:
@@ -528,12 +573,16 @@ class Watch:
         assert self._writer is not None
         self._writer.write_step(record, flags)
 
-    def _weights(self, record: StepRecord) -> list[tuple[str, float]]:
-        ndim = {n: p.dim() for n, p in self._params}
+    def _weights(self, infos: list[NodeInfo], grad_in: np.ndarray) -> list[tuple[str, float]]:
+        """(AccumulateGrad node key, gradient norm) of the weights (parameters of 2 or more
+        dimensions), in the engine's order."""
+        if self._weight_params is None:
+            self._weight_params = {n for n, p in self._params if p.dim() >= 2}
+        weights = self._weight_params
         return [
-            (info.key, norm)
-            for info, norm in zip(record.nodes, record.grad_in, strict=True)
-            if info.param is not None and ndim.get(info.param, 0) >= 2
+            (info.key, float(grad_in[k]))
+            for k, info in enumerate(infos)
+            if info.param is not None and info.param in weights
         ]
 
 

@@ -1,29 +1,29 @@
 """The numbers of one logged step of ``gradtrace.watch``, computed on the tensors' devices and
 read to the host at once.
 
-Each gradient a node passes gets its 2-norm (:meth:`StepValues.norm`); a ReLU-like node's also
-its zero count (:meth:`StepValues.zeros`). Small gradients (up to ``SMALL`` elements: most
-nodes of most models) are not reduced one by one, which would cost a kernel launch and Python
-calls per node: they are held (``BATCH`` elements at most, then reduced) and those of one shape
-stacked as the rows of one tensor, normed by one row reduction. A larger gradient is normed at
-once, on its own. The same tensor seen twice in a step (a node's outgoing gradient is the next
-node's incoming one) is normed once.
+Every number has a slot in the step, reserved when asked for; its value arrives as part of a
+1-D tensor ("chunk") on the device. :meth:`StepValues.read` concatenates the chunks of each
+device as float64 and copies them to the host once: the one transfer of the step.
 
-NaN and inf are read from the norms (a NaN norm: the gradient holds a NaN; an infinite one: an
-inf, or values so large their norm overflows): counting them element by element costs an
-elementwise pass per gradient, 10-30 times a norm (measured on a CPU), on every gradient of
-the step; the full trace armed by the ``nonfinite`` flag has the counts of every tensor.
-
-Slots: every number has an index in the step, reserved when asked for; its value arrives as
-part of a 1-D tensor ("chunk") on the device. :meth:`StepValues.read` concatenates the chunks
-of each device as float64 and reads them with one ``tolist``: the one transfer of the step.
+Gradients flowing through the graph's nodes are *held* (:meth:`StepValues.hold`) with an
+owner code (the node's index times two: what it receives; plus one: what it passes on), not
+reduced one by one, which would cost a kernel launch and Python calls per node. Held
+gradients are normed together, the ones of one shape stacked as the rows of one tensor and
+reduced by one row norm, when they pass ``BATCH`` elements (the memory the watch may keep)
+and at the backward's end. A gradient over ``SMALL`` elements is normed at once, on its own.
+On the host, the norms of one owner are combined (the norm of all its gradients together is
+the root of the sum of their squares) and their NaN and inf counted: a NaN norm means the
+gradient holds a NaN; an infinite one an inf, or values so large their norm overflows.
+Counting them element by element would cost an elementwise pass per gradient, 10-30 times a
+norm (measured on a CPU); the full trace armed by the ``nonfinite`` flag has the counts of
+every tensor.
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
+import numpy as np
 import torch
 
 SMALL = 1 << 16  # elements: gradients up to this size are reduced in batches
@@ -34,18 +34,20 @@ class StepValues:
     def __init__(self) -> None:
         self.size = 0
         self._chunks: list[tuple[list[int], torch.Tensor]] = []
-        self._held: dict[tuple[Any, Any, Any], tuple[list[torch.Tensor], list[int]]] = {}
+        self._owners: list[int] = []  # per slot: the owner code of a gradient's norm, -1 else
+        self._held: list[torch.Tensor] = []
+        self._held_owners: list[int] = []
         self._held_elements = 0
-        self._seen: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
 
-    def _reserve(self, n: int) -> int:
+    def _reserve(self, owners: list[int]) -> int:
         start = self.size
-        self.size += n
+        self.size += len(owners)
+        self._owners.extend(owners)
         return start
 
     def scalar(self, t: torch.Tensor) -> int:
         """The slot of a 0-dim tensor's value."""
-        slot = self._reserve(1)
+        slot = self._reserve([-1])
         self._chunks.append(([slot], t.detach().reshape(1)))
         return slot
 
@@ -53,31 +55,44 @@ class StepValues:
         """The slots of several 0-dim tensors' values (one chunk)."""
         if not ts:
             return []
-        start = self._reserve(len(ts))
+        start = self._reserve([-1] * len(ts))
         slots = list(range(start, start + len(ts)))
         self._chunks.append((slots, torch.stack(ts)))  # (0-dim tensors)
         return slots
 
-    def norm(self, g: torch.Tensor) -> int:
-        """The slot of gradient ``g``'s 2-norm."""
-        key = id(g)
-        known = self._seen.get(key)
-        if known is not None and known[0]() is g:
-            return known[1]
-        slot = self._reserve(1)
-        self._seen[key] = (weakref.ref(g), slot)
-        g = _plain(g)
-        n = g.numel()
-        if n > SMALL:
-            self._chunks.append(([slot], torch.linalg.vector_norm(g, dtype=_acc(g.dtype)).reshape(1)))
-            return slot
-        held, slots = self._held.setdefault((g.device, g.dtype, g.shape), ([], []))
-        held.append(g)
-        slots.append(slot)
-        self._held_elements += n
+    def vector(self, t: torch.Tensor) -> list[int]:
+        """The slots of a 1-D tensor's values (one chunk)."""
+        start = self._reserve([-1] * t.numel())
+        slots = list(range(start, start + t.numel()))
+        self._chunks.append((slots, t.detach()))
+        return slots
+
+    def norms(self, tensors: list[torch.Tensor]) -> list[int]:
+        """The slots of each tensor's 2-norm (stacked by shape; not bit-equal to ``t.norm()``:
+        see :func:`exact_norms`)."""
+        start = self._reserve([-1] * len(tensors))
+        self._norm_into(tensors, start)
+        return list(range(start, start + len(tensors)))
+
+    def hold(self, grads: Any, owner: int) -> None:
+        """Keep the gradients ``grads`` (a node's tuple; None: no gradient) for ``owner``'s
+        norm: small ones held to be normed together, a large one normed now."""
+        for g in grads:
+            if g is None:
+                continue
+            n = g.numel()
+            if n > SMALL:
+                slot = self._reserve([owner])
+                p = _plain(g)
+                self._chunks.append(
+                    ([slot], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
+                )
+            else:
+                self._held.append(g)
+                self._held_owners.append(owner)
+                self._held_elements += n
         if self._held_elements > BATCH:
             self.reduce_held()
-        return slot
 
     def zeros(self, g: torch.Tensor) -> int:
         """The slot of the number of zeros in ``g`` (an elementwise pass: ReLU-like nodes only)."""
@@ -85,17 +100,37 @@ class StepValues:
 
     def reduce_held(self) -> None:
         """Norm the held gradients now (called when they pass ``BATCH``, and at the read)."""
-        for (_device, dtype, _shape), (held, slots) in self._held.items():
-            rows = torch.stack(held).reshape(len(held), -1)
-            self._chunks.append((slots, torch.linalg.vector_norm(rows, dim=1, dtype=_acc(dtype))))
-        self._held = {}
+        if self._held:
+            self._norm_into(self._held, self._reserve(self._held_owners))
+        self._held = []
+        self._held_owners = []
         self._held_elements = 0
 
-    def read(self) -> list[float]:
-        """Every value of the step, on the host: one ``tolist`` per device."""
+    def _norm_into(self, tensors: list[torch.Tensor], start: int) -> None:
+        groups: dict[Any, list[int]] = {}
+        for i, t in enumerate(tensors):
+            groups.setdefault(t.shape if t.numel() <= SMALL else i, []).append(i)
+        for idx in groups.values():
+            ts = [tensors[i] for i in idx]
+            try:  # (one kernel for all the rows; a group that will not stack, one by one)
+                rows = torch.stack(ts).reshape(len(ts), -1) if len(ts) > 1 else ts[0].reshape(1, -1)
+                self._chunks.append(
+                    (
+                        [start + i for i in idx],
+                        torch.linalg.vector_norm(rows, dim=1, dtype=norm_dtype(rows.dtype)),
+                    )
+                )
+            except (RuntimeError, TypeError):  # sparse, complex, on several devices
+                for i, t in zip(idx, ts, strict=True):
+                    p = _plain(t)
+                    self._chunks.append(
+                        ([start + i], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
+                    )
+
+    def read(self) -> np.ndarray:
+        """Every value of the step, on the host (float64, by slot): one copy per device."""
         self.reduce_held()
-        self._seen = {}
-        out = [0.0] * self.size
+        out = np.zeros(self.size)
         per_device: dict[Any, tuple[list[int], list[torch.Tensor]]] = {}
         for slots, values in self._chunks:
             wide = torch.float32 if values.device.type == "mps" else torch.float64  # (MPS: no float64)
@@ -103,10 +138,24 @@ class StepValues:
             order.extend(slots)
             parts.append(values.to(wide))
         for order, parts in per_device.values():
-            for slot, value in zip(order, torch.cat(parts).tolist(), strict=True):  # the transfer
-                out[slot] = value
+            out[np.asarray(order, dtype=np.int64)] = torch.cat(parts).cpu().numpy()  # the transfer
         self._chunks = []
         return out
+
+    def per_owner(self, values: np.ndarray, owners: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For owner codes ``0..owners-1``: the norm of all the owner's gradients together
+        (0 where it had none), and how many of them hold a NaN, an inf (from ``read``'s values)."""
+        code = np.asarray(self._owners, dtype=np.int64)
+        mask = code >= 0
+        code, x = code[mask], values[mask]
+        count = np.bincount(code, minlength=owners)
+        single = np.zeros(owners)
+        single[code] = x  # (an owner of one gradient: its norm as it is)
+        with np.errstate(over="ignore", invalid="ignore"):
+            norm = np.where(count == 1, single, np.sqrt(np.bincount(code, weights=x * x, minlength=owners)))
+        nan = np.bincount(code, weights=np.isnan(x), minlength=owners).astype(np.int64)
+        inf = np.bincount(code, weights=np.isinf(x), minlength=owners).astype(np.int64)
+        return norm, nan, inf
 
 
 def _plain(g: torch.Tensor) -> torch.Tensor:
@@ -119,7 +168,7 @@ def _plain(g: torch.Tensor) -> torch.Tensor:
     return g if g.is_floating_point() else g.to(torch.float32)
 
 
-def _acc(dtype: torch.dtype) -> torch.dtype:
+def norm_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype a norm is computed in: float64 for float64, else float32."""
     return torch.float64 if dtype == torch.float64 else torch.float32
 
@@ -132,3 +181,15 @@ def exact_norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     if dense and all(t.device.type == "cpu" for t in dense):
         return list(torch._foreach_norm(dense))
     return [torch.linalg.vector_norm(t) for t in dense]
+
+
+def copied_rows(tensors: list[torch.Tensor]) -> list[tuple[list[torch.Tensor], torch.Tensor]]:
+    """A copy of ``tensors``: those of one shape, device and dtype as the rows of one tensor
+    (one copy per group), a large one alone."""
+    groups: dict[Any, list[torch.Tensor]] = {}
+    for t in tensors:
+        groups.setdefault((t.shape, t.device, t.dtype) if t.numel() <= SMALL else id(t), []).append(t)
+    return [
+        (ts, torch.stack(ts).reshape(len(ts), -1) if len(ts) > 1 else ts[0].reshape(1, -1).clone())
+        for ts in groups.values()
+    ]

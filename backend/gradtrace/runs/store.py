@@ -121,6 +121,9 @@ class NodeInfo:
     param: str | None = None
 
 
+Numbers = Sequence[float] | Sequence[int] | np.ndarray  # (lists, or the arrays the engine read)
+
+
 @dataclass
 class StepRecord:
     """One logged step as the engine read it: per node in the engine's order and per
@@ -130,17 +133,17 @@ class StepRecord:
     loss: float | None
     stepped: bool
     nodes: list[NodeInfo]
-    grad_in: list[float]
-    grad_out: list[float]
+    grad_in: Numbers
+    grad_out: Numbers
     zero_frac: list[float | None]
-    nan: list[int]
-    inf: list[int]
+    nan: Numbers
+    inf: Numbers
     params: list[str]
-    param_grad: list[float]
-    param_norm: list[float]
+    param_grad: Numbers
+    param_norm: Numbers
     update_ratio: list[float | None]
-    param_nan: list[int]
-    param_inf: list[int]
+    param_nan: Numbers
+    param_inf: Numbers
     edges: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -197,7 +200,7 @@ class RunWriter:
                     nid = self._node_ids[node.key] = int(cur.lastrowid or 0)
                 ids.append(nid)
             nan = float("nan")
-            blobs: dict[str, Sequence[Any]] = {
+            blobs: dict[str, Any] = {
                 "node_ids": ids, "grad_in": record.grad_in, "grad_out": record.grad_out,
                 "zero_frac": [nan if z is None else z for z in record.zero_frac],
                 "nan": record.nan, "inf": record.inf,
