@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch._ops import OpOverload
+from torch.autograd.graph import Node
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
@@ -31,7 +33,7 @@ from gradtrace.spec.limits import SpecLimits, check_declared
 from gradtrace.spec.models import ModelSpec
 from gradtrace.spec.steps import BackwardStep, ForwardStep, GradStep, SgdStep, StepSpec, ZeroGradStep
 
-from .build import build, resolve_tensor
+from .build import BuiltModel, build, resolve_tensor
 from .interpreter import run_program
 
 
@@ -103,13 +105,13 @@ class _Watch(TorchDispatchMode):
         return out
 
 
-def _allocates(func: Any) -> bool:
+def _allocates(func: OpOverload) -> bool:
     """False for ops whose outputs alias an input (views such as t() or view(), in-place ops)."""
     returns = func._schema.returns
     return not any(r.alias_info is not None for r in returns)
 
 
-def _count_nodes(roots: list[Any], seen: set[Any]) -> None:
+def _count_nodes(roots: list[Node | None], seen: set[Node]) -> None:
     queue = deque(r for r in roots if r is not None and r not in seen)
     seen.update(queue)
     while queue:
@@ -130,7 +132,7 @@ def dry_run(spec: ModelSpec, limits: SpecLimits) -> DryRunReport:
     report = DryRunReport()
     built = build(spec, torch.Generator(), device="meta")
     report.parameters = sum(math.prod(p.shape) for p in built.root.parameters())
-    nodes: set[Any] = set()
+    nodes: set[Node] = set()
     env: dict[str, Any] = {}
 
     def note_graph() -> None:
@@ -167,7 +169,7 @@ def dry_run(spec: ModelSpec, limits: SpecLimits) -> DryRunReport:
 
 
 def _run_step(
-    spec: ModelSpec, index: int, step: StepSpec, env: dict[str, Any], built: Any, report: DryRunReport
+    spec: ModelSpec, index: int, step: StepSpec, env: dict[str, Any], built: BuiltModel, report: DryRunReport
 ) -> None:
     root = built.root
     try:

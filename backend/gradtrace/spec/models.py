@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
 
 from .hooks import HOOK_TARGETS, HookAction, HookSpec, ModuleHookSpec, TensorHookSpec  # noqa: F401 (re-exported)
+from .ir import Program
 from .modules import (
     MAX_PROGRAM_LINES,
     LeafSpec,
@@ -149,11 +150,11 @@ class ModelSpec(SpecModel):
 
     # ---- compiled views (filled by the validator) ----------------------------------------
     @property
-    def program(self) -> Any:
-        """The compiled top-level forward program (spec.program.Program)."""
+    def program(self) -> Program:
+        """The compiled top-level forward program."""
         return self._program
 
-    def step_program(self, index: int) -> Any:
+    def step_program(self, index: int) -> Program | None:
         """The compiled program of a `forward` step with lines (None: rerun the top level)."""
         return self._step_programs.get(index)
 
@@ -167,7 +168,7 @@ class ModelSpec(SpecModel):
         """ProgramAnalysis of the top-level program (longest path, fan-in/out)."""
         return self._analysis
 
-    def effective_steps(self) -> list[Any]:
+    def effective_steps(self) -> list[StepSpec]:
         """The steps, with the default (one backward of the last assigned tensor) filled in."""
         if self.steps is not None:
             return list(self.steps)

@@ -6,6 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr
 
+from .ir import Program
 from .leaves import (  # noqa: F401 (re-exported)
     LEAF_SPECS,
     LEAF_TYPES,
@@ -69,8 +70,8 @@ class CompositeSpec(SpecModel):
         return self._program.returns if self._program is not None else 1
 
     @property
-    def program(self) -> Any:
-        """The compiled forward program (a spec.program.Program)."""
+    def program(self) -> Program:
+        """The compiled forward program."""
         return self._program
 
     def children(self) -> dict[str, Any]:

@@ -25,8 +25,9 @@ column of the expression).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .errors import SpecError
 from .ir import (
@@ -43,7 +44,15 @@ from .ir import (
     TensorList,
     TupleExpr,
 )
+from .modules import CompositeSpec, ModuleSpec, SequentialSpec
 from .steps import BackwardStep, ForwardStep, GradStep, SgdStep, ZeroGradStep
+from .vocabulary import FUNCTIONS, OPERATORS
+
+if TYPE_CHECKING:
+    from .limits import SpecLimits
+    from .models import ModelSpec
+
+Modules = Mapping[str, ModuleSpec]
 
 # Integers a program line may compute: Python's own cap on int <-> str conversion (4,300
 # digits) is also the JSON reader's cap on integers in a spec.
@@ -66,17 +75,6 @@ _LEAF_OPS = {
     "Dropout": 2,
     "Flatten": 1,
     "MultiheadAttention": 40,
-}
-# Functions that run several kernels.
-_FUNCTION_OPS = {
-    "cross_entropy": 3,
-    "nll_loss": 2,
-    "mse_loss": 3,
-    "l1_loss": 3,
-    "binary_cross_entropy": 3,
-    "binary_cross_entropy_with_logits": 4,
-    "gelu": 1,
-    "dropout": 2,
 }
 
 
@@ -111,14 +109,8 @@ def bounded_arithmetic(op: str, a: int | float, b: int | float) -> int | float |
                 f"numbers in a program have at most {MAX_INTEGER_DIGITS:,}"
             )
     try:
-        value = {
-            "+": lambda: a + b,
-            "-": lambda: a - b,
-            "*": lambda: a * b,
-            "/": lambda: a / b,
-            "**": lambda: a**b,
-        }[op]()
-    except (KeyError, ArithmeticError, ValueError):
+        value = OPERATORS[op][1](a, b)
+    except (KeyError, ArithmeticError, ValueError, TypeError):  # (TypeError: `@` of two numbers)
         return None
     return value if isinstance(value, int | float) else None
 
@@ -156,30 +148,31 @@ class _Pricer:
     def __init__(self) -> None:
         self._modules: dict[int, Work] = {}
 
-    def module(self, spec: Any) -> Work:
+    def module(self, spec: ModuleSpec) -> Work:
         key = id(spec)
         if key not in self._modules:
             self._modules[key] = Work(0, 1) + self._module_body(spec)
         return self._modules[key]
 
-    def _module_body(self, spec: Any) -> Work:
-        kind = spec.type
-        if kind == "Sequential":
-            total = _NOTHING
-            for layer in spec.layers:
-                total = total + self.module(layer)
-            return total
-        if kind == "Module":
-            return self.program(spec.program, spec.modules)
-        return Work(_LEAF_OPS.get(kind, 1), 0)
+    def _module_body(self, spec: ModuleSpec) -> Work:
+        match spec:
+            case SequentialSpec():
+                total = _NOTHING
+                for layer in spec.layers:
+                    total = total + self.module(layer)
+                return total
+            case CompositeSpec():
+                return self.program(spec.program, spec.modules)
+            case _:
+                return Work(_LEAF_OPS.get(spec.type, 1), 0)
 
-    def program(self, program: Program, modules: dict[str, Any]) -> Work:
+    def program(self, program: Program, modules: Modules) -> Work:
         total = _NOTHING
         for stmt in program.statements:
             total = total + self.expr(stmt.value, modules)
         return total
 
-    def expr(self, expr: Expr, modules: dict[str, Any]) -> Work:
+    def expr(self, expr: Expr, modules: Modules) -> Work:
         if isinstance(expr, Name | Const | IntTuple):
             return _NOTHING
         if isinstance(expr, BinOp):
@@ -194,7 +187,7 @@ class _Pricer:
                 total = total + self.expr(arg, modules)
             if expr.kind == "module":
                 return total + self.module(modules[expr.callee])
-            return total + Work(_FUNCTION_OPS.get(expr.callee, 1), 1)
+            return total + Work(FUNCTIONS[expr.callee].ops, 1)
         if isinstance(expr, MethodCall):
             total = _ONE + self.expr(expr.obj, modules)
             for arg in expr.args:
@@ -218,7 +211,7 @@ class Price:
     calls: int
 
 
-def _too_costly(what: str, price: Work, limits: Any, path: str, line: int | None = None) -> SpecError:
+def _too_costly(what: str, price: Work, limits: SpecLimits, path: str, line: int | None = None) -> SpecError:
     if price.calls > limits.max_calls:
         told = f"{price.calls:,} calls (module, function and operator calls); the limit max_calls is {limits.max_calls:,}"
     else:
@@ -227,7 +220,7 @@ def _too_costly(what: str, price: Work, limits: Any, path: str, line: int | None
     return SpecError("too_costly", message, path, line)
 
 
-def _over(work: Work, limits: Any) -> bool:
+def _over(work: Work, limits: SpecLimits) -> bool:
     return work.ops > limits.max_ops or work.calls > limits.max_calls
 
 
@@ -238,7 +231,7 @@ def _walk(step: BackwardStep | GradStep) -> tuple[bool, bool]:
     return (create if retain is None else bool(retain)) or create, create
 
 
-def check_price(spec: Any, limits: Any) -> Price:
+def check_price(spec: ModelSpec, limits: SpecLimits) -> Price:
     """The price of running ``spec`` (a validated ModelSpec); SpecError("too_costly") past the limits.
 
     The error names the first program line, or the step, at which the run's running total

@@ -35,7 +35,15 @@ from .ir import (  # noqa: F401 (re-exported: the IR is part of this module's in
     TupleExpr,
 )
 from .price import CostlyArithmetic, bounded_arithmetic
-from .vocabulary import FUNCTIONS, METHODS, MODULE_CALL_KWARGS, STRING_KWARGS, Signature
+from .vocabulary import (
+    FUNCTIONS,
+    METHODS,
+    MODULE_CALL_KWARGS,
+    OPERATOR_OF_AST,
+    OPERATORS,
+    STRING_KWARGS,
+    Signature,
+)
 
 # CPython 3.11's ast.parse is not thread-safe (python/cpython#106905): two specs checked at
 # once in the API's threads failed with "SystemError: AST constructor recursion depth
@@ -70,9 +78,6 @@ def signed_number(node: ast.expr) -> tuple[int | float, ast.Constant] | None:
     return None
 
 
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.MatMult: "@"}
-
-
 @dataclass
 class _LineParser:
     program_path: str
@@ -103,9 +108,11 @@ class _LineParser:
         if isinstance(node, ast.Constant):
             return Const(self.number(node))
         if isinstance(node, ast.BinOp):
-            op = _BINOPS.get(type(node.op))
+            op = OPERATOR_OF_AST.get(type(node.op))
             if op is None:
-                raise self.fail(node, f"operator {type(node.op).__name__} is not allowed (use + - * / ** @)")
+                raise self.fail(
+                    node, f"operator {type(node.op).__name__} is not allowed (use {' '.join(OPERATORS)})"
+                )
             return self.arithmetic(node, BinOp(op, self.expr(node.left), self.expr(node.right)))
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.USub):

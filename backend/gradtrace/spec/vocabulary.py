@@ -1,13 +1,22 @@
-"""The program language's vocabulary: which functions and tensor methods a spec may call.
+"""The program language's vocabulary: the one list of what a spec's program may call.
 
-Torch-free signatures only (arity, accepted keyword arguments), so the spec can be checked
-without torch. ``engine/functions.py`` maps the same names to torch callables; a test keeps
-the two key sets identical.
+Its functions (``FUNCTIONS``: where PyTorch keeps each, ``torch`` or ``torch.nn.functional``),
+tensor methods (``METHODS``) and operators (``OPERATORS``), with torch-free signatures (arity,
+accepted keyword arguments) so the spec can be checked without torch. Every stage reads these
+names from here: the program parser (spec/program.py), the price (spec/price.py: each call's
+kernels), the translator both ways (spec/translate: where a name lives in PyTorch), and the
+interpreter (engine/functions.py looks each name up in its home once, at import).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ast
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+Home = Literal["torch", "F"]  # torch.<name>, or torch.nn.functional.<name> (F)
 
 
 @dataclass(frozen=True)
@@ -19,10 +28,18 @@ class Signature:
     kwargs: frozenset[str] = frozenset()
     list_arg: bool = False  # the first positional argument is a list of tensors (cat, stack)
     inplace: bool = False  # modifies its tensor (methods ending in "_")
+    # A function's homes in PyTorch, the first the one the engine calls and the translator writes.
+    homes: tuple[Home, ...] = ("torch",)
+    ops: int = 1  # tensor operations (kernels) one call runs, for the price
 
 
 def _sig(min_args: int, max_args: int | None = None, *kwargs: str, list_arg: bool = False) -> Signature:
     return Signature(min_args, min_args if max_args is None else max_args, frozenset(kwargs), list_arg)
+
+
+def _in(sig: Signature, *homes: Home, ops: int = 1) -> Signature:
+    """``sig`` for a function PyTorch keeps in ``homes`` (the first: the one called)."""
+    return replace(sig, homes=homes, ops=ops)
 
 
 _UNARY = _sig(1)
@@ -32,15 +49,15 @@ _REDUCE = _sig(1, 2, "dim", "keepdim")
 
 FUNCTIONS: dict[str, Signature] = {
     # activations
-    "relu": _UNARY,
-    "gelu": _sig(1, 1, "approximate"),
-    "tanh": _UNARY,
-    "sigmoid": _UNARY,
-    "silu": _UNARY,
-    "leaky_relu": _sig(1, 2, "negative_slope"),
-    "softmax": _sig(1, 2, "dim"),
-    "log_softmax": _sig(1, 2, "dim"),
-    "dropout": _sig(1, 1, "p", "training"),
+    "relu": _in(_UNARY, "F", "torch"),
+    "gelu": _in(_sig(1, 1, "approximate"), "F"),
+    "tanh": _in(_UNARY, "torch", "F"),
+    "sigmoid": _in(_UNARY, "torch", "F"),
+    "silu": _in(_UNARY, "F"),
+    "leaky_relu": _in(_sig(1, 2, "negative_slope"), "F"),
+    "softmax": _in(_sig(1, 2, "dim"), "F", "torch"),
+    "log_softmax": _in(_sig(1, 2, "dim"), "F", "torch"),
+    "dropout": _in(_sig(1, 1, "p", "training"), "F", ops=2),
     # elementwise math
     "exp": _UNARY,
     "log": _UNARY,
@@ -79,12 +96,12 @@ FUNCTIONS: dict[str, Signature] = {
     "cat": _sig(1, 1, "dim", list_arg=True),
     "stack": _sig(1, 1, "dim", list_arg=True),
     # losses
-    "mse_loss": _LOSS,
-    "l1_loss": _LOSS,
-    "cross_entropy": _sig(2, 2, "reduction", "label_smoothing"),
-    "nll_loss": _LOSS,
-    "binary_cross_entropy": _LOSS,
-    "binary_cross_entropy_with_logits": _LOSS,
+    "mse_loss": _in(_LOSS, "F", ops=3),
+    "l1_loss": _in(_LOSS, "F", ops=3),
+    "cross_entropy": _in(_sig(2, 2, "reduction", "label_smoothing"), "F", ops=3),
+    "nll_loss": _in(_LOSS, "F", ops=2),
+    "binary_cross_entropy": _in(_LOSS, "F", ops=3),
+    "binary_cross_entropy_with_logits": _in(_LOSS, "F", ops=4),
     # constants shaped like a tensor (no grad)
     "ones_like": _UNARY,
     "zeros_like": _UNARY,
@@ -138,6 +155,18 @@ METHODS: dict[str, Signature] = {
     "zero_": Signature(0, 0, inplace=True),
     "clamp_": Signature(0, 0, frozenset({"min", "max"}), inplace=True),
 }
+
+# The language's binary operators: how Python spells each, and what computes it (on tensors in
+# the engine, on number constants in the price).
+OPERATORS: dict[str, tuple[type[ast.operator], Callable[[Any, Any], Any]]] = {
+    "+": (ast.Add, operator.add),
+    "-": (ast.Sub, operator.sub),
+    "*": (ast.Mult, operator.mul),
+    "/": (ast.Div, operator.truediv),
+    "**": (ast.Pow, operator.pow),
+    "@": (ast.MatMult, operator.matmul),
+}
+OPERATOR_OF_AST = {node: symbol for symbol, (node, _) in OPERATORS.items()}
 
 # Keyword arguments that take a string, with the strings they accept.
 STRING_KWARGS: dict[str, frozenset[str]] = {

@@ -12,11 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..program import signed_number
-from ..vocabulary import FUNCTIONS, METHODS
+from ..vocabulary import FUNCTIONS, METHODS, OPERATOR_OF_AST
 from .errors import describe, unsupported
 from .torch_names import F_NAMES, FUNCTION_KEYWORDS, METHOD_KEYWORDS, TORCH_NAMES
 
-_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult)
 FUNCTIONAL = "torch.nn.functional"
 
 
@@ -72,7 +71,7 @@ def convert(node: ast.expr, ctx: ExprContext) -> ast.expr:
             return ast.Constant(node.value)
         raise unsupported(node, f"{describe(node)} is not supported (numbers only)")
     if isinstance(node, ast.BinOp):
-        if not isinstance(node.op, _BINOPS):
+        if not isinstance(node.op, tuple(OPERATOR_OF_AST)):
             raise unsupported(node, f"operator {type(node.op).__name__} is not supported (use + - * / ** @)")
         return ast.BinOp(convert(node.left, ctx), node.op, convert(node.right, ctx))
     if isinstance(node, ast.UnaryOp):

@@ -73,11 +73,12 @@ def modules_with_parameters(t: Translation) -> list[str]:
     return [name for name, spec in t.modules.items() if has_parameters(spec)]
 
 
-def add_step(t: Translation, spec: dict[str, Any], node: ast.AST) -> None:
-    if spec["do"] != "zero_grad":
+def add_step(t: Translation, spec: dict[str, Any], node: ast.AST, *, zeroing: bool = False) -> None:
+    """``spec`` as the next step; ``zeroing``: it is the zero_grad step ``end_zero`` closes."""
+    if not zeroing:
         end_zero(t)
     flush(t)
-    if spec["do"] != "zero_grad":
+    if not zeroing:
         t.before_forward(node)
     if t.phase != "setup":
         t.phase = "steps"
@@ -234,7 +235,7 @@ def end_zero(t: Translation) -> None:
             zero["node"], f"the spec's zero_grad clears every leaf's .grad; add {', '.join(hints)} here"
         )
     spec = {"do": "zero_grad"} if zero["set_to_none"] else {"do": "zero_grad", "set_to_none": False}
-    add_step(t, spec, zero["node"])
+    add_step(t, spec, zero["node"], zeroing=True)
 
 
 def flush(t: Translation) -> None:

@@ -29,25 +29,12 @@ LAYER_POSITIONAL: dict[str, tuple[str, ...]] = {
 # Layers that draw from the RNG when constructed (so the order of construction matters).
 DRAWING_LAYERS = frozenset({"Linear", "Conv1d", "Conv2d", "Embedding", "MultiheadAttention"})
 
-# Functions PyTorch has only in torch.nn.functional (the engine calls F.<name>); the rest live in torch.
-F_ONLY = frozenset(
-    {
-        "gelu",
-        "silu",
-        "leaky_relu",
-        "dropout",
-        "mse_loss",
-        "l1_loss",
-        "cross_entropy",
-        "nll_loss",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-    }
-)
-F_NAMES = F_ONLY | {"relu", "softmax", "log_softmax", "tanh", "sigmoid"}
-TORCH_NAMES = frozenset(FUNCTIONS) - F_ONLY
+# Where PyTorch keeps each function (the vocabulary's ``homes``): F is torch.nn.functional.
+F_ONLY = frozenset(name for name, sig in FUNCTIONS.items() if sig.homes == ("F",))
+F_NAMES = frozenset(name for name, sig in FUNCTIONS.items() if "F" in sig.homes)
+TORCH_NAMES = frozenset(name for name, sig in FUNCTIONS.items() if "torch" in sig.homes)
 # Where spec_to_python writes each function: the callable the engine itself runs.
-F_PREFERRED = F_ONLY | {"relu", "softmax", "log_softmax"}
+F_PREFERRED = frozenset(name for name, sig in FUNCTIONS.items() if sig.homes[0] == "F")
 
 # Positional arguments PyTorch takes that the spec's vocabulary writes as keywords.
 FUNCTION_KEYWORDS: dict[str, tuple[str, ...]] = {
