@@ -13,6 +13,12 @@ window turns. Which client a trace is for reaches the service through ``CURRENT_
 set by the API's rate-limit dependency for the request's task (copied into the tasks it
 starts, e.g. the two sides of a compare).
 
+A task's seconds are also reserved before it runs (``reserve``: what the client's tasks took
+lately, ``service/client_share.py``) and the difference settled after (``charge``): tasks of
+one client in flight at once count against its budget from the start, so ten of them started
+together no longer all pass a budget none of them has charged yet. ``reserve`` refuses once
+the budget (reservations included) is used up, as ``hit`` does.
+
 While Redis is away (down, or frozen: see ``redis_breaker``), the Redis limiter counts in
 process instead, with the same limits: each replica then limits on its own (a client spread
 over N replicas gets up to N times its share) until Redis answers again; nothing is let
@@ -77,6 +83,15 @@ class MemoryRateLimiter:
         self._turn(window)
         self._seconds[client] = self._seconds.get(client, 0.0) + seconds
 
+    async def reserve(self, client: str, seconds: float) -> Verdict:
+        window, retry = _window(time.time())
+        self._turn(window)
+        used = self._seconds.get(client, 0.0)
+        if self._budget and used >= self._budget:
+            return Verdict(False, 0, retry, "worker_time")
+        self._seconds[client] = used + seconds
+        return Verdict(True, 0, retry)
+
     async def close(self) -> None:
         self._counts.clear()
         self._seconds.clear()
@@ -119,6 +134,21 @@ class RedisRateLimiter:
             await self._breaker.call(pipe.execute())
         except RedisAway:
             await self._fallback.charge(client, seconds)
+
+    async def reserve(self, client: str, seconds: float) -> Verdict:
+        window, retry = _window(time.time())
+        key = f"{self.SECONDS_PREFIX}{window}:{client}"
+        pipe = self._redis.pipeline()
+        pipe.incrbyfloat(key, seconds)
+        pipe.expire(key, WINDOW_S * 2)
+        try:
+            total, _ = await self._breaker.call(pipe.execute())
+        except RedisAway:
+            return await self._fallback.reserve(client, seconds)
+        if self._budget and float(total) - seconds >= self._budget:
+            await self.charge(client, -seconds)  # not admitted: the reservation is taken back
+            return Verdict(False, 0, retry, "worker_time")
+        return Verdict(True, 0, retry)
 
     async def close(self) -> None:
         await self._fallback.close()

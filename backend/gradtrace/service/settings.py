@@ -87,6 +87,10 @@ class Settings:
     worker_cpu_s: int = 30
     worker_memory_mb: int = 2048
     queue_limit: int = 8  # traces waiting beyond the busy workers before we shed load with 503
+    # One client's share (with the rate limit on): tasks on the workers at once (0: half the
+    # workers, at least one) and tasks waiting for its turn beyond them; past that, 429.
+    client_tasks: int = 0
+    client_waiting: int = 4
     # The jail for pasted programs (POST /run): templates (one run at a time each), and each
     # run's wall-clock deadline, CPU seconds, address space beyond the template's, processes
     # and threads, open files, largest file, private /tmp, and bounds on what comes back.
@@ -151,6 +155,8 @@ class Settings:
             worker_cpu_s=_int(env, "GRADTRACE_WORKER_CPU_SECONDS", base.worker_cpu_s),
             worker_memory_mb=_int(env, "GRADTRACE_WORKER_MEMORY_MB", base.worker_memory_mb),
             queue_limit=_int(env, "GRADTRACE_QUEUE_LIMIT", base.queue_limit),
+            client_tasks=_int(env, "GRADTRACE_CLIENT_TASKS", base.client_tasks),
+            client_waiting=_int(env, "GRADTRACE_CLIENT_WAITING", base.client_waiting),
             runner_workers=_int(env, "GRADTRACE_RUNNER_WORKERS", base.runner_workers),
             run_timeout_s=_float(env, "GRADTRACE_RUN_TIMEOUT", base.run_timeout_s),
             run_cpu_s=_int(env, "GRADTRACE_RUN_CPU_SECONDS", base.run_cpu_s),

@@ -21,23 +21,28 @@ store (``SpecStore.mark_costly``: every replica sees it); from then on it is ref
 with 413 ``too_costly`` — a 4xx, so clients do not retry it: the same spec would only hold a
 worker for the whole deadline again. The seconds a worker spends on a request (the whole
 deadline for one that ran past it) are charged to the client's worker-time budget in the
-rate limiter (``service/ratelimit.py``).
+rate limiter (``service/ratelimit.py``): reserved before the run (what its tasks took lately),
+settled after. A client runs at most a share of the workers at once, a few more of its tasks
+waiting their turn outside the pool's queue (``service/client_share.py``): one address with
+many connections cannot fill the queue and shed everyone else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from gradtrace.problem import Problem
 from gradtrace.service.cache import CachedBody, TraceCache, make_cache
+from gradtrace.service.client_share import ClientShare
 from gradtrace.service.disk_cache import DiskEntry
 from gradtrace.service.hashing import compare_key, run_key, trace_key
 from gradtrace.service.jail_pool import JailPool, outcome_of
-from gradtrace.service.ratelimit import CURRENT_CLIENT
+from gradtrace.service.ratelimit import CURRENT_CLIENT, WINDOW_S
 from gradtrace.service.runner import Answer, TaskRunner, WorkerUnavailable
 from gradtrace.service.settings import Settings
 from gradtrace.service.single_flight import SingleFlight
@@ -82,6 +87,10 @@ class TraceService:
         self._inflight: SingleFlight[bytes] = SingleFlight()  # traces and comparisons, by cache key
         self._store: Any = None  # SpecStore: remembers traces past the deadline
         self._limiter: Any = None  # rate limiter: charged with worker time
+        # each client's turns on the workers and expected task time (with the rate limiter)
+        self._share = ClientShare(
+            settings.client_tasks or settings.workers // 2, settings.client_waiting, settings.queue_timeout_s
+        )
 
     def attach(self, store: Any, limiter: Any) -> None:
         """The permalink store (costly traces) and the rate limiter (worker time); either may be None."""
@@ -161,22 +170,38 @@ class TraceService:
     async def _in_worker(
         self, key: str, run: Callable[[], Awaitable[Answer]], remember_costly: bool = False
     ) -> bytes:
-        """One task in a worker: its time charged to the client (the whole deadline when it ran
-        past it, then remembered by ``key`` if ``remember_costly``), the worker's Problem raised
-        as it is, a result cached under ``key``."""
+        """One task in a worker, in its client's turn (``service/client_share.py``), its expected
+        time reserved in the client's budget before it runs and settled after (the whole
+        deadline when it ran past it, then remembered by ``key`` if ``remember_costly``); the
+        worker's Problem raised as it is, a result cached under ``key``."""
+        client = CURRENT_CLIENT.get()
+        if self._limiter is None or client is None:  # no per-client limits (the rate limit is off)
+            return await self._run_task(key, run, remember_costly, None)
+        async with self._share.turn(client):
+            bill = await self._reserve(client)
+            return await self._run_task(key, run, remember_costly, bill)
+
+    async def _run_task(
+        self, key: str, run: Callable[[], Awaitable[Answer]], remember_costly: bool, bill: _Bill | None
+    ) -> bytes:
+        spent = 0.0  # worker seconds to charge: none when the task never held a worker
         try:
-            answer = await run()
-        except WorkerUnavailable as exc:
-            deadlines = {
-                "trace_timeout": self.settings.trace_timeout_s,
-                "run_timeout": self.settings.run_timeout_s,
-            }
-            if exc.code in deadlines:  # held a worker (or a runner) for the whole deadline: charged so
-                await self._charge(deadlines[exc.code])
-                if remember_costly:
-                    await self._remember_costly(key, exc.message)
-            raise
-        await self._charge(answer.seconds)
+            try:
+                answer = await run()
+            except WorkerUnavailable as exc:
+                deadlines = {
+                    "trace_timeout": self.settings.trace_timeout_s,
+                    "run_timeout": self.settings.run_timeout_s,
+                }
+                if exc.code in deadlines:  # held a worker (or a runner) for the whole deadline: charged so
+                    spent = deadlines[exc.code]
+                    if remember_costly:
+                        await self._remember_costly(key, exc.message)
+                raise
+            spent = answer.seconds
+        finally:
+            if bill is not None:
+                await self._settle(bill, spent)
         if isinstance(answer.value, Problem):
             raise answer.value
         await self.cache.set(key, answer.value)
@@ -206,7 +231,35 @@ class TraceService:
         except StoreUnavailable:
             log.warning("could not remember a trace past the deadline (store unavailable)")
 
-    async def _charge(self, seconds: float) -> None:
-        client = CURRENT_CLIENT.get()
-        if self._limiter is not None and client is not None and seconds > 0:
-            await self._limiter.charge(client, seconds)
+    async def _reserve(self, client: str) -> _Bill:
+        """The client's expected worker seconds, reserved in its budget; 429 when it is used up
+        (its tasks in flight included)."""
+        estimate = self._share.estimate(client)
+        verdict = await self._limiter.reserve(client, estimate)
+        if not verdict.allowed:
+            raise Problem(
+                "worker_time_exceeded",
+                "this client's share of worker time for this minute is taken (by its traces "
+                f"running or waiting); retry after {verdict.retry_after} s",
+                status=429,
+                headers={"Retry-After": str(verdict.retry_after), "RateLimit-Remaining": "0"},
+            )
+        return _Bill(client, estimate, int(time.time() // WINDOW_S))
+
+    async def _settle(self, bill: _Bill, spent: float) -> None:
+        """Charge what the task took, less what was reserved for it (in the same minute)."""
+        if spent > 0:
+            self._share.observe(bill.client, spent)
+        same_window = int(time.time() // WINDOW_S) == bill.window
+        owed = spent - bill.reserved if same_window else spent
+        if owed:
+            await self._limiter.charge(bill.client, owed)
+
+
+@dataclass(frozen=True)
+class _Bill:
+    """Worker seconds reserved for a task of ``client`` in the rate limiter's ``window``."""
+
+    client: str
+    reserved: float
+    window: int
