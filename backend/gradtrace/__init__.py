@@ -220,10 +220,17 @@ def show(model: Any, inputs: Any = None, loss_fn: Any = None, **options: Any) ->
     numbers unless ``value_budget`` is given, so the cell stays small: every tensor keeps its
     statistics); ``show(a_trace)`` shows a trace you already have. Returns None, so the
     player is not shown twice; keep the trace with ``t = gradtrace.trace(...)`` and
-    ``gradtrace.show(t)``. Outside IPython it raises ``RenderUnavailable`` (save an HTML file).
+    ``gradtrace.show(t)``. ``show(gradtrace.load_run(path))`` shows a watched run's view
+    (a cell ending with the run shows it too). Outside IPython it raises ``RenderUnavailable``
+    (save an HTML file).
     """
     from gradtrace.render.notebook import NOTEBOOK_VALUE_BUDGET, display_trace
+    from gradtrace.runs import Run
 
+    if isinstance(model, Run):  # a watched run: its run view
+        _show_runs_in_notebooks()
+        display_trace(model)
+        return
     if isinstance(model, Trace):
         if inputs is not None or loss_fn is not None or options:
             raise TypeError("show(a_trace) takes no inputs, loss_fn or options: the trace is already made")
@@ -293,4 +300,23 @@ def load_run(path: Any) -> Any:
     ``.node_grad_norm(node)``, ``.flags``, ``.to_pandas()``, …)."""
     from gradtrace.runs import load_run as load
 
-    return load(path)
+    run = load(path)
+    _show_runs_in_notebooks()
+    return run
+
+
+def _show_runs_in_notebooks() -> None:
+    """In IPython (Jupyter, VS Code), a cell that ends with a Run shows its run view inline
+    (``render.run_page``: the graph coloured by gradient norm, the Step slider, the loss, the
+    flags, the layer × step heatmaps), as a cell ending with a Trace shows the player."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from gradtrace.render.run_page import run_notebook_html
+    from gradtrace.runs import Run
+
+    shell.display_formatter.formatters["text/html"].for_type(Run, run_notebook_html)

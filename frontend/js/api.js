@@ -88,6 +88,12 @@ export const api = {
   savedTrace: (id) => requestTrace(`/api/v1/specs/${encodeURIComponent(id)}/trace`),
   /** The trace file `gradtrace view FILE` serves (404 on a plain `gradtrace serve`). */
   openedTrace: () => requestTrace("/api/v1/opened-trace"),
+  /** The gallery's whole programs (gradtrace.watch training runs): [{id, title, description, python}]. */
+  programExamples: () => request("/api/v1/program-examples"),
+  /** The run `gradtrace view RUN_DIR` serves: its run view document, as committed now. */
+  openedRun: () => request("/api/v1/opened-run", { cache: "no-store" }),
+  /** The full trace that run saved at `step`, as text (the player reads it as it reads a file). */
+  openedRunTrace: async (step) => (await send(`/api/v1/opened-run/traces/${encodeURIComponent(step)}`)).text(),
   /** A permalink as the one-file offline player: {blob, filename} (the server names the file). */
   async playerHtml(id, theme = "") {
     const query = theme ? `?theme=${encodeURIComponent(theme)}` : "";

@@ -1,7 +1,8 @@
 // Where traces come from: an example (spec into the editor, then POST /trace), the editor's
 // own text (Run: a spec traced, or in the PyTorch tab the program run as written, POST /run),
 // a permalink (?spec=<id> or #spec=<id>; a program's: ?run=<id>), the embed page (/embed/<id>),
-// or a trace.json the user opened (Open, a dropped file, or `gradtrace view`: ?opened=<file name>).
+// or a trace.json the user opened (Open, a dropped file, or `gradtrace view`: ?opened=<file name>),
+// or a full trace the run view handed over (?handoff=trace, handoff.js).
 // Errors go to the editor at the line the API names; successful traces go to showTrace.
 //
 // The URL always names what is on screen: an example by id, anything else by permalink. Running
@@ -13,6 +14,8 @@
 // its trace arrived) stops without touching the editor, the select or the graph.
 
 import { api, ApiError } from "./api.js";
+import { takeHandoff } from "./handoff.js";
+import { parseTrace } from "./opentrace.js";
 import { readHash } from "./state.js";
 
 export function createLoaders({ editor, store, showTrace, setStatus, programOutput = null }) {
@@ -211,6 +214,9 @@ export function createLoaders({ editor, store, showTrace, setStatus, programOutp
     select.replaceChildren(...examples.map((e) => Object.assign(document.createElement("option"), { value: e.id, textContent: e.title || e.id, title: e.description || "" })));
     for (const [k, e] of examples.entries()) select.options[k].dataset.description = e.description || "";
     const { spec, example, run } = store.get();
+    // A full trace the run view handed over (its "Open in the player"), unless another source was chosen since.
+    const handed = new URLSearchParams(location.search).get("handoff") === "trace" && takeHandoff("trace");
+    if (handed && !spec && !readHash(location.hash).example) return openTrace(parseTrace(handed.text), handed.name, readHash(location.hash));
     // `gradtrace view`'s page opens its file, unless the user has since chosen another source.
     const opened = new URLSearchParams(location.search).get("opened");
     if (opened && !spec && !readHash(location.hash).example) return openServedTrace(opened, readHash(location.hash));

@@ -1,9 +1,11 @@
 // Open a trace.json the user has on disk (one written by `gradtrace trace` or by
 // gradtrace.trace(model, …) in Python): the Open button, or a file dropped anywhere on the page.
+// A training run's file (the run view's Download) goes to the run view (handoff.js).
 // The file is read here, in the browser, never uploaded. checkTrace says in one sentence why a
 // document cannot be shown (not JSON, a spec rather than a trace, another schema_version) before
 // anything on screen changes; a bad file leaves the trace that was shown in place.
 
+import { handOff } from "./handoff.js";
 import { resolveTensorData } from "./tensordata.js";
 
 /** The trace document versions this viewer draws (tensordata.js reads both number layouts). */
@@ -32,24 +34,39 @@ export function checkTrace(doc) {
   return "";
 }
 
-/** Parse and check a trace's text; throws an Error whose message says what is wrong. */
-export function parseTrace(text) {
-  let doc;
+/** The JSON of a file's text; throws an Error saying it is not JSON. */
+function parseJson(text) {
   try {
-    doc = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
     throw new Error(`it is not JSON (${err.message})`);
   }
+}
+
+/** A parsed document as a trace ready for showTrace; throws an Error saying what is wrong. */
+function traceOf(doc) {
   const why = checkTrace(doc);
   if (why) throw new Error(why);
   return resolveTensorData(doc);
 }
 
+/** Parse and check a trace's text; throws an Error whose message says what is wrong. */
+export function parseTrace(text) {
+  return traceOf(parseJson(text));
+}
+
+async function readText(file) {
+  if (file.size > MAX_FILE_BYTES) throw new Error(`it is ${Math.round(file.size / 2 ** 20)} MiB, more than this viewer opens (${MAX_FILE_BYTES / 2 ** 20} MiB)`);
+  return file.text();
+}
+
 /** Read a File (from the picker or a drop) into a trace ready for showTrace. */
 export async function readTraceFile(file) {
-  if (file.size > MAX_FILE_BYTES) throw new Error(`it is ${Math.round(file.size / 2 ** 20)} MiB, more than this viewer opens (${MAX_FILE_BYTES / 2 ** 20} MiB)`);
-  return parseTrace(await file.text());
+  return parseTrace(await readText(file));
 }
+
+/** A training run's file (the run view's Download: gradtrace.watch's run) is the run view's to show. */
+const isRun = (doc) => typeof doc?.format === "string" && doc.format.startsWith("gradtrace-run-view/");
 
 const carriesFiles = (e) => [...(e.dataTransfer?.types || [])].includes("Files");
 
@@ -62,7 +79,10 @@ export function bindOpenTrace({ button, input, target, open, refuse }) {
     if (!file) return;
     let trace;
     try {
-      trace = await readTraceFile(file);
+      const text = await readText(file);
+      const doc = parseJson(text);
+      if (isRun(doc)) return handOff("run", file.name, text, "/watch.html?handoff=run");
+      trace = traceOf(doc);
     } catch (err) {
       refuse(file.name, err.message);
       return;

@@ -3,6 +3,18 @@
 // outputParts is pure (tested in tests/frontend); createProgramOutput only writes the DOM.
 
 import { h } from "./dom.js";
+import { handOff } from "./handoff.js";
+
+/** A program that called gradtrace.watch: the link to its run in the run view (its permalink's
+ * URL, else the run handed over in this tab), or null. */
+export function runLink(result) {
+  const run = result?.watch;
+  if (!run) return null;
+  const flags = run.flags.length;
+  const text = `Open its training run: ${run.steps.length} logged steps, ${flags} flag${flags === 1 ? "" : "s"} →`;
+  if (result.id) return h("a", { class: "program-output-run", href: `/watch.html?program=${encodeURIComponent(result.id)}`, text });
+  return h("button", { type: "button", class: "program-output-run", text, onclick: () => handOff("run", "your program's run", JSON.stringify(run), "/watch.html?handoff=run") });
+}
 
 /** The panel's parts for one /api/v1/run answer: [{kind: "stdout"|"stderr"|"note"|"exception", text}]. */
 export function outputParts(result) {
@@ -36,7 +48,7 @@ export function createProgramOutput(el) {
             parts.map((p) => h("span", { class: `program-output-${p.kind}`, text: `${p.text}\n` })),
           )
         : null; // nothing printed: the heading says so
-      el.replaceChildren(...[h("h2", { class: "program-output-title", text: outputSummary(result) }), pre].filter(Boolean));
+      el.replaceChildren(...[h("h2", { class: "program-output-title", text: outputSummary(result) }), runLink(result), pre].filter(Boolean));
       el.hidden = false;
     },
     clear() {

@@ -1,15 +1,22 @@
-// The run view (watch.html): a run gradtrace.watch wrote, opened by `gradtrace view RUN_DIR`.
-// The grad_fn graph coloured by the gradient norm each node passes back (log scale) at the
-// chosen step; the Step scrubber with play, the loss curve above it with the flags marked; a
-// node's sparkline in the inspector. The run is asked for again while the page is open: a run
-// still being written grows here.
+// The run view (watch.html): a run gradtrace.watch wrote, from `gradtrace view RUN_DIR`, a
+// program run on the server (the gallery's, or pasted), a file, or a notebook cell
+// (watchsource.js). The grad_fn graph coloured by the gradient norm each node passes back (log
+// scale) at the chosen step; the Step scrubber with play, the loss curve above it with the flags
+// marked; repeated blocks folded into layer × step heatmaps (watchheatmap.js); a node's sparkline
+// in the inspector; a saved full trace opened in the player. A run still being written
+// (`gradtrace view`) is asked for again while the page is open and grows here.
+
+import { handOff } from "./handoff.js";
+import { drawHeatmaps } from "./watchheatmap.js";
+import { api } from "./api.js";
+import { fullTraceText, parseRun, sourceOfPage } from "./watchsource.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const NODE_W = 150, NODE_H = 24, GAP_X = 14, GAP_Y = 22, POLL_MS = 3000;
 // A sequential ramp from small (dark blue) to large (yellow) gradients, in log10.
 const RAMP = [[0.0, [35, 23, 92]], [0.25, [59, 82, 139]], [0.5, [33, 145, 140]], [0.75, [94, 201, 98]], [1.0, [253, 231, 37]]];
 
-const state = { run: null, at: 0, selected: null, playing: null, layout: null, range: [0, 1] };
+const state = { run: null, at: 0, selected: null, playing: null, layout: null, range: [0, 1], source: null, heat: () => {}, name: "run" };
 
 function el(name, attrs = {}, parent = null) {
   const e = document.createElementNS(SVG, name);
@@ -18,7 +25,7 @@ function el(name, attrs = {}, parent = null) {
   return e;
 }
 
-function num(v) {
+export function num(v) {
   if (v === "NaN") return NaN;
   if (v === "Infinity") return Infinity;
   if (v === "-Infinity") return -Infinity;
@@ -62,8 +69,10 @@ function layout(run) {
   for (let i = 0; i < n; i += 1) (rows[depth[i]] ||= []).push(i);
   const pos = new Array(n);
   let width = 0;
+  // Data flows top to bottom (VIEWER.md): the loss, depth 0, at the bottom; gradients climb.
+  const last = rows.length - 1;
   rows.forEach((row, d) => row.forEach((i, k) => {
-    pos[i] = { x: 10 + k * (NODE_W + GAP_X), y: 10 + d * (NODE_H + GAP_Y) };
+    pos[i] = { x: 10 + k * (NODE_W + GAP_X), y: 10 + (last - d) * (NODE_H + GAP_Y) };
     width = Math.max(width, pos[i].x + NODE_W + 10);
   }));
   return { pos, width, height: 20 + rows.length * (NODE_H + GAP_Y) };
@@ -79,7 +88,7 @@ function drawGraph() {
   const edges = el("g", {}, svg);
   for (const [a, b] of run.edges) {
     const p = pos[a], q = pos[b];
-    el("path", { class: "watch-edge", d: `M${p.x + NODE_W / 2},${p.y + NODE_H} C${p.x + NODE_W / 2},${p.y + NODE_H + GAP_Y / 2} ${q.x + NODE_W / 2},${q.y - GAP_Y / 2} ${q.x + NODE_W / 2},${q.y}` }, edges);
+    el("path", { class: "watch-edge", d: `M${p.x + NODE_W / 2},${p.y} C${p.x + NODE_W / 2},${p.y - GAP_Y / 2} ${q.x + NODE_W / 2},${q.y + NODE_H + GAP_Y / 2} ${q.x + NODE_W / 2},${q.y + NODE_H}` }, edges);
   }
   const flagged = new Set(run.flags.map((f) => f.node));
   run.nodes.forEach((node, i) => {
@@ -87,7 +96,7 @@ function drawGraph() {
     el("title", {}, g).textContent = node.key;
     el("rect", { width: NODE_W, height: NODE_H, rx: 4 }, g);
     const label = el("text", { x: 6, y: 16 }, g);
-    label.textContent = shorten(`${node.module === "(model)" ? "" : node.module + " "}${node.op.replace(/Backward\d*$/, "")}`, 24);
+    label.textContent = shorten(node.param ? `${node.param}.grad` : `${node.module === "(model)" ? "" : node.module + " "}${node.op.replace(/Backward\d*$/, "")}`, 24);
     g.addEventListener("click", () => select(node.key));
     g.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") select(node.key); });
   });
@@ -114,6 +123,11 @@ function paint() {
   document.getElementById("step-now").textContent = `${run.steps[state.at] ?? "–"} (${state.at + 1} of ${run.steps.length} logged)`;
   drawLoss();
   drawInspector();
+  state.heat(state.at, state.selected);
+  const traced = run.traces?.[String(run.steps[state.at])];
+  const open = document.getElementById("open-trace");
+  open.hidden = !traced || state.source?.kind === "embedded";
+  open.textContent = traced ? `Open step ${run.steps[state.at]} in the player (${traced})` : "Open in the player";
 }
 
 function sparkline(values, width, height, marker) {
@@ -130,7 +144,7 @@ function sparkline(values, width, height, marker) {
 
 function drawLoss() {
   const run = state.run, svg = document.getElementById("loss");
-  const width = svg.clientWidth || 800, height = 90;
+  const width = svg.clientWidth || 800, height = 72;
   svg.replaceChildren();
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   const losses = run.loss.map(num), n = run.steps.length;
@@ -141,7 +155,7 @@ function drawLoss() {
     const y = (v) => height - 14 - (hi > lo ? (v - lo) / (hi - lo) : 0.5) * (height - 28);
     const pts = losses.map((v, k) => (v !== null && Number.isFinite(v) ? `${x(k)},${y(v)}` : null)).filter(Boolean);
     el("polyline", { points: pts.join(" "), fill: "none", stroke: "var(--gt-grad)", "stroke-width": 1.5 }, svg);
-    el("text", { x: 8, y: 10, "font-size": 10, fill: "currentColor" }, svg).textContent = `loss ${finite[0].toPrecision(3)} → ${finite[finite.length - 1].toPrecision(3)}`;
+    el("text", { x: 14, y: 10, "font-size": 10, fill: "currentColor" }, svg).textContent = `loss ${finite[0].toPrecision(4)} → ${finite[finite.length - 1].toPrecision(4)} (this curve spans ${lo.toPrecision(4)} to ${hi.toPrecision(4)})`;
   }
   el("line", { x1: x(state.at), x2: x(state.at), y1: 0, y2: height, stroke: "currentColor", "stroke-dasharray": "2 2" }, svg);
   for (const f of run.flags) {
@@ -176,19 +190,32 @@ function drawInspector() {
 
 function select(key) { state.selected = key; paint(); }
 
-function goToFlag(f) {
-  const k = state.run.steps.indexOf(f.step);
-  if (k >= 0) state.at = k;
-  if (f.node && state.run.nodes.some((n) => n.key === f.node)) state.selected = f.node;
+function goTo(k, key) {
+  state.at = k;
+  if (key) state.selected = key;
   paint();
-  const g = document.querySelector(`#graph .watch-node[data-key="${CSS.escape(f.node ?? "")}"]`);
+  const g = key && document.querySelector(`#graph .watch-node[data-key="${CSS.escape(key)}"]`);
   if (g) g.scrollIntoView({ block: "center", inline: "center" });
 }
+
+// A flag names a node (a graph node's key) or, for `stalled`, a parameter: its AccumulateGrad.
+function flagNode(f) {
+  const nodes = state.run.nodes;
+  return (nodes.find((n) => n.key === f.node) || nodes.find((n) => n.param && n.param === f.node))?.key ?? null;
+}
+
+function goToFlag(f) {
+  const k = state.run.steps.indexOf(f.step);
+  goTo(k >= 0 ? k : state.at, flagNode(f));
+}
+
+const FLAGS_SHOWN = 12;
 
 function drawFlags() {
   const list = document.getElementById("flags");
   list.replaceChildren();
-  for (const f of state.run.flags) {
+  const flags = state.run.flags;
+  for (const f of flags.slice(0, FLAGS_SHOWN)) {
     const li = document.createElement("li");
     const b = document.createElement("button");
     b.type = "button";
@@ -198,6 +225,23 @@ function drawFlags() {
     li.append(b);
     list.append(li);
   }
+  if (!flags.length) {
+    const none = document.createElement("li");
+    none.className = "watch-flags-more";
+    none.textContent = "No flags: no gradient vanished, exploded, went NaN or inf, died behind a ReLU or stalled.";
+    list.append(none);
+  }
+  if (flags.length > FLAGS_SHOWN) {
+    const more = document.createElement("li");
+    more.className = "watch-flags-more";
+    const kinds = {};
+    for (const f of flags.slice(FLAGS_SHOWN)) kinds[f.kind] = (kinds[f.kind] || 0) + 1;
+    more.textContent = `and ${flags.length - FLAGS_SHOWN} more (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(", ")}): each is marked on the loss curve`;
+    list.append(more);
+  }
+  const cut = document.getElementById("run-cut");
+  cut.hidden = !state.run.cut?.length;
+  cut.textContent = (state.run.cut || []).join(" · ");
 }
 
 function drawLegend() {
@@ -219,17 +263,13 @@ function show(run) {
   const slider = document.getElementById("step");
   slider.max = String(Math.max(0, run.steps.length - 1));
   state.at = atEnd && state.playing === null ? Math.max(0, run.steps.length - 1) : Math.min(state.at, run.steps.length - 1);
-  if (state.selected === null && run.flags.length) state.selected = run.flags[0].node;
+  if (state.selected === null && run.flags.length) state.selected = flagNode(run.flags[0]);
   document.getElementById("run-title").textContent = `${run.meta.model ?? "model"}: ${run.steps.length} logged steps, every ${run.meta.every}${run.sampled ? " (sampled)" : ""}`;
+  document.getElementById("download-run").disabled = false;
   drawLegend();
   drawFlags();
+  state.heat = drawHeatmaps(document.getElementById("blocks"), run, { colour: (v) => colour(v, state.range), num, go: goTo });
   if (sameGraph) paint(); else drawGraph();
-}
-
-async function fetchRun() {
-  const res = await fetch("/api/v1/opened-run", { cache: "no-store" });
-  if (!res.ok) throw new Error(`the run could not be read (${res.status})`);
-  return res.json();
 }
 
 function play() {
@@ -244,24 +284,104 @@ function play() {
   }, 200);
 }
 
-async function start() {
+function setStatus(text, error = false) {
   const status = document.getElementById("status");
+  status.textContent = text;
+  status.classList.toggle("is-error", error);
+}
+
+/** The gallery's training runs in the select; choosing one opens it (the URL names it). */
+async function fillExamples(source) {
+  const select = document.getElementById("example");
+  let programs;
+  try {
+    programs = await api.programExamples();
+  } catch {
+    return; // a server without the gallery (or none: a notebook)
+  }
+  select.replaceChildren(...programs.map((p) => new Option(p.title, p.id)));
+  if (source.kind !== "example") select.prepend(new Option(source.kind === "opened" ? "the run gradtrace view opened" : source.kind === "file" ? `opened file ${source.name}` : "your program's run", ""));
+  select.value = source.kind === "example" ? source.id : "";
+  select.addEventListener("change", () => {
+    if (select.value) location.assign(`/watch.html?example=${encodeURIComponent(select.value)}`);
+  });
+  select.closest("label").hidden = false;
+}
+
+function showAbout(text) {
+  const about = document.getElementById("run-about");
+  about.hidden = !text;
+  about.textContent = text || "";
+}
+
+async function openInPlayer() {
+  const step = state.run.steps[state.at];
+  try {
+    const text = await fullTraceText(state.run, step, state.source);
+    handOff("trace", `${state.name} step ${step}.json`, text, "/?handoff=trace");
+  } catch (err) {
+    setStatus(`the full trace of step ${step} cannot be opened: ${err.message}`, true);
+  }
+}
+
+function download() {
+  const blob = new Blob([JSON.stringify(state.run)], { type: "application/json" });
+  const a = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: `${state.name}.run.json` });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+function bindOpen() {
+  const input = document.getElementById("open-run-file");
+  document.getElementById("open-run").addEventListener("click", () => input.click());
+  input.addEventListener("change", async () => {
+    const [file] = input.files;
+    input.value = "";
+    if (!file) return;
+    try {
+      const run = parseRun(await file.text());
+      state.source = { kind: "file", name: file.name, poll: false };
+      state.name = file.name.replace(/(\.run)?\.json$/, "");
+      state.run = null; // another run: laid out afresh
+      state.selected = null;
+      showAbout(`A run opened from the file ${file.name}, read in this browser.`);
+      show(run);
+      setStatus("");
+    } catch (err) {
+      setStatus(`${file.name} cannot be opened: ${err.message}`, true);
+    }
+  });
+}
+
+async function start() {
   document.getElementById("step").addEventListener("input", (e) => { state.at = Number(e.target.value); paint(); });
   document.getElementById("play").addEventListener("click", play);
+  document.getElementById("open-trace").addEventListener("click", openInPlayer);
+  document.getElementById("download-run").addEventListener("click", download);
+  bindOpen();
+  const source = (state.source = sourceOfPage(setStatus));
+  state.name = source.id || source.name?.replace(/(\.run)?\.json$/, "") || new URLSearchParams(location.search).get("run") || "run";
+  if (source.kind === "embedded") document.body.dataset.mode = "embedded";
+  else fillExamples(source);
   try {
-    show(await fetchRun());
-    status.textContent = "";
+    const got = await source.load();
+    showAbout(got.about || "");
+    show(got.run);
+    setStatus("");
     document.body.classList.replace("is-loading", "is-ready");
   } catch (err) {
-    status.textContent = String(err.message || err);
-    status.classList.add("is-error");
+    setStatus(String(err.message || err), true);
+    document.body.classList.replace("is-loading", "is-failed");
     return;
   }
+  if (!source.poll) return;
   setInterval(async () => {
-    if (document.hidden) return;
+    if (document.hidden || state.source !== source) return;
     try {
-      const run = await fetchRun();
-      if (run.steps.length !== state.run.steps.length || run.flags.length !== state.run.flags.length) show(run);
+      const run = await source.load();
+      if (run.run.steps.length !== state.run.steps.length || run.run.flags.length !== state.run.flags.length) show(run.run);
     } catch { /* the server stopped: keep what is shown */ }
   }, POLL_MS);
 }

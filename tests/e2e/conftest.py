@@ -6,11 +6,13 @@ states from the trace JSON with the documented rule (trace_schema.py), independe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e_helpers import get_json, post_json
+from server_process import runner_server
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 
@@ -39,3 +41,11 @@ def example_traces(live_server: str, examples: list[dict[str, Any]]) -> dict[str
         spec = get_json(f"{live_server}/api/v1/examples/{ex['id']}")
         out[ex["id"]] = post_json(live_server + "/api/v1/trace", spec)
     return out
+
+
+@pytest.fixture(scope="session")
+def run_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server whose POST /run jail is on (the PyTorch tab's Run, the run view's gallery),
+    one for the session's browser tests that run programs."""
+    with runner_server(tmp_path_factory.mktemp("run_server")) as server:
+        yield server.url

@@ -4,25 +4,16 @@ the translator reads the program, and every line it cannot read listed at once."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e_helpers import get_json, open_example
-from server_process import runner_server
 from tutorial_programs import QUICKSTART
 
 from gradtrace.spec.translate import spec_to_python
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def run_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server whose POST /run jail is on: Run in the PyTorch tab runs the program there."""
-    with runner_server(tmp_path_factory.mktemp("run_server")) as server:
-        yield server.url
 
 
 def test_pytorch_tab_shows_edits_runs_and_underlines(page: Any, run_server: str, screenshots: Path) -> None:

@@ -1,6 +1,8 @@
-"""``gradtrace view RUN_DIR``: the run view of a gradtrace.watch run, in real Chromium. The Step
-slider moves the graph's colours (the gradient norms of another step); a flag's button goes to
-its step and node; the inspector draws the node's sparkline."""
+"""The run view of a gradtrace.watch run, in real Chromium: from ``gradtrace view RUN_DIR``, and
+from the hosted service (the gallery's two training runs and a pasted program, run in the jail).
+The Step slider moves the graph's colours (the gradient norms of another step); repeated layers
+fold into a layer × step heatmap; a flag's button goes to its step and node; a saved full trace
+opens in the player; the run's file opens from the player's Open."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_helpers import get_json, open_example
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "watch"))
@@ -98,3 +101,117 @@ def test_the_step_slider_moves_the_colours(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=30)
+
+
+# ---- the hosted service: the gallery's training runs, run on the server in its jail ----------
+
+LABEL_W, CELL_H = 64, 12  # the heatmap's geometry (watchheatmap.js)
+
+
+def _heat(page: Any, prefix: str, row: int, col: int) -> list[int]:
+    """The heatmap cell's colour (RGBA) for block ``row`` at logged step index ``col``."""
+    return page.evaluate(
+        """([prefix, row, col, labelW, cellH]) => {
+          const c = document.querySelector(`#blocks canvas[data-prefix="${prefix}"]`);
+          const cellW = (c.width - labelW) / Number(c.dataset.cols);
+          const x = Math.floor(labelW + col * cellW + cellW / 2), y = Math.floor(row * cellH + cellH / 2);
+          return Array.from(c.getContext("2d").getImageData(x, y, 1, 1).data);
+        }""",
+        [prefix, row, col, LABEL_W, CELL_H],
+    )
+
+
+def _open_gallery_run(page: Any, base: str, example: str) -> None:
+    page.goto(f"{base}/watch.html?example={example}")
+    page.wait_for_selector("body.is-ready, body.is-failed", timeout=180_000)
+    assert page.locator("#status").inner_text() == "", page.locator("#status").inner_text()
+
+
+@pytest.mark.parametrize("example", ["watch-sigmoid-mlp", "watch-relu-residual"])
+def test_a_gallery_run_opens_scrubs_and_folds_its_layers(
+    page: Any, run_server: str, screenshots: Path, example: str
+) -> None:
+    _open_gallery_run(page, run_server, example)
+    slider = page.get_by_role("slider", name="Step", exact=True)
+    assert slider.get_attribute("max") == "49" and slider.input_value() == "49"
+    assert page.get_by_role("combobox", name="Training run").input_value() == example
+    last = _fills(page)
+    slider.fill("0")
+    assert _fills(page) != last  # the colours follow the step
+    # layers.0 … layers.7 folded into one heatmap: a row per layer, a column per logged step
+    heat = page.locator('#blocks canvas[data-prefix="layers."]')
+    assert heat.get_attribute("data-rows") == "8" and heat.get_attribute("data-cols") == "50"
+    first_layer, last_layer = _heat(page, "layers.", 0, 0), _heat(page, "layers.", 7, 0)
+    flags = page.locator("#flags button").all_inner_texts()
+    if example == "watch-sigmoid-mlp":
+        assert flags[0] == "vanishing · step 0 · layers.0/AccumulateGrad#weight"
+        assert first_layer != last_layer  # the vanished gradient is another colour than the last layer's
+    else:
+        assert not [f for f in flags if f.startswith("vanishing")]
+    page.screenshot(path=str(screenshots / f"{example}-1440.png"))
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.screenshot(path=str(screenshots / f"{example}-1280.png"))
+    # a click on a heatmap cell goes to that step and that layer's node
+    box = heat.bounding_box()
+    page.mouse.click(box["x"] + LABEL_W + 2, box["y"] + 3 * CELL_H + 4)
+    assert slider.input_value() == "0"
+    assert page.locator("#inspector h2").inner_text() == "layers.3/AccumulateGrad#weight"
+    if example != "watch-sigmoid-mlp":
+        return
+    # the flag goes to its step and node; the step's saved full trace opens in the player
+    slider.fill("20")
+    page.get_by_role("button", name=re.compile(r"^vanishing · step 0")).click()
+    assert slider.input_value() == "0"
+    assert (
+        page.locator(".watch-node.is-selected").get_attribute("data-key") == "layers.0/AccumulateGrad#weight"
+    )
+    with page.expect_download() as saved:
+        page.get_by_role("button", name="Download").click()
+    run_file = Path(saved.value.path())
+    page.get_by_role("button", name=re.compile(r"^Open step 0 in the player")).click()
+    page.wait_for_url(re.compile(r"/\?handoff=trace"))
+    page.wait_for_selector("body.is-ready", timeout=60_000)
+    assert int(page.evaluate("() => document.body.dataset.nodes")) > 30
+    assert "step 0" in page.locator("#example option:checked").inner_text()
+    # the player's Open, given the run's file, hands it to the run view
+    page.locator("#open-trace-file").set_input_files(str(run_file))
+    page.wait_for_url(re.compile(r"/watch\.html\?handoff=run"))
+    page.wait_for_selector("body.is-ready", timeout=60_000)
+    assert page.locator("#flags button").first.inner_text() == flags[0]
+    assert slider.get_attribute("max") == "49"
+
+
+def test_a_pasted_program_that_watches_opens_its_run(page: Any, run_server: str) -> None:
+    program = get_json(run_server + "/api/v1/program-examples/watch-relu-residual")["python"]
+    open_example(page, run_server, "two-layer-linear")
+    page.get_by_role("tab", name="PyTorch").click()
+    page.get_by_role("textbox", name="PyTorch").fill(program)
+    page.get_by_role("button", name="Run").click()
+    link = page.get_by_role("link", name=re.compile(r"^Open its training run: 50 logged steps, 0 flags"))
+    link.wait_for(timeout=180_000)
+    # the player draws the first logged step's full trace
+    page.wait_for_function("() => Number(document.body.dataset.nodes) > 30", timeout=60_000)
+    link.click()
+    page.wait_for_url(re.compile(r"/watch\.html\?program="))
+    page.wait_for_selector("body.is-ready", timeout=60_000)
+    assert page.get_by_role("slider", name="Step", exact=True).get_attribute("max") == "49"
+
+
+def test_a_run_in_a_notebook_cell_draws_offline(page: Any, sigmoid_run: Path, screenshots: Path) -> None:
+    """What a notebook shows for a cell ending with the run: the run view in an iframe, its code
+    and the run inside the cell (no server), unpacked by the browser."""
+    import gradtrace
+    from gradtrace.render.run_page import run_notebook_html
+
+    with gradtrace.load_run(sigmoid_run) as run:
+        cell = run_notebook_html(run)
+    assert len(cell) < 200_000
+    page.set_content(f"<!doctype html><body style='margin:0'>{cell}</body>")
+    frame = page.frame_locator("iframe.gradtrace-run")
+    frame.locator("body.is-ready").wait_for(timeout=30_000)
+    slider = frame.get_by_role("slider", name="Step", exact=True)
+    assert slider.get_attribute("max") == "11"
+    assert frame.locator('#blocks canvas[data-prefix="layers."]').get_attribute("data-rows") == "8"
+    assert frame.get_by_role("button", name=re.compile(r"^vanishing · step 0")).count() == 1
+    assert frame.locator("#open-trace").is_hidden()  # no player in a notebook cell
+    page.screenshot(path=str(screenshots / "watch-run-notebook.png"))

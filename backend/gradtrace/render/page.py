@@ -45,17 +45,23 @@ def script_safe(js: str) -> str:
 
 
 def _newest_change(root: Path) -> float:
-    files = [root / "embed.html", *(root / "js").rglob("*.js"), *(root / "css").glob("*.css")]
+    files = [
+        root / "embed.html",
+        root / "watch.html",
+        *(root / "js").rglob("*.js"),
+        *(root / "css").glob("*.css"),
+    ]
     return max(f.stat().st_mtime for f in files)
 
 
 @functools.lru_cache(maxsize=4)
-def _page_parts(root: Path, _version: float) -> tuple[str, str, str]:
-    """(page before the data, the player's code, the closing tags): the trace goes between."""
-    page = (root / "embed.html").read_text(encoding="utf-8")
+def _page_parts(root: Path, _version: float, name: str = "embed.html") -> tuple[str, str, str]:
+    """(page before the data, the player's code, the closing tags): the trace goes between.
+    ``name``: the viewer's page (``watch.html``: the run view, ``render.run_page``)."""
+    page = (root / name).read_text(encoding="utf-8")
     entry = _ENTRY.search(page)
     if not entry:
-        raise RenderError('embed.html has no <script type="module" src="/js/…"> entry to inline')
+        raise RenderError(f'{name} has no <script type="module" src="/js/…"> entry to inline')
     page = page.replace(entry.group(0), "")
 
     def inline_css(m: re.Match[str]) -> str:
@@ -67,7 +73,7 @@ def _page_parts(root: Path, _version: float) -> tuple[str, str, str]:
     page = _OPEN_LINK.sub("", page)
     head, closing = page.split("</body>", 1) if "</body>" in page else ("", "")
     if not closing:
-        raise RenderError("embed.html has no </body>")
+        raise RenderError(f"{name} has no </body>")
     return head, bundle(root / entry.group(1)), "</body>" + closing
 
 
