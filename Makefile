@@ -76,12 +76,13 @@ check:
 reliability: setup system
 	GRADTRACE_RELIABILITY=full $(PY) -m pytest tests/reliability -q -s
 
-# One interleaved run against the anchors (bare PyTorch, torchviz + Graphviz, TorchLens):
+# One interleaved run against the anchors (bare PyTorch, torchviz + Graphviz, TorchLens, wandb
+# offline beside gradtrace.watch):
 # the tables of BENCHMARKS.md. The anchors are installed here, not in the package's extras.
 # torchvision's Python code (resnet18) goes apart from the venv, in var/bench-torchvision: beside
 # this torch its C++ operators fail to load, and transformers would find it and fail with them.
 bench: setup
-	$(PY) -m pip install --quiet torchviz torchview torchlens pillow
+	$(PY) -m pip install --quiet torchviz torchview torchlens pillow wandb
 	test -d var/bench-torchvision/torchvision || $(PY) -m pip install --quiet --no-deps --target var/bench-torchvision 'torchvision==0.29.1'
 	command -v dot >/dev/null || { s=$$([ $$(id -u) -eq 0 ] || echo sudo); $$s apt-get update -qq && $$s apt-get install -y -qq graphviz; }
 	$(PY) tests/perf/bench.py --write BENCHMARKS.md

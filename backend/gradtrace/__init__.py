@@ -25,6 +25,8 @@ __all__ = [
     "trace",
     "trace_spec",
     "watch",
+    "watch_lightning",
+    "watch_trainer",
 ]
 
 # The one version string: the package metadata reads it (pyproject: dynamic version).
@@ -287,11 +289,50 @@ def watch(model: Any, path: Any, every: int = 1, **options: Any) -> Any:
     first logged step, and the step after a flag first fires, are also saved as full
     gradtrace traces: ``run.trace_bytes(step)``).
     """
-    from gradtrace.engine.watch import Watch, full_trace
+    from gradtrace.engine.watch import Watch
+
+    return Watch(model, path, every, **_watch_options(options))
+
+
+def _watch_options(options: dict[str, Any]) -> dict[str, Any]:
+    from gradtrace.engine.watch import full_trace
 
     if options.pop("full_traces", True):
         options["full_trace"] = full_trace
-    return Watch(model, path, every, **options)
+    return options
+
+
+def watch_trainer(path: Any, every: int = 1, **options: Any) -> Any:
+    """``gradtrace.watch`` as a Hugging Face ``Trainer`` callback::
+
+        trainer = Trainer(model=model, args=args, train_dataset=data,
+                          callbacks=[gradtrace.watch_trainer("runs/gpt2", every=10)])
+        trainer.train()
+
+    It watches the Trainer's model from ``on_train_begin`` to ``on_train_end``: the same run
+    as ``gradtrace.watch(model, path, every)`` around the loop (a step is one backward pass;
+    with gradient accumulation, several per optimizer step). The parameter gradient norms
+    are read at the backward's end, before the Trainer clips them. Options: as ``watch``.
+    Needs transformers (imported here, not with gradtrace)."""
+    from gradtrace.engine.watch_callbacks import trainer_callback
+
+    return trainer_callback(path, every, _watch_options(options))
+
+
+def watch_lightning(path: Any, every: int = 1, *, module: str | None = None, **options: Any) -> Any:
+    """``gradtrace.watch`` as a Lightning callback::
+
+        trainer = lightning.Trainer(max_steps=1000,
+                                    callbacks=[gradtrace.watch_lightning("runs/mlp", every=10)])
+        trainer.fit(lit_model, loader)
+
+    It watches the LightningModule from ``on_fit_start`` to ``on_fit_end`` (a step: one
+    backward pass through it, so its ``forward`` must be what ``training_step`` calls, as
+    ``self(x)``), or its submodule ``module`` (a dotted attribute path, ``"net"`` for
+    ``self.net(x)``). Options: as ``watch``. Needs lightning (imported here)."""
+    from gradtrace.engine.watch_callbacks import lightning_callback
+
+    return lightning_callback(path, every, module, _watch_options(options))
 
 
 def load_run(path: Any) -> Any:

@@ -1,14 +1,18 @@
 """The "watch" section of ``make bench``: what ``gradtrace.watch`` costs a training step.
 
 One training step = zero_grad, forward, loss, backward, SGD step. Bare against watched at
-every=1 and every=10, in rounds that interleave the three (a new run directory each time);
-each figure is the median over rounds of the mean step time of a round. Run alone:
+every=1 and every=10, beside the anchors on the same loop (``wandb.watch`` offline, TorchLens's
+training monitor; ``make bench`` installs both), in rounds that interleave every mode (a new
+run directory each time); each figure is the median over rounds of the mean step time of a
+round. Run alone:
 ``.venv/bin/python tests/perf/bench_watch.py [--rounds 3] [--models chain60,encoder2,gpt2]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -35,22 +39,83 @@ def _builders() -> dict[str, tuple[str, Callable[[], tuple[Any, Any, Callable[[A
     }
 
 
-def _steps(model: Any, x: Any, loss_fn: Callable[[Any], Any], opt: Any, n: int) -> float:
+def _steps(model: Any, x: Any, loss_fn: Callable[[Any], Any], opt: Any, n: int, scope: Any = None) -> float:
     t0 = time.perf_counter()
-    for _ in range(n):
-        opt.zero_grad()
-        loss_fn(model(x)).backward()
-        opt.step()
+    for i in range(n):
+        with scope(i) if scope is not None else contextlib.nullcontext():
+            opt.zero_grad()
+            loss_fn(model(x)).backward()
+            opt.step()
     return (time.perf_counter() - t0) / n
 
 
-def measure(key: str, rounds: int) -> dict[str, Any]:
+class _Anchors:
+    """wandb.watch (offline: WANDB_MODE=offline, one run for the whole section, nothing sent)
+    and TorchLens's training monitor (``torchlens.trackers.watch``, its gradients signal into
+    its in-memory sink), where they import; ``missing`` says which did not."""
+
+    def __init__(self, tmp: str) -> None:
+        self.missing: dict[str, str] = {}
+        self.wandb: Any = None
+        self.run: Any = None
+        self.trackers: Any = None
+        os.environ["WANDB_MODE"] = "offline"
+        os.environ.setdefault("WANDB_SILENT", "true")
+        try:
+            import wandb
+
+            self.wandb = wandb
+            self.run = wandb.init(mode="offline", dir=tmp, project="gradtrace-bench")
+        except ImportError as exc:
+            self.missing["wandb"] = f"not installed ({exc})"
+        try:
+            import torchlens.trackers as trackers
+
+            self.trackers = trackers
+        except ImportError as exc:
+            self.missing["torchlens"] = f"no training monitor ({exc})"
+
+    def wandb_steps(self, model: Any, x: Any, loss_fn: Any, opt: Any, n: int, every: int) -> float:
+        self.wandb.watch(model, log="gradients", log_freq=every)
+        try:
+            return _steps(model, x, loss_fn, opt, n)
+        finally:
+            self.wandb.unwatch(model)
+
+    def torchlens_steps(self, model: Any, x: Any, loss_fn: Any, opt: Any, n: int, every: int) -> float:
+        sink = self.trackers.MemorySink()
+        session = self.trackers.watch(model, to=sink, signals=("gradients",), optimizer=opt, every=every)
+        try:
+            return _steps(
+                model, x, loss_fn, opt, n, scope=session.step
+            )  # (its step scope: the caller's step)
+        finally:
+            session.close()
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.run.finish()
+
+
+MODES = (
+    "bare",
+    "every=10",
+    "every=1",
+    "wandb every=10",
+    "wandb every=1",
+    "torchlens every=10",
+    "torchlens every=1",
+)
+
+
+def measure(key: str, rounds: int, anchors: _Anchors) -> dict[str, Any]:
     description, build, n = _builders()[key]
     model, x, loss_fn = build()
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
     _steps(model, x, loss_fn, opt, 2)  # warm up
-    times: dict[str, list[float]] = {"bare": [], "every=10": [], "every=1": []}
+    times: dict[str, list[float]] = {m: [] for m in MODES}
     nodes = 0
+    n_anchor = 10 if key == "gpt2" else 20  # (the anchors at every=1 cost seconds a step)
     for _ in range(rounds):
         times["bare"].append(_steps(model, x, loss_fn, opt, n))
         for every in (10, 1):
@@ -58,30 +123,63 @@ def measure(key: str, rounds: int) -> dict[str, Any]:
                 with gradtrace.watch(model, Path(d) / "run", every=every, full_traces=False) as w:
                     times[f"every={every}"].append(_steps(model, x, loss_fn, opt, n))
                 nodes = w.last_nodes or nodes
-    med = {k: statistics.median(v) for k, v in times.items()}
+            if anchors.wandb is not None:
+                times[f"wandb every={every}"].append(
+                    anchors.wandb_steps(model, x, loss_fn, opt, n_anchor, every)
+                )
+            if anchors.trackers is not None:
+                times[f"torchlens every={every}"].append(
+                    anchors.torchlens_steps(model, x, loss_fn, opt, n_anchor, every)
+                )
+    med = {k: statistics.median(v) for k, v in times.items() if v}
     return {"key": key, "description": description, "nodes": nodes, "steps": n, **med}
+
+
+def _cell(r: dict[str, Any], mode: str) -> str:
+    if mode not in r:
+        return "—"
+    return f"{r[mode] * 1e3:.2f} ms ({r[mode] / r['bare']:.2f}×)"
 
 
 def section(rounds: int = 3, models: list[str] | None = None) -> list[str]:
     torch.set_num_threads(1)
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        anchors = _Anchors(tmp)
+        try:
+            results = []
+            for key in models or ["chain60", "encoder2", "gpt2"]:
+                print(f"watch: {key} …", file=sys.stderr, flush=True)
+                results.append(measure(key, rounds, anchors))
+        finally:
+            anchors.close()
+    load_after = os.getloadavg()
+    missing = "; ".join(f"{k}: {v}" for k, v in anchors.missing.items()) or "both installed"
     lines = [
         "## gradtrace.watch: cost per training step",
         "",
         "A training step (zero_grad, forward, loss, backward, SGD step) bare and under "
-        "`gradtrace.watch(model, dir, every=N, full_traces=False)`; medians over rounds interleaving the "
-        f"three ({rounds} rounds). Targets (issue 34): every=10 ≤ {TARGETS[10]}×, every=1 ≤ {TARGETS[1]}× "
-        "a bare step. `wandb.watch` and TorchLens's training monitor are not installed here: not compared.",
+        "`gradtrace.watch(model, dir, every=N, full_traces=False)`, beside `wandb.watch(model, "
+        'log="gradients", log_freq=N)` (offline) and TorchLens\'s training monitor '
+        '(`torchlens.trackers.watch(model, to=MemorySink(), signals=("gradients",), optimizer=opt, every=N)` '
+        "in its `session.step(i)` scope) on the same loop; wall time, medians over rounds interleaving "
+        f"every mode ({rounds} rounds; the anchors {20} steps a round, 10 on GPT-2). Targets (issue 34): "
+        f"every=10 ≤ {TARGETS[10]}×, every=1 ≤ {TARGETS[1]}× a bare step. What each records per logged "
+        "step: gradtrace, norms in and out of every grad_fn node plus each parameter's gradient norm, "
+        "weight norm and update ratio; wandb, a 64-bin histogram of each parameter's gradient; "
+        "TorchLens, scalar summaries of each parameter's gradient. "
+        f"Anchors: {missing}. Machine load (1-min average, {os.cpu_count()} CPUs): "
+        f"{load[0]:.1f} before, {load_after[0]:.1f} after.",
         "",
-        "| model | grad_fn nodes | bare step | every=10 | every=1 |",
-        "|---|---:|---:|---:|---:|",
+        "| model | grad_fn nodes | bare step | gradtrace every=10 | gradtrace every=1 | wandb every=10 "
+        "| wandb every=1 | TorchLens every=10 | TorchLens every=1 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for key in models or ["chain60", "encoder2", "gpt2"]:
-        print(f"watch: {key} …", file=sys.stderr, flush=True)
-        r = measure(key, rounds)
-        b = r["bare"]
+    for r in results:
         lines.append(
-            f"| {r['description']} | {r['nodes']} | {b * 1e3:.2f} ms | {r['every=10'] * 1e3:.2f} ms "
-            f"({r['every=10'] / b:.2f}×) | {r['every=1'] * 1e3:.2f} ms ({r['every=1'] / b:.2f}×) |"
+            f"| {r['description']} | {r['nodes']} | {r['bare'] * 1e3:.2f} ms | "
+            + " | ".join(_cell(r, m) for m in MODES[1:])
+            + " |"
         )
     lines.append("")
     return lines

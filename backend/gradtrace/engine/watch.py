@@ -147,6 +147,7 @@ class Watch:
         # the keys of the op nodes of the last forward numbered with module hooks, by their
         # place after the forward's start (sequence numbers), with their class
         self._template: dict[int, tuple[type, NodeInfo]] = {}
+        self._stepping: Any = None  # the optimizer whose step runs now
         self._param_infos: dict[int, NodeInfo] = {}  # id(parameter) -> its AccumulateGrad node's
 
     # ---- the context -----------------------------------------------------------------------
@@ -461,17 +462,25 @@ class Watch:
         for (name, p), g, w in zip(with_grad, grads, weights, strict=True):
             step.params[id(p)] = (name, g, w)
         step.backward_done = True
+        if self._stepping is not None:  # (the backward of an optimizer's closure)
+            self._copy_before_step(step, self._stepping)
 
     # ---- the optimizer -----------------------------------------------------------------------
     def _on_optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        # (an optimizer stepped with a closure, as Lightning does, runs the forward and the
+        # backward inside its step: the copy is then taken at the backward's end)
+        self._stepping = optimizer
         step = self._pending
-        if step is None or not step.backward_done:
-            return
+        if step is not None and step.backward_done:
+            self._copy_before_step(step, optimizer)
+
+    def _copy_before_step(self, step: _Step, optimizer: Any) -> None:
         todo = [p for p in _optimizer_params(optimizer) if id(p) in step.params and id(p) not in step.ratios]
         with torch.no_grad():  # a copy of the parameters, as the rows of one tensor per shape
             step.olds.extend(copied_rows(todo))
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._stepping = None
         step = self._pending
         if step is None or not step.backward_done:
             return
