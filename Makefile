@@ -17,15 +17,17 @@ TORCH_VERSION := 2.13.0
 run: setup
 	$(PY) -m gradtrace serve --host $(HOST) --port $(PORT)
 
-# The tiers of tests/conftest.py: tests that start no process, browser or service run on two
-# pytest-xdist workers; those that do run one at a time after them (their timings, load tests and
-# shared server assume a machine of their own).
+# The tiers of tests/conftest.py: the quick tier starts no process, browser or service.
 QUICK := not process and not browser and not services
 
-# Every test.
+# Every test. All but the `alone` ones on two pytest-xdist workers: a module that starts processes
+# runs whole on one worker (its own server starts once, its tests keep their order; the
+# PostgreSQL/Redis/nginx tests share one worker), the quick tier's tests fill the gaps. Then the
+# `alone` ones (load, faults, slow clients: their figures assume a machine of their own), one
+# at a time.
 test: setup system
-	$(PY) -m pytest -n 2 -m "$(QUICK)"
-	$(PY) -m pytest -m "process or browser or services"
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not alone"
+	$(PY) -m pytest -m alone
 	$(MAKE) test-js
 
 test-js: $(JS_STAMP)

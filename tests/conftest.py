@@ -93,10 +93,37 @@ def _tiers(item: pytest.Item) -> set[str]:
     return tiers
 
 
+# Scenarios that need the machine to themselves: load, floods, faults under load and slow clients
+# measure latencies and heal times against promises (RELIABILITY.md), so they run after the
+# others, one at a time (``alone``). Every test of tests/reliability that starts servers of its
+# own (server_factory) is one; another opts in with ``pytestmark = pytest.mark.alone``.
+_ALONE_FOLDERS = frozenset({"reliability"})
+
+
+def _xdist_group(item: pytest.Item, tiers: set[str]) -> str:
+    """The xdist group (``--dist loadgroup``) of a test that starts processes: its module, so a
+    module's own server (scope="module") starts once and its tests keep their order. The tests of
+    PostgreSQL, Redis and nginx share one worker, and so do the browser tests of the session's
+    jail server (``run_server``): one cluster and one jail, not one per worker."""
+    if "services" in tiers:
+        return "services"
+    if "run_server" in getattr(item, "fixturenames", ()):
+        return "run_server"
+    return str(Path(str(item.path)).relative_to(TESTS))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        for tier in _tiers(item) - {m.name for m in item.iter_markers()}:
+        marked = {m.name for m in item.iter_markers()}
+        tiers = _tiers(item)
+        for tier in tiers - marked:
             item.add_marker(tier)
+        folder = Path(str(item.path)).relative_to(TESTS).parts[0]
+        own_servers = folder in _ALONE_FOLDERS and "server_factory" in getattr(item, "fixturenames", ())
+        if own_servers and "alone" not in marked:
+            item.add_marker("alone")
+        elif (tiers | marked) & {"process", "browser", "services"} and "xdist_group" not in marked:
+            item.add_marker(pytest.mark.xdist_group(_xdist_group(item, tiers | marked)))
 
 
 _RUNNING: list[pytest.Item] = []  # the test running now, if it may not start a process

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -213,3 +214,30 @@ def runner_server(workdir: Path, env: dict[str, str] | None = None) -> Iterator[
         yield proc
     finally:
         proc.stop()
+
+
+def stop_with_ctrl_c(proc: subprocess.Popen, timeout_s: float = 60) -> None:
+    """SIGINT, what Ctrl-C sends; killed if it has not ended ``timeout_s`` later."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def gradtrace_view(target: Path, workdir: Path) -> Iterator[str]:
+    """``gradtrace view TARGET --no-browser`` as a user runs it (one worker, its permalinks in
+    ``workdir``): the URL it prints; Ctrl-C on exit."""
+    env = {**os.environ, "GRADTRACE_WORKERS": "1", "GRADTRACE_DB": str(workdir / "p.db")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gradtrace", "view", str(target), "--no-browser"],
+        cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        found = re.search(r"http://\S+", printed_until(proc, "http://"))
+        assert found, proc.stderr.read() if proc.stderr and proc.poll() is not None else "no URL printed"
+        yield found.group(0)
+    finally:
+        stop_with_ctrl_c(proc)

@@ -9,12 +9,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from server_process import ctrl_c_as_at_a_terminal
+from server_process import ctrl_c_as_at_a_terminal, printed_until
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = {
@@ -36,6 +35,21 @@ def gradtrace(*args: str, env: dict[str, str] | None = None, **kwargs: object) -
         preexec_fn=ctrl_c_as_at_a_terminal,
         **kwargs,  # type: ignore[call-overload]
     )
+
+
+def refusal_of(target: Path) -> str:
+    """What ``gradtrace view TARGET`` says refusing it: exit status 2, nothing on stdout, one
+    ``gradtrace: `` line on stderr (returned)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "gradtrace", "view", str(target), "--no-browser"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("gradtrace: "), r.stderr
+    return r.stderr
 
 
 @pytest.fixture
@@ -63,14 +77,7 @@ def test_view_serves_the_trace_at_the_printed_url_until_ctrl_c(trace_file: Path,
     }
     proc = gradtrace("view", str(trace_file), "--no-browser", env=env)
     try:
-        assert proc.stdout is not None
-        head = ""
-        deadline = time.monotonic() + 90
-        while "Ctrl-C" not in head and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            head += line
+        head = printed_until(proc, "Ctrl-C")
         found = re.search(r"http://127\.0\.0\.1:\d+/\?opened=\S+", head)
         assert found, head + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
         url = found.group(0)
@@ -120,26 +127,10 @@ def test_view_stops_by_itself_when_idle(trace_file: Path, tmp_path: Path) -> Non
 def test_view_refuses_what_is_not_a_trace(tmp_path: Path, content: str, fragment: str) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    r = subprocess.run(
-        [sys.executable, "-m", "gradtrace", "view", str(bad), "--no-browser"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.startswith("gradtrace: ") and fragment in r.stderr, r.stderr
+    refused = refusal_of(bad)
+    assert fragment in refused, refused
 
 
 def test_view_refuses_a_directory_that_holds_no_run(tmp_path: Path) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "gradtrace", "view", str(tmp_path), "--no-browser"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.startswith("gradtrace: ") and "no run at" in r.stderr and "gradtrace.watch" in r.stderr, (
-        r.stderr
-    )
+    refused = refusal_of(tmp_path)
+    assert "no run at" in refused and "gradtrace.watch" in refused, refused

@@ -33,14 +33,25 @@ def examples(live_server: str) -> list[dict[str, Any]]:
     return get_json(live_server + "/api/v1/examples")
 
 
+class _TracesOnDemand(dict[str, dict[str, Any]]):
+    """Example id -> its trace as the API serves it, traced the first time a test asks for it.
+    A test session (each xdist worker has its own) traces the examples its tests read, not all."""
+
+    def __init__(self, live_server: str) -> None:
+        super().__init__()
+        self.live_server = live_server
+
+    def __missing__(self, example_id: str) -> dict[str, Any]:
+        spec = get_json(f"{self.live_server}/api/v1/examples/{example_id}")
+        self[example_id] = trace = post_json(self.live_server + "/api/v1/trace", spec)
+        return trace
+
+
 @pytest.fixture(scope="session")
-def example_traces(live_server: str, examples: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Every example's trace, as the API serves it (identical specs give identical traces)."""
-    out = {}
-    for ex in examples:
-        spec = get_json(f"{live_server}/api/v1/examples/{ex['id']}")
-        out[ex["id"]] = post_json(live_server + "/api/v1/trace", spec)
-    return out
+def example_traces(live_server: str) -> dict[str, dict[str, Any]]:
+    """Every example's trace, as the API serves it (identical specs give identical traces); the
+    server keeps each in its cache, so the viewer's load of the same example is a hit."""
+    return _TracesOnDemand(live_server)
 
 
 @pytest.fixture(scope="session")

@@ -9,21 +9,15 @@ its node count, its hook node, its spec in the editor — not the example it sta
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from design_specs import seed_002
 from e2e_helpers import open_example, post_json
+from server_process import gradtrace_view
 
 pytestmark = pytest.mark.browser
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -133,34 +127,8 @@ def test_gradtrace_view_opens_the_file_in_the_viewer(
 ) -> None:
     trace_file = tmp_path / "seed-002.json"
     trace_file.write_text(json.dumps(seed_trace))
-    env = {**os.environ, "GRADTRACE_WORKERS": "1", "GRADTRACE_DB": str(tmp_path / "p.db")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gradtrace", "view", str(trace_file), "--no-browser"],
-        cwd=REPO,
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert proc.stdout is not None
-        url = None
-        deadline = time.monotonic() + 90
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            found = re.search(r"http://\S+", line)
-            url = found.group(0) if found else None
-        assert url, proc.stderr.read() if proc.stderr and proc.poll() is not None else "no URL printed"
+    with gradtrace_view(trace_file, tmp_path) as url:
         page.goto(url)
         page.wait_for_selector("body.is-ready", timeout=60000)
         assert_shows(page, seed_trace, "seed-002.json")
         page.screenshot(path=str(screenshots / "open-trace-gradtrace-view.png"))
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)

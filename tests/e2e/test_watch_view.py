@@ -6,10 +6,7 @@ opens in the player; the run's file opens from the player's Open."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +14,7 @@ from typing import Any
 
 import pytest
 from e2e_helpers import get_json, open_example
+from server_process import gradtrace_view
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "watch"))
@@ -37,25 +35,6 @@ def sigmoid_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _serve(run_dir: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "GRADTRACE_WORKERS": "1", "GRADTRACE_DB": str(tmp_path / "p.db")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gradtrace", "view", str(run_dir), "--no-browser"],
-        cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        found = re.search(r"http://\S+", line)
-        if found:
-            return proc, found.group(0)
-    proc.kill()
-    raise AssertionError(proc.stderr.read() if proc.stderr else "no URL printed")
-
-
 def _fills(page: Any) -> list[str]:
     return page.eval_on_selector_all("#graph .watch-node rect", "rs => rs.map(r => r.getAttribute('fill'))")
 
@@ -63,8 +42,7 @@ def _fills(page: Any) -> list[str]:
 def test_the_step_slider_moves_the_colours(
     page: Any, sigmoid_run: Path, tmp_path: Path, screenshots: Path
 ) -> None:
-    proc, url = _serve(sigmoid_run, tmp_path)
-    try:
+    with gradtrace_view(sigmoid_run, tmp_path) as url:
         assert "/watch.html?run=sigmoid-mlp" in url
         page.goto(url)
         page.wait_for_selector("body.is-ready", timeout=60000)
@@ -94,13 +72,6 @@ def test_the_step_slider_moves_the_colours(
             page.wait_for_timeout(100)
         assert slider.input_value() == "11"  # played to the last step
         page.screenshot(path=str(screenshots / "watch-run-view.png"))
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
 
 
 # ---- the hosted service: the gallery's training runs, run on the server in its jail ----------
