@@ -40,7 +40,7 @@ export function repeatedBlocks(nodes) {
       .filter(([, at]) => at.size >= 2)
       .map(([key, at]) => ({ key, label: key.replace(/Backward\d*#/, "#"), cells: indices.map((k) => (at.has(k) ? at.get(k) : -1)) }));
     if (indices.length < 2 || !templates.length) continue;
-    const rank = (t) => (t.key === "AccumulateGrad#weight" ? 0 : t.key.startsWith("AccumulateGrad#") ? 1 : 2);
+    const rank = (t) => (t.key === "AccumulateGrad#weight" ? 0 : t.key.endsWith("AccumulateGrad#weight") ? 1 : t.key.includes("AccumulateGrad#") ? 2 : 3);
     templates.sort((a, b) => rank(a) - rank(b));
     out.push({ prefix, indices, templates });
   }
@@ -48,6 +48,12 @@ export function repeatedBlocks(nodes) {
 }
 
 const CELL_H = 12, LABEL_W = 64;
+
+/** A row's name that fits its column: "layers.3", and "…h.3" for "transformer.h.3". */
+export function rowLabel(prefix, index) {
+  const parts = prefix.split(".").filter(Boolean);
+  return `${parts.length > 1 ? "…" : ""}${parts.length ? parts[parts.length - 1] + "." : ""}${index}`;
+}
 
 /**
  * Draw every repeated block of `run` into `box` (replacing what was there). `colour(norm)` is the
@@ -88,7 +94,7 @@ export function drawHeatmaps(box, run, { colour, num, go }) {
       block.indices.forEach((index, r) => {
         const node = template.cells[r];
         ctx.fillStyle = getComputedStyle(box).color;
-        ctx.fillText(`${block.prefix}${index}`, 2, r * CELL_H + CELL_H / 2);
+        ctx.fillText(rowLabel(block.prefix, index), 2, r * CELL_H + CELL_H / 2);
         for (let c = 0; c < cols; c += 1) {
           ctx.fillStyle = colour(node < 0 ? null : num(run.grad_out[c][node]));
           ctx.fillRect(LABEL_W + c * cellW, r * CELL_H, cellW, CELL_H - 1);

@@ -144,6 +144,7 @@ def test_a_gallery_run_opens_scrubs_and_folds_its_layers(
     page.wait_for_selector("body.is-ready", timeout=60_000)
     assert int(page.evaluate("() => document.body.dataset.nodes")) > 30
     assert "step 0" in page.locator("#example option:checked").inner_text()
+    page.screenshot(path=str(screenshots / "watch-sigmoid-mlp-step0-in-player-1280.png"))
     # the player's Open, given the run's file, hands it to the run view
     page.locator("#open-trace-file").set_input_files(str(run_file))
     page.wait_for_url(re.compile(r"/watch\.html\?handoff=run"))

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { blockOf, repeatedBlocks } from "../../frontend/js/watchheatmap.js";
+import { blockOf, repeatedBlocks, rowLabel } from "../../frontend/js/watchheatmap.js";
 
 const node = (module, op, ordinal, param = null) => ({ key: `${module}/${op}#${ordinal}`, module, op, param });
 
@@ -30,4 +30,16 @@ test("blocks that share nodes fold into one heatmap, the weight's gradient first
 
 test("a run without repeated blocks has no heatmap", () => {
   assert.deepEqual(repeatedBlocks([node("fc1", "AddmmBackward0", 0), node("layers.0", "AddmmBackward0", 0)]), []);
+});
+
+test("a row is named by its last path part and number", () => {
+  assert.equal(rowLabel("layers.", 3), "layers.3");
+  assert.equal(rowLabel("transformer.h.", 11), "…h.11");
+  assert.equal(rowLabel("", 0), "0");
+});
+
+test("in a transformer block the first parameter's weight gradient is drawn first", () => {
+  const nodes = [];
+  for (const k of [0, 1]) nodes.push(node(`h.${k}`, "AddBackward0", 0), node(`h.${k}.ln_1`, "AccumulateGrad", "weight", `h.${k}.ln_1.weight`), node(`h.${k}.ln_1`, "AccumulateGrad", "bias"));
+  assert.deepEqual(repeatedBlocks(nodes)[0].templates.map((t) => t.key), ["ln_1/AccumulateGrad#weight", "ln_1/AccumulateGrad#bias", "AddBackward0#0"]);
 });

@@ -118,3 +118,31 @@ def test_ddp_ranks_record_after_the_all_reduce_and_read_as_one_run(tmp_path: Pat
     # the local gradients differed (each rank its own batch): the recorded ones are averaged
     first = run.node_grad_norm("(loss)/MseLossBackward0#0")
     assert first != run.rank(1).node_grad_norm("(loss)/MseLossBackward0#0")
+
+
+def test_a_notebook_cell_ending_with_the_run_shows_its_view(run_dir: Path) -> None:
+    """In IPython, a Run's rich output is the run view inline (the page's run document embedded,
+    checked back by the view's own reader); plain-text front ends keep its repr."""
+    pytest.importorskip("IPython")
+    import base64
+    import gzip
+    import html
+    import re
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from gradtrace.runs.view_data import read_view
+
+    shell = InteractiveShell.instance()
+    run = gradtrace.load_run(run_dir)
+    data, _ = shell.display_formatter.format(run)
+    assert data["text/plain"].startswith("<gradtrace.runs.store.Run")
+    cell = data["text/html"]
+    assert cell.startswith('<iframe class="gradtrace-run"') and len(cell) < 100_000
+    packed = re.search(r'id="gradtrace-page">([^<]+)<', html.unescape(cell))
+    assert packed is not None
+    page = gzip.decompress(base64.b64decode(packed.group(1))).decode()
+    embedded = re.search(r'<script type="application/json" id="run-data">(.*?)</script>', page, re.S)
+    assert embedded is not None
+    view = read_view(embedded.group(1))
+    assert view.steps == run.steps and [f.kind for f in view.flags] == [f.kind for f in run.flags]
