@@ -23,8 +23,3 @@ export function h(tag, attrs = {}, children = []) {
   for (const c of [].concat(children)) if (c !== null && c !== undefined && c !== false) el.append(c);
   return el;
 }
-
-/** Replace all children of `parent`. */
-export function replaceChildren(parent, children) {
-  parent.replaceChildren(...[].concat(children).filter((c) => c !== null && c !== undefined && c !== false));
-}

@@ -14,11 +14,6 @@ export function decodeNumber(v) {
   return NaN;
 }
 
-/** True for NaN and ±inf: the values the viewer flags. */
-export function isNonFinite(x) {
-  return typeof x === "number" && !Number.isFinite(x);
-}
-
 /** Format a number with `digits` significant digits, a real minus, no trailing zeros noise. */
 export function formatNumber(value, digits = 4) {
   const x = decodeNumber(value);

@@ -8,18 +8,11 @@ const unescapePointer = (seg) => seg.replace(/~1/g, "/").replace(/~0/g, "~");
 const at = (node) => ({ line: node.loc.start.line, column: node.loc.start.column, start: node.loc.start.offset, end: node.loc.end.offset });
 
 /**
- * The place of JSON Pointer `pointer` in `text` — of its nearest existing parent when the pointer
- * runs past the document — as {pointer, line, column, start, end}, or null if `text` is not JSON.
- * A member is placed at its key (`"f0": {` rather than the `{`). When `message` quotes one of the
- * object's own keys (the API's "unknown 'type' 'Lineaar'" about /modules/f0), that member is it.
- */
-export function locatePointer(momoa, text, pointer, message = "") {
-  return locatePointers(momoa, text, [{ pointer, message }])[0];
-}
-
-/**
- * locatePointer for each of `queries` ({pointer, message?}), parsing `text` once: an array of
- * places (each as locatePointer's), all null if `text` is not JSON.
+ * The place of each of `queries` ({pointer, message?}) in `text`, parsing it once: an array of
+ * {pointer, line, column, start, end}, all null if `text` is not JSON. A JSON Pointer running
+ * past the document is placed at its nearest existing parent. A member is placed at its key
+ * (`"f0": {` rather than the `{`). When `message` quotes one of the object's own keys (the API's
+ * "unknown 'type' 'Lineaar'" about /modules/f0), that member is it.
  */
 export function locatePointers(momoa, text, queries) {
   let doc;
@@ -31,7 +24,7 @@ export function locatePointers(momoa, text, queries) {
   return queries.map(({ pointer, message = "" }) => placeIn(doc, pointer, message));
 }
 
-/** The place of `pointer` in momoa document `doc` (see locatePointer). */
+/** The place of `pointer` in momoa document `doc` (see locatePointers). */
 function placeIn(doc, pointer, message) {
   let node = doc.body;
   let place = node;

@@ -163,7 +163,7 @@ export function createLoaders({ editor, store, showTrace, setStatus, programOutp
   }
 
   /** The view part of a URL: what it says, else a fresh start (nothing selected, nothing collapsed). */
-  const freshView = (next) => ({ step: next.step ?? 0, node: next.node ?? "", collapsed: next.collapsed ?? "", compare: next.compare ?? "" });
+  const freshView = (next) => ({ step: next.step ?? 0, node: next.node ?? "", collapsed: next.collapsed ?? null, compare: next.compare ?? "" });
 
   /** Open an example from the select or the URL: at the step the URL names, else its opening step. */
   function openExample(id, view = {}) {

@@ -6,6 +6,7 @@ import { createStore, readHash, writeHash } from "./state.js";
 import { createRenderer } from "./render.js";
 import { createCamera } from "./camera.js";
 import { createPlayer } from "./player.js";
+import { createFollow } from "./follow.js";
 import { bindControls } from "./controls.js";
 import { buildTimeline, frameAt, stepCount, eventsOfNode } from "./timeline.js";
 import { layoutGraph, defaultCollapsed } from "./layout.js";
@@ -54,9 +55,10 @@ let trace = null;
 let timeline = null;
 let frame = null;
 let layoutCache = null;
+/** A trace being shown: the change listener leaves painting and laying out to showTrace, which does each once. */
+let showing = 0;
 /** The inspector follows the node the engine runs (from the first Play until Esc); a click pins one. */
-let following = false;
-let followId = "";
+const follow = createFollow();
 const memoryStrip = $("memory-strip") ? createMemoryStrip($("memory-strip")) : null;
 const compare = $("compare-panel") ? createCompare({ store, api, panel: $("compare-panel"), link: $("compare-link"), renderer, inspector: $("inspector") }) : null;
 
@@ -74,10 +76,9 @@ const player = createPlayer({
     // Play starts the inspector following the running node, unless a click pinned one.
     if (p) {
       body.classList.remove("is-fresh");
-      following = true;
+      follow.setFollowing(true);
     }
-    clearTimeout(followTimer); // a pause shows the step where it stopped, not a throttled one
-    followTimer = null;
+    follow.cancel(); // a pause shows the step where it stopped, not a throttled one
     if (timeline && frame) tellStory(narrate(trace, timeline, frame.step));
     renderSelection();
   },
@@ -90,8 +91,8 @@ const controls = bindControls({
   // Esc unpins a node (the inspector follows the engine again); with nothing pinned it stops following.
   onEscape: () => {
     if (store.get().node) store.set({ node: "" });
-    else if (following) {
-      following = false;
+    else if (follow.following) {
+      follow.setFollowing(false);
       renderSelection();
     }
   },
@@ -126,11 +127,6 @@ function applyTheme() {
   document.documentElement.classList.toggle("gt-theme-light", t !== "dark");
 }
 
-function collapsedSet() {
-  const s = store.get().collapsed;
-  return new Set(s ? s.split(",").filter(Boolean) : []);
-}
-
 // ---- painting one step ---------------------------------------------------------------------
 
 function paint() {
@@ -138,6 +134,7 @@ function paint() {
   const count = stepCount(timeline);
   const step = Math.min(store.get().step, Math.max(0, count - 1));
   frame = frameAt(timeline, step);
+  performance.mark("gt-paint"); // (counted by the browser tests: a first load paints once)
   renderer.paint(frame);
   const story = narrate(trace, timeline, step);
   const label = story.short ? `${frame.pass.label} · ${story.short}` : frame.pass.label;
@@ -145,39 +142,26 @@ function paint() {
   const cur = $("current-event");
   if (cur) cur.textContent = label;
   showError(passError(trace, timeline, step));
-  followId = lastNodeAt(step) || followId;
+  follow.at(timeline, step);
   events.setCurrent(step, { throttle: player.playing && isFast(store.get().speed) });
   memoryStrip?.show(step);
   body.dataset.step = String(step);
   body.dataset.phase = frame.pass.phase;
   if (frame.node && (player.playing || !camera.userMoved)) camera.follow(renderer.boxOf(frame.node));
-  if (player.playing && isFast(store.get().speed)) tellLater();
+  // Fast playback: the narration and the following inspector catch up a few times a second.
+  if (player.playing && isFast(store.get().speed)) follow.later(catchUp);
   else {
-    clearTimeout(followTimer);
-    followTimer = null;
+    follow.cancel();
     tellStory(story);
     renderSelection();
   }
 }
 
-// Fast playback: the narration and the following inspector repaint at most every FOLLOW_MS, with
-// the latest step (nobody reads them at 60 events/s, and relaying out the right column on every
-// frame would take the frames the graph needs).
-const FOLLOW_MS = 150;
-let followTimer = null;
-function tellLater() {
-  followTimer ??= setTimeout(() => {
-    followTimer = null;
-    if (!timeline || !frame) return;
-    tellStory(narrate(trace, timeline, frame.step));
-    renderSelection();
-  }, FOLLOW_MS);
-}
-
-/** The node of the latest event at or before `step` that has one (fast playback skips steps). */
-function lastNodeAt(step) {
-  for (let i = step; i >= 0; i--) if (timeline.eventAbout[i]) return timeline.eventAbout[i];
-  return "";
+/** Fast playback: the narration and the following inspector, at the step on screen now. */
+function catchUp() {
+  if (!timeline || !frame) return;
+  tellStory(narrate(trace, timeline, frame.step));
+  renderSelection();
 }
 
 /** The narration panel: the event's sentence, its chain-rule lines, its tone (cue, error). */
@@ -198,7 +182,7 @@ function showError(error) {
 
 function renderSelection() {
   const pinned = store.get().node;
-  const id = pinned || (following ? followId : "");
+  const id = follow.shown(pinned);
   renderer.select(pinned);
   body.classList.toggle("has-selection", Boolean(pinned));
   if (timeline && frame) renderInspector($("inspector"), { trace, timeline, frame, id, onToggleModule: toggleModule });
@@ -212,9 +196,9 @@ function showFollowNote(pinned) {
   if (!note) return;
   note.hidden = false;
   if (pinned) {
-    const unpin = h("button", { type: "button", class: "follow-button", text: "Follow the engine", onclick: () => { following = true; store.set({ node: "" }); } });
+    const unpin = h("button", { type: "button", class: "follow-button", text: "Follow the engine", onclick: () => { follow.setFollowing(true); store.set({ node: "" }); } });
     note.replaceChildren("Pinned: this node stays in the inspector. Press Esc or ", unpin, " to follow the running node again.");
-  } else if (following) note.replaceChildren("Following the engine: the inspector shows the node that runs now. Click a node to pin it.");
+  } else if (follow.following) note.replaceChildren("Following the engine: the inspector shows the node that runs now. Click a node to pin it.");
   else note.replaceChildren("Press ▶ and the inspector follows the node the engine runs; click a node to pin it.");
 }
 
@@ -238,7 +222,7 @@ async function relayout(precomputed, anchor = null) {
   if (!layout) {
     const laying = trace;
     const elk = await loadElk();
-    layout = await layoutGraph(laying, { elk, collapsed: collapsedSet(), showInserted: inserted });
+    layout = await layoutGraph(laying, { elk, collapsed: store.get().collapsed ?? new Set(), showInserted: inserted });
     if (laying !== trace) return; // another trace arrived meanwhile: its own layout draws it
   }
   layoutCache = layout;
@@ -261,10 +245,18 @@ async function relayout(precomputed, anchor = null) {
  * goes back to the first event). A navigation overtaken while this one was laid out (`live()`
  * false) leaves the view to the newer one.
  */
-async function showTrace(t, { layout: precomputedLayout = null, step, live = () => true } = {}) {
+async function showTrace(t, options = {}) {
+  showing++;
+  try {
+    await show(t, options);
+  } finally {
+    showing--;
+  }
+}
+
+async function show(t, { layout: precomputedLayout = null, step, live = () => true }) {
   trace = t;
-  following = false;
-  followId = "";
+  follow.reset();
   // the layout engine (1.6 MB) loads and compiles while the timeline and event list are built
   if (!precomputedLayout) loadElk().catch(() => {});
   timeline = buildTimeline(trace);
@@ -273,9 +265,9 @@ async function showTrace(t, { layout: precomputedLayout = null, step, live = () 
   events.draw(trace, timeline);
   memoryStrip?.load(trace);
   // A standalone file's layout was computed at export time with this same default folding.
-  if (!store.get().collapsed && (!precomputedLayout || embedded)) {
+  if (store.get().collapsed === null && (!precomputedLayout || embedded)) {
     const def = defaultCollapsed(trace);
-    if (def.size) store.set({ collapsed: [...def].join(",") });
+    if (def.size) store.set({ collapsed: def });
   }
   await relayout(precomputedLayout);
   if (!live()) return;
@@ -325,20 +317,20 @@ $("graph").addEventListener("dblclick", (e) => {
 
 /** Collapse a module into one box, or expand it back (the layout reruns). */
 function toggleModule(path) {
-  const set = collapsedSet();
+  const set = new Set(store.get().collapsed ?? []);
   if (set.has(path)) {
     set.delete(path);
     if (store.get().node === `m:${path}`) store.set({ node: "" });
   } else set.add(path);
   anchorPath = path;
-  store.set({ collapsed: [...set].join(",") || "-" });
+  store.set({ collapsed: set });
 }
 let anchorPath = null;
 
 store.on("change", (state, changed) => {
   if (changed.has("step")) {
     if (player.index !== state.step && timeline) player.seek(state.step);
-    paint();
+    if (!showing) paint();
   }
   if (changed.has("node")) {
     renderSelection();
@@ -347,7 +339,7 @@ store.on("change", (state, changed) => {
   if (changed.has("speed")) setSpeed(state.speed);
   if (changed.has("theme")) applyTheme();
   if (changed.has("compare") && trace) compare?.load(trace);
-  if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache) {
+  if ((changed.has("collapsed") || changed.has("inserted")) && trace && layoutCache && !showing) {
     relayout(null, anchorPath).then(paint, (err) => setStatus(err.message, true));
     anchorPath = null;
   }

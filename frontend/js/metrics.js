@@ -2,7 +2,7 @@
 // Node sizes (layout.js), chip boxes and every export use it, so nothing guesses a width.
 // Widths are advance widths of DejaVu Sans (regular, bold) measured in Chromium with canvas
 // measureText at 100 px (DejaVu Sans Mono is 0.6 em for every glyph); graph.css names the same
-// fonts at the sizes in FONTS (tests/frontend/metrics.test.mjs checks that they agree).
+// fonts at the sizes in FONTS (tests/frontend/fold.test.mjs, "text metrics", checks that they agree).
 
 const CHARS =
   "0123456789 !\"#$%&'()*+,-./:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~" +

@@ -4,7 +4,7 @@
 import { graphCssText, saveBlob, svgToPngBlob, slug } from "./download.js";
 import { tensorDataJson } from "./tensordata.js";
 import { bindCopyButtons } from "./copy.js";
-import { DEFAULTS } from "./state.js";
+import { writeHash } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -31,7 +31,8 @@ export function bindShareAndExport({ store, api, getTrace, getLayout, getSpecTex
     const example = untouchedExample();
     const view = new URLSearchParams(example ? { example } : {});
     const state = store.get();
-    for (const key of VIEW_KEYS) if (state[key] && state[key] !== DEFAULTS[key]) view.set(key, String(state[key]));
+    const shown = writeHash(Object.fromEntries(VIEW_KEYS.map((key) => [key, state[key]]))); // (as the URL writes them)
+    for (const [key, value] of new URLSearchParams(shown.slice(1))) view.set(key, value);
     const base = example ? `${origin}/` : saved.url ? new URL(saved.url, origin).href : `${origin}/?spec=${saved.id}`;
     return { link: view.toString() ? `${base}#${view}` : base, base };
   }

@@ -1,9 +1,16 @@
 // One store for what the user chose, mirrored to the URL hash through one PROPS table, so every
 // view (example, step, selection, toggles) is a link. No DOM beyond reading/writing the hash.
 
-export const DEFAULTS = { example: "", spec: "", run: "", step: 0, speed: 2, node: "", collapsed: "", inserted: true, theme: "", compare: "" };
+// `collapsed`: the module paths (and fold ids) the user collapsed, a Set; null until a choice is
+// made (the viewer's default folding applies). An empty Set: everything expanded.
+export const DEFAULTS = { example: "", spec: "", run: "", step: 0, speed: 2, node: "", collapsed: null, inserted: true, theme: "", compare: "" };
 
 const bool = { parse: (s) => s !== "0" && s !== "false", format: (b) => (b ? "1" : "0") };
+// In a URL: comma-separated, "-" for the empty set (links made before the Set read the same).
+const pathSet = {
+  parse: (s) => (s === "-" ? new Set() : s ? new Set(s.split(",").filter(Boolean)) : null),
+  format: (set) => (set.size ? [...set].join(",") : "-"),
+};
 export const PROPS = [
   { name: "example", parse: String, format: String },
   { name: "spec", parse: String, format: String }, // a permalink id
@@ -11,7 +18,7 @@ export const PROPS = [
   { name: "step", parse: (s) => Math.max(0, parseInt(s, 10) || 0), format: String },
   { name: "speed", parse: (s) => Number(s) || DEFAULTS.speed, format: String },
   { name: "node", parse: String, format: String },
-  { name: "collapsed", parse: String, format: String }, // comma-separated module paths
+  { name: "collapsed", ...pathSet },
   { name: "inserted", ...bool },
   { name: "theme", parse: String, format: String },
   { name: "compare", parse: String, format: String }, // an example id or permalink id to compare with
@@ -30,21 +37,28 @@ export function writeHash(state) {
   const params = new URLSearchParams();
   for (const p of PROPS) {
     const v = state[p.name];
-    if (v === undefined || v === DEFAULTS[p.name]) continue;
+    if (v === undefined || v === null || v === DEFAULTS[p.name]) continue;
     params.set(p.name, p.format(v));
   }
   const s = params.toString();
   return s ? `#${s}` : "";
 }
 
-/** get/set/on("change") over one plain object; listeners receive (state, changedKeys). */
+/** Whether two values of the state are the same (Sets by their members). */
+function same(a, b) {
+  if (a instanceof Set && b instanceof Set) return a.size === b.size && [...a].every((x) => b.has(x));
+  return a === b;
+}
+
+/** get/set/on("change") over one plain object; listeners receive (state, changedKeys). A Set in
+ * the state is replaced, never changed in place: set a new one. */
 export function createStore(initial = {}) {
   let state = { ...DEFAULTS, ...initial };
   const listeners = [];
   return {
     get: () => state,
     set(patch) {
-      const changed = Object.keys(patch).filter((k) => patch[k] !== state[k]);
+      const changed = Object.keys(patch).filter((k) => !same(patch[k], state[k]));
       if (!changed.length) return;
       state = { ...state, ...patch };
       for (const fn of listeners) fn(state, new Set(changed));

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import pytest
-from e2e_helpers import open_example, wait_step
+from e2e_helpers import open_example, post_json, wait_step
 
 pytestmark = pytest.mark.browser
 A, B, C = "two-layer-linear", "full-backward-hook", "tiny-attention"
@@ -92,3 +92,55 @@ def test_run_edited_spec_makes_a_permalink_that_reload_restores(page: Any, live_
     wait_step(page, int(step))
     assert json.loads(editor.input_value())["title"] == spec["title"]
     assert page.locator("#example option:checked").inner_text().startswith("Edited spec")
+
+
+def _drawn_once(page: Any) -> dict[str, int]:
+    """How often the page laid its graph out and painted a step since it loaded."""
+    return page.evaluate(
+        """() => ({ layouts: performance.getEntriesByName("gt-layout", "measure").length,
+                    paints: performance.getEntriesByName("gt-paint").length })"""
+    )
+
+
+def test_a_first_load_paints_once_and_a_collapsed_view_reopens_from_its_link(
+    page: Any, live_server: str
+) -> None:
+    layers = 30  # a chain long enough to open collapsed (the default folding of a big graph)
+    lines = [f"h{i + 1} = tanh(l{i}({'x' if i == 0 else f'h{i}'}))" for i in range(layers)]
+    spec = {
+        "spec_version": 1,
+        "title": "a deep chain",
+        "modules": {f"l{i}": {"type": "Linear", "in_features": 3, "out_features": 3} for i in range(layers)},
+        "inputs": {"x": {"shape": [2, 3], "init": "randn"}},
+        "forward": [*lines, f"loss = h{layers}.sum()"],
+    }
+    sid = post_json(f"{live_server}/api/v1/specs", spec)["id"]
+    page.goto(f"{live_server}/?spec={sid}")
+    page.wait_for_selector("body.is-ready", timeout=60000)
+    assert _drawn_once(page) == {"layouts": 1, "paints": 1}
+    boxes = page.locator("#graph .gt-node--module").count()
+    assert boxes > 0  # collapsed by default
+    page.wait_for_function("() => location.hash.includes('collapsed=')")  # the view, as a link
+    link = page.evaluate("() => location.href")
+    # Reopened from its link: the same boxes, laid out and painted once.
+    page.goto("about:blank")
+    page.goto(link)
+    page.wait_for_selector("body.is-ready", timeout=60000)
+    assert _drawn_once(page) == {"layouts": 1, "paints": 1}
+    assert page.locator("#graph .gt-node--module").count() == boxes
+    # Everything expanded ("-", as links have written it since before the set was a Set).
+    page.goto("about:blank")
+    page.goto(f"{live_server}/?spec={sid}#collapsed=-&step=3")
+    page.wait_for_selector("body.is-ready", timeout=60000)
+    wait_step(page, 3)
+    assert _drawn_once(page) == {"layouts": 1, "paints": 1}
+    assert page.locator("#graph .gt-node--module").count() == 0
+    # Double-click a module's box: it collapses, the link says so, and it expands again.
+    page.locator('#graph .gt-group[data-module="l2"]').dispatch_event(
+        "dblclick"
+    )  # (its box lies under its nodes)
+    page.wait_for_selector('#graph .gt-node--module[data-module="l2"]', timeout=60000)
+    page.wait_for_function("() => location.hash.includes('collapsed=l2')")
+    page.locator('#graph .gt-node--module[data-module="l2"]').dispatch_event("dblclick")
+    page.wait_for_selector('#graph .gt-group[data-module="l2"]', timeout=60000)
+    page.wait_for_function("() => location.hash.includes('collapsed=-')")

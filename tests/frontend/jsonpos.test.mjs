@@ -3,7 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as momoa from "../../frontend/node_modules/@humanwhocodes/momoa/dist/momoa.js";
-import { locatePointer, syntaxErrorAt } from "../../frontend/js/jsonpos.js";
+import { locatePointers, syntaxErrorAt } from "../../frontend/js/jsonpos.js";
+
+const locatePointer = (momoa, text, pointer, message = "") => locatePointers(momoa, text, [{ pointer, message }])[0];
 
 const text = `{
   "title": "t",

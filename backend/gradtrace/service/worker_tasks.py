@@ -80,8 +80,8 @@ def _lift_memory_budget() -> None:
     """Lift the cap for serialising a finished trace.
 
     The cap guards the computation; the JSON's size is bounded by the engine's value budget.
-    pydantic serialises in Rust, which aborts the whole process (SIGABRT) when an allocation
-    fails instead of raising MemoryError, so a cap hit there would look like a crash.
+    Encoding it (msgspec, ``Trace.to_json_bytes``) past the cap would throw a finished trace
+    away for a MemoryError that says nothing about the spec.
     """
     if _task_memory_mb <= 0:
         return

@@ -79,23 +79,6 @@ export function buildSchedule(trace, { phase = "both" } = {}) {
   return { timeline, frames, phases, initial, duration: end + PACE.fade, fadeAt: end };
 }
 
-/**
- * One element's life as a step function: [{t, value}] change points, given how to read its
- * value from a frame. `start` is its value before the first frame (hidden for a build-up).
- */
-export function changesOf(schedule, read, start) {
-  const out = [{ t: 0, value: start }];
-  let last = start;
-  for (const { t, frame } of schedule.frames) {
-    const v = read(frame);
-    if (v !== last) {
-      out.push({ t, value: v });
-      last = v;
-    }
-  }
-  return out;
-}
-
 /** The frame the static picture shows: the end of the last pass the phase includes. */
 export function finalFrame(trace, phase = "both", timeline = buildTimeline(trace)) {
   const steps = selectSteps(timeline, phase);

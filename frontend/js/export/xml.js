@@ -49,11 +49,6 @@ export function text(attributes, content) {
   return `<text${attrs(attributes)}>${esc(content)}</text>`;
 }
 
-/** An SVG path "d" through polyline points. */
-export function polylinePath(points) {
-  return points.map((p, i) => `${i ? "L" : "M"}${num(p.x)} ${num(p.y)}`).join(" ");
-}
-
 /** An element description (scene.js: {t, a, c}) as SVG text. */
 export function toXml(node) {
   if (typeof node === "string") return esc(node);
