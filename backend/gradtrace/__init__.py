@@ -109,14 +109,12 @@ class Recording:
         self._trace: Trace | None = None
 
     def __enter__(self) -> Recording:
-        from gradtrace.engine.program import ProgramCapture
+        from gradtrace.engine.program import start_recording
 
         if self._capture is not None or self._trace is not None:
             raise RuntimeError("a gradtrace.record() is entered once: make a new one for another block")
         # the frame running the `with`: its variables name the program's models and tensors
-        capture = ProgramCapture(sys._getframe(1), **self._options)
-        capture.start()
-        self._capture = capture
+        self._capture = start_recording(sys._getframe(1), **self._options)
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -129,8 +127,6 @@ class Recording:
             # (the program's exception is what is raised, never gradtrace's in its place)
             exc.add_note(f"gradtrace could not finish the trace: {type(failure).__name__}: {failure}")
             return
-        finally:
-            capture.frame = None
         if exc is not None:
             partial = exc.__dict__.pop("gradtrace_partial", None)
             if partial is not None:

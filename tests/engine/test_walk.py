@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 import gradtrace
-from gradtrace.engine import run, spec_pipeline
+from gradtrace.engine import capture, spec_pipeline
 from gradtrace.examples import get_example
 from gradtrace.spec import SpecLimits, parse_spec
 
@@ -67,26 +67,61 @@ def test_a_spec_walks_each_stage_once_in_order() -> None:
         "engine.dryrun",  # the limits, on the meta device
         "spec.models",  # the normalized spec the trace carries
         "engine.build",  # the built model
-        "engine.spec_capture",  # the capture
-        "engine.assemble",  # records, analyses, the trace
+        "engine.spec_capture",  # the capture (inside the one entry), then the trace
     ]
 
 
-def test_a_module_walks_each_stage_once_in_order() -> None:
-    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
-    x = torch.randn(2, 3)
-    stays = walk(run._traced.__code__, 1, lambda: gradtrace.trace(model, x))
-    assert stays == [
-        "engine.session",  # the capture made: hooks on the model
-        "engine.run",  # its forward and backward
+def _model_and_input() -> tuple[nn.Module, torch.Tensor]:
+    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)), torch.randn(2, 3)
+
+
+def test_a_spec_and_a_module_run_inside_the_one_capture_entry() -> None:
+    """A spec's program and trace()'s forward and backward are each the block of a Capture:
+    started, the block run, finished (the one assembly), as a record() block is."""
+    spec = parse_spec(get_example("mlp-hooks-reconstruction"))
+    entry = capture.Capture.run.__code__
+    assert walk(entry, 1, lambda: spec_pipeline.run_spec(spec, SpecLimits())) == [
+        "engine.capture",
+        "engine.spec_capture",  # the block: the spec's program and steps
+        "engine.capture",
+    ]
+    model, x = _model_and_input()
+    assert walk(entry, 1, lambda: gradtrace.trace(model, x, lambda out: out.sum())) == [
+        "engine.capture",
+        "engine.run",  # the block: the forward and the backward
+        "engine.capture",
+    ]
+
+
+def test_every_capture_finishes_through_the_one_assembly() -> None:
+    spec = parse_spec(get_example("mlp-hooks-reconstruction"))
+    model, x = _model_and_input()
+
+    def program() -> None:
+        with gradtrace.record():
+            model(x).sum().backward()
+
+    finish = capture.Capture.finish.__code__
+    assert walk(finish, 1, lambda: spec_pipeline.run_spec(spec, SpecLimits())) == [
+        "engine.session",  # the block ended: passes left open end
         "engine.assemble",  # records, analyses, the trace; the final gradients copied
-        "engine.caller_warnings",  # the model's warnings, issued again
+        "engine.capture",  # the GC pause ends
     ]
+    after_block = [
+        "engine.assemble",
+        "engine.caller_warnings",  # the model's warnings, issued again
+        "engine.capture",
+    ]
+    assert walk(finish, 1, lambda: gradtrace.trace(model, x, lambda out: out.sum())) == [
+        "engine.session",
+        *after_block,
+    ]
+    assert walk(finish, 1, program) == ["engine.program", *after_block]  # (its variables name what it left)
 
 
 def test_the_assembly_enters_each_analysis_once_after_the_records() -> None:
     spec = parse_spec(get_example("mlp-hooks-reconstruction"))
-    stays = walk(spec_pipeline.run_spec.__code__, 2, lambda: spec_pipeline.run_spec(spec, SpecLimits()))
+    stays = walk(capture.Capture.finish.__code__, 2, lambda: spec_pipeline.run_spec(spec, SpecLimits()))
     assembly = _stage(stays, "engine.assemble", "engine.grad_norms")
     # (engine.analysis: the interface's methods an analysis leaves as they are, doing nothing)
     assert [stay for stay in assembly if stay not in ("engine.assemble", "engine.analysis")] == [

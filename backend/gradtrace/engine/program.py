@@ -1,7 +1,9 @@
 """A program recorded as it runs: the engine beneath ``gradtrace.record()``.
 
 ``with gradtrace.record() as rec:`` runs the block as written, with the capture of a trace on
-for its duration (``ProgramCapture``): the discovery mode sees every torch call of the block,
+for its duration (``start_recording``: the one capture entry, capture.Capture, that
+``trace()`` and a spec run use too, with a ``ProgramSession``): the discovery mode sees every
+torch call of the block,
 the process-wide module hooks every module call, and every engine run (``backward()``,
 ``torch.autograd.grad``) becomes a backward pass with every node hooked, in the engine's order.
 Nothing of torch is patched; everything comes off when the block ends, however it ends.
@@ -31,7 +33,7 @@ One capture at a time in a process: ``record()`` inside another ``record()`` or 
 
 from __future__ import annotations
 
-import gc
+import functools
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -46,14 +48,12 @@ from torch.optim.optimizer import (
     register_optimizer_step_pre_hook,
 )
 
-from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
-from gradtrace.engine.caller_warnings import reissue
+from gradtrace.engine.capture import Capture
 from gradtrace.engine.forward_capture import flat_tensors
 from gradtrace.engine.nested_runs import ENGINE_CALLS, call_arguments
-from gradtrace.engine.run import attach_partial, with_partial
-from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, one_capture
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
-from gradtrace.trace_schema import OptimizerStepPayload, TraceDoc, ZeroGradPayload
+from gradtrace.trace_schema import OptimizerStepPayload, ZeroGradPayload
 
 _ZEROING = (torch.Tensor.zero_, torch._foreach_zero_)  # (how zero_grad(set_to_none=False) zeroes)
 _GRAD_SET = torch.Tensor.grad.__set__  # type: ignore[union-attr]  # (a torch function: the discovery mode sees `t.grad = v`)
@@ -91,6 +91,7 @@ class ProgramSession(TraceSession):
         # the zero_grad event a run of ``.grad = None`` adds to, and the seq it must be last at
         self._zeroing: tuple[ZeroGradPayload, int] | None = None
         self._models: dict[str, nn.Module] = {}  # each model found, by the path it was named under
+        self._mode: Any = None  # the discovery mode, on for the whole block
         super().__init__(None, {}, model_hooks=True, **limits)
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
@@ -121,8 +122,24 @@ class ProgramSession(TraceSession):
         # (each points back at this session: no cycle left behind, see TraceSession.close)
         capture = self.forward_capture
         capture.unknown_module = capture.outside_pass = self.recorder.name_of = None
+        self.frame = None  # type: ignore[assignment]  # (the block's frame: its variables stay the program's)
         for func in (_GRAD_SET, *_ZEROING):
             capture.intercepts.pop(func, None)
+
+    # ---- the block ----------------------------------------------------------------------
+    def begin_block(self) -> None:
+        """The discovery mode is on for the whole block (the program's passes are found as it
+        runs, see the module's docstring)."""
+        self._mode = self.forward_capture.new_mode()
+        self._mode.__enter__()
+
+    def end_block(self, error: BaseException | None) -> None:
+        """See TraceSession.end_block; then the block's variables name what it left."""
+        mode, self._mode = self._mode, None
+        if mode is not None:
+            mode.__exit__(None, None, None)
+        super().end_block(error)
+        self.name_variables()
 
     # ---- names --------------------------------------------------------------------------
     def _scan_models(self, starting: nn.Module | None = None) -> None:
@@ -227,14 +244,6 @@ class ProgramSession(TraceSession):
         self._scan_models()
         self._forwards += 1
         self.recorder.begin_pass("forward", f"forward #{self._forwards}", None)
-
-    def close_forward(self) -> None:
-        """The open top-level forward pass (if any) ends."""
-        rec = self.recorder
-        if rec.in_pass and rec.passes[rec.pass_index].parent is None and rec.phase == "forward":
-            rec.forward_ended()
-            rec.end_pass()
-            self._settle()
 
     # ---- optimizers and zero_grad --------------------------------------------------------
     def _step_starts(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
@@ -353,81 +362,24 @@ class ProgramSession(TraceSession):
         return self._roots
 
 
-class ProgramCapture:
-    """One ``record()`` block's capture: ``start()`` as it begins, ``finish(exc)`` as it ends."""
-
-    def __init__(
-        self,
-        frame: types.FrameType,
-        *,
-        max_nodes: int = LIBRARY_MAX_NODES,
-        value_budget: int = DEFAULT_VALUE_BUDGET,
-        final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
-        title: str | None = None,
-    ) -> None:
-        self.frame = frame
-        self.limits = {
-            "max_nodes": max_nodes,
-            "value_budget": value_budget,
-            "final_value_limit": final_value_limit,
-        }
-        self.title = title or "program"
-        self.session: ProgramSession | None = None
-        self._mode: Any = None
-        self._gc_was_enabled = False
-        self._held: Any = None
-
-    def start(self) -> None:
-        """The capture is on (the GC paused, as in ``trace()``: see session.gc_paused)."""
-        held = one_capture("gradtrace.record()")
-        held.__enter__()
-        self._held = held
-        self._gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            self.session = ProgramSession(self.frame, **self.limits)
-            self._mode = self.session.forward_capture.new_mode()
-            self._mode.__enter__()
-        except BaseException:
-            self._stop_gc_pause()
-            raise
-
-    def finish(self, exc: BaseException | None) -> tuple[TraceDoc, dict[str, Any]] | None:
-        """The block ended (``exc``: how, None when it ran to its end): the capture comes off.
-        Returns the trace and its final gradients; with ``exc`` the partial trace is attached
-        to it (see run.attach_partial) and None is returned."""
-        session = self.session
-        assert session is not None
-        try:
-            self._mode.__exit__(None, None, None)
-            if isinstance(exc, Exception) and with_partial(exc):
-                session.error_event(exc, None)
-            rec = session.recorder
-            while rec.in_pass:  # (an exception may leave passes open)
-                session.close_forward() if rec.phase == "forward" else rec.end_pass()
-            session.name_variables()
-            if exc is not None:
-                session.close()
-                if isinstance(exc, Exception) and with_partial(exc):
-                    attach_partial(exc, session, self.title, True, source="program")
-                return None
-            doc, final_grads, program_warnings = assemble_trace(
-                session, source="program", spec=None, title=self.title
-            )
-            self.session = None
-            del session
-            grads = final_grad_arrays(final_grads, in_trace=doc.grads)
-            reissue(program_warnings)
-            return doc, grads
-        finally:
-            if self.session is not None:
-                self.session.close()
-                self.session = None
-            self._stop_gc_pause()
-
-    def _stop_gc_pause(self) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            held.__exit__(None, None, None)
-        if self._gc_was_enabled:
-            gc.enable()
+def start_recording(
+    frame: types.FrameType,
+    *,
+    max_nodes: int = LIBRARY_MAX_NODES,
+    value_budget: int = DEFAULT_VALUE_BUDGET,
+    final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
+    title: str | None = None,
+) -> Capture:
+    """A ``record()`` block's capture, started (``frame``: the frame running the ``with``);
+    ``finish(exc)`` it as the block ends."""
+    capture = Capture("gradtrace.record()", "program", title or "program")
+    capture.start(
+        functools.partial(
+            ProgramSession,
+            frame,
+            max_nodes=max_nodes,
+            value_budget=value_budget,
+            final_value_limit=final_value_limit,
+        )
+    )
+    return capture

@@ -1,20 +1,20 @@
-"""trace_module: the engine's pipeline for a user's nn.Module (the library): the capture of
-one forward and one backward (``session``), then records, analyses and the trace
-(``assemble``). A spec's pipeline is ``run_spec``."""
+"""trace_module: the engine's pipeline for a user's nn.Module (the library): one forward and
+one backward of the model, run inside the one capture entry (capture.Capture, as
+``record()``'s block and a spec's program are), then records, analyses and the trace
+(``assemble``, in the capture's finish). A spec's pipeline is ``run_spec``."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
 
-from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
-from gradtrace.engine.caller_warnings import reissue
+from gradtrace.engine.capture import Capture, with_partial
 from gradtrace.engine.diagnostics import reduced_to_sum
-from gradtrace.engine.errors import TraceError, UnreadableTensor
-from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession, gc_paused, one_capture
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
 
@@ -70,65 +70,28 @@ def trace_module(
     if bad:
         raise TypeError(f"inputs must be tensors; inputs[{bad[0]}] is {type(inputs[bad[0]]).__name__}")
     retained = _retained_names(retain_grad)
-    # (the session is made, used and dropped inside the GC pause)
-    with one_capture("gradtrace.trace()"), gc_paused():
-        doc, grads = _traced(
+    capture = Capture(
+        "gradtrace.trace()",
+        "module",
+        title or f"{type(model).__name__} forward and backward",
+        want_grads=grads_out is not None,
+    )
+    doc, grads = capture.run(
+        functools.partial(
+            TraceSession,
             model,
-            inputs,
             _input_names(inputs),
-            loss_fn,
-            retained,
-            max_nodes,
-            value_budget,
-            final_value_limit,
-            title,
-            grads_out is not None,
-        )
+            max_nodes=max_nodes,
+            value_budget=value_budget,
+            final_value_limit=final_value_limit,
+            model_hooks=True,
+            grad_mode=torch.is_grad_enabled(),  # (the caller's: see TraceSession)
+        ),
+        functools.partial(_capture, model=model, inputs=inputs, loss_fn=loss_fn, retained=retained),
+    )
     if grads is not None and grads_out is not None:
         grads_out.update(grads)
     return doc
-
-
-def _traced(
-    model: nn.Module,
-    inputs: tuple[torch.Tensor, ...],
-    input_names: dict[str, torch.Tensor],
-    loss_fn: Callable[[Any], Any] | None,
-    retained: set[str],
-    max_nodes: int,
-    value_budget: int,
-    final_value_limit: int,
-    title: str | None,
-    want_grads: bool,
-) -> tuple[TraceDoc, dict[str, Any] | None]:
-    """The trace of one forward and backward (capture, then assembly), and (``want_grads``)
-    the final gradients as numpy arrays. ``input_names``: the inputs by their names in the
-    trace."""
-    session = TraceSession(
-        model,
-        input_names,
-        max_nodes=max_nodes,
-        value_budget=value_budget,
-        final_value_limit=final_value_limit,
-        model_hooks=True,
-        grad_mode=torch.is_grad_enabled(),  # (the caller's: see TraceSession)
-    )
-    title = title or f"{type(model).__name__} forward and backward"
-    try:
-        _capture(session, model, inputs, loss_fn, retained)
-    except BaseException as exc:
-        session.close()  # (nothing of gradtrace's stays on the model; assembling closes it too)
-        if isinstance(exc, Exception) and with_partial(exc):
-            attach_partial(exc, session, title, want_grads)
-        raise
-    doc, final_grads, model_warnings = assemble_trace(session, source="module", spec=None, title=title)
-    # (the session's last reference: what it held for its records, every intermediate tensor
-    # it summarised, hundreds of MB on a big model, is freed here by reference counting, before
-    # the gradients are copied, not held at once with those copies)
-    del session
-    grads = final_grad_arrays(final_grads, in_trace=doc.grads) if want_grads else None
-    reissue(model_warnings)
-    return doc, grads
 
 
 def _capture(
@@ -155,34 +118,6 @@ def _capture(
 
     loss = session.forward(forward, error_is_event=with_partial)
     session.backward_pass("backward", "loss", None, loss.backward)
-
-
-def with_partial(exc: BaseException) -> bool:
-    """An exception that comes with the trace recorded up to it (an ``error`` event where it
-    broke): the model's or PyTorch's, or gradtrace's refusal of a tensor it cannot read
-    (not a limit: a limit's partial trace would be as big as what it refused)."""
-    return not isinstance(exc, TraceError) or isinstance(exc, UnreadableTensor)
-
-
-def attach_partial(
-    exc: Exception,
-    session: TraceSession,
-    title: str,
-    want_grads: bool,
-    source: Literal["module", "program"] = "module",
-) -> None:
-    """What was recorded up to the exception, as ``exc.gradtrace_partial``: (the trace, its
-    final gradients or None), for ``gradtrace.trace`` to attach as ``exc.gradtrace_trace``.
-    The exception itself stays exactly PyTorch's (or the model's): same object, type and
-    message. The warnings recorded until then are issued first, as a plain run showed them."""
-    try:
-        doc, final_grads, _warnings = assemble_trace(session, source=source, spec=None, title=title)
-        grads = final_grad_arrays(final_grads, in_trace=doc.grads) if want_grads else None
-    except Exception as failure:  # noqa: BLE001 - the model's exception is what is raised
-        exc.add_note(f"gradtrace could not assemble the partial trace: {type(failure).__name__}: {failure}")
-    else:
-        exc.gradtrace_partial = (doc, grads)  # type: ignore[attr-defined]
-    session.reissue_warnings()
 
 
 def _loss_of(output: Any, loss_fn: Callable[[Any], Any] | None, session: TraceSession) -> torch.Tensor:

@@ -1,11 +1,13 @@
 """The capture of one trace: the recorder, the forward and backward captures and what the
 analyses ask of them, wired together.
 
-Both entry points (a spec, or a user's nn.Module) drive a TraceSession: ``forward(...)``
-inside the discovery mode, then ``backward_pass(...)`` passes; ``assemble.assemble_trace``
-then makes the trace (a TraceDoc) of what it kept. The session owns every hook it installs
+Every capture (``record()``, ``trace()``, a spec) runs a TraceSession inside the one entry,
+capture.Capture: ``trace()`` and a spec drive it (``forward(...)`` inside the discovery mode,
+then ``backward_pass(...)`` passes), ``record()``'s session (program.ProgramSession) finds its
+passes as the program runs; ``assemble.assemble_trace`` then makes the trace (a TraceDoc) of
+what it kept. The session owns every hook it installs
 (an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life, teardown included,
-runs inside ``gc_paused()`` (the entry points see to it).
+runs inside the GC pause (the entry sees to it).
 """
 
 from __future__ import annotations
@@ -272,6 +274,31 @@ class TraceSession:
         (after ``close()``; see caller_warnings). Once: a second call issues nothing."""
         records, self.recorded_warnings = self.recorded_warnings, []
         reissue(records)
+
+    # ---- the captured block (see capture.py) --------------------------------------------
+    def begin_block(self) -> None:
+        """The block the capture runs begins. (Its passes are declared by the code that drives
+        it: ``forward`` and ``backward_pass``; a program's session finds them as it runs.)"""
+
+    def end_block(self, error: BaseException | None) -> None:
+        """The block is over: ``error``, when given, recorded where it broke (once: an error
+        a pass recorded already is not recorded again); the passes it left open end."""
+        if error is not None:
+            self.error_event(error, None)
+        rec = self.recorder
+        while rec.in_pass:
+            if rec.phase == "forward" and rec.passes[rec.pass_index].parent is None:
+                self.close_forward()
+            else:
+                rec.end_pass()
+
+    def close_forward(self) -> None:
+        """The open top-level forward pass (if any) ends."""
+        rec = self.recorder
+        if rec.in_pass and rec.passes[rec.pass_index].parent is None and rec.phase == "forward":
+            rec.forward_ended()
+            rec.end_pass()
+            self._settle()
 
     # ---- passes -------------------------------------------------------------------------
     def forward(

@@ -1,4 +1,6 @@
-"""The capture of a spec's model: its program run as the forward, its steps, its hooks.
+"""The capture of a spec's model: its program run as the forward, its steps, its hooks,
+inside the one capture entry (capture.Capture, as ``record()``'s block and ``trace()``'s
+forward and backward are).
 
 Errors running the first forward are errors of the spec (SpecError, a 422 in the service);
 errors in later steps are events of the trace (see steps.py).
@@ -6,12 +8,14 @@ errors in later steps are events of the trace (see steps.py).
 
 from __future__ import annotations
 
+import functools
 from contextlib import ExitStack
 from typing import Any
 
 import torch
 
 from gradtrace.engine.build import BuiltModel, seeded_global_rng
+from gradtrace.engine.capture import Capture
 from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.interpreter import ProgramModule, run_program
 from gradtrace.engine.session import TraceSession
@@ -19,7 +23,7 @@ from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.problem import public_text
 from gradtrace.spec import SpecError
-from gradtrace.trace_schema import Diagnostic, ModuleHook
+from gradtrace.trace_schema import Diagnostic, ModuleHook, TraceDoc
 
 
 def _forward_error(exc: Exception) -> Exception:
@@ -46,18 +50,10 @@ def _refused_by_hooks(exc: Exception) -> bool:
 class SpecCapture:
     """One spec's model being captured: its names, its hooks, its session."""
 
-    def __init__(
-        self, spec: Any, built: BuiltModel, limits: Any, value_budget: int, final_value_limit: int
-    ) -> None:
+    def __init__(self, spec: Any, built: BuiltModel) -> None:
         self.spec = spec
         self.built = built
-        self.session = TraceSession(
-            self.built.root,
-            dict(self.built.inputs),
-            max_nodes=limits.max_nodes,
-            value_budget=value_budget,
-            final_value_limit=final_value_limit,
-        )
+        self.session: TraceSession  # (the capture's, given to run)
         self.hooks = [h.model_dump(mode="json", by_alias=True, exclude_none=True) for h in spec.hooks]
         self.tensor_hooks: dict[str, list[int]] = {}  # intermediate name -> hook indexes
         self.retain = set(spec.retain_grad)
@@ -134,9 +130,9 @@ class SpecCapture:
             on_constant=self.session.label_constant,
         )
 
-    def run(self) -> TraceSession:
-        """The forward program and the steps, captured: the session, its passes over."""
-        session = self.session
+    def run(self, session: TraceSession) -> None:
+        """The forward program and the steps, captured by ``session``, its passes over."""
+        self.session = session
         with ExitStack() as stack:
             stack.callback(session.close)
             # dropout draws from the global RNG (not a Generator): seed it, restore it after
@@ -168,7 +164,6 @@ class SpecCapture:
                         module=path,
                     )
                 )
-        return session
 
     def _first_forward(self, steps: list[Any]) -> None:
         """The forward program; then, when the spec left its steps to the default (one
@@ -193,8 +188,26 @@ class SpecCapture:
 
 
 def capture_spec(
-    spec: Any, built: BuiltModel, limits: Any, value_budget: int, final_value_limit: int
-) -> TraceSession:
-    """The capture of ``built`` (the spec's model) running the spec's program and steps
-    within ``limits``: its session, passes over, hooks off, ready to be assembled."""
-    return SpecCapture(spec, built, limits, value_budget, final_value_limit).run()
+    spec: Any,
+    built: BuiltModel,
+    limits: Any,
+    value_budget: int,
+    final_value_limit: int,
+    normalized: dict[str, Any],
+    want_grads: bool,
+) -> tuple[TraceDoc, dict[str, Any] | None]:
+    """``built`` (the spec's model) running the spec's program and steps within ``limits``,
+    inside the one capture entry (capture.Capture): the trace (carrying ``normalized``, the
+    spec as the trace shows it) and, with ``want_grads``, its final gradients."""
+    capture = Capture(
+        "a spec run", "spec", spec.title, spec=normalized, want_grads=want_grads, callers_code=False
+    )
+    make_session = functools.partial(
+        TraceSession,
+        built.root,
+        dict(built.inputs),
+        max_nodes=limits.max_nodes,
+        value_budget=value_budget,
+        final_value_limit=final_value_limit,
+    )
+    return capture.run(make_session, SpecCapture(spec, built).run)

@@ -4,7 +4,8 @@
    (``spec.price``), then a dry run on the meta device (``dryrun``): limits refused before
    anything is allocated; its normalized form, which the trace carries;
 2. **the built model** (``build``): modules and inputs, seeded;
-3. **the capture** (``spec_capture``): the forward program and the steps, recorded;
+3. **the capture** (``spec_capture``): the forward program and the steps, recorded inside the
+   one capture entry (``capture``), which then makes
 4. **records, analyses, the trace** (``assemble``).
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
 from gradtrace.engine.build import build_model
 from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.session import gc_paused
@@ -46,13 +46,12 @@ def run_spec(
         check_price(spec, limits)
         dry_run(spec, limits)
     normalized = spec.normalized()  # (what the trace shows of its spec)
-    with gc_paused():  # the session is made, used and dropped inside the pause
+    with gc_paused():  # the model is built, used and dropped inside the pause, as the session is
         built = build_model(spec)
-        session = capture_spec(spec, built, limits, value_budget, final_value_limit)
-        doc, final_grads, _warnings = assemble_trace(
-            session, source="spec", title=spec.title, spec=normalized
+        doc, grads = capture_spec(
+            spec, built, limits, value_budget, final_value_limit, normalized, grads_out is not None
         )
-        del session, built
-        if grads_out is not None:
-            grads_out.update(final_grad_arrays(final_grads))
+        del built
+    if grads is not None and grads_out is not None:
+        grads_out.update(grads)
     return doc

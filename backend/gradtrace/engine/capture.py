@@ -1,0 +1,161 @@
+"""The one capture: ``record()``, ``trace()`` and a spec run are each a block of code run
+inside a ``Capture``, the same entry, the same ending, the same assembly.
+
+* ``start``: one capture at a time in a thread (``one_capture``), Python's GC paused (see
+  session.gc_paused), the session made (its hooks on) and its block begun (``record()``'s
+  session: the discovery mode on for the whole block).
+* the block: the program as written (``record()``, the passes found as it runs: program.py);
+  ``trace()``'s forward and backward (run.py); a spec's program and steps (spec_capture.py),
+  the passes declared by the code that drives them.
+* ``finish``: the block's end (``TraceSession.end_block``: passes left open ended, names
+  read), then the one assembly (assemble.py) and the final gradients.
+
+The caller's own code (``trace()``, ``record()``) gets PyTorch's exception unchanged, with the
+trace recorded up to it attached (``attach_partial``), and its warnings issued again after
+the trace. A spec run's errors are the spec's (SpecError, raised as they are) and its warnings
+stay in its diagnostics.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import Any, Literal
+
+from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
+from gradtrace.engine.caller_warnings import reissue
+from gradtrace.engine.errors import TraceError, UnreadableTensor
+from gradtrace.engine.session import TraceSession, one_capture
+from gradtrace.trace_schema import TraceDoc
+
+Source = Literal["spec", "module", "program"]
+
+
+def with_partial(exc: BaseException) -> bool:
+    """An exception that comes with the trace recorded up to it (an ``error`` event where it
+    broke): the model's or PyTorch's, or gradtrace's refusal of a tensor it cannot read
+    (not a limit: a limit's partial trace would be as big as what it refused)."""
+    return not isinstance(exc, TraceError) or isinstance(exc, UnreadableTensor)
+
+
+def attach_partial(
+    exc: Exception, session: TraceSession, source: Source, title: str, want_grads: bool
+) -> None:
+    """What was recorded up to the exception, as ``exc.gradtrace_partial``: (the trace, its
+    final gradients or None), for the library to attach as ``exc.gradtrace_trace``.
+    The exception itself stays exactly PyTorch's (or the model's): same object, type and
+    message. The warnings recorded until then are issued first, as a plain run showed them."""
+    try:
+        doc, final_grads, _warnings = assemble_trace(session, source=source, spec=None, title=title)
+        grads = final_grad_arrays(final_grads, in_trace=doc.grads) if want_grads else None
+    except Exception as failure:  # noqa: BLE001 - the model's exception is what is raised
+        exc.add_note(f"gradtrace could not assemble the partial trace: {type(failure).__name__}: {failure}")
+    else:
+        exc.gradtrace_partial = (doc, grads)  # type: ignore[attr-defined]
+    session.reissue_warnings()
+
+
+class Capture:
+    """One block's capture: ``start(make_session)`` as it begins, ``finish(exc)`` as it ends
+    (or ``run(make_session, block)`` for a block that is a function of the session)."""
+
+    def __init__(
+        self,
+        what: str,
+        source: Source,
+        title: str,
+        *,
+        spec: dict[str, Any] | None = None,
+        want_grads: bool = True,
+        callers_code: bool = True,
+    ) -> None:
+        """``what``: the entry, as an error naming it says (``gradtrace.trace()``).
+        ``want_grads``: the final gradients as numpy arrays too. ``callers_code``: the block
+        is the caller's own code (see the module's docstring)."""
+        self.what = what
+        self.source = source
+        self.title = title
+        self.spec = spec
+        self.want_grads = want_grads
+        self.callers_code = callers_code
+        self.session: TraceSession | None = None
+        self._held: Any = None
+        self._gc_was_enabled = False
+
+    def start(self, make_session: Callable[[], TraceSession]) -> TraceSession:
+        """The capture is on: the session made, its block begun."""
+        held = one_capture(self.what)
+        held.__enter__()
+        self._held = held
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            session = self.session = make_session()
+            session.begin_block()
+        except BaseException:
+            if self.session is not None:
+                self.session.close()
+                self.session = None
+            self._release()
+            raise
+        return session
+
+    def finish(self, exc: BaseException | None) -> tuple[TraceDoc, dict[str, Any] | None] | None:
+        """The block ended (``exc``: how, None when it ran to its end): the capture comes off.
+        Returns the trace and its final gradients (None unless ``want_grads``); with ``exc``,
+        None (the partial trace attached to the caller's exception, see attach_partial)."""
+        session = self.session
+        assert session is not None
+        partial = self.callers_code and isinstance(exc, Exception) and with_partial(exc)
+        try:
+            session.end_block(exc if partial else None)
+            if exc is not None:
+                session.close()  # (nothing of gradtrace's stays on the model; assembling closes it too)
+                if partial:
+                    assert isinstance(exc, Exception)
+                    attach_partial(exc, session, self.source, self.title, self.want_grads)
+                return None
+            doc, final_grads, block_warnings = assemble_trace(
+                session, source=self.source, spec=self.spec, title=self.title
+            )
+            # (the session's last reference: what it held for its records, every intermediate
+            # tensor it summarised, hundreds of MB on a big model, is freed here by reference
+            # counting, before the gradients are copied, not held at once with those copies)
+            self.session = None
+            del session
+            grads = (
+                final_grad_arrays(final_grads, in_trace=doc.grads if self.callers_code else None)
+                if self.want_grads
+                else None
+            )
+            if self.callers_code:
+                reissue(block_warnings)
+            return doc, grads
+        finally:
+            if self.session is not None:
+                self.session.close()
+                self.session = None
+            self._release()
+
+    def run(
+        self, make_session: Callable[[], TraceSession], block: Callable[[TraceSession], Any]
+    ) -> tuple[TraceDoc, dict[str, Any] | None]:
+        """``block(session)`` captured from start to finish: the trace and its gradients."""
+        session = self.start(make_session)
+        try:
+            block(session)
+        except BaseException as exc:
+            self.finish(exc)
+            raise
+        del session
+        result = self.finish(None)
+        assert result is not None
+        return result
+
+    def _release(self) -> None:
+        """The GC pause and the one-capture hold end."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.__exit__(None, None, None)
+        if self._gc_was_enabled:
+            gc.enable()
