@@ -2,10 +2,12 @@
 
 ``run_spec`` (``spec_pipeline``) traces a validated ModelSpec (the service calls it in a worker
 process); ``trace_module`` (``run``) traces a user's own nn.Module (the Python library);
-``program.ProgramCapture`` records any block of PyTorch code while it runs
+``program.start_recording`` records any block of PyTorch code while it runs
 (``gradtrace.record()``: its models, leaves and passes found as the program makes them). Each
 loads when first asked for (tracing a user's model does not load the spec's build, dry run and
-pydantic models). Both are one pipeline,
+pydantic models). All three capture through one entry (``capture.Capture``: a spec's program,
+``trace()``'s forward and backward and ``record()``'s block are each the block it runs, and it
+ends each through the one assembly), and are one pipeline,
 each stage a module entered once, in this order (tests/engine/test_walk.py keeps it so):
 
 =======================  ==================================================================
@@ -13,7 +15,8 @@ stage                    modules
 =======================  ==================================================================
 the spec checked         ``spec.price``, ``dryrun`` (a spec: limits before any allocation)
 the built model          ``build`` (a spec; a user's model comes built)
-the capture              ``spec_capture``, ``run`` or ``program``, driving a ``session``
+the capture              ``capture``, running ``spec_capture``, ``run`` or ``program``
+                         (each driving a ``session``)
 records, analyses, trace ``assemble``: the final values, then each analysis, then every
                          record's numbers read to the host at once, then the TraceDoc
 =======================  ==================================================================
