@@ -393,7 +393,15 @@ def outcome_of(answer: RunAnswer, settings: Settings) -> Answer:
     if answer.exit == "confine_failed":
         raise WorkerUnavailable("runner_unavailable", "the run could not be confined; it was not started", 60)
     if answer.exit == "file_size":
-        return Answer(Problem("too_large", "the program wrote a file larger than a run may"), seconds)
+        return Answer(
+            Problem(
+                "too_large",
+                f"the program wrote a file larger than a run may ({settings.run_file_mb} MB; a gradtrace.watch "
+                "run grows with its logged steps and full traces: log fewer steps with every=N, or pass "
+                "full_traces=False)",
+            ),
+            seconds,
+        )
     if doc.get("result_truncated"):
         return Answer(Problem("too_large", "the recorded trace is larger than a run may answer"), seconds)
     try:
