@@ -51,7 +51,7 @@ from gradtrace.runs.store import NodeInfo, RunWriter, StepRecord
 # is recorded (dead units show as a fraction near 1).
 RELU_LIKE = frozenset({"ReluBackward0", "ThresholdBackward0", "HardtanhBackward0"})
 _ACCUMULATE = "AccumulateGrad"
-HOOK_SECONDS = 30e-6  # Python per hooked node on a logged step (tests/perf/bench.py, "watch")
+HOOK_SECONDS = 20e-6  # Python per hooked node on a logged step (tests/perf/bench_watch.py, chain60 on a CPU)
 MODEL = "(model)"  # the module path of the watched model's own ops
 LOSS = "(loss)"  # ops after the model's forward (the loss)
 BEFORE = "(input)"  # ops before it (inputs built with grad)
@@ -148,6 +148,7 @@ class Watch:
         # place after the forward's start (sequence numbers), with their class
         self._template: dict[int, tuple[type, NodeInfo]] = {}
         self._stepping: Any = None  # the optimizer whose step runs now
+        self._on_cpu = False  # every parameter is on the CPU (read at __enter__)
         self._param_infos: dict[int, NodeInfo] = {}  # id(parameter) -> its AccumulateGrad node's
 
     # ---- the context -----------------------------------------------------------------------
@@ -162,6 +163,7 @@ class Watch:
         }  # fmt: skip
         params = [(n, str(list(p.shape)), p.numel()) for n, p in self._params]
         self._writer = RunWriter(self.path, meta, params, rank)
+        self._on_cpu = all(p.device.type == "cpu" for _n, p in self._params)
         self._handles = [
             self.model.register_forward_pre_hook(_Hook(self._on_forward_pre), with_kwargs=True),
             self.model.register_forward_hook(_Hook(self._on_forward)),
@@ -457,7 +459,7 @@ class Watch:
             return
         with_grad = [(name, p) for name, p in self._params if p.grad is not None]
         with torch.no_grad():
-            grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad]))  # type: ignore[misc]
+            grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad], self._on_cpu))  # type: ignore[misc]
             weights = step.values.norms([p for _n, p in with_grad])
         for (name, p), g, w in zip(with_grad, grads, weights, strict=True):
             step.params[id(p)] = (name, g, w)
@@ -557,14 +559,17 @@ class Watch:
             edges=step.edges,
         )
         self.last_nodes = n
-        keys = [info.key for info in step.infos]
+        infos = step.infos
         odd = np.flatnonzero((nan > 0) | (inf > 0)).tolist()  # (the nodes the flags look at one by one)
         for k, _slot, _numel in step.zeros:
             odd.append(k)
         flags = self.flags.check(
             record.step,
             record.loss,
-            [(keys[k], grad_in[k], grad_out[k], zero[k], int(nan[k]), int(inf[k])) for k in sorted(set(odd))],
+            [
+                (infos[k].key, grad_in[k], grad_out[k], zero[k], int(nan[k]), int(inf[k]))
+                for k in sorted(set(odd))
+            ],
             self._weights(step.infos, grad_in),
             list(
                 zip(

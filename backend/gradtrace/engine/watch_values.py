@@ -10,7 +10,8 @@ owner code (the node's index times two: what it receives; plus one: what it pass
 reduced one by one, which would cost a kernel launch and Python calls per node. Held
 gradients are normed together, the ones of one shape stacked as the rows of one tensor and
 reduced by one row norm, when they pass ``BATCH`` elements (the memory the watch may keep)
-and at the backward's end. A gradient over ``SMALL`` elements is normed at once, on its own.
+and at the backward's end; one passed from a node to the next (the same tensor, held) is
+normed once. A gradient over ``SMALL`` elements is normed at once, on its own.
 On the host, the norms of one owner are combined (the norm of all its gradients together is
 the root of the sum of their squares) and their NaN and inf counted: a NaN norm means the
 gradient holds a NaN; an infinite one an inf, or values so large their norm overflows.
@@ -34,20 +35,21 @@ class StepValues:
     def __init__(self) -> None:
         self.size = 0
         self._chunks: list[tuple[list[int], torch.Tensor]] = []
-        self._owners: list[int] = []  # per slot: the owner code of a gradient's norm, -1 else
+        self._pair_slots: list[int] = []  # (slot, owner code): a gradient's norm counts for the owner
+        self._pair_owners: list[int] = []
         self._held: list[torch.Tensor] = []
-        self._held_owners: list[int] = []
+        self._held_slots: list[int] = []
         self._held_elements = 0
+        self._seen: dict[int, int] = {}  # id of a held gradient -> its slot (held: the id is its own)
 
-    def _reserve(self, owners: list[int]) -> int:
+    def _reserve(self, n: int) -> int:
         start = self.size
-        self.size += len(owners)
-        self._owners.extend(owners)
+        self.size += n
         return start
 
     def scalar(self, t: torch.Tensor) -> int:
         """The slot of a 0-dim tensor's value."""
-        slot = self._reserve([-1])
+        slot = self._reserve(1)
         self._chunks.append(([slot], t.detach().reshape(1)))
         return slot
 
@@ -55,14 +57,14 @@ class StepValues:
         """The slots of several 0-dim tensors' values (one chunk)."""
         if not ts:
             return []
-        start = self._reserve([-1] * len(ts))
+        start = self._reserve(len(ts))
         slots = list(range(start, start + len(ts)))
         self._chunks.append((slots, torch.stack(ts)))  # (0-dim tensors)
         return slots
 
     def vector(self, t: torch.Tensor) -> list[int]:
         """The slots of a 1-D tensor's values (one chunk)."""
-        start = self._reserve([-1] * t.numel())
+        start = self._reserve(t.numel())
         slots = list(range(start, start + t.numel()))
         self._chunks.append((slots, t.detach()))
         return slots
@@ -70,27 +72,36 @@ class StepValues:
     def norms(self, tensors: list[torch.Tensor]) -> list[int]:
         """The slots of each tensor's 2-norm (stacked by shape; not bit-equal to ``t.norm()``:
         see :func:`exact_norms`)."""
-        start = self._reserve([-1] * len(tensors))
-        self._norm_into(tensors, start)
-        return list(range(start, start + len(tensors)))
+        start = self._reserve(len(tensors))
+        slots = list(range(start, start + len(tensors)))
+        self._norm_into(tensors, slots, [t.numel() <= SMALL for t in tensors])
+        return slots
 
     def hold(self, grads: Any, owner: int) -> None:
         """Keep the gradients ``grads`` (a node's tuple; None: no gradient) for ``owner``'s
-        norm: small ones held to be normed together, a large one normed now."""
+        norm: small ones held to be normed together (a tensor held already, passed from one
+        node to the next, is normed once), a large one normed now."""
+        seen = self._seen
         for g in grads:
             if g is None:
                 continue
-            n = g.numel()
-            if n > SMALL:
-                slot = self._reserve([owner])
-                p = _plain(g)
-                self._chunks.append(
-                    ([slot], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
-                )
-            else:
-                self._held.append(g)
-                self._held_owners.append(owner)
-                self._held_elements += n
+            slot = seen.get(id(g))
+            if slot is None:
+                slot = self.size
+                self.size += 1
+                n = g.numel()
+                if n > SMALL:
+                    p = _plain(g)
+                    self._chunks.append(
+                        ([slot], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
+                    )
+                else:
+                    seen[id(g)] = slot
+                    self._held.append(g)
+                    self._held_slots.append(slot)
+                    self._held_elements += n
+            self._pair_slots.append(slot)
+            self._pair_owners.append(owner)
         if self._held_elements > BATCH:
             self.reduce_held()
 
@@ -101,22 +112,23 @@ class StepValues:
     def reduce_held(self) -> None:
         """Norm the held gradients now (called when they pass ``BATCH``, and at the read)."""
         if self._held:
-            self._norm_into(self._held, self._reserve(self._held_owners))
+            self._norm_into(self._held, self._held_slots, None)
         self._held = []
-        self._held_owners = []
+        self._held_slots = []
         self._held_elements = 0
+        self._seen = {}
 
-    def _norm_into(self, tensors: list[torch.Tensor], start: int) -> None:
+    def _norm_into(self, tensors: list[torch.Tensor], slots: list[int], small: list[bool] | None) -> None:
         groups: dict[Any, list[int]] = {}
-        for i, t in enumerate(tensors):
-            groups.setdefault(t.shape if t.numel() <= SMALL else i, []).append(i)
+        for i, t in enumerate(tensors):  # (small: None when every tensor is)
+            groups.setdefault(t.shape if small is None or small[i] else i, []).append(i)
         for idx in groups.values():
             ts = [tensors[i] for i in idx]
             try:  # (one kernel for all the rows; a group that will not stack, one by one)
                 rows = torch.stack(ts).reshape(len(ts), -1) if len(ts) > 1 else ts[0].reshape(1, -1)
                 self._chunks.append(
                     (
-                        [start + i for i in idx],
+                        [slots[i] for i in idx],
                         torch.linalg.vector_norm(rows, dim=1, dtype=norm_dtype(rows.dtype)),
                     )
                 )
@@ -124,7 +136,7 @@ class StepValues:
                 for i, t in zip(idx, ts, strict=True):
                     p = _plain(t)
                     self._chunks.append(
-                        ([start + i], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
+                        ([slots[i]], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
                     )
 
     def read(self) -> np.ndarray:
@@ -145,9 +157,8 @@ class StepValues:
     def per_owner(self, values: np.ndarray, owners: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For owner codes ``0..owners-1``: the norm of all the owner's gradients together
         (0 where it had none), and how many of them hold a NaN, an inf (from ``read``'s values)."""
-        code = np.asarray(self._owners, dtype=np.int64)
-        mask = code >= 0
-        code, x = code[mask], values[mask]
+        code = np.asarray(self._pair_owners, dtype=np.int64)
+        x = values[np.asarray(self._pair_slots, dtype=np.int64)]
         count = np.bincount(code, minlength=owners)
         single = np.zeros(owners)
         single[code] = x  # (an owner of one gradient: its norm as it is)
@@ -173,10 +184,16 @@ def norm_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def exact_norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+def exact_norms(tensors: list[torch.Tensor], on_cpu: bool = False) -> list[torch.Tensor]:
     """Each tensor's 2-norm exactly as ``t.norm()`` gives it (0-dim tensors, on their devices):
     ``torch._foreach_norm`` on the CPU (one call; it is the same reduction there), one
-    ``vector_norm`` per tensor elsewhere (a fused foreach kernel sums in another order)."""
+    ``vector_norm`` per tensor elsewhere (a fused foreach kernel sums in another order).
+    ``on_cpu``: the caller knows every tensor is on the CPU."""
+    if on_cpu:
+        try:  # (no per-tensor checks first: they cost as much as the norms of small tensors)
+            return list(torch._foreach_norm(tensors))
+        except RuntimeError:  # a sparse one
+            pass
     dense = [t.to_dense() if t.layout != torch.strided else t for t in tensors]
     if dense and all(t.device.type == "cpu" for t in dense):
         return list(torch._foreach_norm(dense))

@@ -172,6 +172,7 @@ class RunWriter:
         self._param_ids = {name: i for i, name in self._db.execute("SELECT id, name FROM parameters")}
         self._node_ids: dict[str, int] = {}
         self._edges: set[tuple[int, int]] = set()
+        self._last_nodes: tuple[list[NodeInfo], list[int]] = ([], [])
         if _started_runs is not None and rank == 0:
             _started_runs.append(Path(run_dir))
 
@@ -189,16 +190,20 @@ class RunWriter:
 
     def write_step(self, record: StepRecord, flags: Sequence[Flag] = ()) -> None:
         with self._transaction():
-            ids = []
-            for node in record.nodes:
-                nid = self._node_ids.get(node.key)
-                if nid is None:
-                    cur = self._db.execute(
-                        "INSERT INTO nodes (key, module, op, ordinal, param, first_step) VALUES (?, ?, ?, ?, ?, ?)",
-                        (node.key, node.module, node.op, node.ordinal, node.param, record.step),
-                    )
-                    nid = self._node_ids[node.key] = int(cur.lastrowid or 0)
-                ids.append(nid)
+            if record.nodes == self._last_nodes[0]:  # (the same nodes in the same order: most steps)
+                ids = self._last_nodes[1]
+            else:
+                ids = []
+                for node in record.nodes:
+                    nid = self._node_ids.get(node.key)
+                    if nid is None:
+                        cur = self._db.execute(
+                            "INSERT INTO nodes (key, module, op, ordinal, param, first_step) VALUES (?, ?, ?, ?, ?, ?)",
+                            (node.key, node.module, node.op, node.ordinal, node.param, record.step),
+                        )
+                        nid = self._node_ids[node.key] = int(cur.lastrowid or 0)
+                    ids.append(nid)
+                self._last_nodes = (list(record.nodes), ids)
             nan = float("nan")
             blobs: dict[str, Any] = {
                 "node_ids": ids, "grad_in": record.grad_in, "grad_out": record.grad_out,
