@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
@@ -22,6 +22,7 @@ from gradtrace.api.diagram import RENDERER_VERSION, CachedRenderDep
 from gradtrace.api.docs import ERROR_RESPONSES
 from gradtrace.examples import example_ids, get_example
 from gradtrace.render import standalone_html
+from gradtrace.render.options import Theme
 from gradtrace.service.hashing import permalink_id
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ async def download_name(spec_id: str) -> str:
 async def get_player(
     stored: StoredSpecDep,
     cached: CachedRenderDep,
-    theme: Literal["light", "dark"] | None = Query(None, description="fixed colours (default: the reader's)"),
+    theme: Theme | None = Query(None, description="fixed colours (default: the reader's)"),
 ) -> Response:
     checked = await check_spec(stored.doc)
     name = await download_name(stored.id)  # [a-z0-9-] only: safe inside the quoted filename

@@ -22,6 +22,7 @@ class LeafSpec(SpecModel):
     init: Annotated[dict[str, NestedNumbers], Field(max_length=16)] | None = None
     call_arity: ClassVar[int] = 1  # positional tensors the module's forward takes
     returns: ClassVar[int] = 1  # values the call returns (MultiheadAttention: 2)
+    ops: ClassVar[int] = 1  # tensor operations one call dispatches in its forward (for the price)
 
     def parameter_shapes(self) -> dict[str, Shape]:
         """Parameter name -> shape, in torch's named_parameters() order."""
@@ -46,6 +47,7 @@ def _pair(value: int | list[int], dims: int) -> Shape:
 
 class LinearSpec(LeafSpec):
     type: Literal["Linear"]
+    ops: ClassVar[int] = 3
     in_features: Dim
     out_features: Dim
     bias: bool = True
@@ -59,6 +61,7 @@ class LinearSpec(LeafSpec):
 
 class _ConvSpec(LeafSpec):
     dims: ClassVar[int] = 1
+    ops: ClassVar[int] = 2
     in_channels: Dim
     out_channels: Dim
     kernel_size: Dim | Annotated[list[Dim], Field(min_length=1, max_length=2)]
@@ -95,6 +98,7 @@ class Conv2dSpec(_ConvSpec):
 
 class EmbeddingSpec(LeafSpec):
     type: Literal["Embedding"]
+    ops: ClassVar[int] = 2
     num_embeddings: Dim
     embedding_dim: Dim
 
@@ -104,6 +108,7 @@ class EmbeddingSpec(LeafSpec):
 
 class LayerNormSpec(LeafSpec):
     type: Literal["LayerNorm"]
+    ops: ClassVar[int] = 2
     normalized_shape: Dim | Annotated[list[Dim], Field(min_length=1, max_length=8)]
     eps: Annotated[float, Field(gt=0)] = 1e-5
     elementwise_affine: bool = True
@@ -118,6 +123,7 @@ class LayerNormSpec(LeafSpec):
 
 class BatchNorm1dSpec(LeafSpec):
     type: Literal["BatchNorm1d"]
+    ops: ClassVar[int] = 3
     num_features: Dim
     eps: Annotated[float, Field(gt=0)] = 1e-5
     momentum: Annotated[float, Field(ge=0, le=1)] = 0.1
@@ -130,6 +136,7 @@ class BatchNorm1dSpec(LeafSpec):
 
 class DropoutSpec(LeafSpec):
     type: Literal["Dropout"]
+    ops: ClassVar[int] = 2
     p: Annotated[float, Field(ge=0, le=1)] = 0.5
 
 
@@ -162,6 +169,7 @@ class LogSoftmaxSpec(LeafSpec):
 
 class IdentitySpec(LeafSpec):
     type: Literal["Identity"]
+    ops: ClassVar[int] = 0
 
 
 class FlattenSpec(LeafSpec):
@@ -172,6 +180,7 @@ class FlattenSpec(LeafSpec):
 
 class MultiheadAttentionSpec(LeafSpec):
     type: Literal["MultiheadAttention"]
+    ops: ClassVar[int] = 40
     embed_dim: Dim
     num_heads: Dim
     bias: bool = True

@@ -44,7 +44,7 @@ from .ir import (
     TensorList,
     TupleExpr,
 )
-from .modules import CompositeSpec, ModuleSpec, SequentialSpec
+from .modules import CompositeSpec, LeafSpec, ModuleSpec, SequentialSpec
 from .steps import BackwardStep, ForwardStep, GradStep, SgdStep, ZeroGradStep
 from .vocabulary import FUNCTIONS, OPERATORS
 
@@ -62,20 +62,6 @@ _MAX_INTEGER_BITS = int(MAX_INTEGER_DIGITS / math.log10(2))
 # Backward operations per forward operation, for pricing a walk of the graph (most backward
 # functions run one or two kernels; a Linear's runs about five for its two forward ops).
 BACKWARD_OPS_PER_OP = 2
-
-# Tensor operations one call of a leaf module dispatches in its forward (default 1).
-_LEAF_OPS = {
-    "Identity": 0,
-    "Linear": 3,
-    "Conv1d": 2,
-    "Conv2d": 2,
-    "Embedding": 2,
-    "LayerNorm": 2,
-    "BatchNorm1d": 3,
-    "Dropout": 2,
-    "Flatten": 1,
-    "MultiheadAttention": 40,
-}
 
 
 class CostlyArithmetic(Exception):
@@ -163,8 +149,8 @@ class _Pricer:
                 return total
             case CompositeSpec():
                 return self.program(spec.program, spec.modules)
-            case _:
-                return Work(_LEAF_OPS.get(spec.type, 1), 0)
+            case LeafSpec():  # (the kernels one call runs: each layer's own `ops`)
+                return Work(spec.ops, 0)
 
     def program(self, program: Program, modules: Modules) -> Work:
         total = _NOTHING
