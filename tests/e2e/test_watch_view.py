@@ -153,9 +153,13 @@ def test_a_gallery_run_opens_scrubs_and_folds_its_layers(
     assert slider.get_attribute("max") == "49"
 
 
-def test_a_pasted_program_that_watches_opens_its_run(page: Any, run_server: str) -> None:
+def test_a_pasted_program_that_watches_opens_its_run(page: Any, run_server: str, screenshots: Path) -> None:
     program = get_json(run_server + "/api/v1/program-examples/watch-relu-residual")["python"]
+    page.set_viewport_size({"width": 1280, "height": 720})
     open_example(page, run_server, "two-layer-linear")
+    gallery = page.get_by_role("link", name=re.compile(r"^Training runs"))
+    assert gallery.get_attribute("href") == "/watch.html?example=watch-sigmoid-mlp"
+    page.screenshot(path=str(screenshots / "player-training-runs-link-1280.png"))
     page.get_by_role("tab", name="PyTorch").click()
     page.get_by_role("textbox", name="PyTorch").fill(program)
     page.get_by_role("button", name="Run").click()
