@@ -2,7 +2,7 @@
 // Data comes from the API, or — for standalone HTML and notebooks — from an embedded
 // <script type="application/json" id="gradtrace-data"> with no network request at all.
 
-import { createStore, readHash, writeHash } from "./state.js";
+import { createStore, mirrorToHash, readHash } from "./state.js";
 import { createRenderer } from "./render.js";
 import { createCamera } from "./camera.js";
 import { createPlayer } from "./player.js";
@@ -343,20 +343,8 @@ store.on("change", (state, changed) => {
     relayout(null, anchorPath).then(paint, (err) => setStatus(err.message, true));
     anchorPath = null;
   }
-  scheduleHashWrite();
 });
-
-let hashTimer = null;
-function scheduleHashWrite() {
-  if (embedded) return; // a standalone file has no server to reopen a link against
-  clearTimeout(hashTimer);
-  // A hash the user (or a link) set meanwhile wins: its hashchange is still on its way to
-  // followHash, and writing the old view over it now would lose that navigation.
-  const seen = location.hash;
-  hashTimer = setTimeout(() => {
-    if (location.hash === seen) history.replaceState(null, "", writeHash(store.get()) || location.pathname);
-  }, 120);
-}
+if (!embedded) mirrorToHash(store); // (a standalone file has no server to reopen a link against)
 
 // Another example or permalink in the hash loads it from a fresh view; otherwise only the view moves.
 window.addEventListener("hashchange", () => followHash(readHash(location.hash)).catch((err) => setStatus(err.message, true)));

@@ -1,5 +1,6 @@
 // One store for what the user chose, mirrored to the URL hash through one PROPS table, so every
-// view (example, step, selection, toggles) is a link. No DOM beyond reading/writing the hash.
+// view (example, step, selection, toggles) is a link. No DOM beyond reading/writing the hash
+// (mirrorToHash).
 
 // `collapsed`: the module paths (and fold ids) the user collapsed, a Set; null until a choice is
 // made (the viewer's default folding applies). An empty Set: everything expanded.
@@ -68,4 +69,18 @@ export function createStore(initial = {}) {
       listeners.push(fn);
     },
   };
+}
+
+/** Keep the page's URL hash the store's view, `delayMs` after the last change (no history entry). */
+export function mirrorToHash(store, { delayMs = 120 } = {}) {
+  let timer = null;
+  store.on("change", () => {
+    clearTimeout(timer);
+    // A hash the user (or a link) set meanwhile wins: its hashchange is still on its way to
+    // the viewer, and writing the old view over it now would lose that navigation.
+    const seen = location.hash;
+    timer = setTimeout(() => {
+      if (location.hash === seen) history.replaceState(null, "", writeHash(store.get()) || location.pathname);
+    }, delayMs);
+  });
 }

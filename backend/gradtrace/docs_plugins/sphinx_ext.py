@@ -38,11 +38,13 @@ from sphinx.util.osutil import relative_uri
 
 from gradtrace import __version__
 from gradtrace.docs_plugins.diagrams import OUTPUT_DIR, DiagramOptions, draw, html_for
+from gradtrace.render.options import FIELDS as DRAW_FIELDS
 
 log = logging.getLogger(__name__)
 
-FLAGS = ("animated", "no-values")  # written alone: `:animated:`
-VALUED = ("format", "phase", "theme", "height", "alt", "depth", "direction")
+FLAGS = ("animated", "no-values")  # written alone: `:animated:` (`:no-values:` is values=False)
+# `:name: value`: how the page shows it, and the rest of the drawing's options
+VALUED = ("format", "height", "alt", *(name for name in DRAW_FIELDS if name not in ("animated", "values")))
 
 
 class _EveryOption(dict[str, Any]):
