@@ -1,6 +1,7 @@
 """``gradtrace serve`` stopped with Ctrl-C as at a terminal: the whole process group gets SIGINT
 (the API process, its CPU lane's helpers, the workers' forkserver and workers), and the server
-stops cleanly, without a traceback from any of them."""
+stops cleanly, without a traceback from any of them: once ready, and while still starting (the
+forkserver importing torch, the helpers importing the API)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from server_process import REPO, ctrl_c_as_at_a_terminal, free_port, process_group
 
 
@@ -24,7 +26,8 @@ def _ready(url: str) -> bool:
         return False
 
 
-def test_serve_stops_at_ctrl_c_without_tracebacks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["starting", "ready"])
+def test_serve_stops_at_ctrl_c_without_tracebacks(tmp_path: Path, when: str) -> None:
     port = free_port()
     env = {
         **os.environ,
@@ -46,10 +49,16 @@ def test_serve_stops_at_ctrl_c_without_tracebacks(tmp_path: Path) -> None:
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
-        while not _ready(url):  # the workers and the CPU lane's helpers all started
-            assert proc.poll() is None and time.monotonic() < deadline, "the server never became ready"
-            time.sleep(0.2)
-        assert len(process_group(proc.pid)) >= 4  # the API, its helpers, the forkserver, a worker
+        if when == "starting":  # the helpers and the forkserver started, still importing
+            while len(process_group(proc.pid)) < 4:
+                assert proc.poll() is None and time.monotonic() < deadline, "no process started"
+                time.sleep(0.05)
+            time.sleep(0.5)
+        else:
+            while not _ready(url):  # the workers and the CPU lane's helpers all started
+                assert proc.poll() is None and time.monotonic() < deadline, "the server never became ready"
+                time.sleep(0.2)
+            assert len(process_group(proc.pid)) >= 4  # the API, its helpers, the forkserver, a worker
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at a terminal sends: to the whole group
         out, _ = proc.communicate(timeout=60)
         assert "Traceback" not in out and "KeyboardInterrupt" not in out, out

@@ -136,7 +136,7 @@ def create_app(
                 await asyncio.gather(starting, return_exceptions=True)
             warming.cancel()
             await asyncio.gather(warming, return_exceptions=True)
-            cpu.close()
+            await cpu.aclose()  # before the workers' close stops the resource tracker
             await service.close()
             if ratelimiter is not None:
                 await ratelimiter.close()

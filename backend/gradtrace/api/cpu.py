@@ -33,7 +33,6 @@ import hashlib
 import logging
 import multiprocessing
 import os
-import signal
 import threading
 import time
 from collections import OrderedDict, deque
@@ -44,6 +43,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from gradtrace.problem import Problem
+from gradtrace.service.ctrl_c import children_spared
 from gradtrace.service.ratelimit import CURRENT_CLIENT
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ class CpuLane:
             self._pool = ProcessPoolExecutor(
                 self.threads,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_helper_start,
+                initializer=_exit_with_parent,
                 initargs=(os.getpid(),),
             )
         return self._pool
@@ -141,7 +141,8 @@ class CpuLane:
     async def _in_helper(
         self, fn: Callable[..., T], args: tuple[Any, ...]
     ) -> tuple[T | None, BaseException | None, float]:
-        job = asyncio.get_running_loop().run_in_executor(self._helpers(), _timed, fn, args)
+        with children_spared():  # the job may start a helper
+            job = asyncio.get_running_loop().run_in_executor(self._helpers(), _timed, fn, args)
         try:
             return await asyncio.wait_for(job, self.timeout_s)
         except TimeoutError:
@@ -172,7 +173,9 @@ class CpuLane:
         """Start the helpers and import what a job needs, before the first request waits for it."""
         loop, pool = asyncio.get_running_loop(), self._helpers()
         # as many at once as there are helpers: each starts one (they start on demand)
-        await asyncio.gather(*(loop.run_in_executor(pool, _warm) for _ in range(self.threads)))
+        with children_spared():
+            warming = [loop.run_in_executor(pool, _warm) for _ in range(self.threads)]
+        await asyncio.gather(*warming)
         self.ready = True
 
     def _forget(self, client: str, turn: asyncio.Future[None]) -> None:
@@ -224,24 +227,33 @@ class CpuLane:
     def close(self) -> None:
         self._restart()
 
+    async def aclose(self) -> None:
+        """Stop the helpers, and wait until their pool has let go of its queues (the app's
+        lifespan, before the worker pool stops multiprocessing's resource tracker).
 
-def _kill_helpers(pool: Executor) -> None:
+        The queues' semaphores are unregistered from the resource tracker when the queues are
+        collected. Left to the end of the process, that came after the worker pool had stopped
+        the tracker: a new one started just to be told about semaphores it had never seen, and
+        printed a KeyError traceback for each at Ctrl-C."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await asyncio.to_thread(_kill_helpers, pool, isinstance(pool, ProcessPoolExecutor))
+
+
+def _kill_helpers(pool: Executor, wait: bool = False) -> None:
     # the stdlib (3.11) has no public way to end a pool's processes before their jobs end
     processes: dict[int, Any] = getattr(pool, "_processes", None) or {}
     for process in list(processes.values()):
         process.kill()
-    pool.shutdown(wait=False, cancel_futures=True)  # never blocks the event loop; its thread reaps them
+    # without waiting, it never blocks (the event loop); its thread reaps them
+    pool.shutdown(wait=wait, cancel_futures=True)
 
 
-def _helper_start(parent: int) -> None:
-    """In a helper, first: Ctrl-C is the API process's to handle, and the helper exits when the
-    API process is gone (SIGKILLed, nothing cleaned up).
+def _exit_with_parent(parent: int) -> None:
+    """In a helper: exit when the API process is gone (SIGKILLed, nothing cleaned up).
 
-    A terminal sends Ctrl-C's SIGINT to the whole foreground process group, helpers included:
-    each printed a KeyboardInterrupt traceback from its wait for a job, while the API process
-    was stopping them anyway (``CpuLane.close``). So they ignore it. A helper holds both ends of
-    its job queue's pipe, so it would never see the pipe close: a thread watches its parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    A helper holds both ends of its job queue's pipe, so it would never see the pipe close.
+    (Ctrl-C never reaches a helper: they are started with SIGINT blocked, ``service/ctrl_c.py``.)"""
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradtrace.problem import Problem
 from gradtrace.service import worker_tasks
+from gradtrace.service.ctrl_c import children_spared
 from gradtrace.service.runner import Answer, WorkerUnavailable
 from gradtrace.service.settings import Settings
 from gradtrace.service.worker_main import worker_main
@@ -227,7 +228,8 @@ class WorkerPool:
             daemon=True,
         )
         started = time.monotonic()
-        process.start()
+        with children_spared():  # the first start also starts the forkserver (importing torch)
+            process.start()
         child.close()  # the worker holds the only other end: its death is EOF here
         try:
             if not parent.poll(_START_TIMEOUT_S):
