@@ -7,7 +7,7 @@
 // (`gradtrace view`) is asked for again while the page is open and grows here.
 
 import { handOff } from "./handoff.js";
-import { drawHeatmaps } from "./watchheatmap.js";
+import { drawHeatmaps, repeatedBlocks } from "./watchheatmap.js";
 import { api } from "./api.js";
 import { fullTraceText, parseRun, sourceOfPage } from "./watchsource.js";
 
@@ -205,6 +205,11 @@ function flagNode(f) {
   return (nodes.find((n) => n.key === f.node) || nodes.find((n) => n.param && n.param === f.node))?.key ?? null;
 }
 
+function firstBlockNode(run) {
+  const cell = repeatedBlocks(run.nodes)[0]?.templates[0].cells.find((i) => i >= 0);
+  return cell === undefined ? null : run.nodes[cell].key;
+}
+
 function goToFlag(f) {
   const k = state.run.steps.indexOf(f.step);
   goTo(k >= 0 ? k : state.at, flagNode(f));
@@ -264,7 +269,8 @@ function show(run) {
   const slider = document.getElementById("step");
   slider.max = String(Math.max(0, run.steps.length - 1));
   state.at = atEnd && state.playing === null ? Math.max(0, run.steps.length - 1) : Math.min(state.at, run.steps.length - 1);
-  if (state.selected === null && run.flags.length) state.selected = flagNode(run.flags[0]);
+  // Something to inspect from the start: the first flag's node, else the first repeated block's first node.
+  if (state.selected === null) state.selected = run.flags.length ? flagNode(run.flags[0]) : firstBlockNode(run);
   document.getElementById("run-title").textContent = `${run.meta.model ?? "model"}: ${run.steps.length} logged steps, every ${run.meta.every}${run.sampled ? " (sampled)" : ""}`;
   document.getElementById("download-run").disabled = false;
   drawLegend();

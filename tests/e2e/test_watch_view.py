@@ -30,7 +30,7 @@ def sigmoid_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("watch") / "sigmoid-mlp"
     torch.manual_seed(0)
     model = DeepMLP(depth=8)
-    with gradtrace.watch(model, path, every=1, full_traces=False):
+    with gradtrace.watch(model, path, every=1):  # full traces: the first step, the step after a flag
         train(model, mlp_step, 12, lr=0.5)
     return path
 
@@ -66,12 +66,18 @@ def test_the_step_slider_moves_the_colours(
             page.locator(".watch-node.is-selected").get_attribute("data-key")
             == "layers.0/AccumulateGrad#weight"
         )
-        page.get_by_role("button", name="Play").click()
+        page.get_by_role("button", name="Play", exact=True).click()
         deadline = time.monotonic() + 20
         while slider.input_value() != "11" and time.monotonic() < deadline:
             page.wait_for_timeout(100)
         assert slider.input_value() == "11"  # played to the last step
         page.screenshot(path=str(screenshots / "watch-run-view.png"))
+        # step 0's saved full trace, read from the run by gradtrace view, opens in the player
+        slider.fill("0")
+        page.get_by_role("button", name="Open step 0 in the player (first logged step)").click()
+        page.wait_for_url(re.compile(r"/\?handoff=trace"))
+        page.wait_for_selector("body.is-ready", timeout=60_000)
+        assert int(page.evaluate("() => document.body.dataset.nodes")) > 30
 
 
 # ---- the hosted service: the gallery's training runs, run on the server in its jail ----------
