@@ -1,6 +1,7 @@
 """``POST /api/v1/run``: a pasted PyTorch program in, its trace, output and exception out.
 
-The program runs as written in the jail (``service/jail_pool.py``) under ``gradtrace.record()``.
+The program runs as written in the jail (``service/jail_pool.py``) under ``gradtrace.record()``;
+one that calls ``gradtrace.watch`` runs without it and answers its run (``service/jail_watch.py``).
 Here, before any jail is used: the body is ``{"python": "<source>"}`` and nothing else, the
 source is bounded and must parse (a syntax error is a 422 naming its line). The run is priced
 like a trace (the client's worker time, the costly-source memory, the cache, all keyed by
@@ -43,7 +44,9 @@ RUN_BODY = json_body(
 )
 RUN_RESPONSE = {
     "description": "The program ran (whether or not it raised): `trace` (the trace format, or null when "
-    "nothing was recorded), `stdout`/`stderr` (bounded; `*_truncated` when cut), `exception` "
+    "nothing was recorded), `watch` (a program that calls `gradtrace.watch`: its run as the run view's "
+    'document, `"format": "gradtrace-run-view/1"`, sampled past the service\'s budget with `cut` saying so; '
+    "else null), `stdout`/`stderr` (bounded; `*_truncated` when cut), `exception` "
     "(`{type, message, line}` or null), `seconds`, `id` (the permalink of the source)",
     "content": {"application/json": {"schema": {"type": "object"}}},
 }
