@@ -45,7 +45,7 @@ def child(key: str, rounds: int) -> dict[str, Any]:
     import torch
 
     import gradtrace
-    from gradtrace.engine import analysis, assemble, run, session, summarize
+    from gradtrace.engine import analysis, assemble, capture, session, summarize
 
     sys.path.insert(0, str(HERE))
     from bench_floor import MODELS, log_run
@@ -57,15 +57,13 @@ def child(key: str, rounds: int) -> dict[str, Any]:
     session.TraceSession.__init__ = _timing(now, "setup", init)  # type: ignore[method-assign]
     session.TraceSession.forward = _timing(now, "forward", session.TraceSession.forward)  # type: ignore[method-assign]
     session.TraceSession.backward_pass = _timing(now, "backward", session.TraceSession.backward_pass)  # type: ignore[method-assign]
-    run.assemble_trace = _timing(now, "assemble", assemble.assemble_trace)
+    capture.assemble_trace = _timing(now, "assemble", assemble.assemble_trace)
     summarize.Summarizer.finalize = _timing(now, "finalize", summarize.Summarizer.finalize)  # type: ignore[method-assign]
     analysis.Analysis.add = _timing(now, "analyses", analysis.Analysis.add)  # type: ignore[method-assign]
     for cls in analysis.Analysis.__subclasses__():
         for name in ("add", "add_after_values"):
             if name in vars(cls):
                 setattr(cls, name, _timing(now, "analyses", vars(cls)[name]))
-
-    forward_done: list[float] = []
 
     def bare() -> None:
         loss_fn(model(x)).backward()
@@ -100,7 +98,6 @@ def child(key: str, rounds: int) -> dict[str, Any]:
         model.zero_grad(set_to_none=True)
         for name, seconds in traced().items():
             out[name].append(seconds)
-    del forward_done
     return {name: statistics.median(values) for name, values in out.items()}
 
 
