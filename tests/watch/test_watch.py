@@ -266,3 +266,29 @@ def test_memory_stays_flat_over_many_logged_steps(tmp_path: Path) -> None:
     run = gradtrace.load_run(tmp_path / "run")
     assert len(run.steps) == 600
     assert run.path.stat().st_size < 600 * 1024  # a few bytes per quantity (plus SQLite's pages)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_accumulate_nodes_listed_by_their_feeder_are_where_their_own_hooks_put_them(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parameter's AccumulateGrad node fed by one node is listed by that node's hook (not
+    hooked itself): the same order and numbers as with a hook on every node."""
+    from gradtrace.engine import watch as engine_watch
+
+    make, loss_at = CASES[case]
+    runs = []
+    for hook_every_node in (False, True):
+        if hook_every_node:
+            monkeypatch.setattr(engine_watch, "_single_feeds", lambda found, accumulates: {})
+        torch.manual_seed(0)
+        model = make()
+        with gradtrace.watch(model, tmp_path / f"run{hook_every_node}", every=2, full_traces=False):
+            train(model, loss_at, 5)
+        runs.append(gradtrace.load_run(tmp_path / f"run{hook_every_node}"))
+    listed, hooked = runs
+    assert listed.steps == hooked.steps == [0, 2, 4]
+    for step in listed.steps:
+        a, b = listed.step_values(step), hooked.step_values(step)
+        assert list(a["nodes"]) == list(b["nodes"])  # the engine's order
+        assert a == b

@@ -86,6 +86,9 @@ class _Step:
         self.spans: list[tuple[int, int, str]] = []  # (start, end, path)
         self.model_span: tuple[int, int] | None = None
         self.hooked: dict[Any, NodeInfo] = {}
+        # AccumulateGrad nodes listed by the hook of the one node that feeds them: node ->
+        # (that hook's list, its entry)
+        self.fed: dict[Any, tuple[list[tuple[int, NodeInfo]], tuple[int, NodeInfo]]] = {}
         self.ordinals: dict[tuple[str, str], int] = {}
         self.leaves = 0
         self.infos: list[NodeInfo] = []  # the nodes that ran, in the engine's order
@@ -146,7 +149,7 @@ class Watch:
         self._weight_params: set[str] | None = None
         # the keys of the op nodes of the last forward numbered with module hooks, by their
         # place after the forward's start (sequence numbers), with their class
-        self._template: dict[int, tuple[type, NodeInfo]] = {}
+        self._template: dict[int, tuple[type, NodeInfo, tuple[tuple[int, int, NodeInfo], ...]]] = {}
         self._stepping: Any = None  # the optimizer whose step runs now
         self._on_cpu = False  # every parameter is on the CPU (read at __enter__)
         self._param_infos: dict[int, NodeInfo] = {}  # id(parameter) -> its AccumulateGrad node's
@@ -331,19 +334,34 @@ class Watch:
 
     # ---- the graph ---------------------------------------------------------------------------
     def _hook_new(self, step: _Step, roots: list[Any]) -> None:
-        """Name and hook the nodes reachable from ``roots`` not hooked yet."""
+        """Name and hook the nodes reachable from ``roots`` not hooked yet.
+
+        A parameter's AccumulateGrad node fed by one node only is not hooked: what it
+        accumulates is what that node passes it, read by that node's hook, and the engine
+        runs it right after that node (its priority is the highest), where the hook lists it
+        (several fed by one node: in the order of its inputs). A hook per node costs about
+        6 us on a CPU (registering it, PyTorch calling it, removing it: an accumulator
+        outlives the step); most models have as many of them as op nodes."""
         found = walk_new(roots, step.hooked)
+        if step.fed:
+            self._unfeed(step, found)
         if self._named_as_before(step, found):
             return
         known = len(self._infos)
         ops = []
+        accumulates = {}
         for node in found:
             nr = raw_sequence_nr(node)
             if nr is None:  # AccumulateGrad
-                info = self._accumulate_info(step, node)
-                self._hook(step, node, info)
+                accumulates[node] = self._accumulate_info(step, node)
             else:
                 ops.append((nr, node))
+        feeds = _single_feeds(found, accumulates)
+        for node, info in accumulates.items():
+            if node in feeds:
+                step.hooked[node] = info
+            else:
+                self._hook(step, node, info)
         ops.sort(key=_first)
         owner = _owners(step)
         ordinals = step.ordinals
@@ -353,8 +371,12 @@ class Watch:
             k = ordinals.get((module, op), 0)
             ordinals[(module, op)] = k + 1
             info = self._info(module, op, str(k))
-            self._hook(step, node, info)
-            self._template[nr - start] = (type(node), info)
+            fed = [
+                (j, id(found[node][j][0].variable), accumulates[found[node][j][0]])
+                for j in feeds.get(node, ())
+            ]
+            self._hook(step, node, info, self._feed(step, node, found, fed))
+            self._template[nr - start] = (type(node), info, tuple(fed))
         if len(self._infos) == known:
             return  # no node the run has not seen: no edge it has not seen (a graph of known keys)
         hooked = step.hooked
@@ -362,26 +384,60 @@ class Watch:
             src = hooked[node].key
             step.edges.extend((src, hooked[fn].key) for fn, _nr in nexts if fn is not None and fn in hooked)
 
+    def _feed(
+        self, step: _Step, node: Any, found: dict[Any, tuple], fed: list[tuple[int, int, NodeInfo]]
+    ) -> list[tuple[int, NodeInfo]]:
+        """The AccumulateGrad nodes ``node``'s hook lists after it: (input, node record); each
+        remembered in ``step.fed`` (a node found later that feeds it too gets it hooked)."""
+        feeds = [(j, info) for j, _pid, info in fed]
+        for j, _pid, info in fed:
+            acc = found[node][j][0]
+            step.hooked[acc] = info
+            step.fed[acc] = (feeds, (j, info))
+        return feeds
+
+    def _unfeed(self, step: _Step, found: dict[Any, tuple]) -> None:
+        """Nodes found after the forward's end (the loss) that feed an AccumulateGrad node
+        listed by its feeder's hook: it has two feeders, its own hook now (before the backward)."""
+        for nexts in found.values():
+            for fn, _nr in nexts:
+                entry = step.fed.pop(fn, None) if fn is not None else None
+                if entry is not None:
+                    feeds, item = entry
+                    feeds.remove(item)
+                    self._hook(step, fn, item[1])
+
     def _named_as_before(self, step: _Step, found: dict[Any, tuple]) -> bool:
         """Hook ``found`` under the keys of the forward numbered before (``_template``: the
-        node at the same place after the forward's start, of the same class), if every op
-        node has one (forwards that make as many nodes: the same code, most of the time)."""
+        node at the same place after the forward's start, of the same class, feeding the
+        same parameters' AccumulateGrad nodes), if every op node has one (forwards that make
+        as many nodes: the same code, most of the time)."""
         template = self._template
         if not template or step.numbered or step.model_span is None:
             return False
         start = step.model_span[0]
-        named: list[tuple[Any, NodeInfo | None]] = []
+        named: list[tuple[Any, NodeInfo, tuple]] = []
+        accumulates = []
+        fed = set()
         for node in found:
             nr = raw_sequence_nr(node)
             if nr is None:
-                named.append((node, None))
+                accumulates.append(node)
                 continue
             known = template.get(nr - start)
             if known is None or known[0] is not type(node):
                 return False
-            named.append((node, known[1]))
-        for node, info in named:
-            self._hook(step, node, info or self._accumulate_info(step, node))
+            for j, pid, _info in known[2]:
+                acc = found[node][j][0]
+                if acc is None or id(getattr(acc, "variable", None)) != pid:
+                    return False
+                fed.add(acc)
+            named.append((node, known[1], known[2]))
+        for node, info, feeds in named:
+            self._hook(step, node, info, self._feed(step, node, found, list(feeds)) if feeds else None)
+        for node in accumulates:
+            if node not in fed:
+                self._hook(step, node, self._accumulate_info(step, node))
         return True
 
     def _accumulate_info(self, step: _Step, node: Any) -> NodeInfo:
@@ -406,12 +462,16 @@ class Watch:
             )
         return info
 
-    def _hook(self, step: _Step, node: Any, info: NodeInfo) -> None:
+    def _hook(
+        self, step: _Step, node: Any, info: NodeInfo, feeds: list[tuple[int, NodeInfo]] | None = None
+    ) -> None:
         step.hooked[node] = info
         if info.op == _ACCUMULATE:  # (a parameter's accumulator outlives the step: unhooked at its end)
             step.handles.append(node.register_hook(functools.partial(self._on_accumulate, step, info)))
         elif info.op in RELU_LIKE:
-            node.register_hook(functools.partial(self._on_relu, step, info))
+            node.register_hook(functools.partial(self._on_relu, step, info, feeds))
+        elif feeds:
+            node.register_hook(functools.partial(self._on_feeder, step, info, feeds))
         else:
             node.register_hook(functools.partial(self._on_node, step, info))
 
@@ -426,6 +486,24 @@ class Watch:
         step.values.hold(grad_outputs, k)
         step.values.hold(grad_inputs, k + 1)
 
+    def _on_feeder(
+        self,
+        step: _Step,
+        info: NodeInfo,
+        feeds: list[tuple[int, NodeInfo]],
+        grad_inputs: Any,
+        grad_outputs: Any,
+    ) -> None:
+        k = len(step.infos)
+        self._on_node(step, info, grad_inputs, grad_outputs)
+        if len(step.infos) == k:
+            return
+        for j, acc in feeds:  # the AccumulateGrad nodes it feeds run next
+            k = len(step.infos)
+            step.accumulates.append(k)
+            step.values.hold(grad_inputs[j : j + 1], 2 * k)
+            step.infos.append(acc)
+
     def _on_accumulate(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
         if step is not self._pending:
             return
@@ -435,9 +513,12 @@ class Watch:
         step.values.hold(grad_outputs, 2 * len(step.infos))
         step.infos.append(info)
 
-    def _on_relu(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
+    def _on_relu(self, step: _Step, info: NodeInfo, feeds: Any, grad_inputs: Any, grad_outputs: Any) -> None:
         k = len(step.infos)
-        self._on_node(step, info, grad_inputs, grad_outputs)
+        if feeds:
+            self._on_feeder(step, info, feeds, grad_inputs, grad_outputs)
+        else:
+            self._on_node(step, info, grad_inputs, grad_outputs)
         g = grad_inputs[0] if grad_inputs else None
         if g is not None and len(step.infos) > k:
             step.zeros.append((k, step.values.zeros(g), g.numel()))
@@ -514,6 +595,7 @@ class Watch:
         # the graph's nodes hold hooks that hold the step: the step lets go of the nodes, or
         # the cycle (through C++, out of the collector's sight) would keep every graph alive
         step.hooked = {}
+        step.fed = {}
         if self._pending is step:
             self._pending = None
 
@@ -601,6 +683,21 @@ class Watch:
 
 
 _first = itemgetter(0)
+
+
+def _single_feeds(found: dict[Any, tuple], accumulates: dict[Any, NodeInfo]) -> dict[Any, list[int]]:
+    """The parameters' AccumulateGrad nodes among ``accumulates`` fed by exactly one node of
+    ``found`` (through one input): feeder -> the inputs that feed them."""
+    feeders: dict[Any, list[tuple[Any, int]]] = {}
+    for node, nexts in found.items():
+        for j, (fn, _nr) in enumerate(nexts):
+            if fn is not None and fn in accumulates:
+                feeders.setdefault(fn, []).append((node, j))
+    feeds: dict[Any, list[int]] = {}
+    for acc, by in feeders.items():
+        if len(by) == 1 and accumulates[acc].param is not None:
+            feeds.setdefault(by[0][0], []).append(by[0][1])
+    return feeds
 
 
 def _owners(step: _Step) -> Callable[[int], str]:

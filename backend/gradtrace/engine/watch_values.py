@@ -29,6 +29,9 @@ import torch
 
 SMALL = 1 << 16  # elements: gradients up to this size are reduced in batches
 BATCH = 1 << 22  # elements held for a batch at most, then reduced (the memory it may keep)
+STACKED = 4  # tensors of one shape at least, to be stacked (fewer: one foreach norm for all) ...
+STACKED_NUMEL = 4096  # ... of this many elements at most (larger: the copy costs more than a call)
+_LOW = (torch.float16, torch.bfloat16)  # normed in float32 (float16's largest value is 65504)
 
 
 class StepValues:
@@ -122,10 +125,14 @@ class StepValues:
         groups: dict[Any, list[int]] = {}
         for i, t in enumerate(tensors):  # (small: None when every tensor is)
             groups.setdefault(t.shape if small is None or small[i] else i, []).append(i)
+        few: list[int] = []  # (shapes of a few tensors: one foreach call for all of them)
         for idx in groups.values():
+            if len(idx) < STACKED or tensors[idx[0]].numel() > STACKED_NUMEL:
+                few.extend(idx)
+                continue
             ts = [tensors[i] for i in idx]
             try:  # (one kernel for all the rows; a group that will not stack, one by one)
-                rows = torch.stack(ts).reshape(len(ts), -1) if len(ts) > 1 else ts[0].reshape(1, -1)
+                rows = torch.stack(ts).reshape(len(ts), -1)
                 self._chunks.append(
                     (
                         [slots[i] for i in idx],
@@ -133,11 +140,23 @@ class StepValues:
                     )
                 )
             except (RuntimeError, TypeError):  # sparse, complex, on several devices
-                for i, t in zip(idx, ts, strict=True):
-                    p = _plain(t)
-                    self._chunks.append(
-                        ([slots[i]], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
-                    )
+                few.extend(idx)
+        if few:
+            ts = [tensors[i] for i in few]
+            try:
+                low = any(t.dtype in _LOW for t in ts)  # (a dtype argument costs a copy: only where needed)
+                norms = torch.stack(
+                    torch._foreach_norm(ts, 2, dtype=torch.float32) if low else torch._foreach_norm(ts)
+                )
+                self._chunks.append(([slots[i] for i in few], norms))
+                return
+            except (RuntimeError, TypeError):
+                pass
+            for i, t in zip(few, ts, strict=True):
+                p = _plain(t)
+                self._chunks.append(
+                    ([slots[i]], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
+                )
 
     def read(self) -> np.ndarray:
         """Every value of the step, on the host (float64, by slot): one copy per device."""
@@ -145,12 +164,12 @@ class StepValues:
         out = np.zeros(self.size)
         per_device: dict[Any, tuple[list[int], list[torch.Tensor]]] = {}
         for slots, values in self._chunks:
-            wide = torch.float32 if values.device.type == "mps" else torch.float64  # (MPS: no float64)
             order, parts = per_device.setdefault(values.device, ([], []))
             order.extend(slots)
-            parts.append(values.to(wide))
-        for order, parts in per_device.values():
-            out[np.asarray(order, dtype=np.int64)] = torch.cat(parts).cpu().numpy()  # the transfer
+            parts.append(values)
+        for device, (order, parts) in per_device.items():
+            wide = torch.float32 if device.type == "mps" else torch.float64  # (MPS: no float64)
+            out[np.asarray(order, dtype=np.int64)] = torch.cat([p.to(wide) for p in parts]).cpu().numpy()
         self._chunks = []
         return out
 
@@ -177,6 +196,12 @@ def _plain(g: torch.Tensor) -> torch.Tensor:
     if g.is_complex():
         return g.abs()
     return g if g.is_floating_point() else g.to(torch.float32)
+
+
+def _row_norms(rows: torch.Tensor) -> torch.Tensor:
+    if rows.dtype in _LOW:
+        return torch.linalg.vector_norm(rows, dim=1, dtype=torch.float32)
+    return torch.linalg.vector_norm(rows, dim=1)
 
 
 def norm_dtype(dtype: torch.dtype) -> torch.dtype:
