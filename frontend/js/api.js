@@ -86,8 +86,9 @@ export const api = {
   share: (specText) => request("/api/v1/specs", json(specText)),
   savedSpec: (id) => request(`/api/v1/specs/${encodeURIComponent(id)}`),
   savedTrace: (id) => requestTrace(`/api/v1/specs/${encodeURIComponent(id)}/trace`),
-  /** The trace file `gradtrace view FILE` serves (404 on a plain `gradtrace serve`). */
-  openedTrace: () => requestTrace("/api/v1/opened-trace"),
+  /** The trace file `gradtrace view FILE` serves (404 on a plain `gradtrace serve`), as a Blob:
+   * a big one is parsed off the main thread (traceread.js), not here. */
+  openedTraceBlob: async () => (await send("/api/v1/opened-trace")).blob(),
   /** The gallery's whole programs (gradtrace.watch training runs): [{id, title, description, python}]. */
   programExamples: () => request("/api/v1/program-examples"),
   /** The run `gradtrace view RUN_DIR` serves: its run view document, as committed now. */

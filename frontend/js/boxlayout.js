@@ -15,16 +15,21 @@ import { stackChain } from "./chainlayout.js";
 function parents(root) {
   const parentOf = new Map();
   const boxes = new Map([["", root]]);
-  const walk = (node, parent) => {
-    for (const c of node.children || []) {
-      parentOf.set(c.id, parent);
-      if (c.children && c.children.length) {
-        boxes.set(c.id, c);
-        walk(c, c.id);
-      }
+  // depth first, in order, with a stack of levels (no recursion: any nesting depth)
+  const stack = [{ list: root.children || [], at: 0, parent: "" }];
+  while (stack.length) {
+    const level = stack[stack.length - 1];
+    if (level.at >= level.list.length) {
+      stack.pop();
+      continue;
     }
-  };
-  walk(root, "");
+    const c = level.list[level.at++];
+    parentOf.set(c.id, level.parent);
+    if (c.children && c.children.length) {
+      boxes.set(c.id, c);
+      stack.push({ list: c.children, at: 0, parent: c.id });
+    }
+  }
   return { parentOf, boxes };
 }
 
@@ -92,7 +97,7 @@ function byDepth(boxes, parentOf) {
  * insides get `options`, then `stacking` if it holds boxes, then its own `layoutOptions`
  * (spacing, padding).
  */
-export async function layoutByBoxes(elk, root, { options, stacking = {} }) {
+export async function layoutByBoxes(elk, root, { options, stacking = {}, nextTask = null }) {
   const { parentOf, boxes } = parents(root);
   const edges = root.edges;
   const { segments, ports, route } = cutEdges(edges, parentOf, boxes);
@@ -150,6 +155,7 @@ export async function layoutByBoxes(elk, root, { options, stacking = {} }) {
     const graphs = level.map((boxId) => flatGraph(boxId));
     graphs.forEach(({ graph, signature }) => memo.has(signature) || todo.has(signature) || todo.set(signature, graph));
     if (d === 0) {
+      if (nextTask) await nextTask(); // (the top level of a 50,000-node chain: its own task)
       for (const [signature, graph] of todo) memo.set(signature, readBack(stackChain(graph) ?? (await elk.layout(graph))));
     } else if (todo.size) {
       const frame = await elk.layout({ id: "frame", layoutOptions: { "elk.algorithm": "fixed" }, children: [...todo.values()] });
@@ -158,21 +164,26 @@ export async function layoutByBoxes(elk, root, { options, stacking = {} }) {
     level.forEach((boxId, k) => placed.set(boxId, memo.get(graphs[k].signature)));
   }
 
+  if (nextTask) await nextTask();
   // Absolute positions, outermost first; then each edge's segments joined end to end.
+  // (a queue of boxes, not recursion: any nesting depth)
   const origin = new Map([["", { x: 0, y: 0 }]]);
-  const toTree = (boxId) =>
-    boxes.get(boxId).children.map((c, i) => {
+  const children = [];
+  for (const pending = [["", children]]; pending.length; ) {
+    const [boxId, into] = pending.pop();
+    const o = origin.get(boxId);
+    boxes.get(boxId).children.forEach((c, i) => {
       const at = placed.get(boxId).children[i];
-      const o = origin.get(boxId);
       const node = { id: c.id, x: o.x + at.x, y: o.y + at.y, width: c.width, height: c.height };
       const inner = placed.get(c.id);
       if (inner) {
         origin.set(c.id, { x: node.x, y: node.y });
-        Object.assign(node, { width: inner.width, height: inner.height, children: toTree(c.id) });
+        Object.assign(node, { width: inner.width, height: inner.height, children: [] });
+        pending.push([c.id, node.children]);
       }
-      return node;
+      into.push(node);
     });
-  const children = toTree("");
+  }
   const segmentPoints = new Map();
   for (const [boxId, segs] of segments) {
     const o = origin.get(boxId);

@@ -44,7 +44,7 @@ export function stackChain(graph) {
   const order = chainOrder(children, ownerOf, edges);
   if (!order) return null;
 
-  const widest = Math.max(...children.map((c) => c.width));
+  const widest = children.reduce((w, c) => Math.max(w, c.width), 0); // (no spread: a 50,000-node chain)
   const placed = children.map((c) => ({ ...c, x: left + (widest - c.width) / 2, y: 0 }));
   let y = top;
   for (const i of order) {
@@ -54,12 +54,20 @@ export function stackChain(graph) {
 
   // Where an edge leaves or enters: its port, or a point spread along a plain node's border.
   const ports = new Map(children.flatMap((c, i) => (c.ports || []).map((p) => [p.id, { i, p }])));
-  const spread = (end, side) => {
-    const uses = new Map();
+  // (each edge's place among its peers counted once: a node feeding thousands stays linear)
+  const places = (keyOf) => {
+    const count = new Map();
+    const place = new Map();
     for (const e of edges) {
-      const id = e[end][0];
-      if (!ports.has(id)) uses.set(id, [...(uses.get(id) || []), e.id]);
+      const key = keyOf(e);
+      if (key === undefined) continue;
+      place.set(e.id, count.get(key) || 0);
+      count.set(key, (count.get(key) || 0) + 1);
     }
+    return { count, place };
+  };
+  const spread = (end, side) => {
+    const uses = places((e) => (ports.has(e[end][0]) ? undefined : e[end][0]));
     return (e) => {
       const id = e[end][0];
       if (ports.has(id)) {
@@ -67,24 +75,18 @@ export function stackChain(graph) {
         return { x: placed[i].x + p.x, y: placed[i].y + p.y };
       }
       const n = placed[ownerOf.get(id)];
-      const all = uses.get(id);
-      return { x: n.x + (n.width * (all.indexOf(e.id) + 1)) / (all.length + 1), y: side === "bottom" ? n.y + n.height : n.y };
+      return { x: n.x + (n.width * (uses.place.get(e.id) + 1)) / (uses.count.get(id) + 1), y: side === "bottom" ? n.y + n.height : n.y };
     };
   };
   const from = spread("sources", "bottom");
   const to = spread("targets", "top");
   // Edges in one gap cross it at different heights, so their horizontal steps stay apart.
-  const inGap = new Map();
-  for (const e of edges) {
-    const s = ownerOf.get(e.sources[0]);
-    inGap.set(s, [...(inGap.get(s) || []), e.id]);
-  }
+  const inGap = places((e) => ownerOf.get(e.sources[0]));
   const routed = edges.map((e) => {
     const a = from(e);
     const b = to(e);
     const s = placed[ownerOf.get(e.sources[0])];
-    const peers = inGap.get(ownerOf.get(e.sources[0]));
-    const mid = s.y + s.height + (gap * (peers.indexOf(e.id) + 1)) / (peers.length + 1);
+    const mid = s.y + s.height + (gap * (inGap.place.get(e.id) + 1)) / (inGap.count.get(ownerOf.get(e.sources[0])) + 1);
     const bends = Math.abs(a.x - b.x) < 0.5 ? [] : [{ x: a.x, y: mid }, { x: b.x, y: mid }];
     return { id: e.id, sections: [{ startPoint: a, bendPoints: bends, endPoint: b }] };
   });

@@ -512,16 +512,51 @@ const placedOn = new WeakMap();
  * its edge's line instead of on it).
  */
 export function placeChips(layout, trace) {
+  const { key, wanted, spots } = placedBefore(layout, trace);
+  if (spots) return spots;
+  const steps = placeWanted(layout, wanted);
+  let step = steps.next();
+  while (!step.done) step = steps.next();
+  placedOn.set(layout, { key, spots: step.value });
+  return step.value;
+}
+
+/** What placeChips would look for on `layout`, and the spots already placed for it (or null). */
+function placedBefore(layout, trace) {
   const wanted = chipsWanted(layout, trace);
   const key = JSON.stringify([wanted.hooked, wanted.edges.map((c) => [c.e.id, c.w, c.nw]), wanted.nodes.map((c) => [c.kind, c.n.id, c.w])]);
   const placed = placedOn.get(layout);
-  if (placed?.key === key) return placed.spots;
-  const spots = placeWanted(layout, wanted);
-  placedOn.set(layout, { key, spots });
-  return spots;
+  return { key, wanted, spots: placed?.key === key ? placed.spots : null };
 }
 
-function placeWanted(layout, wanted) {
+/**
+ * placeChips in slices of about `sliceMs` of work, each its own task (`nextTask` between them):
+ * the same search and the same spots, kept for `placeChips` on this layout, without holding the
+ * page for seconds on a graph of 50,000 nodes. `onProgress(done, total)` hears the chips placed.
+ */
+export async function placeChipsInSlices(layout, trace, { nextTask, sliceMs = 100, onProgress = () => {} }) {
+  const { key, wanted, spots } = placedBefore(layout, trace);
+  if (spots) return spots;
+  const total = wanted.edges.length + wanted.nodes.length;
+  const steps = placeWanted(layout, wanted);
+  let done = 0;
+  for (let until = performance.now() + sliceMs; ; ) {
+    const step = steps.next();
+    if (step.done) {
+      placedOn.set(layout, { key, spots: step.value });
+      return step.value;
+    }
+    done += 1;
+    if (performance.now() < until) continue;
+    onProgress(done, total);
+    await nextTask();
+    until = performance.now() + sliceMs;
+  }
+}
+
+/** The search, one chip a step (a generator: placeChips runs it through, placeChipsInSlices in
+ * slices); its return value is the spots. */
+function* placeWanted(layout, wanted) {
   const placer = createPlacer(layout, new Set(wanted.hooked));
   const centre = (spot, w) => (spot ? { x: spot.x + w / 2, y: spot.y, width: w } : null);
   const out = { leaf: new Map(), edge: new Map(), value: new Map() };
@@ -537,6 +572,7 @@ function placeWanted(layout, wanted) {
     const at = placer.place(onEdge(e.points, mw), mw, { scan: false });
     if (at) marks.set(e.id, at);
   }
+  yield;
   for (const { e, w, nw } of wanted.edges) {
     const mark = marks.get(e.id);
     if (mark) placer.release(mark, mw);
@@ -561,11 +597,13 @@ function placeWanted(layout, wanted) {
       spot = at && { ...centre(at, mw), form: "mark", beside: true };
     }
     if (spot) out.edge.set(e.id, spot);
+    yield;
   }
   // Then the chips beside nodes (.grad, forward values): the nearest free spot all around the node.
   for (const { kind, n, w } of wanted.nodes) {
     const spot = centre(placer.placeNear(n, w, moduleBoxOf(layout, n)), w);
     if (spot) out[kind].set(n.id, spot);
+    yield;
   }
   return out;
 }

@@ -267,10 +267,12 @@ export function createCompare({ store, api, panel, link, renderer, inspector }) 
   }
 
   function clear() {
+    // (unmarking makes every element of a big graph, culled ones included: only when marked)
+    const marked = marks;
     marks = null;
     shown = null;
     inspect(null);
-    markGraph(renderer, null);
+    if (marked) markGraph(renderer, null);
     panel.hidden = true;
     panel.replaceChildren();
     delete body.dataset.compare;

@@ -23,3 +23,7 @@ export function h(tag, attrs = {}, children = []) {
   for (const c of [].concat(children)) if (c !== null && c !== undefined && c !== false) el.append(c);
   return el;
 }
+
+/** A promise that resolves in a later task: long work split by it lets the page paint (a status
+ * line, a progress count) and answer input in between. */
+export const nextTask = () => (globalThis.scheduler?.yield ? globalThis.scheduler.yield() : new Promise((resolve) => setTimeout(resolve, 0)));

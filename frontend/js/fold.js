@@ -159,7 +159,9 @@ function drawnRows(trace, keyOf) {
       if (into.get(b) === 0) ready.push(b);
     }
   }
-  return Math.max(0, ...row.values());
+  let most = 0;
+  for (const r of row.values()) most = Math.max(most, r); // (no spread: 50,000 rows are too many arguments)
+  return most;
 }
 
 /** A graph this small opens whole however tall it is (every gallery example does). */
@@ -185,7 +187,7 @@ export function defaultCollapsed(trace, budget = 400, rows = ROW_BUDGET) {
   };
   if (over(collapsed) <= 1) return collapsed;
   const depthOf = (p) => ancestry(p).length;
-  const maxDepth = Math.max(0, ...nodes.map((n) => depthOf(n.module)));
+  const maxDepth = nodes.reduce((d, n) => Math.max(d, depthOf(n.module)), 0);
   const atDepth = (d) => {
     const out = new Set(collapsed);
     for (const n of nodes) if (n.module && depthOf(n.module) >= d) out.add(ancestry(n.module)[d - 1]);

@@ -154,7 +154,13 @@ function buildElkGraph(trace, { collapsed, showInserted }) {
   const info = new Map(); // id -> layout node / group fields
   const root = { id: "root", children: [], edges: [] };
   const container = (boxId) => (boxId ? elkNodes.get(`g:${boxId}`) : root);
-  const depth = (id) => (groups.get(id).parent ? depth(groups.get(id).parent) + 1 : 0);
+  const depths = new Map(); // box id -> boxes around it (counted up the parents: no recursion)
+  for (const id of groups.keys()) {
+    let d = 0;
+    for (let p = groups.get(id).parent; p; p = groups.get(p).parent) d++;
+    depths.set(id, d);
+  }
+  const depth = (id) => depths.get(id);
   const sortedGroups = [...groups.keys()].sort((a, b) => depth(a) - depth(b) || a.localeCompare(b));
   for (const id of sortedGroups) {
     const g = groups.get(id);
@@ -233,13 +239,23 @@ export const DIRECTIONS = ["DOWN", "RIGHT"];
 // are rarely in line, a deep model became a staircase running off to the right.
 const STACKING = { "elk.layered.nodePlacement.strategy": "LINEAR_SEGMENTS" };
 
-function collect(elkNode, depth, info, out) {
-  for (const c of elkNode.children || []) {
+/** Every box and node under `root`, depth first in ELK's order (a stack, not recursion: a model
+ * nested thousands deep must not run out of call stack). */
+function collect(root, info, out) {
+  const stack = [{ list: root.children || [], at: 0, depth: 0 }];
+  while (stack.length) {
+    const level = stack[stack.length - 1];
+    if (level.at >= level.list.length) {
+      stack.pop();
+      continue;
+    }
+    const c = level.list[level.at++];
+    const depth = level.depth;
     const base = info.get(c.id);
     const box = { x: c.x, y: c.y, width: c.width, height: c.height };
     if (c.id.startsWith("g:")) {
       out.groups.push({ id: base.id, path: base.path, label: base.label, type: base.type, title: base.title, ...box, depth, collapsed: false });
-      collect(c, depth + 1, info, out);
+      stack.push({ list: c.children || [], at: 0, depth: depth + 1 });
     } else {
       out.nodes.push({ ...base, ...box });
       if (base.kind === "module") out.groups.push({ id: base.id, path: base.module, label: base.label, title: base.label, ...box, depth, collapsed: true });
@@ -249,11 +265,14 @@ function collect(elkNode, depth, info, out) {
 
 /**
  * Lay the trace's graph out: module boxes, nodes, routed edges, in absolute coordinates.
- * `wholeUpTo`: the most drawn nodes laid out as one hierarchy (more: box by box).
+ * `wholeUpTo`: the most drawn nodes laid out as one hierarchy (more: box by box). `nextTask`
+ * (the page's): awaited between the stages, so a graph of 50,000 nodes is laid out in several
+ * tasks, not one of seconds.
  */
-export async function layoutGraph(trace, { elk, collapsed = new Set(), showInserted = true, wholeUpTo = WHOLE_HIERARCHY_UP_TO, direction = "DOWN" } = {}) {
+export async function layoutGraph(trace, { elk, collapsed = new Set(), showInserted = true, wholeUpTo = WHOLE_HIERARCHY_UP_TO, direction = "DOWN", nextTask = null } = {}) {
   if (!DIRECTIONS.includes(direction)) throw new RangeError(`direction must be one of ${DIRECTIONS.join(", ")} (got ${direction})`);
   const { root, info, edges } = buildElkGraph(trace, { collapsed, showInserted });
+  if (nextTask) await nextTask();
   let drawn = 0;
   for (const id of info.keys()) drawn += id.startsWith("g:") ? 0 : 1;
   // Box by box is top to bottom only (ports on the boxes' bottoms and tops, stacked chains):
@@ -261,15 +280,17 @@ export async function layoutGraph(trace, { elk, collapsed = new Set(), showInser
   const result =
     drawn <= wholeUpTo || direction !== "DOWN"
       ? await elk.layout({ ...root, layoutOptions: { ...LAYOUT_OPTIONS, "elk.direction": direction } })
-      : await layoutByBoxes(elk, { ...root, layoutOptions: ROOT_BOX }, { options: LAYERED, stacking: STACKING });
+      : await layoutByBoxes(elk, { ...root, layoutOptions: ROOT_BOX }, { options: LAYERED, stacking: STACKING, nextTask });
+  if (nextTask) await nextTask();
   const out = { width: result.width, height: result.height, nodes: [], edges: [], groups: [] };
-  collect(result, 0, info, out);
+  collect(result, info, out);
+  if (nextTask) await nextTask();
   const routed = new Map();
-  const gather = (n) => {
+  for (const pending = [result]; pending.length; ) {
+    const n = pending.pop();
     for (const e of n.edges || []) routed.set(e.id, e);
-    for (const c of n.children || []) gather(c);
-  };
-  gather(result);
+    for (const c of n.children || []) pending.push(c);
+  }
   for (const e of edges) {
     const r = routed.get(e.id);
     const s = r && r.sections && r.sections[0];

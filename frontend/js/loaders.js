@@ -15,8 +15,9 @@
 
 import { api, ApiError } from "./api.js";
 import { takeHandoff } from "./handoff.js";
-import { parseTrace } from "./opentrace.js";
+import { parseTrace } from "./tracedoc.js";
 import { readHash } from "./state.js";
+import { readTraceBlob } from "./traceread.js";
 
 export function createLoaders({ editor, store, showTrace, setStatus, programOutput = null }) {
   const $ = (id) => document.getElementById(id);
@@ -239,7 +240,15 @@ export function createLoaders({ editor, store, showTrace, setStatus, programOutp
 
   /** The trace `gradtrace view FILE` serves, named `name`, at the view the hash asks for. */
   async function openServedTrace(name, view) {
-    return openTrace(await api.openedTrace(), name, view);
+    const blob = await api.openedTraceBlob();
+    let read;
+    try {
+      read = await readTraceBlob(blob, { onProgress: (text) => setStatus(`opening ${name}: ${text}…`) });
+      if (!read.trace) throw new Error("it is a training run's file: gradtrace view its run folder");
+    } catch (err) {
+      throw new Error(`${name} cannot be opened: ${err.message}`); // (as the Open button says it)
+    }
+    return openTrace(read.trace, name, view);
   }
 
   async function bootEmbed() {

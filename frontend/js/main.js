@@ -10,6 +10,8 @@ import { createFollow } from "./follow.js";
 import { bindControls } from "./controls.js";
 import { buildTimeline, frameAt, stepCount, eventsOfNode } from "./timeline.js";
 import { layoutGraph, defaultCollapsed } from "./layout.js";
+import { placeChipsInSlices } from "./chips.js";
+import { buildSceneInSlices } from "./scene.js";
 import { renderInspector } from "./inspector.js";
 import { createEventList } from "./eventlist.js";
 import { createEditor } from "./editor.js";
@@ -28,7 +30,7 @@ import { graphCssText } from "./download.js";
 import { resolveTensorData } from "./tensordata.js";
 import { narrate, passError, readingWeight } from "./narration.js";
 import { createNarrationView } from "./narrationview.js";
-import { h } from "./dom.js";
+import { h, nextTask } from "./dom.js";
 import { bindOpenTrace } from "./opentrace.js";
 import { bindShortcutsHelp } from "./shortcuts.js";
 
@@ -218,16 +220,27 @@ async function relayout(precomputed, anchor = null) {
   const before = anchor ? moduleBox(layoutCache, anchor) : null;
   const onScreen = before ? camera.toScreen(before) : null;
   let layout = precomputed;
+  const laying = trace;
   performance.mark("gt-layout");
   if (!layout) {
-    const laying = trace;
     const elk = await loadElk();
-    layout = await layoutGraph(laying, { elk, collapsed: store.get().collapsed ?? new Set(), showInserted: inserted });
+    layout = await layoutGraph(laying, { elk, collapsed: store.get().collapsed ?? new Set(), showInserted: inserted, nextTask });
     if (laying !== trace) return; // another trace arrived meanwhile: its own layout draws it
+  }
+  let scene = null;
+  if (layout.nodes.length > 1000) {
+    // A big graph's chips are placed in slices first (the draw below finds them placed), and
+    // the drawing is a task of its own: the status line says how far it is meanwhile.
+    const count = (n) => n.toLocaleString("en");
+    const spots = await placeChipsInSlices(layout, laying, { nextTask, onProgress: (done, total) => setStatus(`placing the numbers: ${count(done)} of ${count(total)}…`) });
+    if (laying !== trace) return;
+    setStatus(`drawing ${count(layout.nodes.length)} boxes…`);
+    scene = await buildSceneInSlices(layout, laying, { nextTask, spots });
+    if (laying !== trace) return;
   }
   layoutCache = layout;
   performance.mark("gt-draw");
-  renderer.draw(layout, trace);
+  renderer.draw(layout, trace, scene);
   compare?.mark(trace);
   const after = anchor ? moduleBox(layout, anchor) : null;
   const boxes = Object.values(renderer.scene.layers).flatMap((layer) => layer.map((d) => d.box)); // what a fit frames
@@ -259,20 +272,40 @@ async function show(t, { layout: precomputedLayout = null, step, live = () => tr
   follow.reset();
   // the layout engine (1.6 MB) loads and compiles while the timeline and event list are built
   if (!precomputedLayout) loadElk().catch(() => {});
+  // A big trace is shown in stages, each its own task, the status line saying which: the page
+  // paints and answers input in between (a 400,000-event trace, 50,000 nodes, none over ~1 s).
+  const stage = async (text) => {
+    setStatus(`${text}…`);
+    await nextTask();
+    return live() && trace === t;
+  };
+  const size = `${t.graph.nodes.length.toLocaleString("en")} nodes, ${t.events.length.toLocaleString("en")} events`;
+  if (!(await stage(`building the timeline (${size})`))) return;
   timeline = buildTimeline(trace);
   player.pause();
   player.setCount(stepCount(timeline));
+  if (!(await stage("listing the events"))) return;
   events.draw(trace, timeline);
   memoryStrip?.load(trace);
   // A standalone file's layout was computed at export time with this same default folding.
   if (store.get().collapsed === null && (!precomputedLayout || embedded)) {
+    if (!(await stage("choosing what to fold"))) return;
     const def = defaultCollapsed(trace);
     if (def.size) store.set({ collapsed: def });
   }
   await relayout(precomputedLayout);
-  if (!live()) return;
+  if (!live() || trace !== t) return;
+  // The first paint's work in tasks of its own: every node's name (made once a trace) and the
+  // opening step's states (frameAt keeps its last frame); then the paint draws them.
+  if (!(await stage("reading the graph's names"))) return;
+  narrate(trace, timeline, 0);
   const fwd = (trace.passes || []).find((p) => p.phase === "forward");
-  store.set({ step: step ?? (fwd ? fwd.last_seq : 0) });
+  const opening = step ?? (fwd ? fwd.last_seq : 0);
+  if (!(await stage("working out the first step"))) return;
+  frameAt(timeline, Math.min(opening, stepCount(timeline) - 1));
+  if (!(await stage("painting the first step"))) return;
+  setStatus("");
+  store.set({ step: opening });
   player.seek(Math.min(store.get().step, stepCount(timeline) - 1));
   paint();
   body.classList.remove("is-loading");
@@ -369,6 +402,7 @@ if ($("open-trace")) {
     target: body,
     open: (t, name) => openTrace(t, name).catch((err) => setStatus(`${name} could not be shown: ${err.message}`, true)),
     refuse: (name, why) => setStatus(`${name} cannot be opened: ${why}`, true),
+    progress: (name, text) => setStatus(`opening ${name}: ${text}…`),
   });
 }
 if ($("shortcuts-dialog")) bindShortcutsHelp({ dialog: $("shortcuts-dialog"), button: $("shortcuts") });

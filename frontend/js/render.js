@@ -23,9 +23,10 @@ export function createRenderer(svg) {
   svg.replaceChildren(viewport);
   svg.classList.add("gt-graph");
 
-  function draw(newLayout, trace) {
+  /** Draw `newLayout` of `trace`; `built`: its scene, when built already (buildSceneInSlices). */
+  function draw(newLayout, trace, built = null) {
     layout = newLayout;
-    scene = buildScene(layout, trace);
+    scene = built || buildScene(layout, trace);
     const layerEls = [];
     items = [];
     // Big graphs create an element only once it comes near the screen (cull), small ones all now.

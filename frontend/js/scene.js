@@ -134,6 +134,11 @@ export function nodeState(frame, ids) {
   return best === "done" && !allDone ? "shown" : best;
 }
 
+// Looks with a state alone, one object per state (looks are read, never changed).
+const STATE_LOOKS = new Map();
+const stateLook = (state) => STATE_LOOKS.get(state) || (STATE_LOOKS.set(state, Object.freeze({ state })), STATE_LOOKS.get(state));
+const HIDDEN = stateLook("hidden");
+
 /** A layout edge's trace id ("e3~1" was bridged from "e3"). */
 export function traceEdgeId(layoutEdgeId) {
   const k = layoutEdgeId.indexOf("~");
@@ -173,7 +178,8 @@ function groupOpenings(trace, layout) {
   const out = new Map();
   for (const g of layout.groups) {
     if (g.collapsed) continue;
-    const first = g.members ? Math.min(...g.members.map((id) => created.get(id) ?? Infinity)) : (firstNode.get(g.path) ?? Infinity);
+    // (a loop, not Math.min(...members): a box of 50,000 members is too many arguments for a call)
+    const first = g.members ? g.members.reduce((m, id) => Math.min(m, created.get(id) ?? Infinity), Infinity) : (firstNode.get(g.path) ?? Infinity);
     const start = firstStart.get(g.path);
     out.set(g.id, { path: g.path, opens: start !== undefined && start <= first ? start : first, inside });
   }
@@ -185,12 +191,40 @@ function groupOpenings(trace, layout) {
  * boxOf(traceNodeId)}. Every element that changes per frame is keyed; `looks` gives their looks.
  */
 export function buildScene(layout, trace) {
+  const steps = sceneSteps(layout, trace);
+  let step = steps.next();
+  while (!step.done) step = steps.next();
+  return step.value;
+}
+
+/** buildScene in tasks of about `sliceMs` (`nextTask` between them): a 50,000-node scene is
+ * seconds of work, and the page keeps painting and answering meanwhile. `spots`: the chips'
+ * spots when placed already (placeChipsInSlices). */
+export async function buildSceneInSlices(layout, trace, { nextTask, sliceMs = 100, spots = null }) {
+  const steps = sceneSteps(layout, trace, spots);
+  for (let until = performance.now() + sliceMs; ; ) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() < until) continue;
+    await nextTask();
+    until = performance.now() + sliceMs;
+  }
+}
+
+/** Yields every this many drawn things (a step of sceneSteps). */
+const STEP = 2000;
+
+/** The scene, built a step at a time (a generator: its return value is the scene). */
+function* sceneSteps(layout, trace, placed = null) {
   const members = membersOf(trace, layout);
-  const spots = placeChips(layout, trace);
+  const spots = placed || placeChips(layout, trace);
+  yield;
   const hooksByModule = new Map((trace.graph.modules || []).map((m) => [m.path, m.hooks || []]));
   const stored = storesGrad(trace);
   const holders = gradHolders(trace);
+  yield;
   const openings = groupOpenings(trace, layout);
+  yield;
   const layers = { groups: [], edges: [], nodes: [], chips: [] };
   const boxes = new Map();
   for (const n of layout.nodes) for (const id of members.get(n.id) || []) boxes.set(id, n);
@@ -203,7 +237,9 @@ export function buildScene(layout, trace) {
   const edgeChips = new Map();
   const fanOut = new Map();
   for (const e of layout.edges) if (e.kind !== "no_grad") fanOut.set(e.source, (fanOut.get(e.source) || 0) + 1);
+  let made = 0;
   for (const e of layout.edges) {
+    if (++made % STEP === 0) yield;
     if (!e.points || e.points.length < 2) continue;
     const storedHere = stored.has(e.source);
     const flow = e.kind === "no_grad" ? "" : storedHere ? " gt-edge--stored" : " gt-edge--transient";
@@ -219,6 +255,7 @@ export function buildScene(layout, trace) {
     }
   }
   for (const n of layout.nodes) {
+    if (++made % STEP === 0) yield;
     layers.nodes.push(keyed(`n:${n.id}`, "state", n, drawNode(n)));
     if (n.kind === "module") continue;
     const v = spots.value.get(n.id);
@@ -243,19 +280,23 @@ export function buildScene(layout, trace) {
     width = Math.max(width, c.box.x + c.box.width + 8);
     height = Math.max(height, c.box.y + c.box.height + 8);
   }
+  yield;
   const valueText = new Map(trace.graph.nodes.map((n) => [n.id, valueChipText(n.value)]));
+  yield;
   const tracesEdges = new Map(trace.graph.edges.map((e) => [e.id, e]));
   // What looks() visits on every frame while playing, with its keys and fixed facts made once.
   const nodeLooks = layout.nodes.map((n) => ({
     n,
     ids: members.get(n.id) || [n.id],
     keys: { n: `n:${n.id}`, v: `v:${n.id}`, l: `l:${n.id}`, f: `f:${n.id}` },
-    value: valueText.get(n.id),
+    value: valueText.get(n.id) ? { shown: { state: "shown", text: valueText.get(n.id), title: "forward value" }, hidden: { state: "hidden", text: valueText.get(n.id), title: "forward value" } } : null,
     badge: fanOut.get(n.id) > 1 || holders.has(n.id) || n.op === "AccumulateGrad",
   }));
+  yield;
   const edgeLooks = layout.edges.map((e) => ({ keys: { e: `e:${e.id}`, c: `c:${e.id}` }, traceId: traceEdgeId(e.id), spot: edgeChips.get(e.id), traced: tracesEdges.has(traceEdgeId(e.id)) }));
 
-  /** key -> {state, text?, title?, at?} for one frame. */
+  /** key -> {state, text?, title?, at?} for one frame (a look with a state alone is one shared
+   * object per state: a 50,000-node frame makes no 200,000 small ones). */
   function looks(frame) {
     const out = new Map();
     const mod = frame?.event ? frame.event.module : null;
@@ -263,30 +304,30 @@ export function buildScene(layout, trace) {
       const o = openings.get(g.id);
       if (!o) continue;
       const state = !frame || frame.step < o.opens ? "hidden" : mod !== null && mod !== undefined && o.inside(mod, o.path) ? "active" : "shown";
-      out.set(`g:${g.id}`, { state });
+      out.set(`g:${g.id}`, stateLook(state));
       const hooks = hooksByModule.get(g.path) || [];
       for (const hk of hooks) {
         const fired = frame?.event && frame.event.hook !== null && frame.event.hook !== undefined && String(frame.event.hook) === String(hk.index);
-        out.set(`b:${g.id}:${hk.index}`, { state: state === "hidden" ? "hidden" : fired ? "fired" : "shown" });
+        out.set(`b:${g.id}:${hk.index}`, stateLook(state === "hidden" ? "hidden" : fired ? "fired" : "shown"));
       }
     }
     for (const { n, ids, keys, value, badge } of nodeLooks) {
       const state = nodeState(frame, ids);
-      out.set(keys.n, { state });
+      out.set(keys.n, stateLook(state));
       if (n.kind === "module") continue;
-      if (value) out.set(keys.v, { state: state === "hidden" ? "hidden" : "shown", text: value, title: "forward value" });
+      if (value) out.set(keys.v, state === "hidden" ? value.hidden : value.shown);
       const g = frame?.leafGrads.get(n.id);
-      out.set(keys.l, g && state !== "hidden" ? { state: "shown", ...leafChipLook(g) } : { state: "hidden" });
+      out.set(keys.l, g && state !== "hidden" ? { state: "shown", ...leafChipLook(g) } : HIDDEN);
       const count = frame?.fanIn.get(n.id);
       const acc = frame?.accumulated && frame.node === n.id;
-      if (count || acc || badge) out.set(keys.f, count || acc ? { state: "shown", text: count ? `+= ×${count}` : "+=", title: count ? `${count} gradients summed here` : ".grad accumulated (+=)" } : { state: "hidden" });
+      if (count || acc || badge) out.set(keys.f, count || acc ? { state: "shown", text: count ? `+= ×${count}` : "+=", title: count ? `${count} gradients summed here` : ".grad accumulated (+=)" } : HIDDEN);
     }
     for (const { keys, traceId, spot, traced } of edgeLooks) {
       const es = frame ? frame.edgeStates.get(traceId) || { state: "shown", grad: null } : { state: "hidden", grad: null };
-      out.set(keys.e, { state: es.state });
+      out.set(keys.e, stateLook(es.state));
       if (!spot) continue;
       const visible = (es.state === "active" || es.state === "done") && es.grad !== null && traced;
-      out.set(keys.c, visible ? { state: es.state, ...edgeChipLook(spot, es.grad) } : { state: "hidden" });
+      out.set(keys.c, visible ? { state: es.state, ...edgeChipLook(spot, es.grad) } : HIDDEN);
     }
     out.set("h", hookLook(frame));
     return out;

@@ -165,10 +165,22 @@ function computeLeafGrads(timeline, i) {
   return grads;
 }
 
+// The last frame made per timeline: painting a step asks for it more than once (a big trace's
+// first paint: its states are worked out in a task of their own first). Frames are read only.
+const lastFrame = new WeakMap();
+
 /** What is visible and lit at step i (clamped to the event range). */
 export function frameAt(timeline, i) {
   const n = timeline.events.length;
   const step = n === 0 ? -1 : Math.max(0, Math.min(n - 1, Math.floor(Number(i) || 0)));
+  const last = lastFrame.get(timeline);
+  if (last && last.step === step) return last;
+  const frame = makeFrame(timeline, step);
+  lastFrame.set(timeline, frame);
+  return frame;
+}
+
+function makeFrame(timeline, step) {
   const ev = step >= 0 ? timeline.events[step] : null;
   const pass = passOf(timeline, ev);
   const isBackward = pass.phase === BACKWARD;

@@ -2,7 +2,8 @@
 // viewer can draw is refused with one sentence saying why, before anything on screen changes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkTrace, parseTrace, readTraceFile, MAX_FILE_BYTES } from "../../frontend/js/opentrace.js";
+import { checkTrace, parseTrace } from "../../frontend/js/tracedoc.js";
+import { readTraceFile, MAX_FILE_BYTES } from "../../frontend/js/opentrace.js";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -83,7 +83,7 @@ export function buildSchedule(trace, { phase = "both" } = {}) {
 export function finalFrame(trace, phase = "both", timeline = buildTimeline(trace)) {
   const steps = selectSteps(timeline, phase);
   const all = [...steps.forward, ...steps.backward];
-  const last = all.length ? Math.max(...all) : timeline.events.length - 1;
+  const last = all.length ? all.reduce((a, b) => Math.max(a, b)) : timeline.events.length - 1; // (no spread: 400,000 steps)
   // Stop at the end of that pass (its pass_end lights nothing): a still has no "running" glow.
   const ev = timeline.events[last];
   const pass = ev ? timeline.passes.get(ev.pass_index) : null;
