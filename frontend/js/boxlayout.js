@@ -10,26 +10,16 @@
 // x/y on every node, one section per edge from its source to its target).
 
 import { stackChain } from "./chainlayout.js";
+import { walkTree } from "./tree.js";
 
 /** Where each node and box sits: id -> parent box id ("" for the root). */
 function parents(root) {
   const parentOf = new Map();
   const boxes = new Map([["", root]]);
-  // depth first, in order, with a stack of levels (no recursion: any nesting depth)
-  const stack = [{ list: root.children || [], at: 0, parent: "" }];
-  while (stack.length) {
-    const level = stack[stack.length - 1];
-    if (level.at >= level.list.length) {
-      stack.pop();
-      continue;
-    }
-    const c = level.list[level.at++];
-    parentOf.set(c.id, level.parent);
-    if (c.children && c.children.length) {
-      boxes.set(c.id, c);
-      stack.push({ list: c.children, at: 0, parent: c.id });
-    }
-  }
+  walkTree(root, (c, parent) => {
+    parentOf.set(c.id, parent === root ? "" : parent.id);
+    if (c.children && c.children.length) boxes.set(c.id, c);
+  });
   return { parentOf, boxes };
 }
 

@@ -177,6 +177,9 @@ export const ROW_BUDGET = 20;
  */
 export function defaultCollapsed(trace, budget = 400, rows = ROW_BUDGET) {
   const nodes = trace.graph.nodes;
+  // Folding and collapsing go by module: with no node in a module there is nothing to collapse
+  // (a 50,000-op chain of loose tensor code is drawn whole, not searched for folds first).
+  if (!nodes.some((n) => n.module)) return new Set();
   const none = collapseKeys(new Set(), []);
   if (nodes.length <= budget && (nodes.length <= SMALL_GRAPH || drawnRows(trace, none) <= rows)) return new Set();
   const folds = repeatedBlocks(trace);

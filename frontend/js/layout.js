@@ -6,6 +6,7 @@ import { formatShape, subscript } from "./format.js";
 import { textWidth } from "./metrics.js";
 import { ancestry, collapseKeys, defaultCollapsed, repeatedBlocks } from "./fold.js";
 import { layoutByBoxes } from "./boxlayout.js";
+import { walkTree } from "./tree.js";
 
 // Room for the module path on top of its box (a 12 px title at y = 18), and the box's other sides.
 const GROUP_TITLE = 26;
@@ -60,8 +61,8 @@ function visibleEdges(trace, hiddenIds, rep) {
   for (const e of trace.graph.edges) {
     if (hiddenIds.has(e.source)) continue;
     // Follow the edge through hidden (inserted) nodes to the real consumers.
-    const targets = [];
-    const stack = [e.target];
+    const targets = hiddenIds.has(e.target) ? [] : [e.target];
+    const stack = targets.length ? [] : [e.target];
     const visited = new Set();
     while (stack.length) {
       const t = stack.pop();
@@ -239,28 +240,18 @@ export const DIRECTIONS = ["DOWN", "RIGHT"];
 // are rarely in line, a deep model became a staircase running off to the right.
 const STACKING = { "elk.layered.nodePlacement.strategy": "LINEAR_SEGMENTS" };
 
-/** Every box and node under `root`, depth first in ELK's order (a stack, not recursion: a model
- * nested thousands deep must not run out of call stack). */
+/** Every box and node under `root`, depth first in ELK's order (walkTree: a model nested
+ * thousands deep does not run out of call stack). */
 function collect(root, info, out) {
-  const stack = [{ list: root.children || [], at: 0, depth: 0 }];
-  while (stack.length) {
-    const level = stack[stack.length - 1];
-    if (level.at >= level.list.length) {
-      stack.pop();
-      continue;
-    }
-    const c = level.list[level.at++];
-    const depth = level.depth;
+  walkTree(root, (c, _, depth) => {
     const base = info.get(c.id);
     const box = { x: c.x, y: c.y, width: c.width, height: c.height };
-    if (c.id.startsWith("g:")) {
-      out.groups.push({ id: base.id, path: base.path, label: base.label, type: base.type, title: base.title, ...box, depth, collapsed: false });
-      stack.push({ list: c.children || [], at: 0, depth: depth + 1 });
-    } else {
+    if (c.id.startsWith("g:")) out.groups.push({ id: base.id, path: base.path, label: base.label, type: base.type, title: base.title, ...box, depth, collapsed: false });
+    else {
       out.nodes.push({ ...base, ...box });
       if (base.kind === "module") out.groups.push({ id: base.id, path: base.module, label: base.label, title: base.label, ...box, depth, collapsed: true });
     }
-  }
+  });
 }
 
 /**
@@ -286,11 +277,11 @@ export async function layoutGraph(trace, { elk, collapsed = new Set(), showInser
   collect(result, info, out);
   if (nextTask) await nextTask();
   const routed = new Map();
-  for (const pending = [result]; pending.length; ) {
-    const n = pending.pop();
+  const gather = (n) => {
     for (const e of n.edges || []) routed.set(e.id, e);
-    for (const c of n.children || []) pending.push(c);
-  }
+  };
+  gather(result);
+  walkTree(result, gather);
   for (const e of edges) {
     const r = routed.get(e.id);
     const s = r && r.sections && r.sections[0];

@@ -43,12 +43,12 @@ MAX_TASK_MS = 2000
 # Long-task entries and the status line's texts, kept from the page's first script on.
 OBSERVE = """
 window.__longTasks = [];
-new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__longTasks.push(e.duration); })
+new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__longTasks.push([e.startTime, e.duration]); })
   .observe({ type: "longtask", buffered: true });
 window.__statuses = [];
 addEventListener("DOMContentLoaded", () => {
   const el = document.getElementById("status");
-  new MutationObserver(() => window.__statuses.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+  new MutationObserver(() => window.__statuses.push([performance.now(), el.textContent])).observe(el, { childList: true, characterData: true, subtree: true });
 });
 window.__errors = [];
 addEventListener("error", (e) => window.__errors.push(String(e.message)));
@@ -161,6 +161,16 @@ class View:
             self.proc.wait(timeout=30)
 
 
+def longest_tasks(tasks: list[list[float]], statuses: list[list[Any]]) -> list[str]:
+    """The five longest tasks, each with what the status line said when it began: "1234 ms
+    after 'laying out…'" (the stage it belongs to)."""
+    out = []
+    for start, duration in sorted(tasks, key=lambda t: -t[1])[:5]:
+        said = [text for at, text in statuses if at <= start]
+        out.append(f"{duration:.0f} ms after {said[-1] if said else ''!r}")
+    return out
+
+
 @pytest.fixture(scope="module")
 def screenshots_dir() -> Path:
     folder = REPO / "tests" / "e2e" / "screenshots"  # (with the viewer's other screenshots; not in git)
@@ -212,7 +222,7 @@ def test_a_huge_trace_from_disk_never_blocks_the_page(
         page.wait_for_timeout(500)  # (a long task is reported after it ends)
         tasks = page.evaluate("window.__longTasks")
         statuses = page.evaluate("window.__statuses")
-        longest = max(tasks, default=0.0)
+        longest = max((duration for _, duration in tasks), default=0.0)
         record(
             "viewer_big_trace",
             {
@@ -220,15 +230,14 @@ def test_a_huge_trace_from_disk_never_blocks_the_page(
                 "seconds_to_ready": round(seconds, 1),
                 "longest_task_ms": round(longest),
                 "long_tasks": len(tasks),
-                "tasks_over_1s": sum(t > 1000 for t in tasks),
+                "tasks_over_1s": sum(duration > 1000 for _, duration in tasks),
+                "longest_after": longest_tasks(tasks, statuses),
             },
         )
         assert page.uncaught == [] and page.evaluate("window.__errors") == []
-        assert longest <= MAX_TASK_MS, (
-            f"a main-thread task of {longest:.0f} ms (all over 50 ms: {sorted(tasks)[-10:]})"
-        )
+        assert longest <= MAX_TASK_MS, f"main-thread tasks over the bound: {longest_tasks(tasks, statuses)}"
         # Progress was shown while it worked: the reading, the slices arriving, the drawing.
-        said = " | ".join(statuses)
+        said = " | ".join(text for _, text in statuses)
         for stage in (
             "reading",
             "receiving events",
@@ -256,7 +265,7 @@ def test_a_huge_trace_from_disk_never_blocks_the_page(
         page.locator(f'#events li[data-seq="{events - 3}"]').click()
         page.wait_for_function("s => document.body.dataset.step === s", arg=str(events - 3), timeout=60_000)
         page.wait_for_timeout(500)
-        seek = max(page.evaluate("window.__longTasks"), default=0.0)
+        seek = max((duration for _, duration in page.evaluate("window.__longTasks")), default=0.0)
         assert seek <= MAX_TASK_MS, f"seeking took a {seek:.0f} ms task"
     finally:
         view.stop()
