@@ -145,7 +145,7 @@ export async function layoutByBoxes(elk, root, { options, stacking = {}, nextTas
     const graphs = level.map((boxId) => flatGraph(boxId));
     graphs.forEach(({ graph, signature }) => memo.has(signature) || todo.has(signature) || todo.set(signature, graph));
     if (d === 0) {
-      if (nextTask) await nextTask(); // (the top level of a 50,000-node chain: its own task)
+      if (nextTask) await nextTask("the inner boxes are laid out"); // (the top level of a 50,000-node chain: its own task)
       for (const [signature, graph] of todo) memo.set(signature, readBack(stackChain(graph) ?? (await elk.layout(graph))));
     } else if (todo.size) {
       const frame = await elk.layout({ id: "frame", layoutOptions: { "elk.algorithm": "fixed" }, children: [...todo.values()] });
@@ -154,7 +154,7 @@ export async function layoutByBoxes(elk, root, { options, stacking = {}, nextTas
     level.forEach((boxId, k) => placed.set(boxId, memo.get(graphs[k].signature)));
   }
 
-  if (nextTask) await nextTask();
+  if (nextTask) await nextTask("the top level is laid out");
   // Absolute positions, outermost first; then each edge's segments joined end to end.
   // (a queue of boxes, not recursion: any nesting depth)
   const origin = new Map([["", { x: 0, y: 0 }]]);

@@ -538,6 +538,8 @@ export async function placeChipsInSlices(layout, trace, { nextTask, sliceMs = 10
   const { key, wanted, spots } = placedBefore(layout, trace);
   if (spots) return spots;
   const total = wanted.edges.length + wanted.nodes.length;
+  onProgress(0, total);
+  await nextTask(); // (what to place is read: a task of its own)
   const steps = placeWanted(layout, wanted);
   let done = 0;
   for (let until = performance.now() + sliceMs; ; ) {

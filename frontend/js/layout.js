@@ -256,14 +256,14 @@ function collect(root, info, out) {
 
 /**
  * Lay the trace's graph out: module boxes, nodes, routed edges, in absolute coordinates.
- * `wholeUpTo`: the most drawn nodes laid out as one hierarchy (more: box by box). `nextTask`
- * (the page's): awaited between the stages, so a graph of 50,000 nodes is laid out in several
- * tasks, not one of seconds.
+ * `wholeUpTo`: the most drawn nodes laid out as one hierarchy (more: box by box). `nextTask(done)`
+ * (the page's): awaited between the stages, told what is done, so a graph of 50,000 nodes is laid
+ * out in several tasks, not one of seconds.
  */
 export async function layoutGraph(trace, { elk, collapsed = new Set(), showInserted = true, wholeUpTo = WHOLE_HIERARCHY_UP_TO, direction = "DOWN", nextTask = null } = {}) {
   if (!DIRECTIONS.includes(direction)) throw new RangeError(`direction must be one of ${DIRECTIONS.join(", ")} (got ${direction})`);
   const { root, info, edges } = buildElkGraph(trace, { collapsed, showInserted });
-  if (nextTask) await nextTask();
+  if (nextTask) await nextTask("the graph to draw is built");
   let drawn = 0;
   for (const id of info.keys()) drawn += id.startsWith("g:") ? 0 : 1;
   // Box by box is top to bottom only (ports on the boxes' bottoms and tops, stacked chains):
@@ -272,10 +272,10 @@ export async function layoutGraph(trace, { elk, collapsed = new Set(), showInser
     drawn <= wholeUpTo || direction !== "DOWN"
       ? await elk.layout({ ...root, layoutOptions: { ...LAYOUT_OPTIONS, "elk.direction": direction } })
       : await layoutByBoxes(elk, { ...root, layoutOptions: ROOT_BOX }, { options: LAYERED, stacking: STACKING, nextTask });
-  if (nextTask) await nextTask();
+  if (nextTask) await nextTask("every box is placed");
   const out = { width: result.width, height: result.height, nodes: [], edges: [], groups: [] };
   collect(result, info, out);
-  if (nextTask) await nextTask();
+  if (nextTask) await nextTask("the boxes are collected");
   const routed = new Map();
   const gather = (n) => {
     for (const e of n.edges || []) routed.set(e.id, e);

@@ -224,7 +224,8 @@ async function relayout(precomputed, anchor = null) {
   performance.mark("gt-layout");
   if (!layout) {
     const elk = await loadElk();
-    layout = await layoutGraph(laying, { elk, collapsed: store.get().collapsed ?? new Set(), showInserted: inserted, nextTask });
+    const told = (done) => (setStatus(`laying out: ${done}…`), nextTask()); // (a big graph's stages said)
+    layout = await layoutGraph(laying, { elk, collapsed: store.get().collapsed ?? new Set(), showInserted: inserted, nextTask: told });
     if (laying !== trace) return; // another trace arrived meanwhile: its own layout draws it
   }
   let scene = null;
