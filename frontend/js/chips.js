@@ -532,12 +532,12 @@ function placedBefore(layout, trace) {
 /**
  * placeChips in slices of about `sliceMs` of work, each its own task (`nextTask` between them):
  * the same search and the same spots, kept for `placeChips` on this layout, without holding the
- * page for seconds on a graph of 50,000 nodes. `onProgress(done, total)` hears the chips placed.
+ * page for seconds on a graph of 50,000 nodes. `onProgress(done, total)` hears the steps done.
  */
 export async function placeChipsInSlices(layout, trace, { nextTask, sliceMs = 100, onProgress = () => {} }) {
   const { key, wanted, spots } = placedBefore(layout, trace);
   if (spots) return spots;
-  const total = wanted.edges.length + wanted.nodes.length;
+  const total = 1 + 2 * wanted.edges.length + wanted.nodes.length; // (placeWanted's steps)
   onProgress(0, total);
   await nextTask(); // (what to place is read: a task of its own)
   const steps = placeWanted(layout, wanted);
@@ -560,6 +560,7 @@ export async function placeChipsInSlices(layout, trace, { nextTask, sliceMs = 10
  * slices); its return value is the spots. */
 function* placeWanted(layout, wanted) {
   const placer = createPlacer(layout, new Set(wanted.hooked));
+  yield;
   const centre = (spot, w) => (spot ? { x: spot.x + w / 2, y: spot.y, width: w } : null);
   const out = { leaf: new Map(), edge: new Map(), value: new Map() };
   // Gradient chips first, as they must sit on their edge.
@@ -573,8 +574,8 @@ function* placeWanted(layout, wanted) {
   for (const { e } of wanted.edges) {
     const at = placer.place(onEdge(e.points, mw), mw, { scan: false });
     if (at) marks.set(e.id, at);
+    yield;
   }
-  yield;
   for (const { e, w, nw } of wanted.edges) {
     const mark = marks.get(e.id);
     if (mark) placer.release(mark, mw);

@@ -233,7 +233,7 @@ async function relayout(precomputed, anchor = null) {
     // A big graph's chips are placed in slices first (the draw below finds them placed), and
     // the drawing is a task of its own: the status line says how far it is meanwhile.
     const count = (n) => n.toLocaleString("en");
-    const spots = await placeChipsInSlices(layout, laying, { nextTask, onProgress: (done, total) => setStatus(`placing the numbers: ${count(done)} of ${count(total)}…`) });
+    const spots = await placeChipsInSlices(layout, laying, { nextTask, onProgress: (done, total) => setStatus(`placing the numbers: ${Math.round((100 * done) / total)}%…`) });
     if (laying !== trace) return;
     setStatus(`drawing ${count(layout.nodes.length)} boxes…`);
     scene = await buildSceneInSlices(layout, laying, { nextTask, spots });
