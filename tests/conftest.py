@@ -13,6 +13,7 @@ runs everything. A test whose code starts a process without being marked fails (
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pwd
@@ -208,6 +209,23 @@ def _guard(request: pytest.FixtureRequest) -> Iterator[None]:
     finally:
         if unmarked:
             _RUNNING.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_borrowed_event_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Playwright's sync API (the session's browser) keeps its event loop running in this thread
+    between browser tests. A later test of the same session (make test runs them on the same
+    xdist workers) that runs a loop of its own (``asyncio.run``) would find it running and fail:
+    it is hidden while a test that uses no browser runs, then put back for the browser's tests."""
+    loop = asyncio._get_running_loop()
+    if loop is None or request.node.get_closest_marker("browser") is not None:
+        yield
+        return
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(loop)
 
 
 @pytest.fixture(scope="session", autouse=True)
