@@ -150,6 +150,8 @@ OPERATIONS = [
     ("POST", "/api/v1/specs"),
     ("GET", "/api/v1/examples"),
     ("GET", "/api/v1/examples/{example_id}"),
+    ("GET", "/api/v1/program-examples"),
+    ("GET", "/api/v1/program-examples/{program_id}"),
     ("GET", "/api/v1/schema/spec"),
     ("GET", "/api/v1/schema/trace"),
     ("GET", "/api/v1/schema/compare"),
