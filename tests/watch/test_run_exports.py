@@ -146,3 +146,22 @@ def test_a_notebook_cell_ending_with_the_run_shows_its_view(run_dir: Path) -> No
     assert embedded is not None
     view = read_view(embedded.group(1))
     assert view.steps == run.steps and [f.kind for f in view.flags] == [f.kind for f in run.flags]
+
+
+def test_a_nan_loss_reads_back_as_nan_not_as_no_loss(tmp_path: Path) -> None:
+    """SQLite stores a NaN REAL as NULL, which the run keeps for "no loss seen": a NaN loss must
+    come back as NaN (None means only that no loss was seen)."""
+    import math
+
+    torch.manual_seed(0)
+    model = DeepMLP(depth=2)
+
+    def loss_at(m: torch.nn.Module, step: int) -> torch.Tensor:
+        loss = mlp_step(m, step)
+        return loss * torch.nan if step == 2 else loss
+
+    with gradtrace.watch(model, tmp_path / "run", full_traces=False):
+        train(model, loss_at, 3, lr=0.0)
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.loss[0] is not None and math.isnan(run.loss[2])
+    assert math.isnan(run.step_values(2)["loss"])

@@ -14,7 +14,9 @@ Schema (version 1)::
                                                       parameter of an AccumulateGrad node
     parameters(id INTEGER PRIMARY KEY, name TEXT UNIQUE, shape TEXT, numel INTEGER)
     steps(step INTEGER PRIMARY KEY, loss REAL,      one row per logged step; loss NULL: no
-          seconds REAL, stepped INTEGER,              loss seen; seconds since the run began;
+          seconds REAL, stepped INTEGER,              loss seen, the text 'NaN': a NaN loss
+                                                      (SQLite stores a NaN REAL as NULL);
+                                                      seconds since the run began;
           node_ids BLOB, grad_in BLOB,                stepped: an optimizer stepped after it
           grad_out BLOB, zero_frac BLOB,
           nan BLOB, inf BLOB,
@@ -218,7 +220,7 @@ class RunWriter:
             self._db.execute(
                 f"INSERT INTO steps (step, loss, seconds, stepped, {', '.join(cols)}) "
                 f"VALUES (?, ?, ?, ?, {', '.join('?' * len(cols))})",
-                [record.step, record.loss, time.monotonic() - self._started, int(record.stepped)]
+                [record.step, _loss_cell(record.loss), time.monotonic() - self._started, int(record.stepped)]
                 + [_pack(blobs[c], _BLOBS[c]) for c in cols],
             )
             new_edges = {(self._node_ids[a], self._node_ids[b]) for a, b in record.edges} - self._edges
@@ -298,7 +300,7 @@ class Run:
 
     @property
     def loss(self) -> list[float | None]:
-        return [v for (v,) in self._db.execute("SELECT loss FROM steps ORDER BY step")]
+        return [_loss_of_cell(v) for (v,) in self._db.execute("SELECT loss FROM steps ORDER BY step")]
 
     @property
     def nodes(self) -> list[NodeInfo]:
@@ -387,7 +389,13 @@ class Run:
             }
             for k, i in enumerate(arrays["param_ids"])
         }
-        return {"step": step, "loss": row[0], "stepped": bool(row[1]), "nodes": nodes, "params": params}
+        return {
+            "step": step,
+            "loss": _loss_of_cell(row[0]),
+            "stepped": bool(row[1]),
+            "nodes": nodes,
+            "params": params,
+        }
 
     def to_pandas(self) -> Any:
         """One row per (step, node or parameter): columns step, kind ("node"/"param"), name,
@@ -445,6 +453,16 @@ class Run:
 
 
 _NAN_MEANS_NONE = ("zero_frac", "update_ratio")  # (a NaN norm elsewhere is a real NaN)
+
+
+def _loss_cell(loss: float | None) -> float | str | None:
+    """The loss as the steps table keeps it: SQLite would store a NaN REAL as NULL ("no loss
+    seen"), so a NaN is written as the text 'NaN'."""
+    return "NaN" if loss is not None and loss != loss else loss
+
+
+def _loss_of_cell(value: Any) -> float | None:
+    return float("nan") if value == "NaN" else value
 
 
 def _number(x: Any, col: str) -> Any:
