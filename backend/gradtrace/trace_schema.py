@@ -32,6 +32,7 @@ For each graph node:
 
 from __future__ import annotations
 
+import ctypes
 import io
 from typing import Any, BinaryIO, Final, Literal, NamedTuple, NoReturn
 
@@ -695,6 +696,23 @@ def _engine_blocks(doc: TraceDoc) -> Base64Blocks | None:
     return blocks if type(blocks) is Base64Blocks and blocks else None
 
 
+# glibc's malloc_trim (None elsewhere): see _hand_back_freed_memory
+try:
+    _MALLOC_TRIM: Any = ctypes.CDLL(None).malloc_trim
+except (OSError, AttributeError, TypeError):  # (not glibc: macOS, musl, Windows)
+    _MALLOC_TRIM = None
+_BIG_OUTPUT = 64 << 20  # characters of blocks: an output this big first hands back freed memory
+
+
+def _hand_back_freed_memory(blocks: Base64Blocks) -> None:
+    """Before a big document is written into memory: the heap pages the process freed (a
+    capture's transient records and copies) handed back to the system, so that the output
+    does not come on top of them. glibc keeps them: after a trace of GPT-2 small, 215 MB, and
+    the peak with its 332 MB of JSON was 1.06 of its bound (BENCHMARKS.md, issue 32)."""
+    if _MALLOC_TRIM is not None and sum(map(len, blocks)) > _BIG_OUTPUT:
+        _MALLOC_TRIM(0)
+
+
 def encode_doc(doc: TraceDoc, *, numbers: bool = True) -> bytes:
     """The trace as compact JSON bytes, fields in record order (what the service sends and the
     files hold). ``numbers=False``: with an empty ``tensor_data`` (what a drawing reads: values
@@ -705,6 +723,7 @@ def encode_doc(doc: TraceDoc, *, numbers: bool = True) -> bytes:
     # (into one growing buffer whose bytes getvalue() hands over without a copy: joined
     # first, the blocks would be held three times at once, as the trace's strings, their
     # join and its encoding, and on a big model they are hundreds of MB)
+    _hand_back_freed_memory(blocks)
     out = io.BytesIO()
     _write_with_blocks(doc, blocks, out)
     return out.getvalue()

@@ -259,3 +259,16 @@ def test_to_json_bytes_holds_the_blocks_once_more_at_most() -> None:
         tracemalloc.stop()
     assert data == expected
     assert peak < 1.3 * len(data)  # the output (with its buffer's slack), not one more copy
+
+
+def test_a_big_output_first_hands_freed_memory_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past _BIG_OUTPUT characters of blocks, to_json_bytes asks glibc to hand freed heap pages
+    back first (where there is glibc); the bytes are the same."""
+    torch.manual_seed(0)
+    trace = gradtrace.trace(nn.Linear(8, 4), torch.randn(5, 8))
+    before = trace.to_json_bytes()
+    calls: list[int] = []
+    monkeypatch.setattr(ts, "_MALLOC_TRIM", calls.append)
+    assert trace.to_json_bytes() == before and calls == []  # (a small trace: nothing asked)
+    monkeypatch.setattr(ts, "_BIG_OUTPUT", 0)
+    assert trace.to_json_bytes() == before and calls == [0]
