@@ -126,11 +126,23 @@ def test_hung_worker_is_stopped_at_the_time_limit(server_factory) -> None:  # no
 
 
 def test_overload_sheds_with_503(server_factory) -> None:  # noqa: ANN001
+    # Four clients (X-Real-IP behind the proxy), one request each: one client's own extra
+    # requests wait for its share of the workers outside the queue (test_client_share.py).
     server = server_factory(
-        env={"GRADTRACE_WORKERS": "1", "GRADTRACE_QUEUE_LIMIT": "1", "GRADTRACE_DEBUG_TRACE_DELAY": "2"}
+        env={
+            "GRADTRACE_WORKERS": "1",
+            "GRADTRACE_QUEUE_LIMIT": "1",
+            "GRADTRACE_DEBUG_TRACE_DELAY": "2",
+            "GRADTRACE_TRUST_PROXY": "1",
+        }
     )
+
+    def client(i: int) -> httpx.Response:
+        headers = {"x-real-ip": f"10.0.0.{i + 1}"}
+        return httpx.post(server.url + "/api/v1/trace", json=tiny(f"load {i}"), headers=headers, timeout=120)
+
     with ThreadPoolExecutor(4) as ex:
-        results = list(ex.map(lambda i: trace(server.url, f"load {i}"), range(4)))
+        results = list(ex.map(client, range(4)))
     codes = sorted(r.status_code for r in results)
     assert codes == [200, 200, 503, 503], [r.text[:120] for r in results]
     for r in results:
