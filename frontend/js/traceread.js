@@ -41,12 +41,19 @@ export function readTraceBlob(blob, { onProgress = () => {} } = {}) {
       return;
     }
     let doc = null;
+    let heard = false;
     const finish = (fn, value) => {
       worker.terminate();
       fn(value);
     };
-    worker.onerror = (e) => finish(reject, new Error(`the trace reader failed: ${e.message || "it could not start"}`));
+    worker.onerror = (e) => {
+      worker.terminate();
+      // A worker that never started (its script not served: the server went away) reads here.
+      if (!heard) readHere(blob).then(resolve, reject);
+      else reject(new Error(`the trace reader failed: ${e.message || "it stopped"}`));
+    };
     worker.onmessage = ({ data: m }) => {
+      heard = true;
       if (m.type === "progress") onProgress(m.text);
       else if (m.type === "head") doc = resolveTensorData(m.doc);
       else if (m.type === "slice") {

@@ -203,6 +203,14 @@ def big_counts(big_file: Path) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
+def big_view(big_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[View]:
+    """`gradtrace view` of the big file, serving the page for the whole module."""
+    view = View(big_file, tmp_path_factory.mktemp("big_view"))
+    yield view
+    view.stop()
+
+
+@pytest.fixture(scope="module")
 def shared_page(browser: Any) -> Iterator[Any]:
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     page.add_init_script(OBSERVE)
@@ -214,77 +222,72 @@ def shared_page(browser: Any) -> Iterator[Any]:
 
 
 def test_a_huge_trace_from_disk_never_blocks_the_page(
-    shared_page: Any, big_file: Path, big_counts: dict[str, int], tmp_path: Path, screenshots_dir: Path
+    shared_page: Any, big_view: View, big_counts: dict[str, int], screenshots_dir: Path
 ) -> None:
     page = shared_page
-    view = View(big_file, tmp_path)
-    try:
-        started = time.monotonic()
-        page.goto(view.url)
-        page.wait_for_function(
-            "n => document.body.dataset.nodes === n && document.body.classList.contains('is-ready')",
-            arg=str(big_counts["nodes"]),
-            timeout=900_000,
-            polling=1000,
-        )
-        seconds = time.monotonic() - started
-        bound = task_bound_ms()
-        page.wait_for_timeout(500)  # (a long task is reported after it ends)
-        tasks = page.evaluate("window.__longTasks")
-        statuses = page.evaluate("window.__statuses")
-        longest = max((duration for _, duration in tasks), default=0.0)
-        record(
-            "viewer_big_trace",
-            {
-                **big_counts,
-                "seconds_to_ready": round(seconds, 1),
-                "longest_task_ms": round(longest),
-                "long_tasks": len(tasks),
-                "tasks_over_1s": sum(duration > 1000 for _, duration in tasks),
-                "longest_after": longest_tasks(tasks, statuses),
-                "load_per_core": round(os.getloadavg()[0] / (os.cpu_count() or 1), 1),
-                "bound_ms": round(bound),
-            },
-        )
-        assert page.uncaught == [] and page.evaluate("window.__errors") == []
-        assert longest <= bound, f"main-thread tasks over {bound:.0f} ms: {longest_tasks(tasks, statuses)}"
-        # Progress was shown while it worked: the reading, the slices arriving, the drawing.
-        said = " | ".join(text for _, text in statuses)
-        for stage in (
-            "reading",
-            "receiving events",
-            "building the timeline",
-            "placing the numbers",
-            "drawing",
-        ):
-            assert stage in said, f"no '{stage}' in the status line's texts: {said[:600]}"
-        assert page.locator("#status").inner_text() == ""
-        # The whole chain is there: every event a step, the opening step drawn on screen.
-        events = big_counts["events"]
-        assert page.get_by_label("Timeline").get_attribute("max") == str(events - 1)
-        assert page.locator("#graph .gt-node").count() > 0
-        assert (
-            page.locator("#graph .gt-node[data-state='shown'], #graph .gt-node[data-state='active']").count()
-            > 0
-        )
-        page.screenshot(path=str(screenshots_dir / "viewer-big-trace.png"))
-        # The event list holds only the rows near its view, and the last event is one scroll away.
-        assert page.locator("#events li.ev").count() < 1000
-        page.locator("#events").evaluate("el => { el.scrollTop = el.scrollHeight; }")
-        page.wait_for_selector(f'#events li[data-seq="{events - 1}"]', state="attached", timeout=10_000)
-        # Picking a late event seeks there (a backward step of the chain), within the bound too.
-        page.evaluate("window.__longTasks = []")
-        page.locator(f'#events li[data-seq="{events - 3}"]').click()
-        page.wait_for_function("s => document.body.dataset.step === s", arg=str(events - 3), timeout=60_000)
-        page.wait_for_timeout(500)
-        seek = max((duration for _, duration in page.evaluate("window.__longTasks")), default=0.0)
-        assert seek <= task_bound_ms(), f"seeking took a {seek:.0f} ms task"
-    finally:
-        view.stop()
+    started = time.monotonic()
+    page.goto(big_view.url)
+    page.wait_for_function(
+        "n => document.body.dataset.nodes === n && document.body.classList.contains('is-ready')",
+        arg=str(big_counts["nodes"]),
+        timeout=900_000,
+        polling=1000,
+    )
+    seconds = time.monotonic() - started
+    bound = task_bound_ms()
+    page.wait_for_timeout(500)  # (a long task is reported after it ends)
+    tasks = page.evaluate("window.__longTasks")
+    statuses = page.evaluate("window.__statuses")
+    longest = max((duration for _, duration in tasks), default=0.0)
+    record(
+        "viewer_big_trace",
+        {
+            **big_counts,
+            "seconds_to_ready": round(seconds, 1),
+            "longest_task_ms": round(longest),
+            "long_tasks": len(tasks),
+            "tasks_over_1s": sum(duration > 1000 for _, duration in tasks),
+            "longest_after": longest_tasks(tasks, statuses),
+            "load_per_core": round(os.getloadavg()[0] / (os.cpu_count() or 1), 1),
+            "bound_ms": round(bound),
+        },
+    )
+    assert page.uncaught == [] and page.evaluate("window.__errors") == []
+    assert longest <= bound, f"main-thread tasks over {bound:.0f} ms: {longest_tasks(tasks, statuses)}"
+    # Progress was shown while it worked: the reading, the slices arriving, the drawing.
+    said = " | ".join(text for _, text in statuses)
+    for stage in (
+        "reading",
+        "receiving events",
+        "building the timeline",
+        "placing the numbers",
+        "drawing",
+    ):
+        assert stage in said, f"no '{stage}' in the status line's texts: {said[:600]}"
+    assert page.locator("#status").inner_text() == ""
+    # The whole chain is there: every event a step, the opening step drawn on screen.
+    events = big_counts["events"]
+    assert page.get_by_label("Timeline").get_attribute("max") == str(events - 1)
+    assert page.locator("#graph .gt-node").count() > 0
+    assert (
+        page.locator("#graph .gt-node[data-state='shown'], #graph .gt-node[data-state='active']").count() > 0
+    )
+    page.screenshot(path=str(screenshots_dir / "viewer-big-trace.png"))
+    # The event list holds only the rows near its view, and the last event is one scroll away.
+    assert page.locator("#events li.ev").count() < 1000
+    page.locator("#events").evaluate("el => { el.scrollTop = el.scrollHeight; }")
+    page.wait_for_selector(f'#events li[data-seq="{events - 1}"]', state="attached", timeout=10_000)
+    # Picking a late event seeks there (a backward step of the chain), within the bound too.
+    page.evaluate("window.__longTasks = []")
+    page.locator(f'#events li[data-seq="{events - 3}"]').click()
+    page.wait_for_function("s => document.body.dataset.step === s", arg=str(events - 3), timeout=60_000)
+    page.wait_for_timeout(500)
+    seek = max((duration for _, duration in page.evaluate("window.__longTasks")), default=0.0)
+    assert seek <= task_bound_ms(), f"seeking took a {seek:.0f} ms task"
 
 
 def test_dangling_references_are_refused_by_name(
-    shared_page: Any, big_counts: dict[str, int], tmp_path: Path
+    shared_page: Any, big_view: View, big_counts: dict[str, int], tmp_path: Path
 ) -> None:
     page = shared_page
     bad = corrupted_trace(tmp_path)
