@@ -168,6 +168,8 @@ export function createEventList({ listEl, bandsEl, onPick }) {
   }
 
   function scrollListTo(top) {
+    // a long list does not snap to rows: its scroll lands on a row's top itself (no half row)
+    if (events.length > WHOLE_UP_TO) top = Math.round(top / rowHeight()) * rowHeight();
     showRowsAround(Math.max(0, top));
     listEl.scrollTop = top;
   }
