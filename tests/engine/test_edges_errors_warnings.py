@@ -292,3 +292,19 @@ def test_a_warning_from_the_backward_gradtrace_runs_is_placed_at_the_callers_lin
     assert "no inputs require gradients" in expected[0][1]
     # the plain run's line is its backward(); the traced one's, the call of gradtrace.trace
     assert got[0][2] == __file__ and got[0][3] != expected[0][3]
+
+
+def test_record_places_a_warning_from_a_backward_at_the_programs_backward_line() -> None:
+    """Inside record() the program calls backward() itself: the warning PyTorch raises in it is
+    shown where a plain run shows it, at that line (not in torch's or gradtrace's frames)."""
+    torch.manual_seed(0)
+    model, twin = _twins(_OutputsOnly())
+    x = torch.randn(4, 3)
+
+    def recorded() -> None:
+        with gradtrace.record():
+            _plain(model, x)
+
+    expected = _shown(lambda: _plain(twin, x), "always")
+    got = _shown(recorded, "always")
+    assert len(expected) == 1 and got == expected

@@ -169,6 +169,33 @@ def test_gradient_penalty_inside_forward_is_a_nested_pass_and_its_graph_is_trace
     np.testing.assert_allclose(trace.grads["x"], x.grad.numpy(), rtol=1e-12, atol=0)
 
 
+def test_an_engine_run_inside_loss_fn_is_nested_and_a_loss_module_is_not_recorded() -> None:
+    """trace()'s forward is declared: ``autograd.grad`` in ``loss_fn`` (outside every module)
+    is a nested pass of it, as inside the model, and the loss module it calls is not one of
+    the model's modules (record() would make both its own: a pass, ``MSELoss#0``)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 1)).double()
+    twin = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 1)).double()
+    twin.load_state_dict(model.state_dict())
+    target = torch.zeros(2, 1, dtype=torch.float64)
+
+    def penalised(out: torch.Tensor) -> torch.Tensor:
+        (g,) = torch.autograd.grad(out.sum(), out, create_graph=True)
+        return nn.MSELoss()(out, target) + (g**2).mean()
+
+    x = X.clone()
+    penalised(twin(x)).backward()
+    trace = gradtrace.trace(model, X.clone(), penalised)
+    doc = trace.to_dict()
+    top = [p["label"] for p in doc["passes"] if p["parent"] is None]
+    assert top == ["forward #1", "backward #1 of loss"]
+    [nested] = [p for p in doc["passes"] if p["parent"] is not None]
+    assert nested["parent"] == 0 and nested["label"] == "nested autograd.grad inside forward #1"
+    assert [m["path"] for m in doc["graph"]["modules"]] == ["", "0", "1", "2"]
+    for name, p in twin.named_parameters():
+        assert torch.equal(torch.from_numpy(trace.grads[name]), p.grad), name
+
+
 class LeafLoss(nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -2,9 +2,10 @@
 forward and the backward run; every read to the host happens after them (the Summarizer's
 finalize()).
 
-For the duration of each pass (the ``run`` of ``TraceSession.forward`` and the ``call`` of
-``TraceSession.backward_pass``: the session's pass boundaries, wrapped here, the pass itself
-unchanged) ``Tensor.item``, ``.tolist``, ``.numpy``, ``.cpu`` and ``.to(<a CPU device>)``
+For the duration of each pass (a spec's: the ``run`` of ``TraceSession.forward`` and the
+``call`` of ``TraceSession.backward_pass``, the session's pass boundaries, wrapped here, the
+pass itself unchanged; ``trace()``'s block, its forward and backward, as a whole, as a
+``record()`` block is) ``Tensor.item``, ``.tolist``, ``.numpy``, ``.cpu`` and ``.to(<a CPU device>)``
 raise. (After each, the session reads the pass's large copies to the host, and whether the
 model's hooks wrote a device's tensors through ``.data``: see TraceSession._settle.) Large CPU tensors, which by default are read where they are seen (no transfer
 for them), take the device tensors' path under the guard. Each trace must still complete and be,
@@ -30,6 +31,7 @@ from engine_specs import SEED001_RETAIN, SEED001_TENSOR_HOOKS
 from torch import nn
 
 import gradtrace
+from gradtrace.engine import run
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.summarize import BATCH_STATS, Summarizer
 from gradtrace.examples import get_example
@@ -135,7 +137,16 @@ class PassGuard:
             with guard.paused():  # (a pass is over: its reads to the host happen here)
                 settle(session)
 
+        block = run._capture
+
+        def guarded_block(session: TraceSession, **kwargs: Any) -> None:
+            # trace()'s block (its forward and backward, as a program writes them) is guarded as
+            # a whole, as a record() block is, but for the moments between passes (_settle)
+            with guard.during("forward"):
+                block(session, **kwargs)  # type: ignore[arg-type]
+
         monkeypatch.setattr(TraceSession, "forward", guarded_forward)
+        monkeypatch.setattr(run, "_capture", guarded_block)
         monkeypatch.setattr(TraceSession, "backward_pass", guarded_backward)
         monkeypatch.setattr(TraceSession, "_settle", settled)
         # large CPU tensors take a device tensor's path (by default they are read where they are
@@ -427,19 +438,17 @@ def test_writes_through_data_found_on_the_device_after_the_pass(
                 return read(differs)
 
             patch.setattr(model_hooks, "_read", refusing_read)
-            forward, backward_pass = TraceSession.forward, TraceSession.backward_pass
-            patch.setattr(
-                TraceSession,
-                "forward",
-                lambda s, run, *a, **k: forward(s, lambda: _during(passes, "forward", run), *a, **k),
-            )
+            block, backward_pass, settle = run._capture, TraceSession.backward_pass, TraceSession._settle
+            # (trace()'s block guarded as a whole, but for the moments between passes, _settle)
+            patch.setattr(run, "_capture", lambda s, **k: _during(passes, "forward", lambda: block(s, **k)))
             patch.setattr(
                 TraceSession,
                 "backward_pass",
-                lambda s, kind, of, step, call: backward_pass(
-                    s, kind, of, step, lambda: _during(passes, "backward", call)
+                lambda s, kind, of, step, call, **k: backward_pass(
+                    s, kind, of, step, lambda: _during(passes, "backward", call), **k
                 ),
             )
+            patch.setattr(TraceSession, "_settle", lambda s: _paused(passes, lambda: settle(s)))
         later = _same_trace_under_the_guard(make, patch, device)
     changed = [(e.kind, e.target, e.payload["changed"]) for e in later.events if e.hook is not None]
     assert changed == [(e.kind, e.target, e.payload["changed"]) for e in at_once.events if e.hook is not None]
@@ -455,4 +464,9 @@ def test_writes_through_data_found_on_the_device_after_the_pass(
 
 def _during(guard: PassGuard, kind: str, run: Callable[[], Any]) -> Any:
     with guard.during(kind):
+        return run()
+
+
+def _paused(guard: PassGuard, run: Callable[[], Any]) -> Any:
+    with guard.paused():
         return run()

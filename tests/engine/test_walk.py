@@ -88,7 +88,7 @@ def test_a_spec_and_a_module_run_inside_the_one_capture_entry() -> None:
     model, x = _model_and_input()
     assert walk(entry, 1, lambda: gradtrace.trace(model, x, lambda out: out.sum())) == [
         "engine.capture",
-        "engine.run",  # the block: the forward and the backward
+        "engine.run",  # the block: the forward and the backward, as a program writes them
         "engine.capture",
     ]
 
@@ -112,11 +112,12 @@ def test_every_capture_finishes_through_the_one_assembly() -> None:
         "engine.caller_warnings",  # the model's warnings, issued again
         "engine.capture",
     ]
+    # trace() and record() end the same session, the recorder a program runs in (see program.py)
     assert walk(finish, 1, lambda: gradtrace.trace(model, x, lambda out: out.sum())) == [
-        "engine.session",
+        "engine.program",
         *after_block,
     ]
-    assert walk(finish, 1, program) == ["engine.program", *after_block]  # (its variables name what it left)
+    assert walk(finish, 1, program) == ["engine.program", *after_block]
 
 
 def test_the_assembly_enters_each_analysis_once_after_the_records() -> None:

@@ -22,7 +22,8 @@ import torch.overrides
 _GRADTRACE = os.path.dirname(os.path.dirname(__file__)) + os.sep  # (the gradtrace package, as imported)
 # frames that are not the caller's: gradtrace's, and torch's handle_torch_function (through
 # which a Python-level torch function reaches gradtrace's discovery mode)
-_NOT_THE_CALLERS = (_GRADTRACE, torch.overrides.__file__)
+_OVERRIDES = torch.overrides.__file__
+_NOT_THE_CALLERS = (_GRADTRACE, _OVERRIDES)
 
 
 def record_all_but_errors(log: list[warnings.WarningMessage]) -> None:
@@ -50,7 +51,13 @@ def _record(log: list[warnings.WarningMessage], message: warnings.WarningMessage
         frame: FrameType | None = sys._getframe(1)
         while frame is not None and frame.f_code.co_filename != message.filename:
             frame = frame.f_back  # (out of the warnings machinery, to the frame it named)
-        while frame is not None and frame.f_code.co_filename.startswith(_NOT_THE_CALLERS):
+        relayed = False
+        while frame is not None and (relayed or frame.f_code.co_filename.startswith(_NOT_THE_CALLERS)):
+            # (past handle_torch_function: the Python-level torch function the discovery mode
+            # relayed and gradtrace ran again, an engine run such as ``loss.backward()``; a
+            # warning its stacklevel placed in gradtrace's frames is, in a plain run, at the
+            # line that called that function, so its frame is not the caller's either)
+            relayed = frame.f_code.co_filename == _OVERRIDES
             frame = frame.f_back
         if frame is not None:
             message.filename, message.lineno = frame.f_code.co_filename, frame.f_lineno

@@ -59,9 +59,12 @@ _ZEROING = (torch.Tensor.zero_, torch._foreach_zero_)  # (how zero_grad(set_to_n
 _GRAD_SET = torch.Tensor.grad.__set__  # type: ignore[union-attr]  # (a torch function: the discovery mode sees `t.grad = v`)
 
 
-def _variables(frame: types.FrameType) -> Iterator[tuple[str, Any]]:
+def _variables(frame: types.FrameType | None) -> Iterator[tuple[str, Any]]:
     """The frame's variables the program named: its locals, then its globals (a function's
-    frame: the module's models and tensors it uses), none starting with ``_``."""
+    frame: the module's models and tensors it uses), none starting with ``_`` (no frame:
+    none)."""
+    if frame is None:
+        return
     scopes = [frame.f_locals]
     if frame.f_globals is not scopes[0]:
         scopes.append(frame.f_globals)
@@ -78,10 +81,24 @@ def _has_tensor_hooks(tensor: torch.Tensor) -> bool:
 
 
 class ProgramSession(TraceSession):
-    """A TraceSession whose models, leaves and passes are found while the program runs."""
+    """A TraceSession whose passes are found while the code runs; with a ``frame`` (a
+    program's block, ``record()``) its models and leaves too, named by the frame's variables.
 
-    def __init__(self, frame: types.FrameType, **limits: Any) -> None:
+    Without one (``trace()``): the model and named inputs are given (``root``, ``leaves``),
+    a module no model holds (a loss module inside ``loss_fn``) is not recorded, the code
+    declares its forward pass (``open_forward`` … ``close_forward``: an engine run inside it is
+    a nested pass), a backward is labelled by the name the code gave its root
+    (``name``), and every known node is hooked (one forward: one graph)."""
+
+    def __init__(
+        self,
+        frame: types.FrameType | None,
+        root: nn.Module | None = None,
+        leaves: dict[str, torch.Tensor] | None = None,
+        **options: Any,
+    ) -> None:
         self.frame = frame
+        self.program = frame is not None
         self._anonymous = 0
         self._thread = threading.get_ident()  # (the program's: the one running the block)
         self._roots: list[Any] = []  # the nodes the top-level backward starting now runs from
@@ -92,13 +109,14 @@ class ProgramSession(TraceSession):
         self._zeroing: tuple[ZeroGradPayload, int] | None = None
         self._models: dict[str, nn.Module] = {}  # each model found, by the path it was named under
         self._mode: Any = None  # the discovery mode, on for the whole block
-        super().__init__(None, {}, model_hooks=True, **limits)
+        super().__init__(root, leaves or {}, model_hooks=True, **options)
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         capture = self.forward_capture
-        capture.unknown_module = self._module_met
-        capture.outside_pass = self._open_forward
-        self.recorder.name_of = self._leaf_met
+        capture.outside_pass = self.open_forward
+        if self.program:
+            capture.unknown_module = self._module_met
+            self.recorder.name_of = self._leaf_met
         # the models and hooked leaves the frame holds already, found first: their hooks are
         # wrapped as a traced model's are (those registered later: as they come, see adopt)
         self._scan_models()
@@ -122,7 +140,7 @@ class ProgramSession(TraceSession):
         # (each points back at this session: no cycle left behind, see TraceSession.close)
         capture = self.forward_capture
         capture.unknown_module = capture.outside_pass = self.recorder.name_of = None
-        self.frame = None  # type: ignore[assignment]  # (the block's frame: its variables stay the program's)
+        self.frame = None  # (the block's frame: its variables stay the program's)
         for func in (_GRAD_SET, *_ZEROING):
             capture.intercepts.pop(func, None)
 
@@ -139,7 +157,8 @@ class ProgramSession(TraceSession):
         if mode is not None:
             mode.__exit__(None, None, None)
         super().end_block(error)
-        self.name_variables()
+        if self.program:
+            self.name_variables()
 
     # ---- names --------------------------------------------------------------------------
     def _scan_models(self, starting: nn.Module | None = None) -> None:
@@ -193,7 +212,9 @@ class ProgramSession(TraceSession):
 
     def variable_of(self, obj: object) -> str | None:
         """The name of the frame's variable bound to this very object (a tensor, an
-        optimizer), if one is."""
+        optimizer), if one is (no frame: the last name the code gave it, see ``name``)."""
+        if not self.program:
+            return next((name for name, value in reversed(self.env.items()) if value is obj), None)
         return next((name for name, value in _variables(self.frame) if value is obj), None)
 
     def name_variables(self) -> None:
@@ -237,10 +258,10 @@ class ProgramSession(TraceSession):
                     del table[name]
 
     # ---- passes -------------------------------------------------------------------------
-    def _open_forward(self) -> None:
-        """Something is recorded while no pass is open: a forward pass begins (the models
-        the frame holds now are looked for: a hook registered on one before its first call
-        is wrapped before that call collects it)."""
+    def open_forward(self) -> None:
+        """Something is recorded while no pass is open (or the code declares its forward): a
+        forward pass begins (the models the frame holds now are looked for: a hook registered
+        on one before its first call is wrapped before that call collects it)."""
         self._scan_models()
         self._forwards += 1
         self.recorder.begin_pass("forward", f"forward #{self._forwards}", None)
@@ -336,7 +357,10 @@ class ProgramSession(TraceSession):
         level of the program, a nested pass inside a module's forward or a backward."""
         rec = self.recorder
         if rec.in_pass and (
-            rec.phase != "forward" or rec.module_running() or rec.passes[rec.pass_index].parent
+            rec.phase != "forward"
+            or rec.module_running()
+            or rec.passes[rec.pass_index].parent
+            or not self.program  # (inside a forward the code declared)
         ):
             assert self.nested is not None  # (installed until close)
             return self.nested.run(func, args, kwargs)
@@ -358,8 +382,9 @@ class ProgramSession(TraceSession):
             self._roots = []
 
     def pass_roots(self) -> list[Any] | None:
-        """Only the graph the backward can run is hooked: a loop's earlier graphs are known too."""
-        return self._roots
+        """Only the graph the backward can run is hooked: a loop's earlier graphs are known too
+        (no frame: one forward, one graph, every known node)."""
+        return self._roots if self.program else None
 
 
 def start_recording(

@@ -1,7 +1,9 @@
-"""trace_module: the engine's pipeline for a user's nn.Module (the library): one forward and
-one backward of the model, run inside the one capture entry (capture.Capture, as
-``record()``'s block and a spec's program are), then records, analyses and the trace
-(``assemble``, in the capture's finish). A spec's pipeline is ``run_spec``."""
+"""trace_module: the engine's pipeline for a user's nn.Module (the library): the code
+``out = model(*inputs); loss = loss_fn(out); loss.backward()`` run inside the one capture entry
+(capture.Capture) with the recorder ``record()`` uses (program.ProgramSession), told the
+model and the inputs to name and that the forward is declared (an engine run inside it is a
+nested pass); then records, analyses and the trace (``assemble``, in the capture's finish).
+A spec's pipeline is ``run_spec``."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradtrace.engine.capture import Capture, with_partial
+from gradtrace.engine.capture import Capture
 from gradtrace.engine.diagnostics import reduced_to_sum
+from gradtrace.engine.program import ProgramSession
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
@@ -78,13 +81,13 @@ def trace_module(
     )
     doc, grads = capture.run(
         functools.partial(
-            TraceSession,
+            ProgramSession,
+            None,
             model,
             _input_names(inputs),
             max_nodes=max_nodes,
             value_budget=value_budget,
             final_value_limit=final_value_limit,
-            model_hooks=True,
             grad_mode=torch.is_grad_enabled(),  # (the caller's: see TraceSession)
         ),
         functools.partial(_capture, model=model, inputs=inputs, loss_fn=loss_fn, retained=retained),
@@ -95,29 +98,27 @@ def trace_module(
 
 
 def _capture(
-    session: TraceSession,
+    session: ProgramSession,
     model: nn.Module,
     inputs: tuple[torch.Tensor, ...],
     loss_fn: Callable[[Any], Any] | None,
     retained: set[str],
 ) -> None:
-    """The forward and backward of ``model(*inputs)``, recorded by ``session``."""
-
-    def forward() -> torch.Tensor:
-        output = model(*inputs)
-        session.name("output", output)
-        if "output" in retained and isinstance(output, torch.Tensor):
-            output.retain_grad()
-            session.retained["output"] = output
-        loss = _loss_of(output, loss_fn, session)
-        session.name("loss", loss)
-        if "loss" in retained:
-            loss.retain_grad()
-            session.retained["loss"] = loss
-        return loss
-
-    loss = session.forward(forward, error_is_event=with_partial)
-    session.backward_pass("backward", "loss", None, loss.backward)
+    """The forward (declared: an engine run inside it, e.g. ``autograd.grad`` in ``loss_fn``,
+    is a nested pass) and the backward of ``model(*inputs)``, as a program writes them."""
+    session.open_forward()
+    output = model(*inputs)
+    session.name("output", output)
+    if "output" in retained and isinstance(output, torch.Tensor):
+        output.retain_grad()
+        session.retained["output"] = output
+    loss = _loss_of(output, loss_fn, session)
+    session.name("loss", loss)
+    if "loss" in retained:
+        loss.retain_grad()
+        session.retained["loss"] = loss
+    session.close_forward()
+    loss.backward()  # (its pass: "backward #1 of loss")
 
 
 def _loss_of(output: Any, loss_fn: Callable[[Any], Any] | None, session: TraceSession) -> torch.Tensor:

@@ -2,10 +2,10 @@
 analyses ask of them, wired together.
 
 Every capture (``record()``, ``trace()``, a spec) runs a TraceSession inside the one entry,
-capture.Capture: ``trace()`` and a spec drive it (``forward(...)`` inside the discovery mode,
-then ``backward_pass(...)`` passes), ``record()``'s session (program.ProgramSession) finds its
-passes as the program runs; ``assemble.assemble_trace`` then makes the trace (a TraceDoc) of
-what it kept. The session owns every hook it installs
+capture.Capture: a spec drives it (``forward(...)`` inside the discovery mode, then
+``backward_pass(...)`` passes); ``record()`` and ``trace()`` run its program.ProgramSession,
+which finds the passes as the code runs; ``assemble.assemble_trace`` then makes the trace (a
+TraceDoc) of what it kept. The session owns every hook it installs
 (an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life, teardown included,
 runs inside the GC pause (the entry sees to it).
 """
