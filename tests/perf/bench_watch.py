@@ -141,6 +141,11 @@ def _cell(r: dict[str, Any], mode: str) -> str:
     return f"{r[mode] * 1e3:.2f} ms ({r[mode] / r['bare']:.2f}×)"
 
 
+def _row(r: dict[str, Any]) -> str:
+    cells = " | ".join(_cell(r, m) for m in MODES[1:])
+    return f"| {r['description']} | {r['nodes']} | {r['bare'] * 1e3:.2f} ms | {cells} |"
+
+
 def section(rounds: int = 3, models: list[str] | None = None) -> list[str]:
     torch.set_num_threads(1)
     load = os.getloadavg()
@@ -151,6 +156,7 @@ def section(rounds: int = 3, models: list[str] | None = None) -> list[str]:
             for key in models or ["chain60", "encoder2", "gpt2"]:
                 print(f"watch: {key} …", file=sys.stderr, flush=True)
                 results.append(measure(key, rounds, anchors))
+                print(_row(results[-1]), file=sys.stderr, flush=True)  # (each model as it is measured)
         finally:
             anchors.close()
     load_after = os.getloadavg()
@@ -175,12 +181,7 @@ def section(rounds: int = 3, models: list[str] | None = None) -> list[str]:
         "| wandb every=1 | TorchLens every=10 | TorchLens every=1 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in results:
-        lines.append(
-            f"| {r['description']} | {r['nodes']} | {r['bare'] * 1e3:.2f} ms | "
-            + " | ".join(_cell(r, m) for m in MODES[1:])
-            + " |"
-        )
+    lines.extend(_row(r) for r in results)
     lines.append("")
     return lines
 
