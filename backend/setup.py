@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 CHECKOUT_FRONTEND = HERE.parent / "frontend"
 PACKAGED = Path("gradtrace") / "_frontend"  # inside the package, relative to a build root
 
-VIEWER_PARTS = ("index.html", "embed.html", "package.json", "css", "js", "assets", "tools")
+VIEWER_PARTS = ("index.html", "embed.html", "watch.html", "package.json", "css", "js", "assets", "tools")
 # Per npm package, the parts the viewer loads (default: the whole package, filtered below).
 NPM_PARTS = {"elkjs": ("lib",), "katex": ("dist",), "@humanwhocodes/momoa": ("dist",)}
 NPM_ALWAYS = ("package.json", "LICENSE*", "LICENCE*", "NOTICE*", "*.LICENSE.txt")

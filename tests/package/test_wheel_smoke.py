@@ -63,8 +63,11 @@ class Venv:
 
 
 def _pip(python: Path, *args: str) -> None:
-    # pip itself keeps the developer's environment (its configuration, local wheels, cache).
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *args], check=True, timeout=900)
+    # pip itself keeps the developer's environment (its configuration, local wheels, cache), but
+    # not a PYTHONPATH naming the checkout (the way to test a worktree): pip would find the
+    # checkout's gradtrace.egg-info there and skip installing the wheel as already installed.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *args], check=True, timeout=900, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +117,7 @@ def test_the_wheel_carries_the_viewer_and_its_licenses(wheel: Path) -> None:
     for part in (
         "index.html",
         "embed.html",
+        "watch.html",  # the run view (gradtrace view RUN_DIR, the hosted service's runs)
         "js/main.js",
         "css/app.css",
         "tools/render.mjs",
