@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from gradtrace.render.options import takes_draw_options
 from gradtrace.trace_schema import (
     SCHEMA_VERSION,
     WIRE_DTYPES,
@@ -280,6 +281,7 @@ class Trace:
             return encode_doc_text(self._doc)
         return self.to_json_bytes(indent).decode("utf-8")
 
+    @takes_draw_options
     def save(self, path: str | Path, options: DrawOptions | None = None, **changes: Any) -> Path:
         """Save as ``.json`` here; ``.html``/``.svg``/``.png`` are drawn by gradtrace.render.
 

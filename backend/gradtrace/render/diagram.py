@@ -15,7 +15,7 @@ from collections import OrderedDict
 from typing import Any
 
 from gradtrace.render.node_tool import run_render
-from gradtrace.render.options import DrawOptions, draw_options
+from gradtrace.render.options import DrawOptions, draw_options, takes_draw_options
 from gradtrace.render.progress import progress
 from gradtrace.render.source import drawing_json, drawing_what
 
@@ -24,6 +24,7 @@ _cache: OrderedDict[tuple[str, DrawOptions], str] = OrderedDict()
 _lock = threading.Lock()
 
 
+@takes_draw_options
 def diagram_svg(trace: Any, options: DrawOptions | None = None, **changes: Any) -> str:
     """The trace's diagram as SVG text: no scripts, no external references (fit for ``<img>``).
 

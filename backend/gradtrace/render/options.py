@@ -2,14 +2,18 @@
 
 Every way in takes these same options (``Trace.save``, ``render.save``/``render_bytes``/
 ``diagram_svg``, ``gradtrace render``, ``/specs/{id}/diagram.svg``, the Sphinx and MkDocs
-plugins): a ``DrawOptions``, or its fields as keyword arguments (``draw_options``).
+plugins): a ``DrawOptions``, or its fields as keyword arguments (``draw_options``; the
+functions users call show them in their signatures: ``takes_draw_options``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, ParamSpec, TypeVar, get_args
 
 Phase = Literal["forward", "backward", "both"]
 Theme = Literal["light", "dark"]
@@ -88,6 +92,39 @@ class DrawOptions:
 
 
 FIELDS = tuple(field.name for field in dataclasses.fields(DrawOptions))
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def takes_draw_options(function: Callable[P, R]) -> Callable[P, R]:
+    """For a function taking ``options=None, **changes``: its signature shows each of
+    ``DrawOptions``' fields as a keyword-only parameter (``help()``, a notebook's tooltip and
+    completion read it), and a misspelt one is Python's own TypeError naming the function
+    (``Trace.save() got an unexpected keyword argument 'animate'``)."""
+    signature = inspect.signature(function)
+    kept = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    defaults = DrawOptions()
+    shown = [
+        inspect.Parameter(
+            field.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=getattr(defaults, field.name),
+            annotation=field.type,
+        )
+        for field in dataclasses.fields(DrawOptions)
+    ]
+
+    @functools.wraps(function)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        named = set(signature.parameters) | set(FIELDS)
+        for name in kwargs:
+            if name not in named:
+                raise TypeError(f"{function.__qualname__}() got an unexpected keyword argument {name!r}")
+        return function(*args, **kwargs)
+
+    checked.__signature__ = signature.replace(parameters=kept + shown)  # type: ignore[attr-defined]
+    return checked
 
 
 def draw_options(options: DrawOptions | None = None, **changes: Any) -> DrawOptions:

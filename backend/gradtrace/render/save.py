@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gradtrace.render.diagram import diagram_svg
-from gradtrace.render.options import DrawOptions, draw_options
+from gradtrace.render.options import DrawOptions, draw_options, takes_draw_options
 from gradtrace.render.page import standalone_html
 from gradtrace.render.png import svg_to_png
 from gradtrace.render.source import file_doc
@@ -14,6 +14,7 @@ from gradtrace.render.source import file_doc
 SUFFIXES = (".svg", ".html", ".png", ".json")
 
 
+@takes_draw_options
 def render_bytes(trace: Any, suffix: str, options: DrawOptions | None = None, **changes: Any) -> bytes:
     """The file content for ``suffix``, drawn as ``options`` (or its fields given as keyword
     arguments) say; raises ValueError for an unknown suffix or option. ``depth`` and
@@ -38,6 +39,7 @@ def render_bytes(trace: Any, suffix: str, options: DrawOptions | None = None, **
     )
 
 
+@takes_draw_options
 def save(trace: Any, path: str | Path, options: DrawOptions | None = None, **changes: Any) -> Path:
     """Write the trace to ``path`` in the format its suffix names. Options: see render_bytes."""
     path = Path(path)
