@@ -287,15 +287,7 @@ def watch(model: Any, path: Any, every: int = 1, **options: Any) -> Any:
     """
     from gradtrace.engine.watch import Watch
 
-    return Watch(model, path, every, **_watch_options(options))
-
-
-def _watch_options(options: dict[str, Any]) -> dict[str, Any]:
-    from gradtrace.engine.watch import full_trace
-
-    if options.pop("full_traces", True):
-        options["full_trace"] = full_trace
-    return options
+    return Watch(model, path, every, **options)
 
 
 def watch_trainer(path: Any, every: int = 1, **options: Any) -> Any:
@@ -312,7 +304,7 @@ def watch_trainer(path: Any, every: int = 1, **options: Any) -> Any:
     Needs transformers (imported here, not with gradtrace)."""
     from gradtrace.engine.watch_callbacks import trainer_callback
 
-    return trainer_callback(path, every, _watch_options(options))
+    return trainer_callback(path, every, options)
 
 
 def watch_lightning(path: Any, every: int = 1, *, module: str | None = None, **options: Any) -> Any:
@@ -328,7 +320,7 @@ def watch_lightning(path: Any, every: int = 1, *, module: str | None = None, **o
     ``self.net(x)``). Options: as ``watch``. Needs lightning (imported here)."""
     from gradtrace.engine.watch_callbacks import lightning_callback
 
-    return lightning_callback(path, every, module, _watch_options(options))
+    return lightning_callback(path, every, module, options)
 
 
 def load_run(path: Any) -> Any:

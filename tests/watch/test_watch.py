@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from watch_models import DeepMLP, SmallCNN, cnn_step, gpt2_step, gpt2_tiny, mlp_step, train
@@ -44,6 +45,39 @@ def test_weights_bit_equal_to_an_unwatched_run(case: str, every: int, tmp_path: 
         assert run.trace_steps[0] == "first logged step"
         trace = gradtrace.Trace.from_json(run.trace_bytes(0))  # the graph and its values
         assert len(trace.doc.graph.nodes) > 3 and trace.doc.grads
+
+
+@pytest.mark.parametrize("case", ["mlp", "gpt2"])
+def test_the_first_logged_steps_full_trace_is_the_real_step(case: str, tmp_path: Path) -> None:
+    """The saved trace is the loop's own step, recorded as it ran: the loop's loss (not the
+    output's sum), and the final grads are ``p.grad`` after that step's backward."""
+    make, loss_at = CASES[case]
+    torch.manual_seed(0)
+    model = make()
+    losses: list[torch.Tensor] = []
+    grads: dict[str, torch.Tensor] = {}
+
+    def loss_of(m: torch.nn.Module, step: int) -> torch.Tensor:
+        loss = loss_at(m, step)
+        losses.append(loss.detach().clone())
+        return loss
+
+    def each(step: int) -> None:  # after backward, before the optimizer's step
+        if step == 0:
+            grads.update({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+
+    with gradtrace.watch(model, tmp_path / "run", every=1):
+        train(model, loss_of, 3, each=each)
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.trace_steps == {0: "first logged step"} and run.steps == [0, 1, 2]
+    trace = gradtrace.Trace.from_json(run.trace_bytes(0))
+    assert trace.value("loss").item() == losses[0].item() == run.loss[0]
+    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss"]
+    assert grads and {n: g for n, g in trace.grads.items() if g is not None}.keys() == grads.keys()
+    for name, grad in grads.items():
+        assert np.array_equal(trace.grads[name], grad.numpy()), name
+    # the watch's hooks are not the model's: none wrapped, none listed as unrecorded
+    assert not [d.code for d in trace.doc.diagnostics if "hook" in d.code]
 
 
 @pytest.mark.parametrize("case", ["mlp", "gpt2"])

@@ -7,7 +7,8 @@ process); ``trace_module`` (``run``) traces a user's own nn.Module (the Python l
 loads when first asked for (tracing a user's model does not load the spec's build, dry run and
 pydantic models). All three capture through one entry (``capture.Capture``: a spec's program,
 ``trace()``'s forward and backward and ``record()``'s block are each the block it runs, and it
-ends each through the one assembly), and are one pipeline,
+ends each through the one assembly; so is ``gradtrace.watch``'s full trace of a real training
+step, ``step_capture``), and are one pipeline,
 each stage a module entered once, in this order (tests/engine/test_walk.py keeps it so):
 
 =======================  ==================================================================

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import operator
 import sys
+import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +64,45 @@ def _pop_discovery_mode() -> Any:
     if not depth or not isinstance(torch._C._get_function_stack_at(depth - 1), _DiscoveryMode):
         return None
     return torch._C._pop_torch_function_stack()
+
+
+_left = threading.local()  # .modes: discovery modes left inside their own handler (see leave_mode)
+
+
+def leave_mode(mode: TorchFunctionMode) -> None:
+    """The discovery mode ``mode`` entered by a capture is off: taken off the mode stack. A
+    capture that ends inside a torch call its mode intercepted (``gradtrace.watch``'s step
+    capture ends as the backward it intercepted returns) cannot take it off there: PyTorch
+    has popped the mode for its handler and pushes it back when the handler returns. It lets
+    every call through from then on, and the next ``drop_left_modes()`` in this thread
+    takes it off."""
+    assert isinstance(mode, _DiscoveryMode)
+    mode.capture = None
+    depth = torch._C._len_torch_function_stack()
+    if depth and torch._C._get_function_stack_at(depth - 1) is mode:
+        torch._C._pop_torch_function_stack()
+        return
+    if not hasattr(_left, "modes"):
+        _left.modes = []
+    _left.modes.append(mode)
+
+
+def drop_left_modes() -> bool:
+    """Take the modes ``leave_mode`` left on this thread's stack off it (those on top: a mode
+    the program entered above one stays until it leaves). True when none is left."""
+    modes = getattr(_left, "modes", None)
+    while modes:
+        depth = torch._C._len_torch_function_stack()
+        top = torch._C._get_function_stack_at(depth - 1) if depth else None
+        if top is modes[-1]:
+            torch._C._pop_torch_function_stack()
+            modes.pop()
+        elif top is not None and any(top is m for m in modes):
+            modes.remove(top)
+            torch._C._pop_torch_function_stack()
+        else:
+            return False
+    return True
 
 
 def _dynamo_frames() -> tuple[int, int]:
@@ -147,12 +187,13 @@ class _Quiet:
 class _DiscoveryMode(TorchFunctionMode):
     def __init__(self, capture: ForwardCapture) -> None:
         super().__init__()
-        self.capture = capture
+        self.capture: ForwardCapture | None = capture  # (None: left, see leave_mode)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
         capture = self.capture
-        if capture.paused or compiling():  # (quiet() is entered and left around whole calls: still so after)
+        # (quiet() is entered and left around whole calls: still so after)
+        if capture is None or capture.paused or compiling():
             return func(*args, **kwargs)
         intercept = capture.intercepts.get(func)
         if intercept is not None:
@@ -319,6 +360,12 @@ class ForwardCapture:
             self.on_module_start(module)
         if id(module) in self._compiled:
             self._set_aside.append(_pop_discovery_mode())
+
+    def call_began(self, module: nn.Module, args: tuple) -> None:
+        """A capture started inside ``module``'s call (its forward-pre hooks running:
+        ``gradtrace.watch``'s step capture): recorded as the module's hooks would have
+        recorded its start (its forward hook records its end)."""
+        self._pre_hook(module, args)
 
     def _compiled_returned(self, module: nn.Module) -> None:
         """A compiled module's call is over: the discovery mode it ran without is back."""

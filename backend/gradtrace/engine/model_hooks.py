@@ -49,6 +49,7 @@ from torch.utils.hooks import RemovableHandle
 
 from gradtrace.engine.forward_capture import ForwardCapture, compiling, flat_tensors
 from gradtrace.engine.node_hook_sets import is_set_key
+from gradtrace.engine.own_hooks import is_own
 from gradtrace.engine.recorder import Recorder
 from gradtrace.engine.summarize import version_of
 from gradtrace.trace_schema import (
@@ -123,8 +124,8 @@ def _module_kind(module: nn.Module, dict_name: str) -> str:
 
 def _is_gradtraces(hook: Callable) -> bool:
     """A process-wide hook of a trace running now (ForwardCapture records every module
-    through one pair of them; another thread may be tracing)."""
-    return isinstance(getattr(hook, "__self__", None), ForwardCapture)
+    through one pair of them; another thread may be tracing), or of ``gradtrace.watch``."""
+    return isinstance(getattr(hook, "__self__", None), ForwardCapture) or is_own(hook)
 
 
 def _aliases(tensors: Any) -> list[Any]:
@@ -393,6 +394,10 @@ class ModelHooks:
                 for key, hook in list(hooks.items()):
                     if known is not None and key in known:
                         continue
+                    if is_own(hook):  # (gradtrace.watch's: not the model's)
+                        known = seen.setdefault(id(hooks), set())
+                        known.add(key)
+                        continue
                     kind = _module_kind(module, dict_name)
                     self._wrap(hooks, key, self._module_wrapper(kind, hook, module, path, key))
                     if missed_if is not None and module is missed_if[0] and kind in missed_if[1]:
@@ -472,7 +477,7 @@ class ModelHooks:
         for key, hook in list(hooks.items()):
             if key in known or is_set_key(key):
                 continue
-            if _is_torchs(hook):
+            if _is_torchs(hook) or is_own(hook):
                 known.add(key)
                 continue
             self._wrap(hooks, key, self._node_wrapper(kind, hook, node_id))

@@ -49,7 +49,7 @@ from torch.optim.optimizer import (
 )
 
 from gradtrace.engine.capture import Capture
-from gradtrace.engine.forward_capture import flat_tensors
+from gradtrace.engine.forward_capture import flat_tensors, leave_mode
 from gradtrace.engine.nested_runs import ENGINE_CALLS, call_arguments
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
@@ -99,6 +99,9 @@ class ProgramSession(TraceSession):
     ) -> None:
         self.frame = frame
         self.program = frame is not None
+        # the code declares its forward pass (trace(): an engine run inside it is nested);
+        # else a top-level engine run ends the open forward (a program's, a watched step's)
+        self.declared = frame is None
         self._anonymous = 0
         self._thread = threading.get_ident()  # (the program's: the one running the block)
         self._roots: list[Any] = []  # the nodes the top-level backward starting now runs from
@@ -155,7 +158,7 @@ class ProgramSession(TraceSession):
         """See TraceSession.end_block; then the block's variables name what it left."""
         mode, self._mode = self._mode, None
         if mode is not None:
-            mode.__exit__(None, None, None)
+            leave_mode(mode)
         super().end_block(error)
         if self.program:
             self.name_variables()
@@ -360,14 +363,14 @@ class ProgramSession(TraceSession):
             rec.phase != "forward"
             or rec.module_running()
             or rec.passes[rec.pass_index].parent
-            or not self.program  # (inside a forward the code declared)
+            or self.declared  # (inside a forward the code declared)
         ):
             assert self.nested is not None  # (installed until close)
             return self.nested.run(func, args, kwargs)
         self.close_forward()
         roots = flat_tensors(call_arguments(func, args, kwargs)[0])
         root = roots[0] if roots else None
-        of = (self.variable_of(root) if root is not None else None) or "tensor"
+        of = (self.variable_of(root) if root is not None else None) or self.unnamed_root(root)
         self.grad_mode = torch.is_grad_enabled()  # (the program's, as the call is made)
         # (gradtrace's reads of the roots: no calls a __torch_function__ subclass sees)
         with torch._C.DisableTorchFunction():
@@ -377,9 +380,20 @@ class ProgramSession(TraceSession):
                 if t.requires_grad
             ]
         try:
-            return self.backward_pass(ENGINE_CALLS[func], of, None, lambda: func(*args, **kwargs), root=root)
+            result = self.backward_pass(
+                ENGINE_CALLS[func], of, None, lambda: func(*args, **kwargs), root=root
+            )
         finally:
             self._roots = []
+        self.backward_ended()
+        return result
+
+    def unnamed_root(self, root: torch.Tensor | None) -> str:
+        """What a top-level backward is "of" when no name holds its root."""
+        return "tensor"
+
+    def backward_ended(self) -> None:
+        """A top-level backward pass has ended (inside the engine call the mode intercepted)."""
 
     def pass_roots(self) -> list[Any] | None:
         """Only the graph the backward can run is hooked: a loop's earlier graphs are known too

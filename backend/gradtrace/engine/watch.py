@@ -31,7 +31,6 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import warnings
 from bisect import bisect_right
 from collections.abc import Callable
 from operator import itemgetter
@@ -42,7 +41,10 @@ import torch
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from gradtrace.engine.forward_capture import drop_left_modes
 from gradtrace.engine.graph_walk import op_name, raw_sequence_nr, sequence_base, walk_new
+from gradtrace.engine.own_hooks import Own, OwnHook
+from gradtrace.engine.step_capture import StepTrace
 from gradtrace.engine.watch_values import StepValues, copied_rows, exact_norms, norm_dtype
 from gradtrace.runs.flags import FlagRules, FlagState
 from gradtrace.runs.store import NodeInfo, RunWriter, StepRecord
@@ -56,24 +58,6 @@ MODEL = "(model)"  # the module path of the watched model's own ops
 LOSS = "(loss)"  # ops after the model's forward (the loss)
 BEFORE = "(input)"  # ops before it (inputs built with grad)
 LEAF = "(leaf)"  # AccumulateGrad nodes of leaves that are not the model's parameters
-
-
-class _Hook:
-    """A hook of the watch on the model; a copy of the model (``copy.deepcopy``: the full
-    trace's twin, the user's own copies) gets a hook that does nothing."""
-
-    def __init__(self, fn: Callable[..., None]) -> None:
-        self.fn = fn
-
-    def __call__(self, *args: Any) -> None:
-        self.fn(*args)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Hook:
-        return _Hook(_nothing)
-
-
-def _nothing(*args: Any) -> None:
-    return None
 
 
 class _Step:
@@ -107,7 +91,7 @@ class _Step:
         self.handles: list[Any] = []
 
 
-class Watch:
+class Watch(Own):
     """The context manager ``gradtrace.watch`` returns (see ``gradtrace.watch``)."""
 
     def __init__(
@@ -118,7 +102,7 @@ class Watch:
         *,
         rules: FlagRules | None = None,
         rank: int | None = None,
-        full_trace: Callable[[nn.Module, Any], bytes | None] | None = None,
+        full_traces: bool = True,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -130,7 +114,7 @@ class Watch:
         self.rank = rank
         self.step = -1  # the current step (-1: none yet)
         self.flags = FlagState(rules or FlagRules())
-        self._full_trace = full_trace
+        self._full_traces = full_traces
         self._params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self._names = {id(p): n for n, p in self._params}
         self._paths = {id(m): (name or MODEL) for name, m in model.named_modules()}
@@ -138,7 +122,10 @@ class Watch:
         self._handles: list[Any] = []
         self._writer: RunWriter | None = None
         self._backward: Any = None  # torch.autograd.backward while it is wrapped
-        self._trace_next: str | None = "first logged step" if full_trace is not None else None
+        # the reason the next step is traced in full (step_capture.py), its capture while on
+        self._trace_next: str | None = "first logged step" if full_traces else None
+        self._tracing: tuple[StepTrace, str] | None = None
+        self._modes_left = False  # (a step capture's discovery mode is still to be dropped)
         self.last_nodes: int | None = None
         self._infos: dict[tuple[str, str, str], NodeInfo] = {}
         # The module spans of the last forward numbered with module hooks, relative to its
@@ -168,8 +155,8 @@ class Watch:
         self._writer = RunWriter(self.path, meta, params, rank)
         self._on_cpu = all(p.device.type == "cpu" for _n, p in self._params)
         self._handles = [
-            self.model.register_forward_pre_hook(_Hook(self._on_forward_pre), with_kwargs=True),
-            self.model.register_forward_hook(_Hook(self._on_forward)),
+            self.model.register_forward_pre_hook(OwnHook(self._on_forward_pre), with_kwargs=True),
+            self.model.register_forward_hook(OwnHook(self._on_forward)),
             register_optimizer_step_pre_hook(self._on_optimizer_pre),
             register_optimizer_step_post_hook(self._on_optimizer_post),
         ]
@@ -177,6 +164,7 @@ class Watch:
 
     def __exit__(self, *exc: Any) -> None:
         try:
+            self._end_trace(exc[1])
             self._finish_pending()
         finally:
             self._unwrap_backward()
@@ -249,18 +237,18 @@ class Watch:
 
     # ---- steps -------------------------------------------------------------------------------
     def _on_forward_pre(self, module: nn.Module, args: Any, kwargs: Any) -> None:
+        if self._modes_left:
+            self._modes_left = not drop_left_modes()
         if not torch.is_grad_enabled():
             return
+        self._end_trace(None)  # (a traced step whose forward no backward followed)
         self._finish_pending()
         self.step += 1
         if self.step % self.every and self._trace_next is None and not self._log_next:
             return
         self._log_next = False
-        if self._trace_next is not None and self._full_trace is not None:
-            reason, self._trace_next = self._trace_next, None
-            doc = self._full_trace(module, (args, kwargs))
-            if doc is not None and self._writer is not None:
-                self._writer.write_trace(self.step, reason, doc)
+        if self._trace_next is not None:
+            self._start_trace(module, args, kwargs)
         step = self._pending = _Step(self.step)
         step.model_span = (sequence_base(), -1)
         if self._spans is not None:  # the last numbered forward's module spans, checked at its end
@@ -269,6 +257,34 @@ class Watch:
             nn.modules.module.register_module_forward_pre_hook(functools.partial(self._on_module_pre, step)),
             nn.modules.module.register_module_forward_hook(functools.partial(self._on_module, step)),
         ]
+
+    # ---- full traces (the real step, recorded: step_capture.py) --------------------------
+    def _start_trace(self, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> None:
+        reason, self._trace_next = self._trace_next, None
+        assert reason is not None
+        title = f"{type(module).__name__}: step {self.step} of a watched run ({reason})"
+        tracing = StepTrace(module, args, kwargs, title, functools.partial(self._traced, self.step, reason))
+        if tracing.start():
+            self._tracing = (tracing, reason)
+
+    def _traced(self, index: int, reason: str, doc: bytes | None) -> None:
+        """The traced step's backward has ended (inside it: its discovery mode is dropped at
+        the watch's next hook)."""
+        self._tracing = None
+        self._modes_left = True
+        if doc is not None and self._writer is not None:
+            self._writer.write_trace(index, reason, doc)
+
+    def _end_trace(self, exc: BaseException | None) -> None:
+        """A step capture still on comes off without a trace (its forward had no backward, or
+        the loop raised: ``exc``); the next logged step is traced instead."""
+        if self._tracing is not None:
+            (tracing, reason), self._tracing = self._tracing, None
+            if exc is None:
+                self._trace_next = reason
+            tracing.abandon()
+        if self._modes_left:
+            self._modes_left = not drop_left_modes()
 
     def _on_module_pre(self, step: _Step, module: nn.Module, args: Any) -> None:
         path = self._paths.get(id(module))
@@ -281,6 +297,15 @@ class Watch:
             step.spans.append((start, sequence_base(), path))
 
     def _on_forward(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._tracing is not None:
+            tracing = self._tracing[0]
+            with tracing.quiet():
+                tracing.forward_ended(output)
+                self._forward_ended(output)
+        else:
+            self._forward_ended(output)
+
+    def _forward_ended(self, output: Any) -> None:
         step = self._pending
         if step is None or step.started or step.model_span is None or step.model_span[1] != -1:
             return
@@ -552,6 +577,8 @@ class Watch:
     def _on_optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         # (an optimizer stepped with a closure, as Lightning does, runs the forward and the
         # backward inside its step: the copy is then taken at the backward's end)
+        if self._modes_left:
+            self._modes_left = not drop_left_modes()
         self._stepping = optimizer
         step = self._pending
         if step is not None and step.backward_done:
@@ -664,7 +691,7 @@ class Watch:
                 )
             ),
         )
-        if flags and self._trace_next is None and self._full_trace is not None:
+        if flags and self._trace_next is None and self._full_traces:
             self._trace_next = f"flag: {flags[0].kind}"
         assert self._writer is not None
         self._writer.write_step(record, flags)
@@ -746,56 +773,6 @@ def _tensors(value: Any) -> Any:
 def _optimizer_params(optimizer: Any) -> Any:
     for group in optimizer.param_groups:
         yield from group["params"]
-
-
-class _Bound(nn.Module):
-    """A model called with fixed keyword arguments (a full trace takes positional inputs)."""
-
-    def __init__(self, inner: nn.Module, kwargs: dict[str, Any]) -> None:
-        super().__init__()
-        self.inner = inner
-        self.kwargs = kwargs
-
-    def forward(self, *args: Any) -> Any:
-        return self.inner(*args, **self.kwargs)
-
-
-def _loss_of(output: Any) -> Any:
-    """The scalar a full trace backwards: a scalar output, an output's ``loss`` (Hugging
-    Face), else the sum of the first tensor."""
-    loss = getattr(output, "loss", None)
-    if isinstance(loss, torch.Tensor):
-        return loss
-    first = next(iter(_tensors(output)))
-    return first if first.numel() == 1 else first.sum()
-
-
-def full_trace(model: nn.Module, inputs: tuple[tuple[Any, ...], dict[str, Any]]) -> bytes | None:
-    """A full gradtrace trace of one forward and backward of a copy of ``model`` on this
-    step's inputs (TraceDoc JSON), the random state restored after it: the training's own
-    step, weights and random numbers are untouched. Its loss is the output's own (a scalar
-    output, a Hugging Face ``loss``), else the output's sum: the training loop's loss function
-    is not known to the watch. None (with a warning) when the model cannot be traced."""
-    from gradtrace.engine.run import trace_module
-    from gradtrace.trace_schema import encode_doc
-
-    args, kwargs = inputs
-    devices = sorted({t.device.index or 0 for t in _tensors(list(args)) if t.device.type == "cuda"})
-    try:
-        with torch.random.fork_rng(devices=devices):
-            twin = copy.deepcopy(model)
-            for p in twin.parameters():
-                p.grad = None
-            traced = _Bound(twin, dict(kwargs)) if kwargs else twin
-            doc = trace_module(traced, tuple(args), _loss_of, title=f"{type(model).__name__}: a watched step")
-        return encode_doc(doc)
-    except Exception as exc:  # (a model the tracer refuses: the run goes on without its trace)
-        warnings.warn(
-            f"gradtrace.watch: no full trace of this step ({type(exc).__name__}: {exc})",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
 
 
 def _graph_size(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

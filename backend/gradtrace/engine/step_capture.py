@@ -1,0 +1,192 @@
+"""A full trace of one real training step, for ``gradtrace.watch`` (its first logged step, and
+the step after a flag first fires).
+
+The step is recorded as it runs, by the recorder ``record()`` uses (a ``ProgramSession`` in
+the one capture entry, capture.Capture), with no frame: the watched model given, its
+parameters named by their paths, its inputs ``x`` (``x0``, ``x1``, …) and by their keywords.
+The capture starts inside the model's call (the watch's forward pre-hook: the model's own
+start is recorded as its module hooks would have, see ForwardCapture.call_began) and ends
+as the first backward at the top level after it returns (the watch's own end of the step):
+the model's real forward on the real inputs, the loop's real loss function (its ops, in the
+forward pass; the tensor the backward starts from named ``loss``) and its real backward. The
+trace's ``grads`` are the parameters' ``.grad`` as that backward left them (before the
+optimizer's step, which is not in the trace).
+
+The training is never refused by it: a model the recorder cannot read is found before the
+step (a warning, no trace), and a graph past the library's node limit is refused at the
+step's end, not in the middle of it. A forward that no backward follows (an evaluation with
+grad on) ends the capture without a trace (``abandon``).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradtrace.engine.capture import Capture
+from gradtrace.engine.forward_capture import flat_tensors
+from gradtrace.engine.program import ProgramSession
+from gradtrace.engine.session import LIBRARY_MAX_NODES
+from gradtrace.trace_schema import encode_doc
+
+
+class _NoBackward(BaseException):
+    """The step ended without a backward: its capture comes off with no trace (a
+    BaseException: no partial trace is assembled for it, see Capture.finish)."""
+
+
+class StepSession(ProgramSession):
+    """A ProgramSession started inside ``model``'s call with ``args`` and ``kwargs`` (see the
+    module's docstring); ``ended()`` is called as its backward ends."""
+
+    def __init__(
+        self, model: nn.Module, args: tuple, kwargs: dict[str, Any], ended: Callable[[], None], **options: Any
+    ) -> None:
+        self._args = args
+        self._ended: Callable[[], None] | None = ended
+        super().__init__(None, model, input_names(args, kwargs), **options)
+        self.declared = False  # (the loop's own code: its backward ends the forward)
+
+    def begin_block(self) -> None:
+        super().begin_block()
+        assert self.root is not None
+        self.forward_capture.call_began(self.root, self._args)
+        self._args = ()
+
+    def unnamed_root(self, root: torch.Tensor | None) -> str:
+        """The tensor the step's backward starts from: the loss (named so in the trace)."""
+        if root is None:
+            return super().unnamed_root(root)
+        self.name("loss", root)
+        return "loss"
+
+    def backward_ended(self) -> None:
+        ended, self._ended = self._ended, None
+        if ended is not None:
+            ended()
+
+
+def input_names(args: tuple, kwargs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The step's input tensors by name: positional ``x`` (several: ``x0``, ``x1``, …, in
+    order), keyword ones by their keyword (the first tensor inside a nested one)."""
+    positional = flat_tensors(list(args))
+    names = {"x": positional[0]} if len(positional) == 1 else {f"x{k}": t for k, t in enumerate(positional)}
+    for key, value in kwargs.items():
+        found = flat_tensors(value)
+        if found and key not in names:
+            names[key] = found[0]
+    return names
+
+
+def _unreadable(model: nn.Module, args: tuple, kwargs: dict[str, Any]) -> str | None:
+    """The first tensor of the step's model or inputs whose numbers the recorder cannot read
+    (see summarize._refuse), named; None when there is none."""
+    named = [*model.named_parameters(), *model.named_buffers(), *input_names(args, kwargs).items()]
+    for name, t in named:
+        if t.is_nested:
+            return f"{name} is a nested tensor"
+        if t.layout is torch.strided and t.numel() and not t.data_ptr():
+            return f"{name} is a {type(t).__name__} with no storage of its own"
+    return None
+
+
+class StepTrace:
+    """The capture of one step: ``start()`` in the model's forward pre-hook; ``done(doc)``
+    gets the trace (TraceDoc JSON) when its backward ends, or None (with a warning) when the
+    recorder refused it."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        args: tuple,
+        kwargs: dict[str, Any],
+        title: str,
+        done: Callable[[bytes | None], None],
+    ) -> None:
+        self.model = model
+        self.args = args
+        self.kwargs = kwargs
+        self.done = done
+        self.capture = Capture("gradtrace.watch", "module", title, want_grads=False)
+        self.session: StepSession | None = None
+
+    def start(self) -> bool:
+        """The capture is on (False, with a warning, when the recorder refuses the model)."""
+        try:
+            refused = _unreadable(self.model, self.args, self.kwargs)
+            if refused is not None:
+                raise ValueError(f"gradtrace cannot read its numbers: {refused}")
+            session = self.capture.start(
+                functools.partial(StepSession, self.model, self.args, self.kwargs, self._backward_ended)
+            )
+        except Exception as exc:  # noqa: BLE001 - the run goes on without its trace
+            _no_trace(exc)
+            return False
+        finally:
+            self.args, self.kwargs = (), {}
+        # never refused in the middle of the step (that would stop the training): the node
+        # limit is checked at its end
+        session.recorder.max_nodes = sys.maxsize
+        self.session = session
+        return True
+
+    def quiet(self) -> Any:
+        """The watch's own torch calls while the capture is on go unrecorded."""
+        assert self.session is not None
+        return self.session.forward_capture.quiet()
+
+    def forward_ended(self, output: Any) -> None:
+        """The model's forward returned ``output``: named ``output`` in the trace (a mapping,
+        a Hugging Face ModelOutput: its tensors by their keys)."""
+        assert self.session is not None
+        if isinstance(output, torch.Tensor):
+            self.session.name("output", output)
+        elif isinstance(output, dict):
+            for key, value in output.items():
+                if isinstance(value, torch.Tensor) and isinstance(key, str):
+                    self.session.name(key, value)
+
+    def _backward_ended(self) -> None:
+        session, self.session = self.session, None
+        if session is None:
+            return
+        doc = None
+        try:
+            rec = session.recorder
+            if len(rec.nodes) > LIBRARY_MAX_NODES:
+                self.capture.finish(_NoBackward())
+                session.reissue_warnings()
+                raise ValueError(f"the autograd graph has more than max_nodes={LIBRARY_MAX_NODES} nodes")
+            rec.max_nodes = LIBRARY_MAX_NODES
+            del session
+            result = self.capture.finish(None)
+            assert result is not None
+            doc = encode_doc(result[0])
+        except Exception as exc:  # noqa: BLE001 - the run goes on without its trace
+            _no_trace(exc)
+        self.done(doc)
+
+    def abandon(self) -> None:
+        """The step ended without its backward (a forward no backward followed, or the loop
+        raised): the capture comes off, no trace (the model's warnings issued again)."""
+        session, self.session = self.session, None
+        if session is None:
+            return
+        try:
+            self.capture.finish(_NoBackward())
+        finally:
+            session.reissue_warnings()
+
+
+def _no_trace(exc: BaseException) -> None:
+    warnings.warn(
+        f"gradtrace.watch: no full trace of this step ({type(exc).__name__}: {exc})",
+        RuntimeWarning,
+        stacklevel=3,
+    )
