@@ -80,6 +80,60 @@ def test_the_first_logged_steps_full_trace_is_the_real_step(case: str, tmp_path:
     assert not [d.code for d in trace.doc.diagnostics if "hook" in d.code]
 
 
+def test_the_traced_step_records_what_an_untraced_one_does(tmp_path: Path) -> None:
+    """The capture's hooks and the watch's leave each other alone: the traced step's numbers
+    are those of the same run without full traces."""
+    runs = []
+    for traced in (True, False):
+        torch.manual_seed(0)
+        model = DeepMLP(depth=3, residual_relu=True)
+        with gradtrace.watch(model, tmp_path / f"run{traced}", every=1, full_traces=traced):
+            train(model, mlp_step, 2)
+        runs.append(gradtrace.load_run(tmp_path / f"run{traced}"))
+    assert runs[0].trace_steps and not runs[1].trace_steps
+    for step in (0, 1):
+        assert runs[0].step_values(step) == runs[1].step_values(step)
+
+
+class NestedBuffer(torch.nn.Module):
+    """A model with a tensor the recorder cannot read (a nested tensor)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 1)
+        self.register_buffer("ragged", torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+def test_a_step_the_recorder_refuses_leaves_the_run_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gradtrace.engine import step_capture
+
+    torch.manual_seed(0)
+    model = NestedBuffer()
+    with pytest.warns(RuntimeWarning, match="no full trace of this step.*nested tensor"):
+        with gradtrace.watch(model, tmp_path / "nested", every=1):
+            train(model, mlp_step, 2)
+    run = gradtrace.load_run(tmp_path / "nested")
+    assert run.steps == [0, 1] and not run.trace_steps
+    # a graph past the node limit: refused at the step's end, never in the middle of it
+    monkeypatch.setattr(step_capture, "LIBRARY_MAX_NODES", 5)
+    torch.manual_seed(0)
+    plain = train(DeepMLP(depth=3), mlp_step, 2)
+    torch.manual_seed(0)
+    model = DeepMLP(depth=3)
+    with pytest.warns(RuntimeWarning, match="more than max_nodes=5"):
+        with gradtrace.watch(model, tmp_path / "big", every=1):
+            train(model, mlp_step, 2)
+    assert all(torch.equal(a, b) for a, b in zip(plain.parameters(), model.parameters(), strict=True))
+    run = gradtrace.load_run(tmp_path / "big")
+    assert run.steps == [0, 1] and not run.trace_steps
+    assert torch.overrides._get_current_function_mode_stack() == []  # nothing of the capture left
+
+
 @pytest.mark.parametrize("case", ["mlp", "gpt2"])
 def test_param_grad_norms_are_p_grad_norm_at_every_logged_step(case: str, tmp_path: Path) -> None:
     make, loss_at = CASES[case]
