@@ -18,6 +18,7 @@ import pytest
 import torch
 from server_process import ServerProcess, runner_server
 
+import gradtrace
 from gradtrace.service import jail_watch
 
 pytestmark = pytest.mark.slow
@@ -78,6 +79,10 @@ def test_the_gallery_pair_vanishes_on_one_and_flows_on_the_other(server: ServerP
     # the first logged step's full trace is the answer's trace: the player draws it
     assert doc["trace"]["schema_version"] and run["traces"]["0"] == "first logged step"
     assert doc["trace"] == run["full_traces"]["0"]
+    # it is the program's real step 0: its mse_loss (the run's loss at step 0), then its backward
+    trace = gradtrace.Trace.from_dict(doc["trace"])
+    assert trace.value("loss").item() == run["loss"][0]
+    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss"]
 
     relu = post(server, program(server, "watch-relu-residual")).json()
     assert relu["exception"] is None

@@ -370,7 +370,8 @@ class ProgramSession(TraceSession):
         self.close_forward()
         roots = flat_tensors(call_arguments(func, args, kwargs)[0])
         root = roots[0] if roots else None
-        of = (self.variable_of(root) if root is not None else None) or self.unnamed_root(root)
+        kind = ENGINE_CALLS[func]
+        of = (self.variable_of(root) if root is not None else None) or self.unnamed_root(root, kind)
         self.grad_mode = torch.is_grad_enabled()  # (the program's, as the call is made)
         # (gradtrace's reads of the roots: no calls a __torch_function__ subclass sees)
         with torch._C.DisableTorchFunction():
@@ -380,20 +381,19 @@ class ProgramSession(TraceSession):
                 if t.requires_grad
             ]
         try:
-            result = self.backward_pass(
-                ENGINE_CALLS[func], of, None, lambda: func(*args, **kwargs), root=root
-            )
+            result = self.backward_pass(kind, of, None, lambda: func(*args, **kwargs), root=root)
         finally:
             self._roots = []
-        self.backward_ended()
+        self.backward_ended(kind)
         return result
 
-    def unnamed_root(self, root: torch.Tensor | None) -> str:
-        """What a top-level backward is "of" when no name holds its root."""
+    def unnamed_root(self, root: torch.Tensor | None, kind: str) -> str:
+        """What a top-level engine run (``kind``: "backward", "autograd.grad") is "of" when no
+        name holds its root."""
         return "tensor"
 
-    def backward_ended(self) -> None:
-        """A top-level backward pass has ended (inside the engine call the mode intercepted)."""
+    def backward_ended(self, kind: str) -> None:
+        """A top-level engine run has ended (inside the call the mode intercepted)."""
 
     def pass_roots(self) -> list[Any] | None:
         """Only the graph the backward can run is hooked: a loop's earlier graphs are known too

@@ -56,17 +56,26 @@ class StepSession(ProgramSession):
     def begin_block(self) -> None:
         super().begin_block()
         assert self.root is not None
-        self.forward_capture.call_began(self.root, self._args)
-        self._args = ()
+        try:
+            self.forward_capture.call_began(self.root, self._args)
+        except BaseException:
+            self.end_block(None)  # (the mode off again: Capture.start closes the rest)
+            raise
+        finally:
+            self._args = ()
 
-    def unnamed_root(self, root: torch.Tensor | None) -> str:
+    def unnamed_root(self, root: torch.Tensor | None, kind: str) -> str:
         """The tensor the step's backward starts from: the loss (named so in the trace)."""
-        if root is None:
-            return super().unnamed_root(root)
+        if root is None or kind != "backward" or "loss" in self.env:
+            return super().unnamed_root(root, kind)
         self.name("loss", root)
         return "loss"
 
-    def backward_ended(self) -> None:
+    def backward_ended(self, kind: str) -> None:
+        """The step ends with its backward (a top-level ``autograd.grad`` before it, e.g. a
+        gradient penalty computed outside the model, is a pass of the step)."""
+        if kind != "backward":
+            return
         ended, self._ended = self._ended, None
         if ended is not None:
             ended()
@@ -146,13 +155,14 @@ class StepTrace:
 
     def forward_ended(self, output: Any) -> None:
         """The model's forward returned ``output``: named ``output`` in the trace (a mapping,
-        a Hugging Face ModelOutput: its tensors by their keys)."""
+        a Hugging Face ModelOutput: its tensors by their keys, but ``loss``: the name of the
+        tensor the backward starts from, whichever it is)."""
         assert self.session is not None
         if isinstance(output, torch.Tensor):
             self.session.name("output", output)
         elif isinstance(output, dict):
             for key, value in output.items():
-                if isinstance(value, torch.Tensor) and isinstance(key, str):
+                if isinstance(value, torch.Tensor) and isinstance(key, str) and key != "loss":
                     self.session.name(key, value)
 
     def _backward_ended(self) -> None:

@@ -21,6 +21,10 @@ logged step, and only then, the watch
 * then reads all those 0-dim device tensors to the host at once (one stack and one
   ``tolist`` per device: no host read inside the step) and writes the step to the run.
 
+The first logged step, and the step after a flag first fires, are also recorded in full
+as they run, from the model's call to the end of its backward (step_capture.py: the trace
+the player replays); the watch's own hooks are not in it (own_hooks.py).
+
 Unlogged steps cost two Python calls (the model's forward pre-hook and hook) and the
 optimizer hooks' early return. Nothing the watch does writes to a tensor of the training:
 weights are bit-equal to an unwatched run.
