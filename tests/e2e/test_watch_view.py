@@ -78,6 +78,7 @@ def test_the_step_slider_moves_the_colours(
         page.wait_for_url(re.compile(r"/\?handoff=trace"))
         page.wait_for_selector("body.is-ready", timeout=60_000)
         assert int(page.evaluate("() => document.body.dataset.nodes")) > 30
+        page.screenshot(path=str(screenshots / "watch-step0-in-player.png"))
 
 
 # ---- the hosted service: the gallery's training runs, run on the server in its jail ----------

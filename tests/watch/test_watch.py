@@ -77,7 +77,7 @@ def test_the_first_logged_steps_full_trace_is_the_real_step(case: str, tmp_path:
     for name, grad in grads.items():
         assert np.array_equal(trace.grads[name], grad.numpy()), name
     # the watch's hooks are not the model's: none wrapped, none listed as unrecorded
-    assert not [d.code for d in trace.doc.diagnostics if "hook" in d.code]
+    assert not [d.code for d in trace.doc.analyses.diagnostics if "hook" in d.code]
 
 
 def test_the_traced_step_records_what_an_untraced_one_does(tmp_path: Path) -> None:
@@ -101,7 +101,9 @@ class NestedBuffer(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.fc = torch.nn.Linear(16, 1)
-        self.register_buffer("ragged", torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]))
+        self.register_buffer(
+            "ragged", torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(x)

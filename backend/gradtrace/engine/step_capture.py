@@ -144,6 +144,7 @@ class StepTrace:
             self.args, self.kwargs = (), {}
         # never refused in the middle of the step (that would stop the training): the node
         # limit is checked at its end
+        assert isinstance(session, StepSession)
         session.recorder.max_nodes = sys.maxsize
         self.session = session
         return True
