@@ -128,7 +128,7 @@ function paint() {
   const open = document.getElementById("open-trace");
   open.hidden = !traced || state.source?.kind === "embedded";
   open.textContent = traced ? `Open step ${run.steps[state.at]} in the player (${traced})` : "Open in the player";
-  open.title = "The full trace the watch saved of this step: its forward and backward on a copy of the model, event by event. The watch does not know the training loop's loss function: the trace backwards the model's own loss (a scalar output, a Hugging Face .loss), else the sum of its output.";
+  open.title = "The full trace the watch saved of this step, recorded as the training ran it: the model's forward on the step's inputs, the loop's own loss and its backward, event by event (the optimizer's step is not in it).";
 }
 
 function sparkline(values, width, height, marker) {

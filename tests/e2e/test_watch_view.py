@@ -74,7 +74,9 @@ def test_the_step_slider_moves_the_colours(
         page.screenshot(path=str(screenshots / "watch-run-view.png"))
         # step 0's saved full trace, read from the run by gradtrace view, opens in the player
         slider.fill("0")
-        page.get_by_role("button", name="Open step 0 in the player (first logged step)").click()
+        opener = page.get_by_role("button", name="Open step 0 in the player (first logged step)")
+        assert "the loop's own loss" in (opener.get_attribute("title") or "")
+        opener.click()
         page.wait_for_url(re.compile(r"/\?handoff=trace"))
         page.wait_for_selector("body.is-ready", timeout=60_000)
         assert int(page.evaluate("() => document.body.dataset.nodes")) > 30
