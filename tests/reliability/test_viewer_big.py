@@ -25,7 +25,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,27 +95,8 @@ def chain_trace(ops: int, hooks: int) -> Path:
     folder = Path(tempfile.gettempdir()) / "gradtrace-test-traces"
     folder.mkdir(exist_ok=True)
     path = folder / f"chain-{ops}x{hooks}-gradtrace{gradtrace.__version__}-torch{torch.__version__}.json"
-    if path.exists():
-        return path
-    # Freeing a 50,000-deep graph recurses deeper than the main thread's C stack allows (a
-    # segfault in the engine's session teardown): the trace is made on a thread with room.
-    failure: list[BaseException] = []
-
-    def make() -> None:
-        try:
-            _write_chain(path, ops, hooks)
-        except BaseException as exc:  # (raised again on the test's thread)
-            failure.append(exc)
-
-    old = threading.stack_size(512 * 2**20)
-    try:
-        worker = threading.Thread(target=make)
-        worker.start()
-        worker.join()
-    finally:
-        threading.stack_size(old)
-    if failure:
-        raise failure[0]
+    if not path.exists():
+        _write_chain(path, ops, hooks)
     return path
 
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
 from gradtrace.engine.caller_warnings import reissue
 from gradtrace.engine.errors import TraceError, UnreadableTensor
+from gradtrace.engine.graph_walk import release_newest_first
 from gradtrace.engine.session import TraceSession, one_capture
 from gradtrace.trace_schema import TraceDoc
 
@@ -106,6 +107,9 @@ class Capture:
         None (the partial trace attached to the caller's exception, see attach_partial)."""
         session = self.session
         assert session is not None
+        # the graph, held here until the session is gone, then let go newest node first (see
+        # graph_walk.release_newest_first: the session's dicts would free it oldest first)
+        graph = session.recorder.autograd_nodes()
         partial = self.callers_code and isinstance(exc, Exception) and with_partial(exc)
         try:
             session.end_block(exc if partial else None)
@@ -123,6 +127,7 @@ class Capture:
             # counting, before the gradients are copied, not held at once with those copies)
             self.session = None
             del session
+            release_newest_first(graph)
             grads = (
                 final_grad_arrays(final_grads, in_trace=doc.grads if self.callers_code else None)
                 if self.want_grads
@@ -135,6 +140,8 @@ class Capture:
             if self.session is not None:
                 self.session.close()
                 self.session = None
+            session = None  # noqa: F841 - this frame's reference too: `graph` is the graph's last holder
+            release_newest_first(graph)
             self._release()
 
     def run(

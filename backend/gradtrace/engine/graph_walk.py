@@ -5,6 +5,8 @@
 * Leaves are ``AccumulateGrad`` nodes with a ``.variable``.
 * Creation order comes from the private ``Node._sequence_nr()``: :func:`raw_sequence_nr` is
   the only caller of it in gradtrace.
+* Free a graph gradtrace held newest node first (:func:`release_newest_first`): a node whose
+  Python object was ever made is freed through that object, recursively.
 """
 
 from __future__ import annotations
@@ -124,3 +126,19 @@ def creation_sorted(found: dict[Any, tuple]) -> list[Any]:
         if n not in placed:
             placed[n] = None
     return list(placed)
+
+
+def release_newest_first(nodes: list[Any]) -> None:
+    """Drop ``nodes`` (autograd nodes, each after the nodes it takes inputs from: discovery
+    order), the newest first, emptying the list.
+
+    Once Python has seen a node (``grad_fn``, ``next_functions``: every node gradtrace
+    names), PyTorch (2.13) keeps its Python object for the node's life and frees the node
+    through it: freeing the node drops its input edges, an input held by nothing else is
+    freed inside that call, and so on down a chain, one C stack frame group per node. A
+    50,000-op chain overflows the main thread's 8 MB stack that way (a segfault) when its
+    oldest nodes are let go first (a dict's order) and its newest last. Dropped newest
+    first, while every older node is still in the list, each node frees only itself.
+    Call it when nothing else holds the graph (the capture's own objects gone)."""
+    while nodes:
+        nodes.pop()

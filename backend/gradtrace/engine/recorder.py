@@ -285,6 +285,11 @@ class Recorder:
         return node
 
     # ---- nodes --------------------------------------------------------------------------
+    def autograd_nodes(self) -> list[Any]:
+        """Every autograd node named so far, in discovery order (each after the nodes it
+        takes inputs from): what graph_walk.release_newest_first frees."""
+        return list(self.node_objects.values())
+
     def _new_id(self) -> str:
         return f"n{len(self.nodes)}"
 
