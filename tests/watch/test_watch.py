@@ -136,6 +136,19 @@ def test_a_step_the_recorder_refuses_leaves_the_run_going(
     assert torch.overrides._get_current_function_mode_stack() == []  # nothing of the capture left
 
 
+def test_a_traced_forward_without_backward_passes_the_trace_to_the_next_step(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = DeepMLP(depth=2)
+    with gradtrace.watch(model, tmp_path / "run", every=1):
+        model(torch.randn(4, 16))  # an evaluation with grad on: no backward follows
+        train(model, mlp_step, 2)
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.steps == [1, 2] and run.trace_steps == {1: "first logged step"}
+    trace = gradtrace.Trace.from_json(run.trace_bytes(1))
+    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss"]
+    assert torch.overrides._get_current_function_mode_stack() == []
+
+
 @pytest.mark.parametrize("case", ["mlp", "gpt2"])
 def test_param_grad_norms_are_p_grad_norm_at_every_logged_step(case: str, tmp_path: Path) -> None:
     make, loss_at = CASES[case]

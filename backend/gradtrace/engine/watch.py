@@ -245,7 +245,8 @@ class Watch(Own):
             self._modes_left = not drop_left_modes()
         if not torch.is_grad_enabled():
             return
-        self._end_trace(None)  # (a traced step whose forward no backward followed)
+        if self._tracing is not None:  # (a traced step whose forward no backward followed)
+            self._end_trace(None)
         self._finish_pending()
         self.step += 1
         if self.step % self.every and self._trace_next is None and not self._log_next:
