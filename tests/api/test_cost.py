@@ -71,6 +71,7 @@ def test_a_trace_past_the_deadline_is_remembered_and_refused_at_once(server_fact
         assert r.status_code == 413 and r.json()["error"]["code"] == "too_costly", (view, r.text)
 
 
+@pytest.mark.alone  # its worker-time budget is 1 s: charged times assume a machine of its own
 def test_worker_time_is_charged_to_the_client_that_used_it(server_factory) -> None:  # noqa: ANN001
     server = server_factory(
         env={
