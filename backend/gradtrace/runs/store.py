@@ -178,17 +178,8 @@ class RunWriter:
         if _started_runs is not None and rank == 0:
             _started_runs.append(Path(run_dir))
 
-    def _transaction(self) -> Any:
-        db = self._db
-
-        class _Tx:
-            def __enter__(self) -> None:
-                db.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self, kind: Any, *_: Any) -> None:
-                db.execute("COMMIT" if kind is None else "ROLLBACK")
-
-        return _Tx()
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
 
     def write_step(self, record: StepRecord, flags: Sequence[Flag] = ()) -> None:
         with self._transaction():
@@ -476,3 +467,18 @@ def _number(x: Any, col: str) -> Any:
 def load_run(run_dir: str | Path) -> Run:
     """The run ``gradtrace.watch`` writes (or is writing) in ``run_dir``."""
     return Run(run_dir)
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on an exception). One class, not one made
+    per step: a class is a reference cycle, freed only by the cyclic collector, so a class per
+    step grew the writer's memory between collections."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
