@@ -124,28 +124,30 @@ class RedisRateLimiter:
             return await self._fallback.hit(client)
         return _verdict(int(count), self._limit, float(seconds or 0.0), self._budget, retry)
 
-    async def charge(self, client: str, seconds: float) -> None:
+    async def _add_seconds(self, client: str, seconds: float) -> float:
+        """Adds ``seconds`` to the client's worker time in this window; the new total.
+        Raises RedisAway (the caller falls back to counting in process)."""
         window, _ = _window(time.time())
         key = f"{self.SECONDS_PREFIX}{window}:{client}"
         pipe = self._redis.pipeline()
         pipe.incrbyfloat(key, seconds)
         pipe.expire(key, WINDOW_S * 2)
+        total, _ = await self._breaker.call(pipe.execute())
+        return float(total)
+
+    async def charge(self, client: str, seconds: float) -> None:
         try:
-            await self._breaker.call(pipe.execute())
+            await self._add_seconds(client, seconds)
         except RedisAway:
             await self._fallback.charge(client, seconds)
 
     async def reserve(self, client: str, seconds: float) -> Verdict:
-        window, retry = _window(time.time())
-        key = f"{self.SECONDS_PREFIX}{window}:{client}"
-        pipe = self._redis.pipeline()
-        pipe.incrbyfloat(key, seconds)
-        pipe.expire(key, WINDOW_S * 2)
+        _, retry = _window(time.time())
         try:
-            total, _ = await self._breaker.call(pipe.execute())
+            total = await self._add_seconds(client, seconds)
         except RedisAway:
             return await self._fallback.reserve(client, seconds)
-        if self._budget and float(total) - seconds >= self._budget:
+        if self._budget and total - seconds >= self._budget:
             await self.charge(client, -seconds)  # not admitted: the reservation is taken back
             return Verdict(False, 0, retry, "worker_time")
         return Verdict(True, 0, retry)
