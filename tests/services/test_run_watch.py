@@ -134,6 +134,28 @@ def test_a_run_past_the_step_budget_says_what_it_cut(server: ServerProcess) -> N
     ]
 
 
+REWRITES_ITS_RUN = """import sqlite3
+import torch
+import gradtrace
+
+model = torch.nn.Linear(2, 1)
+with gradtrace.watch(model, "/tmp/forged") as w:
+    model(torch.ones(4, 2)).sum().backward()
+db = sqlite3.connect("/tmp/forged/run.sqlite")
+db.execute("UPDATE steps SET node_ids = x'00'")
+db.commit()
+"""
+
+
+def test_a_program_that_rewrites_its_run_is_told_it_could_not_be_read_back(server: ServerProcess) -> None:
+    # (before: 422 run_failed, "ended without a result (it exited or crashed outside Python)")
+    r = post(server, REWRITES_ITS_RUN)
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["code"] == "watch_unreadable" and error["line"] == 6
+    assert "/tmp/forged could not be read back" in error["message"], error["message"]
+
+
 def test_watch_calls_are_found_under_any_name() -> None:
     assert jail_watch.watch_calls(WATCHES_NOTHING) == [5]
     assert jail_watch.watch_calls(MANY_STEPS) == [7]

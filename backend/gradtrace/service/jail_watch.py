@@ -12,7 +12,7 @@ draws the first logged step's backward as it draws any program's.
 ``watches(source)`` decides from the source alone (``import gradtrace`` then
 ``gradtrace.watch``, any alias, or ``from gradtrace import watch``), before anything runs.
 A program that calls it but logs no step is refused with a sentence saying why, at the
-line of the call.
+line of the call; so is one whose run cannot be read back (the program rewrote its files).
 """
 
 from __future__ import annotations
@@ -77,17 +77,25 @@ def watch_result(source: str, runs: list[Path], raised: bool) -> dict[str, Any]:
             "`with gradtrace.watch(model, 'runs/name') as w:`",
             line,
         )
-    with Run(runs[0]) as run:
-        if not run.steps:
-            if raised:
-                return {"watch": None, "trace": None, "problem": None}
-            return _problem(
-                f"line {line}: gradtrace.watch logged no step: a step is one forward of the watched model "
-                "with gradients enabled, then its backward, inside the `with` block (was the model called "
-                "under torch.no_grad(), or another model trained?)",
-                line,
-            )
-        view = run_view(run, MAX_STEPS, MAX_NUMBERS, TRACE_BYTES)
+    try:
+        with Run(runs[0]) as run:
+            if not run.steps:
+                if raised:
+                    return {"watch": None, "trace": None, "problem": None}
+                return _problem(
+                    f"line {line}: gradtrace.watch logged no step: a step is one forward of the watched model "
+                    "with gradients enabled, then its backward, inside the `with` block (was the model called "
+                    "under torch.no_grad(), or another model trained?)",
+                    line,
+                )
+            view = run_view(run, MAX_STEPS, MAX_NUMBERS, TRACE_BYTES)
+    except Exception as exc:  # the run's files are the program's: it may have changed them since
+        return _problem(
+            f"line {line}: the run gradtrace.watch wrote in {runs[0]} could not be read back "
+            f"({type(exc).__name__}: {exc}); did the program change its files?",
+            line,
+            "watch_unreadable",
+        )
     if len(runs) > 1:
         view.cut.append(f"the program wrote {len(runs)} runs: the first, {runs[0]}, is shown")
     doc = json.loads(msgspec.json.encode(view))
@@ -95,9 +103,9 @@ def watch_result(source: str, runs: list[Path], raised: bool) -> dict[str, Any]:
     return {"watch": doc, "trace": doc["full_traces"][first] if first is not None else None, "problem": None}
 
 
-def _problem(message: str, line: int) -> dict[str, Any]:
+def _problem(message: str, line: int, code: str = "watch_empty") -> dict[str, Any]:
     return {
         "watch": None,
         "trace": None,
-        "problem": {"code": "watch_empty", "message": message, "line": line},
+        "problem": {"code": code, "message": message, "line": line},
     }
