@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 import torch
 from watch_models import DeepMLP, mlp_step, train
@@ -165,3 +166,17 @@ def test_a_nan_loss_reads_back_as_nan_not_as_no_loss(tmp_path: Path) -> None:
     run = gradtrace.load_run(tmp_path / "run")
     assert run.loss[0] is not None and math.isnan(run.loss[2])
     assert math.isnan(run.step_values(2)["loss"])
+
+
+def test_a_run_view_from_elsewhere_with_a_loss_that_is_no_number_is_refused(run_dir: Path) -> None:
+    # (the jail's document is the pasted program's to forge: a loss of "pwned" went to the viewer)
+    from gradtrace.runs.store import Run
+    from gradtrace.runs.view_data import read_view, run_view
+
+    with Run(run_dir) as run:
+        doc = msgspec.to_builtins(run_view(run))
+    doc["loss"][0] = "pwned"
+    with pytest.raises(ValueError, match="a loss is 'pwned'"):
+        read_view(msgspec.json.encode(doc))
+    doc["loss"][0] = "NaN"
+    assert read_view(msgspec.json.encode(doc)).loss[0] == "NaN"

@@ -32,6 +32,7 @@ MAX_STEPS = 2000
 MAX_NUMBERS = 4_000_000  # norms in one document (~40 MB of JSON at most)
 
 Number = float | str | None  # a norm; "NaN", "Infinity", "-Infinity" by name; None: not run
+_NAMED = ("NaN", "Infinity", "-Infinity")
 
 
 class ViewNode(msgspec.Struct, frozen=True):
@@ -77,8 +78,11 @@ class RunView(msgspec.Struct):
         if any(not (0 <= a < n and 0 <= b < n) for a, b in self.edges):
             raise ValueError("an edge names a node that is not in nodes")
         for v in (v for row in self.grad_out for v in row):
-            if isinstance(v, str) and v not in ("NaN", "Infinity", "-Infinity"):
+            if isinstance(v, str) and v not in _NAMED:
                 raise ValueError(f"a norm is {v!r}: numbers, null, or NaN/Infinity by name")
+        for v in self.loss:
+            if isinstance(v, str) and v not in _NAMED:
+                raise ValueError(f"a loss is {v!r}: numbers, null, or NaN/Infinity by name")
 
 
 def run_view(
