@@ -39,8 +39,13 @@ export function parseJson(text) {
   }
 }
 
-/** A training run's file (the run view's Download: gradtrace.watch's run), the run view's to show. */
-export const isRunDoc = (doc) => typeof doc?.format === "string" && doc.format.startsWith("gradtrace-run-view/");
+/** The run view document's format (runs/view_data.py), this view's version of it. */
+const RUN_FAMILY = "gradtrace-run-view/";
+export const RUN_FORMAT = `${RUN_FAMILY}1`;
+
+/** A training run's file (the run view's Download: gradtrace.watch's run), the run view's to show
+ * (any version of it: the run view names one it does not read). */
+export const isRunDoc = (doc) => typeof doc?.format === "string" && doc.format.startsWith(RUN_FAMILY);
 
 /** A parsed document known to be a trace (its tensor numbers still indices); throws an Error
  * whose message says what is wrong. */
@@ -51,7 +56,7 @@ export function traceOf(doc) {
 }
 
 /** Parse and check a trace's text (its tensor numbers still indices). */
-export const parseDoc = (text) => traceOf(parseJson(text));
+const parseDoc = (text) => traceOf(parseJson(text));
 
 /** Parse and check a trace's text, its tensor numbers resolved (tensordata.js). */
 export const parseTrace = (text) => resolveTensorData(parseDoc(text));

@@ -8,11 +8,10 @@
 
 import { api } from "./api.js";
 import { takeHandoff } from "./handoff.js";
-
-export const RUN_FORMAT = "gradtrace-run-view/1";
+import { RUN_FORMAT, parseJson } from "./tracedoc.js";
 
 /** Why a parsed document is not a run this view draws, or "". */
-export function checkRun(doc) {
+function checkRun(doc) {
   if (!doc || typeof doc !== "object" || Array.isArray(doc)) return "it is not a gradtrace run (the JSON is not an object)";
   if (doc.format !== RUN_FORMAT) {
     if (doc.schema_version !== undefined) return "it is a trace, not a run: open it in the player (gradtrace's main page)";
@@ -25,19 +24,14 @@ export function checkRun(doc) {
 
 /** A run's text (a file, a hand-off) as a run document; throws an Error saying what is wrong. */
 export function parseRun(text) {
-  let doc;
-  try {
-    doc = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`it is not JSON (${err.message})`);
-  }
+  const doc = parseJson(text);
   const why = checkRun(doc);
   if (why) throw new Error(why);
   return doc;
 }
 
 /** The run a POST /run answer carries, or an Error saying why there is none. */
-export function runOfAnswer(result) {
+function runOfAnswer(result) {
   if (result?.watch) return result.watch;
   const exc = result?.exception;
   if (exc) return new Error(`the program raised ${exc.type}${exc.line ? ` at line ${exc.line}` : ""} before its run logged a step: ${exc.message}`);
