@@ -229,3 +229,16 @@ export function matrixView(tv) {
   const cols = shape[shape.length - 1] || 1;
   return { rows: Math.max(1, Math.round(nums.length / cols)), cols, nums };
 }
+
+/** Bytes as a person reads them: 4 B, 1.5 KiB, 2.25 MiB. */
+export function formatBytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let value = n;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  const text = unit === 0 ? String(value) : value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2);
+  return `${text} ${units[unit]}`;
+}

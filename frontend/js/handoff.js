@@ -3,6 +3,8 @@
 // view). The text waits in sessionStorage under one key; the page it goes to reads it, and reads
 // it again on a reload, until another hand-off replaces it.
 
+import { formatBytes } from "./format.js";
+
 const KEY = "gradtrace:handoff";
 
 /** Keep `text` (a document of `kind`, named `name`) for the page at `url`, then go there. */
@@ -10,7 +12,7 @@ export function handOff(kind, name, text, url) {
   try {
     sessionStorage.setItem(KEY, JSON.stringify({ kind, name, text }));
   } catch (err) {
-    throw new Error(`${name} (${(text.length / 2 ** 20).toFixed(1)} MB) is more than this browser lets one page hand to another (${err.name}): download it and open the file there`);
+    throw new Error(`${name} (${formatBytes(text.length)}) is more than this browser lets one page hand to another (${err.name}): download it and open the file there`);
   }
   location.assign(url);
 }

@@ -3,6 +3,7 @@
 // a backward frees them, flat where retain_graph keeps them. Prints the trace's numbers.
 
 import { h, svgEl } from "./dom.js";
+import { formatBytes } from "./format.js";
 
 const EMPTY = { nodes: [], timeline: [], peak_bytes: 0, final_bytes: 0 };
 
@@ -25,19 +26,6 @@ export function liveBytesAt(memory, seq) {
     } else hi = mid - 1;
   }
   return found;
-}
-
-/** Bytes as a person reads them: 4 B, 1.5 KiB, 2.25 MiB. */
-export function formatBytes(n) {
-  const units = ["B", "KiB", "MiB", "GiB"];
-  let value = n;
-  let unit = 0;
-  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  const text = unit === 0 ? String(value) : value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : 2);
-  return `${text} ${units[unit]}`;
 }
 
 /** A step-shaped SVG path of live bytes over events 0..lastSeq in a width × height box. */

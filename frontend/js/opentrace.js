@@ -9,6 +9,7 @@
 
 import { handOff } from "./handoff.js";
 import { readTraceBlob } from "./traceread.js";
+import { formatBytes } from "./format.js";
 
 /** Bigger files than this are refused before reading: the browser tab would not survive them. */
 export const MAX_FILE_BYTES = 512 * 1024 * 1024;
@@ -16,7 +17,7 @@ export const MAX_FILE_BYTES = 512 * 1024 * 1024;
 /** Read a File (from the picker or a drop): {trace} ready for showTrace, or {run} (a training
  * run's text, for the run view); `onProgress(text)` hears how far the reading is. */
 export async function readTraceFile(file, { onProgress } = {}) {
-  if (file.size > MAX_FILE_BYTES) throw new Error(`it is ${Math.round(file.size / 2 ** 20)} MiB, more than this viewer opens (${MAX_FILE_BYTES / 2 ** 20} MiB)`);
+  if (file.size > MAX_FILE_BYTES) throw new Error(`it is ${formatBytes(file.size)}, more than this viewer opens (${formatBytes(MAX_FILE_BYTES)})`);
   return readTraceBlob(file, { onProgress });
 }
 

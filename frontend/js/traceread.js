@@ -14,9 +14,6 @@ function canUseWorker() {
   return typeof Worker !== "undefined" && /^https?:$/.test(globalThis.location?.protocol || "") && !document.getElementById("gradtrace-data");
 }
 
-/** "12.3 MB" */
-export const megabytes = (bytes) => `${(bytes / 1e6).toFixed(bytes < 1e7 ? 1 : 0)} MB`;
-
 /** {trace} or {run} from a document's text, on this thread. */
 async function readHere(blob) {
   const text = await blob.text();

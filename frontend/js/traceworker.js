@@ -6,7 +6,7 @@
 // Progress messages say how far it is.
 
 import { isRunDoc, parseJson, traceOf } from "./tracedoc.js";
-import { megabytes } from "./traceread.js";
+import { formatBytes } from "./format.js";
 
 /** Items per message: a few MB of JSON, received by the page in tens of milliseconds. */
 const SLICE = 4000;
@@ -27,7 +27,7 @@ async function readText(blob) {
     read += value.length; // (characters: close enough to bytes for a progress line)
     if (read - told > blob.size / 20) {
       told = read;
-      progress(`reading ${megabytes(Math.min(read, blob.size))} of ${megabytes(blob.size)}`);
+      progress(`reading ${formatBytes(Math.min(read, blob.size))} of ${formatBytes(blob.size)}`);
     }
   }
   return parts.join("");
@@ -36,7 +36,7 @@ async function readText(blob) {
 self.onmessage = async ({ data }) => {
   try {
     const text = await readText(data.blob);
-    progress(`parsing ${megabytes(data.blob.size)} and checking its references`);
+    progress(`parsing ${formatBytes(data.blob.size)} and checking its references`);
     const parsed = parseJson(text);
     if (isRunDoc(parsed)) {
       postMessage({ type: "run", text }); // (the run view's, as the page hands it on)

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { liveBytesAt, formatBytes, memoryPath, memoryOf, nodeMemory, nodeMemoryState } from "../../frontend/js/memory.js";
+import { liveBytesAt, memoryPath, memoryOf, nodeMemory, nodeMemoryState } from "../../frontend/js/memory.js";
+import { formatBytes } from "../../frontend/js/format.js";
 import { goldenTrace } from "./fixtures.mjs";
 
 
