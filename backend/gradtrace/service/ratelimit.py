@@ -51,6 +51,11 @@ def _window(now: float) -> tuple[int, int]:
     return window, max(1, int((window + 1) * WINDOW_S - now) + 1)
 
 
+def current_window() -> int:
+    """The window the limiters count in now (a reservation made in another one has lapsed)."""
+    return _window(time.time())[0]
+
+
 def _verdict(count: int, limit: int, seconds: float, budget: float, retry: int) -> Verdict:
     if limit and count > limit:
         return Verdict(False, 0, retry)

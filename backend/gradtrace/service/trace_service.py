@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,7 +41,7 @@ from gradtrace.service.client_share import ClientShare
 from gradtrace.service.disk_cache import DiskEntry
 from gradtrace.service.hashing import compare_key, run_key, trace_key
 from gradtrace.service.jail_pool import JailPool, outcome_of
-from gradtrace.service.ratelimit import CURRENT_CLIENT, WINDOW_S
+from gradtrace.service.ratelimit import CURRENT_CLIENT, current_window
 from gradtrace.service.runner import Answer, TaskRunner, WorkerUnavailable
 from gradtrace.service.settings import Settings
 from gradtrace.service.single_flight import SingleFlight
@@ -244,13 +243,13 @@ class TraceService:
                 status=429,
                 headers={"Retry-After": str(verdict.retry_after), "RateLimit-Remaining": "0"},
             )
-        return _Bill(client, estimate, int(time.time() // WINDOW_S))
+        return _Bill(client, estimate, current_window())
 
     async def _settle(self, bill: _Bill, spent: float) -> None:
         """Charge what the task took, less what was reserved for it (in the same minute)."""
         if spent > 0:
             self._share.observe(bill.client, spent)
-        same_window = int(time.time() // WINDOW_S) == bill.window
+        same_window = current_window() == bill.window
         owed = spent - bill.reserved if same_window else spent
         if owed:
             await self._limiter.charge(bill.client, owed)
