@@ -27,6 +27,15 @@ def ctrl_c_as_at_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def ready(url: str) -> bool:
+    """Whether the server at ``url`` answers ``/readyz`` with 200 (False: not yet, or not at all)."""
+    try:
+        with urllib.request.urlopen(url + "/readyz", timeout=5) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -155,12 +164,8 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_text()}")
-            try:
-                with urllib.request.urlopen(self.url + "/readyz", timeout=5) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
+            if ready(self.url):
+                return
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"server not ready after {timeout} s:\n{self.log_text()}")

@@ -10,20 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
-from server_process import REPO, ctrl_c_as_at_a_terminal, free_port, process_group
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/readyz", timeout=5) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return False
+from server_process import REPO, ctrl_c_as_at_a_terminal, free_port, process_group, ready
 
 
 @pytest.mark.parametrize("when", ["starting", "ready"])
@@ -55,7 +45,7 @@ def test_serve_stops_at_ctrl_c_without_tracebacks(tmp_path: Path, when: str) -> 
                 time.sleep(0.05)
             time.sleep(0.5)
         else:
-            while not _ready(url):  # the workers and the CPU lane's helpers all started
+            while not ready(url):  # the workers and the CPU lane's helpers all started
                 assert proc.poll() is None and time.monotonic() < deadline, "the server never became ready"
                 time.sleep(0.2)
             assert len(process_group(proc.pid)) >= 4  # the API, its helpers, the forkserver, a worker
