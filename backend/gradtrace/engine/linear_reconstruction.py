@@ -42,9 +42,6 @@ class LinearAnalysis(Analysis):
     keeps_calls_of: tuple[type[nn.Module], ...] = (nn.Linear,)
 
     def __init__(self) -> None:
-        # the calls the forward kept (ForwardCapture.kept_calls, of every analysis's types:
-        # those of weights not in ``weights`` are passed over)
-        self.linear_calls: list[dict[str, Any]] = []
         self.weights: dict[str, torch.Tensor] = {}  # weight name -> parameter, Linear layers only
         self._before: dict[int, dict[str, torch.Tensor | None]] = {}
         self._after: dict[int, dict[str, torch.Tensor | None]] = {}
@@ -56,7 +53,6 @@ class LinearAnalysis(Analysis):
         self.weights.update(weights)
 
     def backward_starting(self, session: TraceSession, pass_index: int) -> None:
-        self.linear_calls = session.forward_capture.kept_calls
         self.before_pass(pass_index)
 
     def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
@@ -66,8 +62,10 @@ class LinearAnalysis(Analysis):
     def add(self, done: Finished, out: Analyses) -> None:
         session = done.session
         summarize = session.summarize
-        self.linear_calls = session.forward_capture.kept_calls
-        layers, factors = self.layer_passes(session.backward_capture.deltas)
+        # (the calls the forward kept, of every analysis's types: those of weights not in
+        # ``weights`` are passed over)
+        calls = session.forward_capture.kept_calls
+        layers, factors = self.layer_passes(calls, session.backward_capture.deltas)
         out.linear = self.build(layers, factors, summarize)
         out.per_sample = self.per_sample(layers, factors, summarize)
 
@@ -98,24 +96,27 @@ class LinearAnalysis(Analysis):
         from :meth:`layer_passes`."""
         return per_sample_records(layers, factors, summarize)
 
-    def layer_passes(self, deltas: dict[int, dict[str, list[tuple]]]) -> tuple[list[LayerPass], Factors]:
+    def layer_passes(
+        self, kept_calls: list[dict[str, Any]], deltas: dict[int, dict[str, list[tuple]]]
+    ) -> tuple[list[LayerPass], Factors]:
         """Every Linear weight the backward reached and that received a gradient, per pass,
         with its reconstruction compared, and the factors stacked by shape (what both
         :meth:`build` and :meth:`per_sample` read: computed once for the two)."""
         reached = [
             (pass_index, weight, calls, grad)
-            for pass_index, weight, calls in self.grouped(deltas)
+            for pass_index, weight, calls in self.grouped(kept_calls, deltas)
             if (grad := self.pass_grad(weight, pass_index)) is not None
         ]
         factors = Factors((calls, grad.dtype) for _pass, _weight, calls, grad in reached)
         return reconstruct(reached, factors), factors
 
-    def grouped(self, deltas: dict[int, dict[str, list[tuple]]]):
-        """(pass, weight, [(call, a, δ, δ's summary)]) for every Linear call the backward reached."""
+    def grouped(self, kept_calls: list[dict[str, Any]], deltas: dict[int, dict[str, list[tuple]]]):
+        """(pass, weight, [(call, a, δ, δ's summary)]) for every Linear call of ``kept_calls``
+        the backward reached."""
         for pass_index in sorted(self._after):
             pass_deltas = deltas.get(pass_index, {})
             by_weight: dict[str, list[tuple[dict, torch.Tensor, torch.Tensor, Any]]] = {}
-            for call in self.linear_calls:
+            for call in kept_calls:
                 runs = pass_deltas.get(call["node"])
                 if not runs or call["weight"] not in self.weights:
                     continue
