@@ -133,7 +133,7 @@ def test_freed_probe_agrees_with_reading_the_saved_tensor(retain: bool) -> None:
     assert {"IndexBackward0", "SigmoidBackward0", "ConvolutionBackward0"} <= {n.name() for n, _ in nodes}
     memory = SavedMemory()
     for k, (node, saved) in enumerate(nodes):
-        memory.hold(f"n{k}", node, k, saved)
+        memory.saved(f"n{k}", node, k, saved)
     ids = [f"n{k}" for k in range(len(nodes))]
     assert not any(memory._freed(i) for i in ids)
     loss.backward(retain_graph=retain)

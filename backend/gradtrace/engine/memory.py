@@ -70,7 +70,7 @@ class SavedMemory(Analysis):
         self._nodes: dict[str, Any] = {}
         self._probe: dict[str, str] = {}  # node id -> what to read to see one saved tensor freed
 
-    def hold(self, node_id: str, node: Any, seq: int, tensors: list[tuple[str, torch.Tensor]]) -> None:
+    def saved(self, node_id: str, node: Any, seq: int, tensors: list[tuple[str, torch.Tensor]]) -> None:
         """``node`` (created at event ``seq``) saved these tensors (attribute, tensor): the
         storages they keep alive, with their sizes in bytes. (Read here, in one loop: this
         runs for every saved tensor of the graph.)"""
@@ -94,8 +94,6 @@ class SavedMemory(Analysis):
         # (what to read: the raw SavedVariable where the node class has one, else the attribute)
         attr = tensors[0][0].split("[", 1)[0]
         self._probe[node_id] = saved_plan(node).get(attr) or attr
-
-    saved = hold  # (what the Analysis interface calls for every node that saved tensors)
 
     def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
         rec = session.recorder
