@@ -198,12 +198,6 @@ def _plain(g: torch.Tensor) -> torch.Tensor:
     return g if g.is_floating_point() else g.to(torch.float32)
 
 
-def _row_norms(rows: torch.Tensor) -> torch.Tensor:
-    if rows.dtype in _LOW:
-        return torch.linalg.vector_norm(rows, dim=1, dtype=torch.float32)
-    return torch.linalg.vector_norm(rows, dim=1)
-
-
 def norm_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype a norm is computed in: float64 for float64, else float32."""
     return torch.float64 if dtype == torch.float64 else torch.float32
