@@ -76,6 +76,22 @@ def _variables(frame: types.FrameType | None) -> Iterator[tuple[str, Any]]:
                 yield name, value
 
 
+def input_names(args: tuple, kwargs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """A model call's input tensors by their names in the trace (``trace()``'s inputs, a
+    watched step's): positional ``x`` (several: ``x0``, ``x1``, …, in order), keyword ones by
+    their keyword (the first tensor inside a nested one); a tensor given twice
+    (``input_ids=ids, labels=ids``) under its first name."""
+    positional = flat_tensors(args)
+    names = {"x": positional[0]} if len(positional) == 1 else {f"x{k}": t for k, t in enumerate(positional)}
+    seen = {id(t) for t in names.values()}
+    for key, value in kwargs.items():
+        found = flat_tensors(value)
+        if found and key not in names and id(found[0]) not in seen:
+            names[key] = found[0]
+            seen.add(id(found[0]))
+    return names
+
+
 def _has_tensor_hooks(tensor: torch.Tensor) -> bool:
     return bool(tensor._backward_hooks or getattr(tensor, "_post_accumulate_grad_hooks", None))
 

@@ -16,16 +16,10 @@ from torch import nn
 
 from gradtrace.engine.capture import Capture
 from gradtrace.engine.diagnostics import reduced_to_sum
-from gradtrace.engine.program import ProgramSession
+from gradtrace.engine.program import ProgramSession, input_names
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
-
-
-def _input_names(inputs: tuple[torch.Tensor, ...]) -> dict[str, torch.Tensor]:
-    if len(inputs) == 1:
-        return {"x": inputs[0]}
-    return {f"x{k}": t for k, t in enumerate(inputs)}
 
 
 def _retained_names(retain_grad: Any) -> set[str]:
@@ -84,7 +78,7 @@ def trace_module(
             ProgramSession,
             None,
             model,
-            _input_names(inputs),
+            input_names(inputs, {}),
             max_nodes=max_nodes,
             value_budget=value_budget,
             final_value_limit=final_value_limit,

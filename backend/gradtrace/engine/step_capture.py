@@ -30,8 +30,7 @@ import torch
 from torch import nn
 
 from gradtrace.engine.capture import Capture
-from gradtrace.engine.forward_capture import flat_tensors
-from gradtrace.engine.program import ProgramSession
+from gradtrace.engine.program import ProgramSession, input_names
 from gradtrace.engine.session import LIBRARY_MAX_NODES
 from gradtrace.trace_schema import encode_doc
 
@@ -79,21 +78,6 @@ class StepSession(ProgramSession):
         ended, self._ended = self._ended, None
         if ended is not None:
             ended()
-
-
-def input_names(args: tuple, kwargs: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """The step's input tensors by name: positional ``x`` (several: ``x0``, ``x1``, …, in
-    order), keyword ones by their keyword (the first tensor inside a nested one); a tensor
-    given twice (``input_ids=ids, labels=ids``) under its first name."""
-    positional = flat_tensors(list(args))
-    names = {"x": positional[0]} if len(positional) == 1 else {f"x{k}": t for k, t in enumerate(positional)}
-    seen = {id(t) for t in names.values()}
-    for key, value in kwargs.items():
-        found = flat_tensors(value)
-        if found and key not in names and id(found[0]) not in seen:
-            names[key] = found[0]
-            seen.add(id(found[0]))
-    return names
 
 
 def _unreadable(model: nn.Module, args: tuple, kwargs: dict[str, Any]) -> str | None:
