@@ -158,8 +158,7 @@ class StepTrace:
         try:
             rec = session.recorder
             if len(rec.nodes) > LIBRARY_MAX_NODES:
-                self.capture.finish(_NoBackward())
-                session.reissue_warnings()
+                self._without_trace(session)
                 raise ValueError(f"the autograd graph has more than max_nodes={LIBRARY_MAX_NODES} nodes")
             rec.max_nodes = LIBRARY_MAX_NODES
             del session
@@ -174,8 +173,11 @@ class StepTrace:
         """The step ended without its backward (a forward no backward followed, or the loop
         raised): the capture comes off, no trace (the model's warnings issued again)."""
         session, self.session = self.session, None
-        if session is None:
-            return
+        if session is not None:
+            self._without_trace(session)
+
+    def _without_trace(self, session: StepSession) -> None:
+        """The capture comes off with no trace; the model's warnings are issued again."""
         try:
             self.capture.finish(_NoBackward())
         finally:
