@@ -161,7 +161,7 @@ class StepTrace:
                 self._without_trace(session)
                 raise ValueError(f"the autograd graph has more than max_nodes={LIBRARY_MAX_NODES} nodes")
             rec.max_nodes = LIBRARY_MAX_NODES
-            del session
+            del session, rec  # (finish frees the session, the graph newest node first: see Capture.finish)
             result = self.capture.finish(None)
             assert result is not None
             doc = encode_doc(result[0])
