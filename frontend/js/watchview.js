@@ -9,6 +9,7 @@
 import { handOff } from "./handoff.js";
 import { drawHeatmaps, repeatedBlocks } from "./watchheatmap.js";
 import { api } from "./api.js";
+import { decodeNumber } from "./format.js";
 import { fullTraceText, parseRun, sourceOfPage } from "./watchsource.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -25,12 +26,8 @@ function el(name, attrs = {}, parent = null) {
   return e;
 }
 
-export function num(v) {
-  if (v === "NaN") return NaN;
-  if (v === "Infinity") return Infinity;
-  if (v === "-Infinity") return -Infinity;
-  return v;
-}
+/** A run's number (format.js's decodeNumber), null kept: the node did not run at that step. */
+const num = (v) => (v === null || v === undefined ? null : decodeNumber(v));
 
 export function colour(norm, [lo, hi]) {
   if (norm === null || norm === undefined) return "#e4e4e4"; // did not run at this step
