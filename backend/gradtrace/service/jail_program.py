@@ -79,8 +79,8 @@ def run_program(source: str) -> dict[str, Any]:
     exception: dict[str, Any] | None = None
     problem: dict[str, Any] | None = None
     memory = False
-    watched = jail_watch.watches(source)
-    recorder = None if watched else _recorder()
+    watch_lines = jail_watch.watch_calls(source)
+    recorder = None if watch_lines else _recorder()
     runs: list[Any] = []
     try:
         code = compile(source, PROGRAM_FILENAME, "exec")
@@ -111,7 +111,7 @@ def run_program(source: str) -> dict[str, Any]:
     elif recorder is not None:
         trace = _trace_of(recorder)
     else:
-        found = jail_watch.watch_result(source, runs, raised=exception is not None)
+        found = jail_watch.watch_result(watch_lines[0], runs, raised=exception is not None)
         trace, watch, problem = found["trace"], found["watch"], found["problem"]
     return {
         "trace": trace,

@@ -9,7 +9,7 @@ within the service's budget: at most ``MAX_STEPS`` logged steps and ``MAX_NUMBER
 traces the watch saved. The answer's ``trace`` is the first of those traces, so the player
 draws the first logged step's backward as it draws any program's.
 
-``watches(source)`` decides from the source alone (``import gradtrace`` then
+``watch_calls(source)`` decides from the source alone (``import gradtrace`` then
 ``gradtrace.watch``, any alias, or ``from gradtrace import watch``), before anything runs.
 A program that calls it but logs no step is refused with a sentence saying why, at the
 line of the call; so is one whose run cannot be read back (the program rewrote its files).
@@ -57,18 +57,14 @@ def watch_calls(source: str) -> list[int]:
     return sorted(lines)
 
 
-def watches(source: str) -> bool:
-    return bool(watch_calls(source))
-
-
-def watch_result(source: str, runs: list[Path], raised: bool) -> dict[str, Any]:
+def watch_result(line: int, runs: list[Path], raised: bool) -> dict[str, Any]:
     """``{"watch": view doc or None, "trace": the first full trace or None, "problem": …}``
-    for the runs the program started (``raised``: it ended with an exception, which is then
-    the answer's news: no problem is added for an empty run)."""
+    for the runs the program started (``line``: its first call of the watch, where a problem
+    points; ``raised``: it ended with an exception, which is then the answer's news: no problem
+    is added for an empty run)."""
     from gradtrace.runs.store import Run
     from gradtrace.runs.view_data import run_view
 
-    line = watch_calls(source)[0]
     if not runs:
         if raised:
             return {"watch": None, "trace": None, "problem": None}
