@@ -94,10 +94,7 @@ class StepValues:
                 self.size += 1
                 n = g.numel()
                 if n > SMALL:
-                    p = _plain(g)
-                    self._chunks.append(
-                        ([slot], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
-                    )
+                    self._chunks.append(([slot], _norm(g)))
                 else:
                     seen[id(g)] = slot
                     self._held.append(g)
@@ -153,10 +150,7 @@ class StepValues:
             except (RuntimeError, TypeError):
                 pass
             for i, t in zip(few, ts, strict=True):
-                p = _plain(t)
-                self._chunks.append(
-                    ([slots[i]], torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1))
-                )
+                self._chunks.append(([slots[i]], _norm(t)))
 
     def read(self) -> np.ndarray:
         """Every value of the step, on the host (float64, by slot): one copy per device."""
@@ -186,6 +180,12 @@ class StepValues:
         nan = np.bincount(code, weights=np.isnan(x), minlength=owners).astype(np.int64)
         inf = np.bincount(code, weights=np.isinf(x), minlength=owners).astype(np.int64)
         return norm, nan, inf
+
+
+def _norm(g: torch.Tensor) -> torch.Tensor:
+    """``g``'s 2-norm alone, as a 1-element tensor on its device (see norm_dtype)."""
+    p = _plain(g)
+    return torch.linalg.vector_norm(p, dtype=norm_dtype(p.dtype)).reshape(1)
 
 
 def _plain(g: torch.Tensor) -> torch.Tensor:
