@@ -10,6 +10,7 @@ import { handOff } from "./handoff.js";
 import { drawHeatmaps, repeatedBlocks } from "./watchheatmap.js";
 import { api } from "./api.js";
 import { decodeNumber } from "./format.js";
+import { saveBlob } from "./download.js";
 import { fullTraceText, parseRun, sourceOfPage } from "./watchsource.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -329,12 +330,7 @@ async function openInPlayer() {
 }
 
 function download() {
-  const blob = new Blob([JSON.stringify(state.run)], { type: "application/json" });
-  const a = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: `${state.name}.run.json` });
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  saveBlob(new Blob([JSON.stringify(state.run)], { type: "application/json" }), `${state.name}.run.json`);
 }
 
 function bindOpen() {
