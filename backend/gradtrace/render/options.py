@@ -115,9 +115,10 @@ def takes_draw_options(function: Callable[P, R]) -> Callable[P, R]:
         for field in dataclasses.fields(DrawOptions)
     ]
 
+    named = frozenset(signature.parameters) | frozenset(FIELDS)
+
     @functools.wraps(function)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        named = set(signature.parameters) | set(FIELDS)
         for name in kwargs:
             if name not in named:
                 raise TypeError(f"{function.__qualname__}() got an unexpected keyword argument {name!r}")
