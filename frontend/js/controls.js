@@ -61,6 +61,13 @@ export function bindControls({ el, player, store, getCount, onEscape = () => {} 
       el.counter.textContent = `${i} / ${Math.max(0, count - 1)}`;
     },
     setSpeed(s) {
+      // A link's speed the list does not offer (one typed into the hash) is offered in its place,
+      // not shown as an empty select while the player plays at it.
+      const options = [...el.speed.options];
+      if (!options.some((o) => o.value === String(s))) {
+        const option = Object.assign(document.createElement("option"), { value: String(s), textContent: options.at(-1).textContent.replace(/^\d+/, String(s)) }); // (worded as the list words one)
+        el.speed.insertBefore(option, options.find((o) => Number(o.value) > s) || null);
+      }
       el.speed.value = String(s);
     },
   };

@@ -285,6 +285,13 @@ def test_inserted_toggle_and_module_collapse(
     page.wait_for_selector('#graph .gt-group[data-module="f1"]')
 
 
+def test_a_speed_the_list_does_not_offer_is_shown_not_left_blank(page: Any, live_server: str) -> None:
+    open_example(page, live_server, "two-layer-linear", "&speed=8")
+    assert page.locator("#speed option:checked").inner_text() == "8 events/s"
+    texts = page.locator("#speed option").all_inner_texts()
+    assert texts.index("8 events/s") == texts.index("5 events/s") + 1  # in its place by speed
+
+
 def test_keyboard_space_plays_and_home_restarts(
     page: Any, live_server: str, example_traces: dict[str, Any]
 ) -> None:
