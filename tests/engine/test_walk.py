@@ -103,21 +103,27 @@ def test_every_capture_finishes_through_the_one_assembly() -> None:
 
     finish = capture.Capture.finish.__code__
     assert walk(finish, 1, lambda: spec_pipeline.run_spec(spec, SpecLimits())) == [
+        "engine.recorder",  # the graph's nodes, held until the session is gone
         "engine.session",  # the block ended: passes left open end
-        "engine.assemble",  # records, analyses, the trace; the final gradients copied
+        "engine.assemble",  # records, analyses, the trace
+        "engine.graph_walk",  # the graph let go newest node first (no recursion as deep as it)
         "engine.capture",  # the GC pause ends
     ]
     after_block = [
-        "engine.assemble",
+        "engine.assemble",  # records, analyses, the trace
+        "engine.graph_walk",  # the graph let go newest node first
+        "engine.assemble",  # the final gradients copied
         "engine.caller_warnings",  # the model's warnings, issued again
+        "engine.graph_walk",  # (the finally's release: nothing left by then)
         "engine.capture",
     ]
     # trace() and record() end the same session, the recorder a program runs in (see program.py)
     assert walk(finish, 1, lambda: gradtrace.trace(model, x, lambda out: out.sum())) == [
+        "engine.recorder",
         "engine.program",
         *after_block,
     ]
-    assert walk(finish, 1, program) == ["engine.program", *after_block]
+    assert walk(finish, 1, program) == ["engine.recorder", "engine.program", *after_block]
 
 
 def test_the_assembly_enters_each_analysis_once_after_the_records() -> None:
