@@ -6,7 +6,8 @@ inside a ``Capture``, the same entry, the same ending, the same assembly.
   session: the discovery mode on for the whole block).
 * the block: the program as written (``record()``, the passes found as it runs: program.py);
   ``trace()``'s forward and backward (run.py); a spec's program and steps (spec_capture.py),
-  the passes declared by the code that drives them.
+  each a program the same session runs (its forward declared, as ``trace()``'s is; its
+  ``backward`` and ``grad`` steps found as a program's engine runs).
 * ``finish``: the block's end (``TraceSession.end_block``: passes left open ended, names
   read), then the one assembly (assemble.py) and the final gradients.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
 from gradtrace.engine.caller_warnings import reissue
@@ -30,6 +31,7 @@ from gradtrace.engine.session import TraceSession, one_capture
 from gradtrace.trace_schema import TraceDoc
 
 Source = Literal["spec", "module", "program"]
+Session = TypeVar("Session", bound=TraceSession)
 
 
 def with_partial(exc: BaseException) -> bool:
@@ -83,7 +85,7 @@ class Capture:
         self._held: Any = None
         self._gc_was_enabled = False
 
-    def start(self, make_session: Callable[[], TraceSession]) -> TraceSession:
+    def start(self, make_session: Callable[[], Session]) -> Session:
         """The capture is on: the session made, its block begun."""
         held = one_capture(self.what)
         held.__enter__()
@@ -91,7 +93,8 @@ class Capture:
         self._gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            session = self.session = make_session()
+            session = make_session()
+            self.session = session
             session.begin_block()
         except BaseException:
             if self.session is not None:
@@ -145,7 +148,7 @@ class Capture:
             self._release()
 
     def run(
-        self, make_session: Callable[[], TraceSession], block: Callable[[TraceSession], Any]
+        self, make_session: Callable[[], Session], block: Callable[[Session], Any]
     ) -> tuple[TraceDoc, dict[str, Any] | None]:
         """``block(session)`` captured from start to finish: the trace and its gradients."""
         session = self.start(make_session)

@@ -27,6 +27,10 @@ leaf tensor the block used that requires grad and is bound to a variable when th
 (and of every tensor there that retains its grad); its ``values``: every tensor bound to a
 variable then that the trace saw.
 
+Steps. Code that drives a program step by step (a spec's steps) says which step runs
+(``ProgramSession.in_step``, a ``StepNote``): the passes found while it runs carry its number,
+and an engine run is labelled by the kind and the root the step names (``grad #1 of a, b``).
+
 One capture at a time in a process: ``record()`` inside another ``record()`` or inside
 ``trace()``, and ``trace()`` inside ``record()``, raise a RuntimeError when they start.
 """
@@ -37,6 +41,8 @@ import functools
 import threading
 import types
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -92,6 +98,17 @@ def input_names(args: tuple, kwargs: dict[str, Any]) -> dict[str, torch.Tensor]:
     return names
 
 
+@dataclass(frozen=True, slots=True)
+class StepNote:
+    """The step the code driving a program runs now (see ``ProgramSession.in_step``):
+    ``index``, the number its passes carry; for a step that is one engine run, ``kind`` and
+    ``of``, its pass's label (``grad`` … ``of a, b``), the root looked up by that name."""
+
+    index: int
+    kind: str | None = None
+    of: str | None = None
+
+
 def _has_tensor_hooks(tensor: torch.Tensor) -> bool:
     return bool(tensor._backward_hooks or getattr(tensor, "_post_accumulate_grad_hooks", None))
 
@@ -111,8 +128,12 @@ class ProgramSession(TraceSession):
         frame: types.FrameType | None,
         root: nn.Module | None = None,
         leaves: dict[str, torch.Tensor] | None = None,
+        *,
+        model_hooks: bool = True,
         **options: Any,
     ) -> None:
+        """``model_hooks``: the model's own hooks recorded (a spec's model has none: its hooks
+        are the spec's, recording themselves)."""
         self.frame = frame
         self.program = frame is not None
         # the code declares its forward pass (trace(): an engine run inside it is nested);
@@ -128,7 +149,8 @@ class ProgramSession(TraceSession):
         self._zeroing: tuple[ZeroGradPayload, int] | None = None
         self._models: dict[str, nn.Module] = {}  # each model found, by the path it was named under
         self._mode: Any = None  # the discovery mode, on for the whole block
-        super().__init__(root, leaves or {}, model_hooks=True, **options)
+        self.step: StepNote | None = None  # (see in_step)
+        super().__init__(root, leaves or {}, model_hooks=model_hooks, **options)
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         capture = self.forward_capture
@@ -277,13 +299,42 @@ class ProgramSession(TraceSession):
                     del table[name]
 
     # ---- passes -------------------------------------------------------------------------
+    @contextmanager
+    def in_step(self, note: StepNote) -> Iterator[None]:
+        """The passes found inside this block are the step ``note`` says (see StepNote)."""
+        self.step = note
+        try:
+            yield
+        finally:
+            self.step = None
+
+    def _step_index(self) -> int | None:
+        return self.step.index if self.step is not None else None
+
     def open_forward(self) -> None:
         """Something is recorded while no pass is open (or the code declares its forward): a
         forward pass begins (the models the frame holds now are looked for: a hook registered
         on one before its first call is wrapped before that call collects it)."""
         self._scan_models()
         self._forwards += 1
-        self.recorder.begin_pass("forward", f"forward #{self._forwards}", None)
+        self.recorder.begin_pass("forward", f"forward #{self._forwards}", self._step_index())
+
+    def forward(
+        self, run: Callable[[], Any], error_is_event: Callable[[Exception], bool] | None = None
+    ) -> Any:
+        """``run()`` as a forward pass the code declares (a spec's program; trace()'s forward
+        is the caller's code between ``open_forward`` and ``close_forward``); returns what it
+        returns. An exception is re-raised; it is also recorded as an ``error`` event in the
+        pass when it is a step's (see in_step) or ``error_is_event(exc)`` says so."""
+        self.open_forward()
+        try:
+            return run()
+        except Exception as exc:
+            if self.step is not None or (error_is_event is not None and error_is_event(exc)):
+                self.error_event(exc, self._step_index())
+            raise
+        finally:
+            self.close_forward()
 
     # ---- optimizers and zero_grad --------------------------------------------------------
     def _step_starts(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
@@ -366,7 +417,7 @@ class ProgramSession(TraceSession):
         if rec.in_pass:
             rec.emit("zero_grad", payload=payload)
         else:
-            rec.begin_pass("step", "zero_grad", None)
+            rec.begin_pass("step", "zero_grad", self._step_index())
             rec.emit("zero_grad", payload=payload)
             rec.end_pass()
         self._zeroing = (payload, len(rec.events) - 1)
@@ -387,7 +438,11 @@ class ProgramSession(TraceSession):
         roots = flat_tensors(call_arguments(func, args, kwargs)[0])
         root = roots[0] if roots else None
         kind = ENGINE_CALLS[func]
-        of = (self.variable_of(root) if root is not None else None) or self.unnamed_root(root, kind)
+        note = self.step
+        if note is not None and note.of is not None:  # (labelled by the step: its root by name)
+            kind, of, root = note.kind or kind, note.of, None
+        else:
+            of = (self.variable_of(root) if root is not None else None) or self.unnamed_root(root, kind)
         self.grad_mode = torch.is_grad_enabled()  # (the program's, as the call is made)
         # (gradtrace's reads of the roots: no calls a __torch_function__ subclass sees)
         with torch._C.DisableTorchFunction():
@@ -397,7 +452,9 @@ class ProgramSession(TraceSession):
                 if t.requires_grad
             ]
         try:
-            result = self.backward_pass(kind, of, None, lambda: func(*args, **kwargs), root=root)
+            result = self.backward_pass(
+                kind, of, self._step_index(), lambda: func(*args, **kwargs), root=root
+            )
         finally:
             self._roots = []
         self.backward_ended(kind)

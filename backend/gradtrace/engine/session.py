@@ -1,11 +1,10 @@
 """The capture of one trace: the recorder, the forward and backward captures and what the
 analyses ask of them, wired together.
 
-Every capture (``record()``, ``trace()``, a spec) runs a TraceSession inside the one entry,
-capture.Capture: a spec drives it (``forward(...)`` inside the discovery mode, then
-``backward_pass(...)`` passes); ``record()`` and ``trace()`` run its program.ProgramSession,
-which finds the passes as the code runs; ``assemble.assemble_trace`` then makes the trace (a
-TraceDoc) of what it kept. The session owns every hook it installs
+Every capture (``record()``, ``trace()``, a spec) runs a program.ProgramSession (this session,
+finding its passes as the code runs: ``backward_pass`` for each engine run) inside the one
+entry, capture.Capture; ``assemble.assemble_trace`` then makes the trace (a TraceDoc) of what
+it kept. The session owns every hook it installs
 (an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life, teardown included,
 runs inside the GC pause (the entry sees to it).
 """
@@ -277,8 +276,8 @@ class TraceSession:
 
     # ---- the captured block (see capture.py) --------------------------------------------
     def begin_block(self) -> None:
-        """The block the capture runs begins. (Its passes are declared by the code that drives
-        it: ``forward`` and ``backward_pass``; a program's session finds them as it runs.)"""
+        """The block the capture runs begins (a program's session: its passes are found as it
+        runs from here on)."""
 
     def end_block(self, error: BaseException | None) -> None:
         """The block is over: ``error``, when given, recorded where it broke (once: an error
@@ -301,32 +300,6 @@ class TraceSession:
             self._settle()
 
     # ---- passes -------------------------------------------------------------------------
-    def forward(
-        self,
-        run: Callable[[], Any],
-        step: int | None = None,
-        error_is_event: Callable[[Exception], bool] | None = None,
-    ) -> Any:
-        """Run ``run()`` as a recorded forward pass; returns what it returns.
-
-        An exception is re-raised; it is also recorded as an ``error`` event in this pass for
-        a forward step, or when ``error_is_event(exc)`` says so.
-        """
-        self._forwards += 1
-        rec = self.recorder
-        rec.begin_pass("forward", f"forward #{self._forwards}", step)
-        try:
-            with torch.set_grad_enabled(self.grad_mode), self.forward_capture.recording():
-                return run()
-        except Exception as exc:
-            if step is not None or (error_is_event is not None and error_is_event(exc)):
-                self.error_event(exc, step)
-            raise
-        finally:
-            rec.forward_ended()
-            rec.end_pass()
-            self._settle()
-
     def _settle(self) -> None:
         """After a pass, what it left to read on the host: the large copies (read, and dropped)
         and the model's hooks' comparisons made on a device."""

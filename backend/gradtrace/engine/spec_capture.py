@@ -1,6 +1,8 @@
 """The capture of a spec's model: its program run as the forward, its steps, its hooks,
 inside the one capture entry (capture.Capture, as ``record()``'s block and ``trace()``'s
-forward and backward are).
+forward and backward are), by the recorder they use (program.ProgramSession, given the
+spec's model and inputs, as ``trace()``'s is given its own): the forward is declared, as
+``trace()``'s; the steps run as a program whose passes the session finds (see steps.py).
 
 Errors running the first forward are errors of the spec (SpecError, a 422 in the service);
 errors in later steps are events of the trace (see steps.py).
@@ -18,7 +20,7 @@ from gradtrace.engine.build import BuiltModel, seeded_global_rng
 from gradtrace.engine.capture import Capture
 from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.interpreter import ProgramModule, run_program
-from gradtrace.engine.session import TraceSession
+from gradtrace.engine.program import ProgramSession
 from gradtrace.engine.steps import StepRunner, limit_hit
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.problem import public_text
@@ -53,7 +55,7 @@ class SpecCapture:
     def __init__(self, spec: Any, built: BuiltModel) -> None:
         self.spec = spec
         self.built = built
-        self.session: TraceSession  # (the capture's, given to run)
+        self.session: ProgramSession  # (the capture's, given to run)
         self.hooks = [h.model_dump(mode="json", by_alias=True, exclude_none=True) for h in spec.hooks]
         self.tensor_hooks: dict[str, list[int]] = {}  # intermediate name -> hook indexes
         self.retain = set(spec.retain_grad)
@@ -130,11 +132,12 @@ class SpecCapture:
             on_constant=self.session.label_constant,
         )
 
-    def run(self, session: TraceSession) -> None:
+    def run(self, session: ProgramSession) -> None:
         """The forward program and the steps, captured by ``session``, its passes over."""
         self.session = session
         with ExitStack() as stack:
             stack.callback(session.close)
+            stack.enter_context(torch.enable_grad())  # (the spec's program: not the caller's mode)
             # dropout draws from the global RNG (not a Generator): seed it, restore it after
             stack.enter_context(seeded_global_rng(self.spec.seed))
             self.register_hooks(stack)
@@ -203,9 +206,11 @@ def capture_spec(
         "a spec run", "spec", spec.title, spec=normalized, want_grads=want_grads, callers_code=False
     )
     make_session = functools.partial(
-        TraceSession,
+        ProgramSession,
+        None,
         built.root,
         dict(built.inputs),
+        model_hooks=False,
         max_nodes=limits.max_nodes,
         value_budget=value_budget,
         final_value_limit=final_value_limit,

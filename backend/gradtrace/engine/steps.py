@@ -1,8 +1,15 @@
 """The spec's steps after the first forward: backward, grad, forward, zero_grad, sgd_step.
 
-Each step is one pass of the timeline. A step PyTorch refuses (a second backward through a
-freed graph, an in-place error) becomes an ``error`` event with PyTorch's exact message; the
-later steps are skipped and a diagnostic says so. The trace up to there is kept.
+Each step is one pass of the timeline, run as the program it stands for inside the capture's
+ProgramSession (the recorder ``record()`` and ``trace()`` use), in a ``StepNote`` giving its
+number and, for an engine run, its label: ``backward`` and ``grad`` are plain
+``Tensor.backward`` / ``torch.autograd.grad`` calls whose passes the session finds as a
+program's; a ``forward`` step is a forward the code declares, as ``trace()``'s is.
+``zero_grad`` and ``sgd_step`` are the spec's own operations, each a step pass declared here.
+
+A step PyTorch refuses (a second backward through a freed graph, an in-place error) becomes an
+``error`` event with PyTorch's exact message; the later steps are skipped and a diagnostic says
+so. The trace up to there is kept.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from typing import Any
 import torch
 
 from gradtrace.engine.errors import TraceError
-from gradtrace.engine.session import TraceSession
+from gradtrace.engine.program import ProgramSession, StepNote
 from gradtrace.spec.steps import BackwardStep, ForwardStep, GradStep, SgdStep, StepSpec, ZeroGradStep
 from gradtrace.trace_schema import SgdStepPayload, ZeroGradPayload
 
@@ -30,7 +37,7 @@ def limit_hit(exc: BaseException | None) -> TraceError | None:
 class StepRunner:
     def __init__(
         self,
-        session: TraceSession,
+        session: ProgramSession,
         resolve: Callable[[str], torch.Tensor],
         rerun_forward: Callable[[int], None],
         assign: Callable[[str, torch.Tensor], None],
@@ -54,43 +61,35 @@ class StepRunner:
     def run(self, index: int, step: StepSpec) -> None:
         match step:
             case BackwardStep():
-                self._backward(index, step)
+                with self.session.in_step(StepNote(index, "backward", step.of)):
+                    self._backward(step)
             case GradStep():
-                self._grad(index, step)
+                with self.session.in_step(StepNote(index, "grad", ", ".join(step.outputs()))):
+                    self._grad(step)
             case ForwardStep():
-                self.session.forward(lambda: self.rerun_forward(index), step=index)
+                with self.session.in_step(StepNote(index)):
+                    self.session.forward(lambda: self.rerun_forward(index))
             case ZeroGradStep():
                 self._zero_grad(index, step.set_to_none)
             case SgdStep():
                 self._sgd_step(index, step.lr)
 
-    def _backward(self, index: int, step: BackwardStep) -> None:
+    def _backward(self, step: BackwardStep) -> None:
         root = self.resolve(step.of)
         inputs = [self.resolve(r) for r in step.inputs] if step.inputs else None
         # retain_graph=None lets PyTorch default it to create_graph, as a bare call would
         retain = True if step.retain_graph else None
-        self.session.backward_pass(
-            "backward",
-            step.of,
-            index,
-            lambda: root.backward(retain_graph=retain, create_graph=step.create_graph, inputs=inputs),
-        )
+        root.backward(retain_graph=retain, create_graph=step.create_graph, inputs=inputs)
 
-    def _grad(self, index: int, step: GradStep) -> None:
+    def _grad(self, step: GradStep) -> None:
         outputs = [self.resolve(o) for o in step.outputs()]
         inputs = [self.resolve(r) for r in step.inputs]
-        of = ", ".join(step.outputs())
-        result = self.session.backward_pass(
-            "grad",
-            of,
-            index,
-            lambda: torch.autograd.grad(
-                outputs,
-                inputs,
-                retain_graph=step.retain_graph,
-                create_graph=step.create_graph,
-                allow_unused=step.allow_unused,
-            ),
+        result = torch.autograd.grad(
+            outputs,
+            inputs,
+            retain_graph=step.retain_graph,
+            create_graph=step.create_graph,
+            allow_unused=step.allow_unused,
         )
         for name, grad in zip(step.as_, result, strict=True):
             if grad is not None:
@@ -103,14 +102,15 @@ class StepRunner:
         session = self.session
         self._step_pass(index, "zero_grad")
         names = []
-        for name, t in session.all_leaves_named():
-            if t.grad is None:
-                continue
-            names.append(name)
-            if set_to_none:
-                t.grad = None
-            else:
-                t.grad.detach_().zero_()
+        with session.forward_capture.quiet():  # (one event, the spec's: not the clearings')
+            for name, t in session.all_leaves_named():
+                if t.grad is None:
+                    continue
+                names.append(name)
+                if set_to_none:
+                    t.grad = None
+                else:
+                    t.grad.detach_().zero_()
         session.recorder.emit("zero_grad", payload=ZeroGradPayload(set_to_none=set_to_none, tensors=names))
         session.recorder.end_pass()
 
@@ -119,7 +119,7 @@ class StepRunner:
         rec = session.recorder
         self._step_pass(index, f"sgd_step lr={lr:g}")
         updates: dict[str, Any] = {}
-        with torch.no_grad():
+        with torch.no_grad(), session.forward_capture.quiet():
             for name, p in session.params.items():
                 if p.grad is None:
                     continue
