@@ -173,9 +173,10 @@ def record(
 
     An exception in the block is raised exactly as without gradtrace (the same object); the
     trace up to it is attached as ``exc.gradtrace_trace`` (and is ``rec.trace``). One
-    capture at a time: ``record()`` or ``trace()`` inside a ``record()`` (or ``record()``
-    inside ``trace()``) raises RuntimeError. Python's cyclic GC is paused while the block
-    runs (as in ``trace()``) and restored after. Options as in :func:`trace`.
+    capture at a time: ``record()``, ``trace()`` or ``trace_spec()`` inside a ``record()``
+    (or ``record()`` inside ``trace()``) raises RuntimeError as it starts, naming both.
+    Python's cyclic GC is paused while the block runs (as in ``trace()``) and restored
+    after. Options as in :func:`trace`.
     """
     return Recording(
         {

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from engine_specs import SEED001_RETAIN
 from record_programs import PROGRAMS
 from torch import nn
 
@@ -179,6 +180,9 @@ def test_one_capture_at_a_time() -> None:
     with pytest.raises(RuntimeError, match=r"gradtrace.trace\(\) cannot start inside gradtrace.record"):
         with gradtrace.record():
             gradtrace.trace(model, x)
+    with pytest.raises(RuntimeError, match=r"a spec run cannot start inside gradtrace.record"):
+        with gradtrace.record():
+            gradtrace.trace_spec(SEED001_RETAIN)
 
     class Recording(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:

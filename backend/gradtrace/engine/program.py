@@ -31,8 +31,9 @@ Steps. Code that drives a program step by step (a spec's steps) says which step 
 (``ProgramSession.in_step``, a ``StepNote``): the passes found while it runs carry its number,
 and an engine run is labelled by the kind and the root the step names (``grad #1 of a, b``).
 
-One capture at a time in a process: ``record()`` inside another ``record()`` or inside
-``trace()``, and ``trace()`` inside ``record()``, raise a RuntimeError when they start.
+One capture at a time in a thread: ``record()`` inside another ``record()`` or inside
+``trace()``, and ``trace()`` or a spec run inside ``record()``, raise a RuntimeError when they
+start (a spec run before its dry run).
 """
 
 from __future__ import annotations

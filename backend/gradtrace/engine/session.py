@@ -68,17 +68,24 @@ def gc_paused() -> Iterator[None]:
 _capturing = threading.local()  # .what: the capture running in this thread (see one_capture)
 
 
-@contextmanager
-def one_capture(what: str) -> Iterator[None]:
-    """A capture runs inside this block: ``trace()`` or ``record()`` started inside it (in
-    the same thread) raises RuntimeError, naming both. gradtrace records one program at a
-    time: a capture inside another would hook the same nodes and modules twice."""
+def refuse_inside_capture(what: str) -> None:
+    """RuntimeError, naming both, when a capture runs in this thread (see one_capture): for
+    ``what`` to say before it does anything (a spec run's dry run would otherwise run under
+    the outer capture's hooks)."""
     running = getattr(_capturing, "what", None)
     if running is not None:
         raise RuntimeError(
             f"{what} cannot start inside {running}: gradtrace records one program at a time "
             "(end the outer one first, or record the whole program once)"
         )
+
+
+@contextmanager
+def one_capture(what: str) -> Iterator[None]:
+    """A capture runs inside this block: ``trace()``, ``record()`` or a spec run started
+    inside it (in the same thread) raises RuntimeError, naming both. gradtrace records one
+    program at a time: a capture inside another would hook the same nodes and modules twice."""
+    refuse_inside_capture(what)
     _capturing.what = what
     try:
         yield

@@ -27,6 +27,8 @@ from gradtrace.problem import public_text
 from gradtrace.spec import SpecError
 from gradtrace.trace_schema import Diagnostic, ModuleHook, TraceDoc
 
+SPEC_RUN = "a spec run"  # (the capture, as an error naming it says)
+
 
 def _forward_error(exc: Exception) -> Exception:
     limit = limit_hit(exc)
@@ -203,7 +205,7 @@ def capture_spec(
     inside the one capture entry (capture.Capture): the trace (carrying ``normalized``, the
     spec as the trace shows it) and, with ``want_grads``, its final gradients."""
     capture = Capture(
-        "a spec run", "spec", spec.title, spec=normalized, want_grads=want_grads, callers_code=False
+        SPEC_RUN, "spec", spec.title, spec=normalized, want_grads=want_grads, callers_code=False
     )
     make_session = functools.partial(
         ProgramSession,

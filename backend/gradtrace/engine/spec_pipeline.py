@@ -15,8 +15,8 @@ from typing import Any
 
 from gradtrace.engine.build import build_model
 from gradtrace.engine.dryrun import dry_run
-from gradtrace.engine.session import gc_paused
-from gradtrace.engine.spec_capture import capture_spec
+from gradtrace.engine.session import gc_paused, refuse_inside_capture
+from gradtrace.engine.spec_capture import SPEC_RUN, capture_spec
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.spec.limits import SpecLimits
 from gradtrace.spec.models import ModelSpec
@@ -42,6 +42,7 @@ def run_spec(
     guards (the node cap before backward, torch's CPU error messages). ``grads_out``, when
     given, receives the final gradients as numpy arrays (the library's ``Trace.grads``).
     """
+    refuse_inside_capture(SPEC_RUN)  # (before the dry run: inside record(), it would be recorded)
     if dry_run_first:
         check_price(spec, limits)
         dry_run(spec, limits)
