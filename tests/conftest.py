@@ -98,7 +98,9 @@ def _tiers(item: pytest.Item) -> set[str]:
 # Scenarios that need the machine to themselves: load, floods, faults under load and slow clients
 # measure latencies and heal times against promises (RELIABILITY.md), so they run after the
 # others, one at a time (``alone``). Every test of tests/reliability that starts servers of its
-# own (server_factory) is one; another opts in with ``pytestmark = pytest.mark.alone``.
+# own (server_factory) is one, unless marked ``untimed`` (it asserts no time or memory figure:
+# statuses, codes, bodies, logs), which runs with the others; another test opts in with
+# ``pytest.mark.alone``.
 _ALONE_FOLDERS = frozenset({"reliability"})
 
 
@@ -126,7 +128,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(tier)
         folder = Path(str(item.path)).relative_to(TESTS).parts[0]
         own_servers = folder in _ALONE_FOLDERS and "server_factory" in getattr(item, "fixturenames", ())
-        if own_servers and "alone" not in marked:
+        if own_servers and not marked & {"alone", "untimed"}:
             item.add_marker("alone")
         elif (tiers | marked) & {"process", "browser", "services"}:
             item.stash[_GROUPS] = _xdist_group(item, tiers | marked)

@@ -78,6 +78,7 @@ def test_translate_bombs_are_refused_from_their_count(server_factory) -> None:  
     assert figures["api_rss_growth_mb"] < 10, figures
 
 
+@pytest.mark.untimed  # statuses, places and the log: no figure that load would move
 def test_huge_literals_are_refused_at_their_place_without_a_traceback(server_factory) -> None:  # noqa: ANN001
     server = server_factory(env=SERVER_ENV)
     answers = []

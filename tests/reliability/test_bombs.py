@@ -49,6 +49,7 @@ def _post_bombs(url: str, rounds: int) -> list[tuple[str, int, str, float]]:
     return out
 
 
+@pytest.mark.untimed  # statuses, codes and bodies: no figure that load would move
 def test_bombs_are_refused_before_a_worker_starts(server_factory) -> None:  # noqa: ANN001
     server = server_factory(env=BOMB_ENV)
     wait_for_workers(server, 2)
@@ -121,6 +122,7 @@ def _raw(url: str, request: bytes) -> bytes:
     return data
 
 
+@pytest.mark.untimed  # statuses, codes and bodies: no figure that load would move
 def test_no_answer_of_the_corpus_shows_internals(server_factory) -> None:  # noqa: ANN001
     server = server_factory(env={**SERVER_ENV, "GRADTRACE_RATE_PER_MINUTE": "0"})
     wait_for_workers(server, 2)
