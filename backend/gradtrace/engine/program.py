@@ -60,7 +60,7 @@ from gradtrace.engine.forward_capture import flat_tensors, leave_mode
 from gradtrace.engine.nested_runs import ENGINE_CALLS, call_arguments
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
-from gradtrace.trace_schema import OptimizerStepPayload, ZeroGradPayload
+from gradtrace.trace_schema import OptimizerStepPayload, SgdStepPayload, ZeroGradPayload
 
 _ZEROING = (torch.Tensor.zero_, torch._foreach_zero_)  # (how zero_grad(set_to_none=False) zeroes)
 _GRAD_SET = torch.Tensor.grad.__set__  # type: ignore[union-attr]  # (a torch function: the discovery mode sees `t.grad = v`)
@@ -103,7 +103,8 @@ def input_names(args: tuple, kwargs: dict[str, Any]) -> dict[str, torch.Tensor]:
 class StepNote:
     """The step the code driving a program runs now (see ``ProgramSession.in_step``):
     ``index``, the number its passes carry; for a step that is one engine run, ``kind`` and
-    ``of``, its pass's label (``grad`` … ``of a, b``), the root looked up by that name."""
+    ``of``, its pass's label (``grad`` … ``of a, b``), the root looked up by that name; for an
+    optimizer step that is a spec's ``sgd_step``, ``kind`` "sgd_step"."""
 
     index: int
     kind: str | None = None
@@ -302,8 +303,10 @@ class ProgramSession(TraceSession):
     # ---- passes -------------------------------------------------------------------------
     @contextmanager
     def in_step(self, note: StepNote) -> Iterator[None]:
-        """The passes found inside this block are the step ``note`` says (see StepNote)."""
+        """The passes found inside this block are the step ``note`` says (see StepNote); its
+        clearings of ``.grad`` are a run of their own (one zero_grad event per step)."""
         self.step = note
+        self._zeroing = None
         try:
             yield
         finally:
@@ -350,10 +353,30 @@ class ProgramSession(TraceSession):
         if rec.in_pass and (rec.phase != "forward" or rec.module_running()):
             return
         self.close_forward()
+        if self._sgd_step():
+            rec.begin_pass("step", f"sgd_step lr={optimizer.param_groups[0]['lr']:g}", self._step_index())
+            return
         name = self.variable_of(optimizer)
         label = f"{name or type(optimizer).__name__}.step"
         count = self._steps[label] = self._steps.get(label, 0) + 1
         rec.begin_pass("step", f"{label} #{count}", None)
+
+    def sgd_step_event(self, lr: float, after: dict[str, Any]) -> None:
+        """A spec's ``sgd_step`` event: its learning rate, the parameters it changed (after
+        the step). In the optimizer step's pass; in one of its own when no optimizer ran (a
+        spec with no parameter: nothing to update, the step's event all the same)."""
+        rec = self.recorder
+        opened = not rec.in_pass
+        if opened:
+            rec.begin_pass("step", f"sgd_step lr={lr:g}", self._step_index())
+        rec.emit("sgd_step", payload=SgdStepPayload(lr=lr, after=after))
+        rec.end_pass()
+        self._settle()
+
+    def _sgd_step(self) -> bool:
+        """The optimizer step running is a spec's ``sgd_step`` (see StepNote): its event is
+        the trace format's ``sgd_step`` (the learning rate, the parameters after)."""
+        return self.step is not None and self.step.kind == "sgd_step"
 
     def _step_ends(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
         """Its ``optimizer_step`` event: the parameters it changed, after the step."""
@@ -368,6 +391,9 @@ class ProgramSession(TraceSession):
                     name = self._leaf_met(param) or f"param_groups.{k}"
                     after[name] = rec.summarize(param)
         lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
+        if self._sgd_step():
+            self.sgd_step_event(optimizer.param_groups[0]["lr"], after)
+            return
         payload = OptimizerStepPayload(
             optimizer=type(optimizer).__name__,
             name=self.variable_of(optimizer),
@@ -405,7 +431,7 @@ class ProgramSession(TraceSession):
 
     def _cleared(self, leaf: str | None, set_to_none: bool) -> None:
         """The ``.grad`` of the leaf with this node was cleared: its name joins the zero_grad
-        event of this run of clearings (a new one, in a pass of its own outside any pass)."""
+        event of this run of clearings (a new one: see zero_grad_event)."""
         if leaf is None:
             return
         rec = self.recorder
@@ -414,7 +440,14 @@ class ProgramSession(TraceSession):
         if zero is not None and zero[1] == len(rec.events) - 1 and zero[0].set_to_none == set_to_none:
             zero[0].tensors.append(name)
             return
-        payload = ZeroGradPayload(set_to_none=set_to_none, tensors=[name])
+        self.zero_grad_event(set_to_none, [name])
+
+    def zero_grad_event(self, set_to_none: bool, tensors: list[str]) -> None:
+        """A new ``zero_grad`` event naming ``tensors`` (in a pass of its own outside any
+        pass), which the clearings right after it join. (Called as is by a step that is a
+        zero_grad and cleared nothing: its event all the same, naming no tensor.)"""
+        rec = self.recorder
+        payload = ZeroGradPayload(set_to_none=set_to_none, tensors=tensors)
         if rec.in_pass:
             rec.emit("zero_grad", payload=payload)
         else:

@@ -3,9 +3,11 @@
 Each step is one pass of the timeline, run as the program it stands for inside the capture's
 ProgramSession (the recorder ``record()`` and ``trace()`` use), in a ``StepNote`` giving its
 number and, for an engine run, its label: ``backward`` and ``grad`` are plain
-``Tensor.backward`` / ``torch.autograd.grad`` calls whose passes the session finds as a
-program's; a ``forward`` step is a forward the code declares, as ``trace()``'s is.
-``zero_grad`` and ``sgd_step`` are the spec's own operations, each a step pass declared here.
+``Tensor.backward`` / ``torch.autograd.grad`` calls, ``zero_grad`` sets each leaf's ``.grad``
+to None (or zeroes it) as ``Optimizer.zero_grad`` does, and the session finds their passes as
+it finds a program's; a ``forward`` step is a forward the code declares, as ``trace()``'s is.
+``sgd_step`` is a ``torch.optim.SGD`` step (no momentum) the session finds as a program's
+optimizer step, recorded as the trace format's ``sgd_step`` event.
 
 A step PyTorch refuses (a second backward through a freed graph, an in-place error) becomes an
 ``error`` event with PyTorch's exact message; the later steps are skipped and a diagnostic says
@@ -15,14 +17,12 @@ so. The trace up to there is kept.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
 from gradtrace.engine.errors import TraceError
 from gradtrace.engine.program import ProgramSession, StepNote
 from gradtrace.spec.steps import BackwardStep, ForwardStep, GradStep, SgdStep, StepSpec, ZeroGradStep
-from gradtrace.trace_schema import SgdStepPayload, ZeroGradPayload
 
 
 def limit_hit(exc: BaseException | None) -> TraceError | None:
@@ -95,35 +95,31 @@ class StepRunner:
             if grad is not None:
                 self.assign(name, grad)
 
-    def _step_pass(self, index: int, label: str) -> None:
-        self.session.recorder.begin_pass("step", label, index)
-
     def _zero_grad(self, index: int, set_to_none: bool) -> None:
+        """Every leaf's ``.grad`` cleared, as a program clears it: the session finds the
+        clearings (one zero_grad event, in the step's pass)."""
         session = self.session
-        self._step_pass(index, "zero_grad")
-        names = []
-        with session.forward_capture.quiet():  # (one event, the spec's: not the clearings')
-            for name, t in session.all_leaves_named():
-                if t.grad is None:
+        cleared = False
+        with session.in_step(StepNote(index)):
+            for _name, t in session.all_leaves_named():
+                grad = t.grad
+                if grad is None:
                     continue
-                names.append(name)
+                cleared = True
                 if set_to_none:
                     t.grad = None
                 else:
-                    t.grad.detach_().zero_()
-        session.recorder.emit("zero_grad", payload=ZeroGradPayload(set_to_none=set_to_none, tensors=names))
-        session.recorder.end_pass()
+                    grad.detach_().zero_()
+            if not cleared:  # (the step's event all the same, naming no tensor)
+                session.zero_grad_event(set_to_none, [])
 
     def _sgd_step(self, index: int, lr: float) -> None:
+        """``torch.optim.SGD`` without momentum, one step of every parameter (those with no
+        gradient are left as they are): the session finds the optimizer's step."""
         session = self.session
-        rec = session.recorder
-        self._step_pass(index, f"sgd_step lr={lr:g}")
-        updates: dict[str, Any] = {}
-        with torch.no_grad(), session.forward_capture.quiet():
-            for name, p in session.params.items():
-                if p.grad is None:
-                    continue
-                p.add_(p.grad, alpha=-lr)  # what torch.optim.SGD does without momentum
-                updates[name] = rec.summarize(p)
-        rec.emit("sgd_step", payload=SgdStepPayload(lr=lr, after=updates))
-        rec.end_pass()
+        params = list(session.params.values())
+        with session.in_step(StepNote(index, "sgd_step")):
+            if params:
+                torch.optim.SGD(params, lr=lr, foreach=False).step()
+            else:  # (torch.optim has no optimizer of no parameters)
+                session.sgd_step_event(lr, {})
