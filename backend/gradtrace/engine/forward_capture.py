@@ -205,7 +205,7 @@ class _DiscoveryMode(TorchFunctionMode):
 
 
 class ForwardCapture:
-    """Module hooks + discovery mode for one model; use :meth:`recording` around forwards."""
+    """Module hooks + discovery mode for one model: :meth:`new_mode`, on for a capture's block."""
 
     def __init__(
         self,
@@ -475,12 +475,7 @@ class ForwardCapture:
                 total, ok = _dynamo_frames()
                 self.dynamo_frames = (total - frames_before[0], ok - frames_before[1])
 
-    @contextmanager
-    def recording(self):
-        """The discovery mode is on inside this block (module hooks must already be on)."""
-        with self.new_mode():
-            yield
-
     def new_mode(self) -> TorchFunctionMode:
-        """A discovery mode to enter (e.g. while a Python Function's backward runs)."""
+        """A discovery mode to enter (a capture's whole block; a Python Function's backward
+        while it runs). Module hooks must already be on."""
         return _DiscoveryMode(self)
