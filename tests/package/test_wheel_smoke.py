@@ -10,6 +10,7 @@ that holds only the venv's scripts, so neither the checkout's ``frontend/`` nor 
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import os
@@ -280,11 +281,16 @@ def server(wheel: Path, venv: Venv) -> Iterator[str]:
             time.sleep(0.5)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        # SIGTERM to the API alone: it stops its worker (SIGTERM to the group would kill the
+        # worker at once and have the pool start a replacement while shutting down)
+        proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):  # whatever of its group is left
             os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
             proc.wait(timeout=5)
         log.close()
 
