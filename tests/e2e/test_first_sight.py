@@ -74,8 +74,8 @@ def test_every_example_opens_on_its_built_graph_readable(
     table = []
     for ex in examples:
         geo = _first_sight(page, live_server, ex["id"], example_traces[ex["id"]])
-        page.wait_for_timeout(300)  # the nodes' fade-in (graph.css), for the picture only
-        page.screenshot(path=str(screenshots / f"first-sight-{ex['id']}.png"))
+        # the nodes' fade-in (graph.css) finished for the picture, not waited for
+        page.screenshot(path=str(screenshots / f"first-sight-{ex['id']}.png"), animations="disabled")
         on_screen = [n for n, b in geo["nodes"].items() if _inside(b, geo["panel"])]
         whole = len(on_screen) == len(geo["nodes"])
         panel = geo["panel"]

@@ -84,8 +84,8 @@ def test_example_states_play_and_screenshots(
     fwd_step = max(fwd["first_seq"], fwd["last_seq"] - 1)
     page.get_by_label("Timeline").fill(str(fwd_step))
     wait_step(page, fwd_step)
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(screenshots / f"{example_id}-forward.png"))
+    # the nodes' 0.25 s fade (graph.css) finished for the picture, not waited for
+    page.screenshot(path=str(screenshots / f"{example_id}-forward.png"), animations="disabled")
     bwd = [p for p in trace["passes"] if p["phase"] == "backward"]
     if bwd:
         b = bwd[-1]
@@ -96,8 +96,7 @@ def test_example_states_play_and_screenshots(
         chips = drawn_edge_chips(page)
         for edge_id, text in expected_scalar_edge_chips(trace, bstep).items():
             assert chips.get(edge_id) == text, f"edge {edge_id} at step {bstep}"
-        page.wait_for_timeout(300)
-        page.screenshot(path=str(screenshots / f"{example_id}-backward.png"))
+        page.screenshot(path=str(screenshots / f"{example_id}-backward.png"), animations="disabled")
     # Home restarts; play runs through to the last event, then the button offers Play again.
     page.keyboard.press("Home")
     wait_step(page, 0)
