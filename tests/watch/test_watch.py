@@ -172,6 +172,37 @@ def test_param_grad_norms_are_p_grad_norm_at_every_logged_step(case: str, tmp_pa
                 assert torch.tensor(got, dtype=want.dtype) == want, (name, got, want.item())
 
 
+def test_weight_norms_and_update_ratios_are_torchs(tmp_path: Path) -> None:
+    """‖w‖ before the optimizer's step and ‖Δw‖/‖w‖ across it, as torch computes them from a
+    copy of the weights (float32 recorded: a relative tolerance of 1e-6); a parameter the
+    optimizer does not step has its norm and no ratio."""
+    torch.manual_seed(0)
+    model = DeepMLP(depth=3, residual_relu=True)
+    stepped = [p for n, p in model.named_parameters() if n != "head.bias"]
+    opt = torch.optim.SGD(stepped, lr=0.05, momentum=0.9)
+    before: dict[int, dict[str, torch.Tensor]] = {}
+    after: dict[int, dict[str, torch.Tensor]] = {}
+    with gradtrace.watch(model, tmp_path / "run", every=2, full_traces=False):
+        for step in range(5):
+            opt.zero_grad()
+            mlp_step(model, step).backward()
+            before[step] = {n: p.detach().clone() for n, p in model.named_parameters()}
+            opt.step()
+            after[step] = {n: p.detach().clone() for n, p in model.named_parameters()}
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.steps == [0, 2, 4]
+    for name in run.parameters:
+        for k, step in enumerate(run.steps):
+            w = before[step][name].norm().item()
+            assert run.param_norm(name)[k] == pytest.approx(w, rel=1e-6), (name, step)
+            ratio = run.update_ratio(name)[k]
+            if name == "head.bias":
+                assert ratio is None
+            else:
+                dw = (after[step][name] - before[step][name]).norm().item()
+                assert ratio == pytest.approx(dw / w, rel=1e-5), (name, step)
+
+
 def test_node_keys_stable_and_in_engine_order(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = DeepMLP(depth=3, residual_relu=True)

@@ -88,7 +88,8 @@ class _Step:
         self.started = False
         self.numbered = False  # (this step's forward was numbered with module hooks)
         self.backward_done = False
-        self.params: dict[int, tuple[str, int, int]] = {}  # id(p) -> name, grad and weight norm slots
+        # id(p) -> [name, its gradient's norm slot, its weight's (None: not yet, see _weigh), p]
+        self.params: dict[int, list[Any]] = {}
         self.olds: list[tuple[list[Any], torch.Tensor]] = []  # (parameters, a copy of them as rows)
         self.ratios: dict[int, int] = {}
         self.stepped = False
@@ -571,9 +572,8 @@ class Watch(Own):
         with_grad = [(name, p) for name, p in self._params if p.grad is not None]
         with torch.no_grad():
             grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad], self._on_cpu))  # type: ignore[misc]
-            weights = step.values.norms([p for _n, p in with_grad])
-        for (name, p), g, w in zip(with_grad, grads, weights, strict=True):
-            step.params[id(p)] = (name, g, w)
+        for (name, p), g in zip(with_grad, grads, strict=True):
+            step.params[id(p)] = [name, g, None, p]
         step.backward_done = True
         if self._stepping is not None:  # (the backward of an optimizer's closure)
             self._copy_before_step(step, self._stepping)
@@ -590,9 +590,15 @@ class Watch(Own):
             self._copy_before_step(step, optimizer)
 
     def _copy_before_step(self, step: _Step, optimizer: Any) -> None:
-        todo = [p for p in _optimizer_params(optimizer) if id(p) in step.params and id(p) not in step.ratios]
+        params = step.params
+        todo = [p for p in _optimizer_params(optimizer) if id(p) in params and params[id(p)][2] is None]
         with torch.no_grad():  # a copy of the parameters, as the rows of one tensor per shape
-            step.olds.extend(copied_rows(todo))
+            for ps, old in copied_rows(todo):
+                # (the weights' norms before the step, from the copy: not another pass over them)
+                norms = torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype))
+                for p, slot in zip(ps, step.values.vector(norms), strict=True):
+                    params[id(p)][2] = slot
+                step.olds.append((ps, old))
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._stepping = None
@@ -618,7 +624,17 @@ class Watch(Own):
             return
         self._drop(step)
         if step.backward_done:  # (else a forward without its backward: nothing to log)
+            self._weigh(step)
             self._write(step)
+
+    def _weigh(self, step: _Step) -> None:
+        """The weights' norms of the parameters no optimizer stepped (the others' were taken
+        from their copy before the step): unchanged since the backward."""
+        rest = [entry for entry in step.params.values() if entry[2] is None]
+        if rest:
+            with torch.no_grad():
+                for entry, slot in zip(rest, step.values.norms([e[3] for e in rest]), strict=True):
+                    entry[2] = slot
 
     def _drop(self, step: _Step) -> None:
         for h in step.handles:
@@ -651,7 +667,7 @@ class Watch(Own):
             if r is not None:
                 w = v[params[i][2]]
                 ratios[i] = v[r] / w if w else math.inf if v[r] else 0.0
-        param_grad = v[[g for _n, g, _w in params]]
+        param_grad = v[[g for _n, g, _w, _p in params]]
         param_nan = np.isnan(param_grad).astype(np.int64)
         param_inf = np.isinf(param_grad).astype(np.int64)
         record = StepRecord(
@@ -664,9 +680,9 @@ class Watch(Own):
             zero_frac=zero,
             nan=nan,
             inf=inf,
-            params=[name for name, _g, _w in params],
+            params=[name for name, _g, _w, _p in params],
             param_grad=param_grad,
-            param_norm=v[[w for _n, _g, w in params]],
+            param_norm=v[[w for _n, _g, w, _p in params]],
             update_ratio=ratios,
             param_nan=param_nan,
             param_inf=param_inf,
