@@ -283,8 +283,8 @@ def watch(model: Any, path: Any, every: int = 1, **options: Any) -> Any:
     ``nonfinite``, ``dead_relu``, ``stalled``: see ``gradtrace.runs.flags``) are written with
     the step they fire at. Options: ``rules`` (a ``gradtrace.runs.FlagRules``), ``rank``
     (default: the torch.distributed rank, 0 without it), ``full_traces`` (default True: the
-    first logged step, and the step after a flag first fires, are also saved as full
-    gradtrace traces, ``run.trace_bytes(step)``: the real step, its forward, the loop's loss
+    first logged step, and the step after the first flag of each kind, are also saved as
+    full gradtrace traces, ``run.trace_bytes(step)``: the real step, its forward, the loop's loss
     and its backward, recorded as they run, see ``gradtrace.engine.step_capture``).
     """
     from gradtrace.engine.watch import Watch

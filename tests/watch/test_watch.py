@@ -256,6 +256,32 @@ def test_a_nan_at_step_17_flags_nonfinite_at_step_17_and_arms_a_full_trace(tmp_p
     assert run.trace_steps == {0: "first logged step", 18: "flag: nonfinite"}
 
 
+def test_each_flag_kind_arms_one_full_trace_the_first_time_it_fires(tmp_path: Path) -> None:
+    """The head stops moving at step 0 (stalled at step 4: a trace of step 5); the layers at
+    step 6 (stalled again at step 10, at other parameters: no second trace for the kind)."""
+    torch.manual_seed(0)
+    model = DeepMLP(depth=3, residual_relu=True)
+    head = list(model.head.parameters())
+    layers = list(model.layers.parameters())
+    opt = torch.optim.SGD([{"params": head, "lr": 0.0}, {"params": layers, "lr": 0.05}])
+    with gradtrace.watch(model, tmp_path / "run", every=1):
+        for step in range(13):
+            if step == 6:
+                opt.param_groups[1]["lr"] = 0.0
+            opt.zero_grad()
+            mlp_step(model, step).backward()
+            opt.step()
+    run = gradtrace.load_run(tmp_path / "run")
+    stalled = {f.node: f.step for f in run.flags if f.kind == "stalled"}
+    assert stalled == {
+        "head.weight": 4,
+        "head.bias": 4,
+        **{n: 10 for n, _p in model.layers.named_parameters(prefix="layers")},
+    }
+    assert [f.kind for f in run.flags] == ["stalled"] * 8
+    assert run.trace_steps == {0: "first logged step", 5: "flag: stalled"}
+
+
 def test_a_run_killed_at_step_20_keeps_its_steps_and_reads_while_written(tmp_path: Path) -> None:
     program = textwrap.dedent(
         f"""

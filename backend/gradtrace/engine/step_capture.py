@@ -1,5 +1,5 @@
 """A full trace of one real training step, for ``gradtrace.watch`` (its first logged step, and
-the step after a flag first fires).
+the step after the first flag of each kind).
 
 The step is recorded as it runs, by the recorder ``record()`` uses (a ``ProgramSession`` in
 the one capture entry, capture.Capture), with no frame: the watched model given, its

@@ -21,8 +21,8 @@ logged step, and only then, the watch
 * then reads all those 0-dim device tensors to the host at once (one stack and one
   ``tolist`` per device: no host read inside the step) and writes the step to the run.
 
-The first logged step, and the step after a flag first fires, are also recorded in full
-as they run, from the model's call to the end of its backward (step_capture.py: the trace
+The first logged step, and the step after a flag of a kind first fires (the first
+``stalled`` flag arms one, not each parameter's), are also recorded in full as they run, from the model's call to the end of its backward (step_capture.py: the trace
 the player replays); the watch's own hooks are not in it (own_hooks.py).
 
 Unlogged steps cost two Python calls (the model's forward pre-hook and hook) and the
@@ -129,6 +129,7 @@ class Watch(Own):
         self._backward: Any = None  # torch.autograd.backward while it is wrapped
         # the reason the next step is traced in full (step_capture.py), its capture while on
         self._trace_next: str | None = "first logged step" if full_traces else None
+        self._armed: set[str] = set()  # the flag kinds that have armed a full trace
         self._tracing: tuple[StepTrace, str] | None = None
         self._modes_left = False  # (a step capture's discovery mode is still to be dropped)
         self.last_nodes: int | None = None
@@ -712,8 +713,11 @@ class Watch(Own):
                 )
             ),
         )
-        if flags and self._trace_next is None and self._full_traces:
-            self._trace_next = f"flag: {flags[0].kind}"
+        armed = [kind for kind in dict.fromkeys(f.kind for f in flags) if kind not in self._armed]
+        if armed and self._full_traces:  # (a kind's later flags, at other nodes, arm nothing)
+            self._armed.update(armed)
+            why = "flag: " + ", ".join(armed)
+            self._trace_next = why if self._trace_next is None else f"{self._trace_next}; {why}"
         assert self._writer is not None
         self._writer.write_step(record, flags)
 
