@@ -3,6 +3,7 @@ run on disk (killed mid-training, read while written)."""
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import signal
@@ -121,6 +122,8 @@ def test_a_step_the_recorder_refuses_leaves_the_run_going(
             train(model, mlp_step, 2)
     run = gradtrace.load_run(tmp_path / "nested")
     assert run.steps == [0, 1] and not run.trace_steps
+    assert [(f.kind, f.step) for f in run.flags] == [("no_full_trace", 0)]
+    assert "nested tensor" in run.flags[0].message
     # a graph past the node limit: refused at the step's end, never in the middle of it
     monkeypatch.setattr(step_capture, "LIBRARY_MAX_NODES", 5)
     torch.manual_seed(0)
@@ -133,7 +136,53 @@ def test_a_step_the_recorder_refuses_leaves_the_run_going(
     assert all(torch.equal(a, b) for a, b in zip(plain.parameters(), model.parameters(), strict=True))
     run = gradtrace.load_run(tmp_path / "big")
     assert run.steps == [0, 1] and not run.trace_steps
+    assert [(f.kind, f.step) for f in run.flags] == [("no_full_trace", 0)]
     assert torch.overrides._get_current_function_mode_stack() == []  # nothing of the capture left
+
+
+class MakesUnreadable(torch.nn.Module):
+    """A forward that makes a tensor whose numbers gradtrace cannot read: a nested (jagged)
+    tensor, or a ``__torch_dispatch__`` wrapper subclass (no storage of its own)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.fc = torch.nn.Linear(16, 16)
+        self.head = torch.nn.Linear(16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        if self.kind == "nested":
+            rows = torch.nested.as_nested_tensor([h[:3], h[3:]], layout=torch.jagged)
+            h = h + (rows * 2).values()
+        else:
+            from torch.testing._internal.two_tensor import TwoTensor
+
+            h = h + (TwoTensor(h, h * 2) * 3).a
+        return self.head(torch.tanh(h))
+
+
+@pytest.mark.parametrize("kind", ["nested", "subclass"])
+def test_a_tensor_made_in_the_forward_that_the_recorder_cannot_read_never_breaks_training(
+    kind: str, tmp_path: Path
+) -> None:
+    """The full trace's recording fails inside the step: the step runs on as without gradtrace
+    (weights bit-equal), the trace is dropped, and the run says why (a flag, and a warning)."""
+    torch.manual_seed(0)
+    plain = train(MakesUnreadable(kind), mlp_step, 4)
+    torch.manual_seed(0)
+    model = MakesUnreadable(kind)
+    with pytest.warns(RuntimeWarning, match="no full trace of this step.*UnreadableTensor"):
+        with gradtrace.watch(model, tmp_path / "run", every=1):
+            train(model, mlp_step, 4)
+    assert all(torch.equal(a, b) for a, b in zip(plain.parameters(), model.parameters(), strict=True))
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.steps == [0, 1, 2, 3] and not run.trace_steps  # (a failed trace is not tried again)
+    assert [(f.kind, f.step) for f in run.flags] == [("no_full_trace", 0)]
+    what = "a nested tensor" if kind == "nested" else "a TwoTensor"
+    assert f"cannot read the numbers of {what}" in run.flags[0].message
+    assert torch.overrides._get_current_function_mode_stack() == []  # nothing of the capture left
+    assert gc.isenabled()
 
 
 def test_a_traced_forward_without_backward_passes_the_trace_to_the_next_step(tmp_path: Path) -> None:

@@ -61,6 +61,20 @@ def _leaf_bound(grad: torch.Tensor | None) -> torch.Tensor | None:
     return None if grad is None else grad.detach()
 
 
+def _tripping(rec: Recorder, hook: Callable[..., None]) -> Callable[..., None]:
+    """``hook`` in a fail-safe capture (see Recorder.trip): what it raises trips the capture,
+    and the engine goes on as without it (a recording hook returns nothing: the gradients
+    are unchanged)."""
+
+    def tripping(*args: Any) -> None:
+        try:
+            hook(*args)
+        except Exception as exc:
+            rec.trip(exc)
+
+    return tripping
+
+
 class _NodeHooks:
     """The recording pre and post hooks of one node, registered as bound methods. They run
     once per node per pass (~1,000 calls in a 500-node backward) and are made for every node
@@ -340,7 +354,9 @@ class BackwardCapture:
         handle = RemovableHandle(hooks)
         others = list(hooks.items())
         hooks.clear()
-        hooks[handle.id] = self._grad_write
+        hooks[handle.id] = (
+            _tripping(self.recorder, self._grad_write) if self.recorder.fail_safe else self._grad_write
+        )
         hooks.update(others)
         self.grad_write_hooks.callback(handle.remove)
 
@@ -361,7 +377,10 @@ class BackwardCapture:
                 make_mode = self.python_node_mode if isinstance(node, BackwardCFunction) else None
                 retained = retained_at.get(node_id, ())
                 hooks = _OpHooks(self, node_id, record.module, node_id in watch, make_mode, retained)
-            yield node, hooks.pre, hooks.post
+            if self.recorder.fail_safe:
+                yield node, _tripping(self.recorder, hooks.pre), _tripping(self.recorder, hooks.post)
+            else:
+                yield node, hooks.pre, hooks.post
 
     def _slots(
         self, node_id: str, count: int

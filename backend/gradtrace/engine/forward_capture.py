@@ -197,10 +197,17 @@ class _DiscoveryMode(TorchFunctionMode):
             return func(*args, **kwargs)
         intercept = capture.intercepts.get(func)
         if intercept is not None:
+            if capture.recorder.fail_safe:
+                return capture.intercepted(intercept, func, args, kwargs)
             return intercept(func, args, kwargs)
         first = sequence_base()  # (the number the nodes this call makes start from)
         out = func(*args, **kwargs)
-        capture.after_op(args, kwargs, out, first)
+        try:
+            capture.after_op(args, kwargs, out, first)
+        except Exception as exc:
+            if not capture.recorder.fail_safe:
+                raise
+            capture.recorder.trip(exc)
         return out
 
 
@@ -246,6 +253,7 @@ class ForwardCapture:
         self.unknown_module: Callable[[nn.Module], str | None] | None = None
         self.outside_pass: Callable[[], None] | None = None
         self._inputs: list[tuple[list, list]] = []  # per running module: inputs, summaries
+        self._real_calls: list[list[tuple[bool, Any]]] = []  # (see intercepted)
         # every call of a module of kept_calls_of that returned one tensor: its path, the name
         # of its `weight` parameter (None: none), its first input ``a`` (detached: the tensor
         # itself), its output's node and output_nr (where the backward's δ for it arrives)
@@ -253,8 +261,47 @@ class ForwardCapture:
 
     @property
     def paused(self) -> bool:
-        """Inside :meth:`quiet`: the mode lets torch calls through unrecorded."""
-        return self._quiet.depth > 0
+        """Inside :meth:`quiet`, or a fail-safe capture whose recording failed: the mode lets
+        torch calls through unrecorded."""
+        return self._quiet.depth > 0 or self.recorder.failure is not None
+
+    # ---- a fail-safe capture's intercepted calls -------------------------------------------
+    def intercepted(self, intercept: Callable, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """``intercept(func, args, kwargs)`` in a fail-safe capture (see Recorder.trip): the
+        call it stands for (``real``) made once, whatever gradtrace's part around it raises.
+        The call's own exception is raised as it is; gradtrace's trips the capture, and the
+        call is made plainly if the intercept raised before making it."""
+        made: list[tuple[bool, Any]] = []
+        self._real_calls.append(made)
+        try:
+            return intercept(func, args, kwargs)
+        except Exception as exc:
+            if made and not made[0][0]:  # the call itself raised: as it would without gradtrace
+                if made[0][1] is exc:
+                    raise
+                self.recorder.trip(exc)
+                raise made[0][1] from None
+            self.recorder.trip(exc)
+            if not made:
+                return func(*args, **kwargs)
+            return made[0][1]
+        finally:
+            self._real_calls.pop()
+
+    def real(self, func: Callable, *args: Any, **kwargs: Any) -> Any:
+        """The call an intercept stands for (the torch function the mode saw, or the one it
+        makes in its place), made by the intercept: its outcome noted for ``intercepted``."""
+        calls = self._real_calls
+        if not calls:
+            return func(*args, **kwargs)
+        made = calls[-1]
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as exc:
+            made.append((False, exc))
+            raise
+        made.append((True, result))
+        return result
 
     def quiet(self) -> _Quiet:
         """Our own torch calls (summaries, walks) bypass the mode: paused, and torch function
@@ -335,6 +382,17 @@ class ForwardCapture:
             self._post_hook(module, args, output)
 
     def _pre_hook(self, module: nn.Module, args: tuple) -> None:
+        rec = self.recorder
+        if rec.failure is not None:
+            return
+        try:
+            self._module_began(module, args)
+        except Exception as exc:
+            if not rec.fail_safe:
+                raise
+            rec.trip(exc)
+
+    def _module_began(self, module: nn.Module, args: tuple) -> None:
         path = self.module_paths.get(id(module))
         if path is None and self.unknown_module is not None:
             path = self.unknown_module(module)  # (a program's: a model met now)
@@ -365,7 +423,7 @@ class ForwardCapture:
         """A capture started inside ``module``'s call (its forward-pre hooks running:
         ``gradtrace.watch``'s step capture): recorded as the module's hooks would have
         recorded its start (its forward hook records its end)."""
-        self._pre_hook(module, args)
+        self._module_began(module, args)
 
     def _compiled_returned(self, module: nn.Module) -> None:
         """A compiled module's call is over: the discovery mode it ran without is back."""
@@ -375,6 +433,17 @@ class ForwardCapture:
                 torch._C._push_on_torch_function_stack(mode)
 
     def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
+        rec = self.recorder
+        if rec.failure is not None:
+            return
+        try:
+            self._module_ended(module, args, output)
+        except Exception as exc:
+            if not rec.fail_safe:
+                raise
+            rec.trip(exc)
+
+    def _module_ended(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.module_paths.get(id(module))
         if path is None or compiling():
             return

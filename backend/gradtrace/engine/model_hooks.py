@@ -456,7 +456,7 @@ class ModelHooks:
         # __torch_function__ subclass sees: only the registration itself is, as in a plain run)
         with torch._C.DisableTorchFunction():
             wrapper = self._tensor_wrapper(kind, hook, tensor, None)
-        handle = func(tensor, wrapper)
+        handle = self.capture.real(func, tensor, wrapper)
         with torch._C.DisableTorchFunction():
             hooks = getattr(tensor, _TENSOR_DICTS[kind])
         self._seen.setdefault(id(hooks), set()).add(handle.id)
@@ -617,40 +617,73 @@ class ModelHooks:
 
         def fire(*args: Any, **kwargs: Any) -> tuple[Any, _HookPayload | None]:
             """(what the hook returned, its event's payload)."""
-            # kept by a graph that outlived the trace, or traced by Dynamo: just the hook
-            if not self._active or compiling():
+            # kept by a graph that outlived the trace, traced by Dynamo, or a fail-safe
+            # capture's recording failed (see Recorder.trip): just the hook
+            if not self._active or compiling() or rec.failure is not None:
                 return hook(*args, **kwargs), None
-            with capture.quiet():
-                if not rec.in_pass and capture.outside_pass is not None:
-                    capture.outside_pass()  # (a program's hook, first thing in a forward)
-                payload, given = seen(args)
-                target, module, node = where()
-                if backward and node is None:
-                    node = rec.running_node()
-                payload.hook_name, payload.returned, payload.changed = _hook_name(hook), None, False
-                rec.emit(
-                    _EVENT_KIND[kind], target=target, node=node, module=module, hook=index, payload=payload
-                )
-                versions = _versions(given)
-                copies = [_bits(t).clone() for t in given] if bits_checked else None
+            try:
+                with capture.quiet():
+                    if not rec.in_pass and capture.outside_pass is not None:
+                        capture.outside_pass()  # (a program's hook, first thing in a forward)
+                    payload, given = seen(args)
+                    target, module, node = where()
+                    if backward and node is None:
+                        node = rec.running_node()
+                    payload.hook_name, payload.returned, payload.changed = _hook_name(hook), None, False
+                    rec.emit(
+                        _EVENT_KIND[kind],
+                        target=target,
+                        node=node,
+                        module=module,
+                        hook=index,
+                        payload=payload,
+                    )
+                    versions = _versions(given)
+                    copies = [_bits(t).clone() for t in given] if bits_checked else None
+            except Exception as exc:
+                if not rec.fail_safe:
+                    raise
+                rec.trip(exc)
+                return hook(*args, **kwargs), None
             result = hook(*args, **kwargs)
-            with capture.quiet():
-                changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
-                if not changed and copies:
-                    differs = _differs(given, copies)
-                    if _compared_now(given):
-                        written = _read(differs)
-                        changed = any(written)
-                    else:  # (known after the pass: until then any of them may have been written)
-                        written = [True] * len(given)
-                        self._compared_later.append((payload, differs))
-                    for t, was in zip(given, written, strict=True):
-                        if was:  # (later summaries, the final .grad's too, read it again)
-                            rec.forget(t)
-                payload.returned = (
-                    None if result is None else [rec.summarize(t) for t in _aliases(flat_tensors(result))]
-                )
-                payload.changed = changed
-            return result, payload
+            try:
+                return result, self._after_hook(kind, args, result, given, versions, copies, payload)
+            except Exception as exc:
+                if not rec.fail_safe:
+                    raise
+                rec.trip(exc)
+                return result, None
 
         return fire
+
+    def _after_hook(
+        self,
+        kind: str,
+        args: tuple,
+        result: Any,
+        given: list[torch.Tensor],
+        versions: list[int],
+        copies: list[torch.Tensor] | None,
+        payload: _HookPayload,
+    ) -> _HookPayload:
+        """A wrapped hook returned ``result``: what it returned, and whether it changed
+        anything, in its event's ``payload``."""
+        rec = self.recorder
+        with self.capture.quiet():
+            changed = _replaces(result, _replaceable(kind, args)) or _versions(given) != versions
+            if not changed and copies:
+                differs = _differs(given, copies)
+                if _compared_now(given):
+                    written = _read(differs)
+                    changed = any(written)
+                else:  # (known after the pass: until then any of them may have been written)
+                    written = [True] * len(given)
+                    self._compared_later.append((payload, differs))
+                for t, was in zip(given, written, strict=True):
+                    if was:  # (later summaries, the final .grad's too, read it again)
+                        rec.forget(t)
+            payload.returned = (
+                None if result is None else [rec.summarize(t) for t in _aliases(flat_tensors(result))]
+            )
+            payload.changed = changed
+        return payload

@@ -122,7 +122,7 @@ class NestedRuns:
                 capture.discover_roots(roots)
                 self.backward_capture.watch.update(capture.kept_output_nodes())
             with self.backward_capture.node_hooks(self.retained):
-                result = func(*args, **kwargs)
+                result = capture.real(func, *args, **kwargs)
             return result
         except Exception as exc:
             self.on_error(exc, step)  # once: the enclosing pass sees it recorded

@@ -176,7 +176,22 @@ class ProgramSession(TraceSession):
             (register_optimizer_step_pre_hook, self._step_starts),
             (register_optimizer_step_post_hook, self._step_ends),
         ):
-            self._stack.callback(register(hook).remove)
+            self._stack.callback(register(self._tripping(hook) if self.recorder.fail_safe else hook).remove)
+
+    def _tripping(
+        self, hook: Callable[[Optimizer, tuple, dict], None]
+    ) -> Callable[[Optimizer, tuple, dict], None]:
+        """An optimizer step hook of a fail-safe capture (see Recorder.trip)."""
+        rec = self.recorder
+
+        def tripping(optimizer: Optimizer, args: tuple, kwargs: dict) -> None:
+            if rec.failure is None:
+                try:
+                    hook(optimizer, args, kwargs)
+                except Exception as exc:
+                    rec.trip(exc)
+
+        return tripping
 
     def close(self) -> None:
         super().close()
@@ -411,7 +426,7 @@ class ProgramSession(TraceSession):
         them, as one ``zero_grad()`` call makes)."""
         tensor = args[0]
         before = tensor.grad
-        result = func(*args, **kwargs)
+        result = self.forward_capture.real(func, *args, **kwargs)
         if before is not None and args[1] is None:
             self._cleared(self.recorder.leaf_id(tensor), set_to_none=True)
         return result
@@ -419,7 +434,7 @@ class ProgramSession(TraceSession):
     def _grad_zeroed(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """``grad.zero_()`` / ``torch._foreach_zero_(grads)`` (``zero_grad(set_to_none=False)``):
         a ``zero_grad`` event for the leaves whose ``.grad`` it filled with zeros."""
-        result = func(*args, **kwargs)
+        result = self.forward_capture.real(func, *args, **kwargs)
         zeroed = flat_tensors(args[0])
         if zeroed:  # (few calls: a look at the known leaves' .grad each time)
             ids = {id(t) for t in zeroed}
@@ -487,7 +502,11 @@ class ProgramSession(TraceSession):
             ]
         try:
             result = self.backward_pass(
-                kind, of, self._step_index(), lambda: func(*args, **kwargs), root=root
+                kind,
+                of,
+                self._step_index(),
+                lambda: self.forward_capture.real(func, *args, **kwargs),
+                root=root,
             )
         finally:
             self._roots = []

@@ -151,6 +151,19 @@ class Recorder:
         self.in_pass = False
         self.on_saved = on_saved
         self._open: list[tuple[int, Phase, bool]] = []  # the passes a nested pass interrupted
+        # A fail-safe capture (``gradtrace.watch``'s step: the training must run as without
+        # it) keeps what its own recording raised as ``failure`` instead of raising it into
+        # the program; from then on it records nothing (see ``trip``)
+        self.fail_safe = False
+        self.failure: Exception | None = None
+
+    def trip(self, exc: Exception) -> None:
+        """gradtrace's own recording raised ``exc`` in a fail-safe capture: kept (the first
+        one), and the capture stops recording (the discovery mode lets every call through,
+        the hooks return at once). Called from an ``except`` block, only when ``fail_safe``
+        (elsewhere the exception is raised as it is)."""
+        if self.failure is None:
+            self.failure = exc
 
     # ---- passes and events -------------------------------------------------------------
     def begin_pass(self, phase: Phase, label: str, step: int | None) -> None:

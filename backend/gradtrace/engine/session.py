@@ -94,6 +94,10 @@ def one_capture(what: str) -> Iterator[None]:
 
 
 class TraceSession:
+    # what gradtrace's own recording raises is kept, not raised into the code it records
+    # (Recorder.trip): gradtrace.watch's step capture, where the training must run as without it
+    fail_safe = False
+
     def __init__(
         self,
         root: nn.Module | None,
@@ -120,6 +124,7 @@ class TraceSession:
         self.recorder = Recorder(
             self.summarize, graph_walk.sequence_base(), max_nodes, on_saved=saved_observer(self.analyses)
         )
+        self.recorder.fail_safe = self.fail_safe
         self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
         self.param_modules: dict[str, str | None] = {}  # (see _scan_modules)

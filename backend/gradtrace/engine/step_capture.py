@@ -12,10 +12,15 @@ forward pass; the tensor the backward starts from named ``loss``) and its real b
 trace's ``grads`` are the parameters' ``.grad`` as that backward left them (before the
 optimizer's step, which is not in the trace).
 
-The training is never refused by it: a model the recorder cannot read is found before the
-step (a warning, no trace), and a graph past the library's node limit is refused at the
-step's end, not in the middle of it. A forward that no backward follows (an evaluation with
-grad on) ends the capture without a trace (``abandon``).
+The training is never refused nor changed by it: a model the recorder cannot read is found
+before the step, and a graph past the library's node limit is refused at the step's end,
+not in the middle of it. Whatever else the recording fails on during the step (a tensor made
+inside the forward whose numbers it cannot read, a bug of gradtrace's) is kept, not raised
+into the training (the session is fail-safe, see Recorder.trip): the recording stops there,
+the step runs on as without gradtrace, and the trace is dropped. Each dropped trace comes
+with its reason (``failure``: a warning, and the watch writes it into the run). A forward
+that no backward follows (an evaluation with grad on) ends the capture without a trace
+(``abandon``).
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ class StepSession(ProgramSession):
         self._ended: Callable[[], None] | None = ended
         super().__init__(None, model, input_names(args, kwargs), **options)
         self.declared = False  # (the loop's own code: its backward ends the forward)
+
+    fail_safe = True  # (the training's own step: see the module's docstring)
 
     def begin_block(self) -> None:
         super().begin_block()
@@ -93,9 +100,9 @@ def _unreadable(model: nn.Module, args: tuple, kwargs: dict[str, Any]) -> str | 
 
 
 class StepTrace:
-    """The capture of one step: ``start()`` in the model's forward pre-hook; ``done(doc)``
-    gets the trace (TraceDoc JSON) when its backward ends, or None (with a warning) when the
-    recorder refused it."""
+    """The capture of one step: ``start()`` in the model's forward pre-hook; ``done(doc,
+    failure)`` gets the trace (TraceDoc JSON) when its backward ends, or None and the reason
+    (also warned, and kept in ``failure``) when the recorder refused or failed it."""
 
     def __init__(
         self,
@@ -103,7 +110,7 @@ class StepTrace:
         args: tuple,
         kwargs: dict[str, Any],
         title: str,
-        done: Callable[[bytes | None], None],
+        done: Callable[[bytes | None, str | None], None],
     ) -> None:
         self.model = model
         self.args = args
@@ -111,6 +118,7 @@ class StepTrace:
         self.done = done
         self.capture = Capture("gradtrace.watch", "module", title, want_grads=False)
         self.session: StepSession | None = None
+        self.failure: str | None = None  # why there is no trace (None: none yet, or a trace)
 
     def start(self) -> bool:
         """The capture is on (False, with a warning, when the recorder refuses the model)."""
@@ -122,7 +130,7 @@ class StepTrace:
                 functools.partial(StepSession, self.model, self.args, self.kwargs, self._backward_ended)
             )
         except Exception as exc:  # noqa: BLE001 - the run goes on without its trace
-            _no_trace(exc)
+            self._no_trace(exc)
             return False
         finally:
             self.args, self.kwargs = (), {}
@@ -138,21 +146,36 @@ class StepTrace:
         assert self.session is not None
         return self.session.forward_capture.quiet()
 
+    @property
+    def failed(self) -> bool:
+        """The recording failed during the step (see the module's docstring): it records
+        nothing more, and its trace will be dropped."""
+        return self.session is not None and self.session.recorder.failure is not None
+
     def forward_ended(self, output: Any) -> None:
         """The model's forward returned ``output``: named ``output`` in the trace (a mapping,
         a Hugging Face ModelOutput: its tensors by their keys, but ``loss``: the name of the
         tensor the backward starts from, whichever it is)."""
-        assert self.session is not None
-        if isinstance(output, torch.Tensor):
-            self.session.name("output", output)
-        elif isinstance(output, dict):
-            for key, value in output.items():
-                if isinstance(value, torch.Tensor) and isinstance(key, str) and key != "loss":
-                    self.session.name(key, value)
+        session = self.session
+        assert session is not None
+        if session.recorder.failure is not None:
+            return
+        try:
+            if isinstance(output, torch.Tensor):
+                session.name("output", output)
+            elif isinstance(output, dict):
+                for key, value in output.items():
+                    if isinstance(value, torch.Tensor) and isinstance(key, str) and key != "loss":
+                        session.name(key, value)
+        except Exception as exc:  # noqa: BLE001 - the training goes on (see Recorder.trip)
+            session.recorder.trip(exc)
 
     def _backward_ended(self) -> None:
         session, self.session = self.session, None
         if session is None:
+            return
+        if session.recorder.failure is not None:
+            self._drop(session, session.recorder.failure)
             return
         doc = None
         try:
@@ -166,15 +189,33 @@ class StepTrace:
             assert result is not None
             doc = encode_doc(result[0])
         except Exception as exc:  # noqa: BLE001 - the run goes on without its trace
-            _no_trace(exc)
-        self.done(doc)
+            self._no_trace(exc)
+        self.done(doc, self.failure if doc is None else None)
 
     def abandon(self) -> None:
         """The step ended without its backward (a forward no backward followed, or the loop
-        raised): the capture comes off, no trace (the model's warnings issued again)."""
+        raised), or its recording failed (``failed``: then ``done(None)`` is called): the
+        capture comes off, no trace (the model's warnings issued again)."""
         session, self.session = self.session, None
-        if session is not None:
+        if session is None:
+            return
+        if session.recorder.failure is not None:
+            self._drop(session, session.recorder.failure)
+            return
+        try:
             self._without_trace(session)
+        except Exception as exc:  # noqa: BLE001 - never raised into the training
+            self._no_trace(exc)
+
+    def _drop(self, session: StepSession, failure: Exception) -> None:
+        """The recording failed during the step: the capture comes off, no trace, the
+        reason told (``done(None)``)."""
+        try:
+            self._without_trace(session)
+        except Exception:  # noqa: BLE001, S110 - the recording's own failure is the reason told
+            pass
+        self._no_trace(failure)
+        self.done(None, self.failure)
 
     def _without_trace(self, session: StepSession) -> None:
         """The capture comes off with no trace; the model's warnings are issued again."""
@@ -183,10 +224,9 @@ class StepTrace:
         finally:
             session.reissue_warnings()
 
-
-def _no_trace(exc: BaseException) -> None:
-    warnings.warn(
-        f"gradtrace.watch: no full trace of this step ({type(exc).__name__}: {exc})",
-        RuntimeWarning,
-        stacklevel=3,
-    )
+    def _no_trace(self, exc: BaseException) -> None:
+        """No trace of this step, because of ``exc``: a warning, and the reason in ``failure``."""
+        self.failure = f"{type(exc).__name__}: {exc}"
+        warnings.warn(
+            f"gradtrace.watch: no full trace of this step ({self.failure})", RuntimeWarning, stacklevel=4
+        )

@@ -50,7 +50,7 @@ from gradtrace.engine.graph_walk import op_name, raw_sequence_nr, sequence_base,
 from gradtrace.engine.own_hooks import Own, OwnHook
 from gradtrace.engine.step_capture import StepTrace
 from gradtrace.engine.watch_values import StepValues, copied_rows, exact_norms, norm_dtype
-from gradtrace.runs.flags import FlagRules, FlagState
+from gradtrace.runs.flags import NO_FULL_TRACE, Flag, FlagRules, FlagState
 from gradtrace.runs.store import NodeInfo, RunWriter, StepRecord
 
 # Nodes whose backward zeroes the gradient where the forward clipped: their zero fraction
@@ -273,21 +273,35 @@ class Watch(Own):
         tracing = StepTrace(module, args, kwargs, title, functools.partial(self._traced, self.step, reason))
         if tracing.start():
             self._tracing = (tracing, reason)
+        else:
+            self._no_full_trace(self.step, reason, tracing.failure)
 
-    def _traced(self, index: int, reason: str, doc: bytes | None) -> None:
-        """The traced step's backward has ended (inside it: its discovery mode is dropped at
-        the watch's next hook)."""
+    def _traced(self, index: int, reason: str, doc: bytes | None, failure: str | None) -> None:
+        """The traced step's capture is over (its backward ended, or its recording failed:
+        no ``doc``, the ``failure``; inside the step: its discovery mode is dropped at the
+        watch's next hook)."""
         self._tracing = None
         self._modes_left = True
-        if doc is not None and self._writer is not None:
+        if doc is None:
+            self._no_full_trace(index, reason, failure)
+        elif self._writer is not None:
             self._writer.write_trace(index, reason, doc)
+
+    def _no_full_trace(self, index: int, reason: str, failure: str | None) -> None:
+        """The step's full trace is not saved: a ``no_full_trace`` flag says why, in the run."""
+        if self._writer is not None:
+            message = (
+                f"the full trace of step {index} ({reason}) was not saved: {failure}; "
+                "the step itself ran as without gradtrace"
+            )
+            self._writer.write_flags([Flag(NO_FULL_TRACE, index, None, message)])
 
     def _end_trace(self, exc: BaseException | None) -> None:
         """A step capture still on comes off without a trace (its forward had no backward, or
         the loop raised: ``exc``); the next logged step is traced instead."""
         if self._tracing is not None:
             (tracing, reason), self._tracing = self._tracing, None
-            if exc is None:
+            if exc is None and not tracing.failed:
                 self._trace_next = reason
             tracing.abandon()
         if self._modes_left:

@@ -189,9 +189,11 @@ def _norm(g: torch.Tensor) -> torch.Tensor:
 
 
 def _plain(g: torch.Tensor) -> torch.Tensor:
-    """A dense real tensor with ``g``'s norm (a sparse gradient's values, a complex one's
-    magnitudes)."""
-    if g.layout != torch.strided:
+    """A dense real tensor with ``g``'s norm (a sparse gradient's values, a nested one's
+    numbers, a complex one's magnitudes)."""
+    if g.is_nested:
+        g = g.values() if g.layout == torch.jagged else torch.cat([t.reshape(-1) for t in g.unbind()])
+    elif g.layout != torch.strided:
         g = g.coalesce().values() if g.layout == torch.sparse_coo else g.to_dense()
     if g.is_complex():
         return g.abs()

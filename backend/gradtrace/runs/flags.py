@@ -19,6 +19,11 @@ dead_relu      a ReLU-like node (ReLU, threshold, hardtanh/ReLU6) passes back at
 stalled        a parameter's update ratio ‖Δw‖/‖w‖ stays below ``stalled_ratio`` (1e-7) at
                each of ``window`` logged steps in a row where the optimizer stepped it
 =============  ============================================================================
+
+One more kind is the watch's own, about the run rather than the gradients:
+``no_full_trace`` (no node), a full trace the watch was to save of a step was not saved,
+and why (the recorder could not read a tensor of the step, the graph was past the node
+limit, …); the step itself ran as without gradtrace.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+
+NO_FULL_TRACE = "no_full_trace"  # (the watch's own kind: see the module's docstring)
 
 
 @dataclass(frozen=True)

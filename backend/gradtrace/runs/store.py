@@ -218,10 +218,18 @@ class RunWriter:
             if new_edges:
                 self._db.executemany("INSERT OR IGNORE INTO edges VALUES (?, ?)", sorted(new_edges))
                 self._edges |= new_edges
-            self._db.executemany(
-                "INSERT INTO flags (kind, step, node, message) VALUES (?, ?, ?, ?)",
-                [(f.kind, f.step, f.node, f.message) for f in flags],
-            )
+            self._insert_flags(flags)
+
+    def write_flags(self, flags: Sequence[Flag]) -> None:
+        """Flags of their own (the watch's ``no_full_trace``), beside the steps'."""
+        with self._transaction():
+            self._insert_flags(flags)
+
+    def _insert_flags(self, flags: Sequence[Flag]) -> None:
+        self._db.executemany(
+            "INSERT INTO flags (kind, step, node, message) VALUES (?, ?, ?, ?)",
+            [(f.kind, f.step, f.node, f.message) for f in flags],
+        )
 
     def write_trace(self, step: int, reason: str, trace: bytes) -> None:
         with self._transaction():
