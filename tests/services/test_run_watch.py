@@ -24,9 +24,16 @@ from gradtrace.service import jail_watch
 pytestmark = pytest.mark.slow
 
 
+# the service's budget for a run's document, set lower than its default (500 steps): a
+# setting like the others (GRADTRACE_RUN_WATCH_STEPS), reaching the jail with each run
+MAX_STEPS = 100
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with runner_server(tmp_path_factory.mktemp("run_watch")) as proc:
+    with runner_server(
+        tmp_path_factory.mktemp("run_watch"), {"GRADTRACE_RUN_WATCH_STEPS": str(MAX_STEPS)}
+    ) as proc:
         yield proc
 
 
@@ -107,7 +114,7 @@ model = torch.nn.Linear(2, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.ones(4, 2)
 with watch(model, "runs/long", full_traces=False):
-    for step in range({jail_watch.MAX_STEPS + 40}):
+    for step in range({MAX_STEPS + 40}):
         opt.zero_grad()
         model(x).sum().backward()
         opt.step()
@@ -126,11 +133,11 @@ def test_a_run_past_the_step_budget_says_what_it_cut(server: ServerProcess) -> N
     r = post(server, MANY_STEPS)
     assert r.status_code == 200, r.text[:500]
     run = r.json()["watch"]
-    assert run["sampled"] and len(run["steps"]) <= jail_watch.MAX_STEPS + 1
-    assert run["steps"][0] == 0 and run["steps"][-1] == jail_watch.MAX_STEPS + 39
+    assert run["sampled"] and len(run["steps"]) <= MAX_STEPS + 1
+    assert run["steps"][0] == 0 and run["steps"][-1] == MAX_STEPS + 39
     assert run["cut"] == [
-        f"{len(run['steps'])} of the {jail_watch.MAX_STEPS + 40} logged steps are shown (sampled evenly: the "
-        f"view holds at most {jail_watch.MAX_STEPS} steps; the first, the last and every flagged step are kept)"
+        f"{len(run['steps'])} of the {MAX_STEPS + 40} logged steps are shown (sampled evenly: the "
+        f"view holds at most {MAX_STEPS} steps; the first, the last and every flagged step are kept)"
     ]
 
 

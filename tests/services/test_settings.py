@@ -29,11 +29,15 @@ def test_environment_overrides() -> None:
             "GRADTRACE_TRACE_TIMEOUT": "2.5",
             "GRADTRACE_CORS_ORIGINS": "https://a.example, https://b.example",
             "GRADTRACE_TRUST_PROXY": "1",
+            "GRADTRACE_RUN_WATCH_STEPS": "50",
+            "GRADTRACE_RUN_WATCH_NUMBERS": "1000",
+            "GRADTRACE_RUN_WATCH_TRACE_BYTES": "65536",
         }
     )
     assert s.database_url == "postgresql://u@h/db" and s.redis_url == "redis://r:6379/0"
     assert s.sqlite_path == Path("/tmp/x.db") and s.workers == 3 and s.trace_timeout_s == 2.5
     assert s.cors_origins == ("https://a.example", "https://b.example") and s.trust_proxy
+    assert (s.run_watch_steps, s.run_watch_numbers, s.run_watch_trace_bytes) == (50, 1000, 65536)
 
 
 def test_malformed_value_names_the_variable() -> None:

@@ -363,6 +363,11 @@ def _run_request(settings: Settings, source: str) -> dict[str, Any]:
             "open_files": settings.run_open_files,
             "file_mb": settings.run_file_mb,
         },
+        "watch": {
+            "steps": settings.run_watch_steps,
+            "numbers": settings.run_watch_numbers,
+            "trace_bytes": settings.run_watch_trace_bytes,
+        },
     }
 
 

@@ -64,9 +64,10 @@ def _trace_of(recorder: Any) -> Any:
     return json.loads(trace.to_json_bytes())
 
 
-def run_program(source: str) -> dict[str, Any]:
+def run_program(source: str, watch_limits: dict[str, int]) -> dict[str, Any]:
     """Run ``source`` to its end (or its exception); the result document. A program that
-    calls ``gradtrace.watch`` runs without ``record()``; its run comes back (``jail_watch``)."""
+    calls ``gradtrace.watch`` runs without ``record()``; its run comes back (``jail_watch``,
+    within ``watch_limits``: its ``steps``, ``numbers`` and ``trace_bytes``)."""
     from gradtrace.problem import Problem
     from gradtrace.runs.store import collect_runs
     from gradtrace.service import jail_watch
@@ -111,7 +112,7 @@ def run_program(source: str) -> dict[str, Any]:
     elif recorder is not None:
         trace = _trace_of(recorder)
     else:
-        found = jail_watch.watch_result(watch_lines[0], runs, raised=exception is not None)
+        found = jail_watch.watch_result(watch_lines[0], runs, raised=exception is not None, **watch_limits)
         trace, watch, problem = found["trace"], found["watch"], found["problem"]
     return {
         "trace": trace,

@@ -5,7 +5,7 @@ only Python, torch and gradtrace, no environment), it never runs a program itsel
 one JSON line at a time on stdin/stdout with the API process::
 
     <- {"ready": true, "pid": ...}
-    -> {"source": "...", "limits": {...}, "deadline_s": 20, "output_bytes": 65536, "result_bytes": ...}
+    -> {"source": "...", "limits": {...}, "watch": {...}, "deadline_s": 20, "output_bytes": 65536, "result_bytes": ...}
     <- {"exit": "ok" | "timeout" | "cpu" | "file_size" | "crashed" | "confine_failed", ...}
 
 For each run it forks a supervisor, which makes the run's own namespaces (``jail_confine``) and
@@ -86,7 +86,7 @@ def _run(request: dict[str, Any], out_w: int, err_w: int, res_w: int) -> int:
     except (jail_confine.ConfineError, OSError) as exc:
         os.write(2, f"jail: {exc}\n".encode())
         return _EXIT_CONFINE_FAILED
-    result = jail_program.run_program(request["source"])
+    result = jail_program.run_program(request["source"], request["watch"])
     try:
         sys.stdout.flush()
         sys.stderr.flush()

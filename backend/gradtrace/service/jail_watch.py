@@ -4,8 +4,9 @@ Such a program is run as written without ``gradtrace.record()`` around it (recor
 of a training loop op by op is what the watch exists to avoid, and the watch's own full traces
 cannot start inside a recording). Its run is written where the program says, under the jail's
 private ``/tmp``, and comes back as the run view's JSON document (``runs/view_data.py``)
-within the service's budget: at most ``MAX_STEPS`` logged steps and ``MAX_NUMBERS`` norms
-(sampled evenly past them, the document's ``cut`` saying so) and ``TRACE_BYTES`` of the full
+within the service's budget (settings ``run_watch_steps``, ``run_watch_numbers`` and
+``run_watch_trace_bytes``, ``GRADTRACE_RUN_WATCH_*``): at most that many logged steps and
+norms (sampled evenly past them, the document's ``cut`` saying so) and bytes of the full
 traces the watch saved. The answer's ``trace`` is the first of those traces, so the player
 draws the first logged step's backward as it draws any program's.
 
@@ -23,10 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-
-MAX_STEPS = 500
-MAX_NUMBERS = 500_000
-TRACE_BYTES = 4 * 1024 * 1024
 
 
 def watch_calls(source: str) -> list[int]:
@@ -57,11 +54,14 @@ def watch_calls(source: str) -> list[int]:
     return sorted(lines)
 
 
-def watch_result(line: int, runs: list[Path], raised: bool) -> dict[str, Any]:
+def watch_result(
+    line: int, runs: list[Path], raised: bool, *, steps: int, numbers: int, trace_bytes: int
+) -> dict[str, Any]:
     """``{"watch": view doc or None, "trace": the first full trace or None, "problem": …}``
     for the runs the program started (``line``: its first call of the watch, where a problem
     points; ``raised``: it ended with an exception, which is then the answer's news: no problem
-    is added for an empty run)."""
+    is added for an empty run), the document within ``steps``, ``numbers`` and
+    ``trace_bytes`` (see the module's docstring)."""
     from gradtrace.runs.store import Run
     from gradtrace.runs.view_data import run_view
 
@@ -84,7 +84,7 @@ def watch_result(line: int, runs: list[Path], raised: bool) -> dict[str, Any]:
                     "under torch.no_grad(), or another model trained?)",
                     line,
                 )
-            view = run_view(run, MAX_STEPS, MAX_NUMBERS, TRACE_BYTES)
+            view = run_view(run, steps, numbers, trace_bytes)
     except Exception as exc:  # the run's files are the program's: it may have changed them since
         return _problem(
             f"line {line}: the run gradtrace.watch wrote in {runs[0]} could not be read back "

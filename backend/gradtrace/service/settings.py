@@ -105,6 +105,12 @@ class Settings:
     run_output_bytes: int = 64 * 1024
     run_result_bytes: int = 32 * 1024 * 1024
     run_max_source_bytes: int = 64 * 1024
+    # A run's gradtrace.watch document (a program that watches its training, see jail_watch):
+    # logged steps and norms at most (sampled evenly past them, the document says what it cut),
+    # and bytes of the full traces the watch saved.
+    run_watch_steps: int = 500
+    run_watch_numbers: int = 500_000
+    run_watch_trace_bytes: int = 4 * 1024 * 1024
     # Helper processes of the API for translating, checking and pricing specs (api/cpu.py); 0:
     # one thread of the API process instead (the in-process tests of the HTTP contract).
     api_cpu_processes: int = 2
@@ -161,6 +167,9 @@ class Settings:
             run_timeout_s=_float(env, "GRADTRACE_RUN_TIMEOUT", base.run_timeout_s),
             run_cpu_s=_int(env, "GRADTRACE_RUN_CPU_SECONDS", base.run_cpu_s),
             run_memory_mb=_int(env, "GRADTRACE_RUN_MEMORY_MB", base.run_memory_mb),
+            run_watch_steps=_int(env, "GRADTRACE_RUN_WATCH_STEPS", base.run_watch_steps),
+            run_watch_numbers=_int(env, "GRADTRACE_RUN_WATCH_NUMBERS", base.run_watch_numbers),
+            run_watch_trace_bytes=_int(env, "GRADTRACE_RUN_WATCH_TRACE_BYTES", base.run_watch_trace_bytes),
             api_cpu_processes=_int(env, "GRADTRACE_API_CPU_PROCESSES", base.api_cpu_processes),
             max_body_bytes=_int(env, "GRADTRACE_MAX_BODY_BYTES", base.max_body_bytes),
             rate_per_minute=_int(env, "GRADTRACE_RATE_PER_MINUTE", base.rate_per_minute),
