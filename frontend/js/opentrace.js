@@ -1,6 +1,7 @@
-// Open a trace.json the user has on disk (one written by `gradtrace trace` or by
-// gradtrace.trace(model, …) in Python): the Open button, or a file dropped anywhere on the page.
-// A training run's file (the run view's Download) goes to the run view (handoff.js).
+// Open a file the user has on disk, in the player and in the run view alike: a trace.json (one
+// written by `gradtrace trace` or by gradtrace.trace(model, …) in Python) or a training run's file
+// (the run view's Download): the Open button, or a file dropped anywhere on the page. By default a
+// run goes to the run view (handoff.js); the run view shows it in place.
 // The file is read here, in the browser, never uploaded, and off the main thread (traceread.js:
 // a 300 MB file takes seconds to parse). checkTrace (tracedoc.js) says in one sentence why a
 // document cannot be shown (not JSON, a spec rather than a trace, another schema_version, a node
@@ -23,24 +24,28 @@ export async function readTraceFile(file, { onProgress } = {}) {
 
 const carriesFiles = (e) => [...(e.dataTransfer?.types || [])].includes("Files");
 
+/** A run's file, opened in the player: handed to the run view. */
+const runToRunView = (text, name) => handOff("run", name, text, "/watch.html?handoff=run");
+
 /**
  * Wire the Open button (`button` opens the hidden file `input`) and dropping a file on `target`.
- * `open(trace, name)` shows a good file; `refuse(name, message)` reports a bad one; `progress(name,
- * text)` hears how far reading it is.
+ * `open(trace, name, file)` shows a good trace file; `openRun(text, name)` a run's (what it throws
+ * is refused too); `refuse(name, message)` reports a bad one; `progress(name, text)` hears how
+ * far reading it is.
  */
-export function bindOpenTrace({ button, input, target, open, refuse, progress = () => {} }) {
+export function bindOpenTrace({ button, input, target, open, openRun = runToRunView, refuse, progress = () => {} }) {
   async function take(file) {
     if (!file) return;
     let trace;
     try {
       const read = await readTraceFile(file, { onProgress: (text) => progress(file.name, text) });
-      if (read.run !== undefined) return handOff("run", file.name, read.run, "/watch.html?handoff=run");
+      if (read.run !== undefined) return await openRun(read.run, file.name);
       trace = read.trace;
     } catch (err) {
       refuse(file.name, err.message);
       return;
     }
-    await open(trace, file.name);
+    await open(trace, file.name, file);
   }
   button.addEventListener("click", () => input.click());
   input.addEventListener("change", () => {

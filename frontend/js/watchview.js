@@ -11,6 +11,7 @@ import { drawHeatmaps, repeatedBlocks } from "./watchheatmap.js";
 import { api } from "./api.js";
 import { decodeNumber } from "./format.js";
 import { saveBlob } from "./download.js";
+import { bindOpenTrace } from "./opentrace.js";
 import { fullTraceText, parseRun, sourceOfPage } from "./watchsource.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -333,26 +334,34 @@ function download() {
   saveBlob(new Blob([JSON.stringify(state.run)], { type: "application/json" }), `${state.name}.run.json`);
 }
 
+/** Open (and a file dropped on the page): the player's way of opening a file (opentrace.js: read
+ * off the page, its size checked first). A run's file is shown here; a trace goes to the player. */
 function bindOpen() {
-  const input = document.getElementById("open-run-file");
-  document.getElementById("open-run").addEventListener("click", () => input.click());
-  input.addEventListener("change", async () => {
-    const [file] = input.files;
-    input.value = "";
-    if (!file) return;
-    try {
-      const run = parseRun(await file.text());
-      state.source = { kind: "file", name: file.name, poll: false };
-      state.name = file.name.replace(/(\.run)?\.json$/, "");
-      state.run = null; // another run: laid out afresh
-      state.selected = null;
-      showAbout(`A run opened from the file ${file.name}, read in this browser.`);
-      show(run);
-      setStatus("");
-    } catch (err) {
-      setStatus(`${file.name} cannot be opened: ${err.message}`, true);
-    }
+  bindOpenTrace({
+    button: document.getElementById("open-run"),
+    input: document.getElementById("open-run-file"),
+    target: document.body,
+    openRun: (text, name) => showOpened(parseRun(text), name),
+    open: async (_trace, name, file) => {
+      try {
+        handOff("trace", name, await file.text(), "/?handoff=trace");
+      } catch (err) {
+        setStatus(`${name} cannot be opened: ${err.message}`, true);
+      }
+    },
+    refuse: (name, why) => setStatus(`${name} cannot be opened: ${why}`, true),
+    progress: (name, text) => setStatus(`opening ${name}: ${text}…`),
   });
+}
+
+function showOpened(run, name) {
+  state.source = { kind: "file", name, poll: false };
+  state.name = name.replace(/(\.run)?\.json$/, "");
+  state.run = null; // another run: laid out afresh
+  state.selected = null;
+  showAbout(`A run opened from the file ${name}, read in this browser.`);
+  show(run);
+  setStatus("");
 }
 
 async function start() {

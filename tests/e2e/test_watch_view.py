@@ -160,6 +160,17 @@ def test_a_gallery_run_opens_scrubs_and_folds_its_layers(
     page.wait_for_selector("body.is-ready", timeout=60_000)
     assert page.locator("#flags button").first.inner_text() == flags[0]
     assert slider.get_attribute("max") == "49"
+    # the run view's Open reads a file the player's way (off the page, its size checked first) and
+    # shows a run in place; a file that is no run or trace is refused, the run shown left as it is
+    page.locator("#open-run-file").set_input_files(str(run_file))
+    page.get_by_text(f"A run opened from the file {run_file.name}, read in this browser.").wait_for()
+    assert page.url.endswith("/watch.html?handoff=run")
+    assert page.locator("#flags button").first.inner_text() == flags[0]
+    bad = run_file.with_name("not-json.json")
+    bad.write_text("{not json")
+    page.locator("#open-run-file").set_input_files(str(bad))
+    page.get_by_text("not-json.json cannot be opened: it is not JSON").wait_for()
+    assert slider.get_attribute("max") == "49"
 
 
 def test_a_pasted_program_that_watches_opens_its_run(page: Any, run_server: str, screenshots: Path) -> None:

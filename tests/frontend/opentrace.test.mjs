@@ -40,3 +40,46 @@ test("a file too big to hold is refused before it is read", async () => {
   const huge = { size: MAX_FILE_BYTES + 1, name: "big.json", text: () => assert.fail("read") };
   await assert.rejects(readTraceFile(huge), /more than this viewer opens/);
 });
+
+test("the one way to open a file: a run's to openRun, a trace's to open, a bad one refused, by the picker or a drop", async () => {
+  const { bindOpenTrace } = await import("../../frontend/js/opentrace.js");
+  const { RUN_FORMAT } = await import("../../frontend/js/tracedoc.js");
+  const button = new EventTarget();
+  const input = new EventTarget();
+  const target = new EventTarget();
+  target.classList = { toggle() {} };
+  const seen = [];
+  bindOpenTrace({
+    button, input, target,
+    open: (trace, name, file) => seen.push(["trace", name, trace.graph.nodes.length, file.name]),
+    openRun: (text, name) => seen.push(["run", name, JSON.parse(text).format]),
+    refuse: (name, why) => seen.push(["refused", name, why]),
+  });
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
+  const choose = async (file) => {
+    input.files = [file];
+    input.dispatchEvent(new Event("change"));
+    await settled();
+  };
+  const drop = async (file) => {
+    const e = new Event("drop", { cancelable: true });
+    e.dataTransfer = { files: [file] };
+    target.dispatchEvent(e);
+    await settled();
+  };
+  const [goldenName, goldenText] = goldenFiles()[0];
+  await choose(new File([JSON.stringify({ format: RUN_FORMAT, steps: [] })], "mlp.run.json"));
+  await drop(new File([goldenText], goldenName));
+  await drop(new File(["{not json"], "bad.json"));
+  const huge = new File(["{}"], "huge.json");
+  Object.defineProperty(huge, "size", { value: MAX_FILE_BYTES + 1 });
+  await choose(huge);
+  assert.deepEqual(seen.slice(0, 2), [
+    ["run", "mlp.run.json", RUN_FORMAT],
+    ["trace", goldenName, JSON.parse(goldenText).graph.nodes.length, goldenName],
+  ]);
+  assert.equal(seen[2][0], "refused");
+  assert.match(seen[2][2], /^it is not JSON/);
+  assert.deepEqual(seen[3].slice(0, 2), ["refused", "huge.json"]);
+  assert.match(seen[3][2], /more than this viewer opens/);
+});
