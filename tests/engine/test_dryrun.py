@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 import torch
 
+import gradtrace
 from gradtrace.engine.build import build, resolve_tensor
 from gradtrace.engine.dryrun import dry_run
 from gradtrace.engine.interpreter import run_program
@@ -115,6 +116,38 @@ def test_grad_with_create_graph_and_forward_steps_are_run():
     report = dry_run(spec, SpecLimits())
     assert report.step_errors == []
     assert report.nodes > 2  # the second graph (of g) was counted too
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        # no steps, a non-scalar last tensor: the real run's backward is of its sum
+        _doc(["y = x * 2"], {"x": {"shape": [3], "init": "randn", "requires_grad": True}}),
+        # create_graph without retain_graph: PyTorch keeps the graph (retain_graph defaults to
+        # create_graph), so the second backward runs
+        _doc(
+            ["y = x * x"],
+            {"x": {"value": 1.0, "requires_grad": True}},
+            steps=[
+                {"do": "backward", "of": "y", "create_graph": True},
+                {"do": "backward", "of": "y"},
+                {"do": "sgd_step", "lr": 0.1},
+                {"do": "zero_grad", "set_to_none": False},
+            ],
+        ),
+    ],
+    ids=["default-sum", "create-graph-retains"],
+)
+def test_the_dry_run_runs_the_steps_the_real_run_runs(doc):
+    """The dry run and the capture run each step through the same calls (engine/steps.py):
+    what the real run does, the dry run measured (no step it skips as refused)."""
+    spec = parse_spec(doc)
+    report = dry_run(spec, SpecLimits())
+    doc_trace = gradtrace.trace_spec(doc).doc
+    assert report.step_errors == [] and [e for e in doc_trace.events if e.kind == "error"] == []
+    backward_nodes = {e.node for e in doc_trace.events if e.kind == "node_pre"}
+    assert backward_nodes  # (the real run's backward ran)
+    assert report.nodes >= len(backward_nodes)
 
 
 def test_forward_error_on_meta_is_a_forward_error():

@@ -35,6 +35,7 @@ from gradtrace.spec.steps import BackwardStep, ForwardStep, GradStep, SgdStep, S
 
 from .build import BuiltModel, build, resolve_tensor
 from .interpreter import run_program
+from .steps import clear_grads, default_sum, run_backward, run_grad, sgd_step
 
 
 @dataclass
@@ -146,6 +147,7 @@ def dry_run(spec: ModelSpec, limits: SpecLimits) -> DryRunReport:
         try:
             env.update(built.inputs)
             run_program(built.program, env, built.modules)
+            default_sum(spec, steps, env)
             note_graph()
             for index, step in enumerate(steps):
                 where = f"step {index} ({step.do}): "
@@ -172,36 +174,27 @@ def _run_step(
     spec: ModelSpec, index: int, step: StepSpec, env: dict[str, Any], built: BuiltModel, report: DryRunReport
 ) -> None:
     root = built.root
+    params = list(root.parameters())
+    leaves = [*params, *(t for t in built.inputs.values() if t.requires_grad and t.is_leaf)]
+
+    def resolve(ref: str) -> torch.Tensor:
+        return resolve_tensor(ref, env, root)
+
     try:
         match step:
             case BackwardStep():
-                inputs = [resolve_tensor(r, env, root) for r in step.inputs] if step.inputs else None
-                env[step.of].backward(
-                    retain_graph=step.retain_graph, create_graph=step.create_graph, inputs=inputs
-                )
+                run_backward(step, resolve)
             case GradStep():
-                outputs = [env[name] for name in step.outputs()]
-                inputs = [resolve_tensor(r, env, root) for r in step.inputs]
-                grads = torch.autograd.grad(
-                    outputs,
-                    inputs,
-                    retain_graph=step.retain_graph,
-                    create_graph=step.create_graph,
-                    allow_unused=step.allow_unused,
-                )
-                env.update(zip(step.as_, grads, strict=True))
+                env.update(zip(step.as_, run_grad(step, resolve), strict=True))
             case ForwardStep():
                 program = spec.step_program(index) or built.program
                 if step.program is None:
                     env.update(built.inputs)
                 run_program(program, env, built.modules)
             case ZeroGradStep():
-                root.zero_grad(set_to_none=step.set_to_none)
+                clear_grads(leaves, step.set_to_none)
             case SgdStep():
-                with torch.no_grad():
-                    for p in root.parameters():
-                        if p.grad is not None:
-                            p.sub_(step.lr * p.grad)
+                sgd_step(params, step.lr)
     except (SpecError, _LimitHit):
         raise
     except Exception as exc:  # PyTorch refused the step: the real run records it as an error event

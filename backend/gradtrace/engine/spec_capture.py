@@ -21,7 +21,7 @@ from gradtrace.engine.capture import Capture
 from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.interpreter import ProgramModule, run_program
 from gradtrace.engine.program import ProgramSession
-from gradtrace.engine.steps import StepRunner, limit_hit
+from gradtrace.engine.steps import StepRunner, default_sum, limit_hit
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.problem import public_text
 from gradtrace.spec import SpecError
@@ -175,17 +175,14 @@ class SpecCapture:
         backward of the last tensor) and that tensor is not a scalar, its sum, named
         ``"<name>.sum()"``, becomes what backward runs on — as the library does."""
         self.run_program(self.built.program)
-        if self.spec.steps is not None:
+        summed = default_sum(self.spec, steps, self.env)
+        if summed is None:
             return
-        last = self.env.get(steps[0].of)
-        if not isinstance(last, torch.Tensor) or last.numel() == 1:
-            return
-        total = f"{steps[0].of}.sum()"
-        self.on_assign(total, last.sum())
+        of, total = summed
+        self.on_assign(total, self.env[total])
         self.session.diagnostics.append(
-            reduced_to_sum(steps[0].of, tuple(last.shape), "the spec has no steps")
+            reduced_to_sum(of, tuple(self.env[of].shape), "the spec has no steps")
         )
-        steps[0] = steps[0].model_copy(update={"of": total})
 
     def _rerun(self, index: int) -> None:
         program = self.spec.step_program(index)

@@ -16,13 +16,78 @@ so. The trace up to there is kept.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 from gradtrace.engine.errors import TraceError
 from gradtrace.engine.program import ProgramSession, StepNote
 from gradtrace.spec.steps import BackwardStep, ForwardStep, GradStep, SgdStep, StepSpec, ZeroGradStep
+
+Resolve = Callable[[str], torch.Tensor]  # a step's tensor reference -> the tensor
+
+
+# ---- each step as the torch calls a program makes: the capture runs them in its session
+# (StepRunner), the dry run on the meta device (dryrun.py), one definition for both ----------
+def default_sum(spec: Any, steps: list[StepSpec], env: dict[str, Any]) -> tuple[str, str] | None:
+    """When the spec left its steps to the default (one backward of the last tensor) and
+    that tensor is not a scalar, its sum is what the backward runs on, as the library does:
+    ``env`` gets it as ``"<name>.sum()"`` and ``steps[0]`` becomes its backward. Returns the
+    two names (the tensor's, its sum's), None when nothing changed."""
+    first = steps[0]
+    if spec.steps is not None or not isinstance(first, BackwardStep):
+        return None
+    last = env.get(first.of)
+    if not isinstance(last, torch.Tensor) or last.numel() == 1:
+        return None
+    total = f"{first.of}.sum()"
+    env[total] = last.sum()
+    steps[0] = first.model_copy(update={"of": total})
+    return first.of, total
+
+
+def run_backward(step: BackwardStep, resolve: Resolve) -> None:
+    root = resolve(step.of)
+    inputs = [resolve(r) for r in step.inputs] if step.inputs else None
+    # retain_graph=None lets PyTorch default it to create_graph, as a bare call would
+    retain = True if step.retain_graph else None
+    root.backward(retain_graph=retain, create_graph=step.create_graph, inputs=inputs)
+
+
+def run_grad(step: GradStep, resolve: Resolve) -> tuple[torch.Tensor | None, ...]:
+    return torch.autograd.grad(
+        [resolve(o) for o in step.outputs()],
+        [resolve(r) for r in step.inputs],
+        retain_graph=step.retain_graph,
+        create_graph=step.create_graph,
+        allow_unused=step.allow_unused,
+    )
+
+
+def clear_grads(leaves: Sequence[torch.Tensor], set_to_none: bool) -> bool:
+    """Each leaf's ``.grad`` set to None (or zeroed), as ``Optimizer.zero_grad`` does;
+    False when none had one."""
+    cleared = False
+    for leaf in leaves:
+        grad = leaf.grad
+        if grad is None:
+            continue
+        cleared = True
+        if set_to_none:
+            leaf.grad = None
+        else:
+            grad.detach_().zero_()
+    return cleared
+
+
+def sgd_step(params: Sequence[torch.Tensor], lr: float) -> bool:
+    """One ``torch.optim.SGD`` step without momentum (a parameter with no gradient is left as
+    it is); False when there is no parameter (torch.optim has no optimizer of none)."""
+    if not params:
+        return False
+    torch.optim.SGD(params, lr=lr, foreach=False).step()
+    return True
 
 
 def limit_hit(exc: BaseException | None) -> TraceError | None:
@@ -75,23 +140,10 @@ class StepRunner:
                 self._sgd_step(index, step.lr)
 
     def _backward(self, step: BackwardStep) -> None:
-        root = self.resolve(step.of)
-        inputs = [self.resolve(r) for r in step.inputs] if step.inputs else None
-        # retain_graph=None lets PyTorch default it to create_graph, as a bare call would
-        retain = True if step.retain_graph else None
-        root.backward(retain_graph=retain, create_graph=step.create_graph, inputs=inputs)
+        run_backward(step, self.resolve)
 
     def _grad(self, step: GradStep) -> None:
-        outputs = [self.resolve(o) for o in step.outputs()]
-        inputs = [self.resolve(r) for r in step.inputs]
-        result = torch.autograd.grad(
-            outputs,
-            inputs,
-            retain_graph=step.retain_graph,
-            create_graph=step.create_graph,
-            allow_unused=step.allow_unused,
-        )
-        for name, grad in zip(step.as_, result, strict=True):
+        for name, grad in zip(step.as_, run_grad(step, self.resolve), strict=True):
             if grad is not None:
                 self.assign(name, grad)
 
@@ -99,27 +151,14 @@ class StepRunner:
         """Every leaf's ``.grad`` cleared, as a program clears it: the session finds the
         clearings (one zero_grad event, in the step's pass)."""
         session = self.session
-        cleared = False
         with session.in_step(StepNote(index)):
-            for _name, t in session.all_leaves_named():
-                grad = t.grad
-                if grad is None:
-                    continue
-                cleared = True
-                if set_to_none:
-                    t.grad = None
-                else:
-                    grad.detach_().zero_()
-            if not cleared:  # (the step's event all the same, naming no tensor)
-                session.zero_grad_event(set_to_none, [])
+            if not clear_grads(session.all_leaves(), set_to_none):
+                session.zero_grad_event(set_to_none, [])  # (the step's event all the same)
 
     def _sgd_step(self, index: int, lr: float) -> None:
-        """``torch.optim.SGD`` without momentum, one step of every parameter (those with no
-        gradient are left as they are): the session finds the optimizer's step."""
+        """The session finds the optimizer's step (a StepNote of kind "sgd_step": its event
+        is the format's ``sgd_step``)."""
         session = self.session
-        params = list(session.params.values())
         with session.in_step(StepNote(index, "sgd_step")):
-            if params:
-                torch.optim.SGD(params, lr=lr, foreach=False).step()
-            else:  # (torch.optim has no optimizer of no parameters)
-                session.sgd_step_event(lr, {})
+            if not sgd_step(list(session.params.values()), lr):
+                session.sgd_step_event(lr, {})  # (the step's event all the same: nothing updated)
