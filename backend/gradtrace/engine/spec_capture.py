@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from gradtrace.engine.build import BuiltModel, seeded_global_rng
+from gradtrace.engine.build import BuiltModel, resolve_tensor, seeded_global_rng
 from gradtrace.engine.capture import Capture
 from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.interpreter import ProgramModule, run_program
@@ -66,11 +66,7 @@ class SpecCapture:
     # ---- names --------------------------------------------------------------------------
     def resolve(self, ref: str) -> torch.Tensor:
         """A spec tensor reference: a program/input name or a parameter path ("f0.weight")."""
-        if ref in self.env and isinstance(self.env[ref], torch.Tensor):
-            return self.env[ref]
-        if ref in self.session.params:
-            return self.session.params[ref]
-        raise KeyError(f"no tensor named {ref!r}")
+        return resolve_tensor(ref, self.env, self.built.root)
 
     def on_assign(self, name: str, value: Any) -> None:
         self.env[name] = value
