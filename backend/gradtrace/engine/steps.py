@@ -103,7 +103,7 @@ class StepRunner:
     def __init__(
         self,
         session: ProgramSession,
-        resolve: Callable[[str], torch.Tensor],
+        resolve: Resolve,
         rerun_forward: Callable[[int], None],
         assign: Callable[[str, torch.Tensor], None],
     ) -> None:
@@ -127,7 +127,7 @@ class StepRunner:
         match step:
             case BackwardStep():
                 with self.session.in_step(StepNote(index, "backward", step.of)):
-                    self._backward(step)
+                    run_backward(step, self.resolve)
             case GradStep():
                 with self.session.in_step(StepNote(index, "grad", ", ".join(step.outputs()))):
                     self._grad(step)
@@ -138,9 +138,6 @@ class StepRunner:
                 self._zero_grad(index, step.set_to_none)
             case SgdStep():
                 self._sgd_step(index, step.lr)
-
-    def _backward(self, step: BackwardStep) -> None:
-        run_backward(step, self.resolve)
 
     def _grad(self, step: GradStep) -> None:
         for name, grad in zip(step.as_, run_grad(step, self.resolve), strict=True):
