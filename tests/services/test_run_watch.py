@@ -87,9 +87,10 @@ def test_the_gallery_pair_vanishes_on_one_and_flows_on_the_other(server: ServerP
     assert doc["trace"]["schema_version"] and run["traces"]["0"] == "first logged step"
     assert doc["trace"] == run["full_traces"]["0"]
     # it is the program's real step 0: its mse_loss (the run's loss at step 0), then its backward
+    # and its optimizer's step
     trace = gradtrace.Trace.from_dict(doc["trace"])
     assert trace.value("loss").item() == run["loss"][0]
-    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss"]
+    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss", "SGD.step #1"]
 
     relu = post(server, program(server, "watch-relu-residual")).json()
     assert relu["exception"] is None

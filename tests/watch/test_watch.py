@@ -51,14 +51,18 @@ def test_weights_bit_equal_to_an_unwatched_run(case: str, every: int, tmp_path: 
 @pytest.mark.parametrize("case", ["mlp", "gpt2"])
 def test_the_first_logged_steps_full_trace_is_the_real_step(case: str, tmp_path: Path) -> None:
     """The saved trace is the loop's own step, recorded as it ran: the loop's loss (not the
-    output's sum), and the final grads are ``p.grad`` after that step's backward."""
+    output's sum), the final grads are ``p.grad`` after that step's backward, and the loop's
+    optimizer step is in it, with the parameters as it left them."""
     make, loss_at = CASES[case]
     torch.manual_seed(0)
     model = make()
     losses: list[torch.Tensor] = []
     grads: dict[str, torch.Tensor] = {}
+    stepped: dict[str, torch.Tensor] = {}
 
     def loss_of(m: torch.nn.Module, step: int) -> torch.Tensor:
+        if step == 1:  # (the parameters after step 0's optimizer step)
+            stepped.update({n: p.detach().clone() for n, p in m.named_parameters()})
         loss = loss_at(m, step)
         losses.append(loss.detach().clone())
         return loss
@@ -73,10 +77,16 @@ def test_the_first_logged_steps_full_trace_is_the_real_step(case: str, tmp_path:
     assert run.trace_steps == {0: "first logged step"} and run.steps == [0, 1, 2]
     trace = gradtrace.Trace.from_json(run.trace_bytes(0))
     assert trace.value("loss").item() == losses[0].item() == run.loss[0]
-    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss"]
+    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss", "SGD.step #1"]
     assert grads and {n: g for n, g in trace.grads.items() if g is not None}.keys() == grads.keys()
     for name, grad in grads.items():
         assert np.array_equal(trace.grads[name], grad.numpy()), name
+    [step] = [e for e in trace.events if e.kind == "optimizer_step"]
+    assert step.payload["optimizer"] == "SGD" and step.payload["after"].keys() == grads.keys()
+    kept = [name for name, after in step.payload["after"].items() if not after.get("truncated")]
+    assert kept  # (the numbers kept within the trace's value budget: all of the MLP's)
+    for name in kept:
+        assert np.array_equal(trace.array(step.payload["after"][name]), stepped[name].numpy()), name
     # the watch's hooks are not the model's: none wrapped, none listed as unrecorded
     assert not [d.code for d in trace.doc.analyses.diagnostics if "hook" in d.code]
 
@@ -185,6 +195,27 @@ def test_a_tensor_made_in_the_forward_that_the_recorder_cannot_read_never_breaks
     assert gc.isenabled()
 
 
+def test_a_traced_step_no_optimizer_step_follows_ends_at_the_next_forward(tmp_path: Path) -> None:
+    """Gradient accumulation: the traced step's trace ends at the next forward, with no
+    optimizer step in it, and nothing the loop computes after the backward (here a graph of
+    its own, never backpropagated) is recorded."""
+    torch.manual_seed(0)
+    model = DeepMLP(depth=2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with gradtrace.watch(model, tmp_path / "run", every=1):
+        for step in range(4):  # two backward passes per optimizer step
+            mlp_step(model, step).backward()
+            (model.head.weight * 2).sum()  # (the loop's own computing: not the step's)
+            if step % 2:
+                opt.step()
+                opt.zero_grad()
+    run = gradtrace.load_run(tmp_path / "run")
+    trace = gradtrace.Trace.from_json(run.trace_bytes(0))
+    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss"]
+    assert not [e for e in trace.events if e.kind == "optimizer_step"]
+    assert torch.overrides._get_current_function_mode_stack() == []
+
+
 def test_a_traced_forward_without_backward_passes_the_trace_to_the_next_step(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = DeepMLP(depth=2)
@@ -194,7 +225,7 @@ def test_a_traced_forward_without_backward_passes_the_trace_to_the_next_step(tmp
     run = gradtrace.load_run(tmp_path / "run")
     assert run.steps == [1, 2] and run.trace_steps == {1: "first logged step"}
     trace = gradtrace.Trace.from_json(run.trace_bytes(1))
-    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss"]
+    assert [p.label for p in trace.doc.passes] == ["forward #1", "backward #1 of loss", "SGD.step #1"]
     assert torch.overrides._get_current_function_mode_stack() == []
 
 

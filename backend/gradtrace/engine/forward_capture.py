@@ -261,9 +261,9 @@ class ForwardCapture:
 
     @property
     def paused(self) -> bool:
-        """Inside :meth:`quiet`, or a fail-safe capture whose recording failed: the mode lets
-        torch calls through unrecorded."""
-        return self._quiet.depth > 0 or self.recorder.failure is not None
+        """Inside :meth:`quiet`, or a capture that records nothing more (``Recorder.stopped``):
+        the mode lets torch calls through unrecorded."""
+        return self._quiet.depth > 0 or self.recorder.stopped
 
     # ---- a fail-safe capture's intercepted calls -------------------------------------------
     def intercepted(self, intercept: Callable, func: Callable, args: tuple, kwargs: dict) -> Any:
@@ -383,7 +383,7 @@ class ForwardCapture:
 
     def _pre_hook(self, module: nn.Module, args: tuple) -> None:
         rec = self.recorder
-        if rec.failure is not None:
+        if rec.stopped:
             return
         try:
             self._module_began(module, args)
@@ -434,7 +434,7 @@ class ForwardCapture:
 
     def _post_hook(self, module: nn.Module, args: tuple, output: Any) -> None:
         rec = self.recorder
-        if rec.failure is not None:
+        if rec.stopped:
             return
         try:
             self._module_ended(module, args, output)

@@ -617,9 +617,9 @@ class ModelHooks:
 
         def fire(*args: Any, **kwargs: Any) -> tuple[Any, _HookPayload | None]:
             """(what the hook returned, its event's payload)."""
-            # kept by a graph that outlived the trace, traced by Dynamo, or a fail-safe
-            # capture's recording failed (see Recorder.trip): just the hook
-            if not self._active or compiling() or rec.failure is not None:
+            # kept by a graph that outlived the trace, traced by Dynamo, or a capture that
+            # records nothing more (a failure, see Recorder.trip): just the hook
+            if not self._active or compiling() or rec.stopped:
                 return hook(*args, **kwargs), None
             try:
                 with capture.quiet():

@@ -125,6 +125,10 @@ class ProgramSession(TraceSession):
     a nested pass), a backward is labelled by the name the code gave its root
     (``name``), and every known node is hooked (one forward: one graph)."""
 
+    # an optimizer's step() is recorded by process-wide step hooks of the session's own
+    # (gradtrace.watch's step capture: its watch, which has its own, says when: step_capture.py)
+    optimizer_hooks = True
+
     def __init__(
         self,
         frame: types.FrameType | None,
@@ -172,26 +176,12 @@ class ProgramSession(TraceSession):
         capture.intercepts[_GRAD_SET] = self._grad_set
         capture.intercepts.update(dict.fromkeys(_ZEROING, self._grad_zeroed))
         # (process-wide: every optimizer's steps; removed by close(), as every hook here)
-        for register, hook in (
-            (register_optimizer_step_pre_hook, self._step_starts),
-            (register_optimizer_step_post_hook, self._step_ends),
-        ):
-            self._stack.callback(register(self._tripping(hook) if self.recorder.fail_safe else hook).remove)
-
-    def _tripping(
-        self, hook: Callable[[Optimizer, tuple, dict], None]
-    ) -> Callable[[Optimizer, tuple, dict], None]:
-        """An optimizer step hook of a fail-safe capture (see Recorder.trip)."""
-        rec = self.recorder
-
-        def tripping(optimizer: Optimizer, args: tuple, kwargs: dict) -> None:
-            if rec.failure is None:
-                try:
-                    hook(optimizer, args, kwargs)
-                except Exception as exc:
-                    rec.trip(exc)
-
-        return tripping
+        if self.optimizer_hooks:
+            for register, hook in (
+                (register_optimizer_step_pre_hook, self._step_starts),
+                (register_optimizer_step_post_hook, self._step_ends),
+            ):
+                self._stack.callback(register(hook).remove)
 
     def close(self) -> None:
         super().close()

@@ -156,6 +156,9 @@ class Recorder:
         # the program; from then on it records nothing (see ``trip``)
         self.fail_safe = False
         self.failure: Exception | None = None
+        # nothing more is recorded (a failure, or the step capture past its backward): the
+        # discovery mode lets every call through, the hooks return at once
+        self.stopped = False
 
     def trip(self, exc: Exception) -> None:
         """gradtrace's own recording raised ``exc`` in a fail-safe capture: kept (the first
@@ -164,6 +167,7 @@ class Recorder:
         (elsewhere the exception is raised as it is)."""
         if self.failure is None:
             self.failure = exc
+        self.stopped = True
 
     # ---- passes and events -------------------------------------------------------------
     def begin_pass(self, phase: Phase, label: str, step: int | None) -> None:

@@ -5,12 +5,16 @@ The step is recorded as it runs, by the recorder ``record()`` uses (a ``ProgramS
 the one capture entry, capture.Capture), with no frame: the watched model given, its
 parameters named by their paths, its inputs ``x`` (``x0``, ``x1``, …) and by their keywords.
 The capture starts inside the model's call (the watch's forward pre-hook: the model's own
-start is recorded as its module hooks would have, see ForwardCapture.call_began) and ends
-as the first backward at the top level after it returns (the watch's own end of the step):
-the model's real forward on the real inputs, the loop's real loss function (its ops, in the
-forward pass; the tensor the backward starts from named ``loss``) and its real backward. The
-trace's ``grads`` are the parameters' ``.grad`` as that backward left them (before the
-optimizer's step, which is not in the trace).
+start is recorded as its module hooks would have, see ForwardCapture.call_began) and
+records the model's real forward on the real inputs, the loop's real loss function (its ops, in the
+forward pass; the tensor the backward starts from named ``loss``), its real backward and the
+loop's optimizer step after it: the first optimizer step the watch's own step hooks see once
+the backward has ended, a pass of its own with an ``optimizer_step`` event (the parameters it
+changed, after it), as ``record()`` records one. Past its backward the capture records
+nothing else (what the loop computes between the backward and the step: clipping, logging);
+it ends as the optimizer's step ends, or, where none follows (gradient accumulation, an
+evaluation), at the next forward of the model or the watch's end. The trace's ``grads`` are
+the parameters' ``.grad`` then.
 
 The training is never refused nor changed by it: a model the recorder cannot read is found
 before the step, and a graph past the library's node limit is refused at the step's end,
@@ -58,6 +62,7 @@ class StepSession(ProgramSession):
         self.declared = False  # (the loop's own code: its backward ends the forward)
 
     fail_safe = True  # (the training's own step: see the module's docstring)
+    optimizer_hooks = False  # (the watch reports the step's optimizer step: optimizer_step)
 
     def begin_block(self) -> None:
         super().begin_block()
@@ -78,13 +83,27 @@ class StepSession(ProgramSession):
         return "loss"
 
     def backward_ended(self, kind: str) -> None:
-        """The step ends with its backward (a top-level ``autograd.grad`` before it, e.g. a
-        gradient penalty computed outside the model, is a pass of the step)."""
+        """The step's backward has ended (a top-level ``autograd.grad`` before it, e.g. a
+        gradient penalty computed outside the model, is a pass of the step): nothing more is
+        recorded but the optimizer's step the watch reports (``optimizer_step``)."""
         if kind != "backward":
             return
+        self.recorder.stopped = True
         ended, self._ended = self._ended, None
         if ended is not None:
             ended()
+
+    def optimizer_step(self, began: bool, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        """The loop's optimizer step after the backward, as the watch's own step hooks see it
+        (``began``: its pre-hook, else its post-hook): recorded as ``record()`` records one,
+        a pass of its own with an ``optimizer_step`` event (the parameters it changed)."""
+        rec = self.recorder
+        if rec.failure is not None:
+            return
+        try:
+            (self._step_starts if began else self._step_ends)(optimizer, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - the training goes on (see Recorder.trip)
+            rec.trip(exc)
 
 
 def _unreadable(model: nn.Module, args: tuple, kwargs: dict[str, Any]) -> str | None:
@@ -119,6 +138,8 @@ class StepTrace:
         self.capture = Capture("gradtrace.watch", "module", title, want_grads=False)
         self.session: StepSession | None = None
         self.failure: str | None = None  # why there is no trace (None: none yet, or a trace)
+        self.backward_done = False  # (its backward has ended: see finish)
+        self._stepping: Any = None  # the optimizer whose step after the backward is recorded
 
     def start(self) -> bool:
         """The capture is on (False, with a warning, when the recorder refuses the model)."""
@@ -171,6 +192,27 @@ class StepTrace:
             session.recorder.trip(exc)
 
     def _backward_ended(self) -> None:
+        self.backward_done = True
+
+    def optimizer_began(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        """An optimizer's step begins (the watch's pre-hook): after the backward, it is the
+        step's own, recorded."""
+        if self.session is not None and self.backward_done and self._stepping is None:
+            self._stepping = optimizer
+            self.session.optimizer_step(True, optimizer, args, kwargs)
+
+    def optimizer_ended(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        """An optimizer's step has ended (the watch's post-hook): recorded if its start was,
+        and the capture ends (``finish``)."""
+        if self.session is None or not self.backward_done:
+            return
+        if self._stepping is optimizer:
+            self.session.optimizer_step(False, optimizer, args, kwargs)
+        self.finish()
+
+    def finish(self) -> None:
+        """The step is over (its optimizer's step, or, when none followed its backward, the
+        next forward or the watch's end): the trace, or why there is none, to ``done``."""
         session, self.session = self.session, None
         if session is None:
             return

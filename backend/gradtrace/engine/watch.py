@@ -22,8 +22,9 @@ logged step, and only then, the watch
   ``tolist`` per device: no host read inside the step) and writes the step to the run.
 
 The first logged step, and the step after a flag of a kind first fires (the first
-``stalled`` flag arms one, not each parameter's), are also recorded in full as they run, from the model's call to the end of its backward (step_capture.py: the trace
-the player replays); the watch's own hooks are not in it (own_hooks.py).
+``stalled`` flag arms one, not each parameter's), are also recorded in full as they run,
+from the model's call to the end of its optimizer's step (step_capture.py: the trace the
+player replays); the watch's own hooks are not in it (own_hooks.py).
 
 Unlogged steps cost two Python calls (the model's forward pre-hook and hook) and the
 optimizer hooks' early return. Nothing the watch does writes to a tensor of the training:
@@ -301,9 +302,12 @@ class Watch(Own):
         the loop raised: ``exc``); the next logged step is traced instead."""
         if self._tracing is not None:
             (tracing, reason), self._tracing = self._tracing, None
-            if exc is None and not tracing.failed:
-                self._trace_next = reason
-            tracing.abandon()
+            if exc is None and tracing.backward_done:  # (no optimizer step followed its backward)
+                tracing.finish()
+            else:
+                if exc is None and not tracing.failed:
+                    self._trace_next = reason
+                tracing.abandon()
         if self._modes_left:
             self._modes_left = not drop_left_modes()
 
@@ -599,6 +603,8 @@ class Watch(Own):
         # backward inside its step: the copy is then taken at the backward's end)
         if self._modes_left:
             self._modes_left = not drop_left_modes()
+        if self._tracing is not None:  # (a traced step's optimizer step: in its trace)
+            self._tracing[0].optimizer_began(optimizer, args, kwargs)
         self._stepping = optimizer
         step = self._pending
         if step is not None and step.backward_done:
@@ -617,6 +623,8 @@ class Watch(Own):
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._stepping = None
+        if self._tracing is not None:  # (the traced step is over with its optimizer's step)
+            self._tracing[0].optimizer_ended(optimizer, args, kwargs)
         step = self._pending
         if step is None or not step.backward_done:
             return
