@@ -216,6 +216,42 @@ def test_a_traced_step_no_optimizer_step_follows_ends_at_the_next_forward(tmp_pa
     assert torch.overrides._get_current_function_mode_stack() == []
 
 
+class SubclassOutput(torch.nn.Module):
+    """A model whose output, and so every gradient of the backward, is a ``__torch_dispatch__``
+    wrapper subclass (its norms cannot be read to the host as numbers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.testing._internal.two_tensor import TwoTensor
+
+        h = self.fc(x)
+        return TwoTensor(h, h * 2) * 3
+
+
+def test_a_step_the_watch_cannot_read_is_not_logged_and_never_breaks_training(tmp_path: Path) -> None:
+    """The watch's own numbers fail (a gradient it cannot read to the host): the step runs on
+    as without it, is not logged, and the run says why, once."""
+
+    def loss_at(m: torch.nn.Module, step: int) -> torch.Tensor:
+        return m(torch.randn(8, 16, generator=torch.Generator().manual_seed(step))).sum()
+
+    torch.manual_seed(0)
+    plain = train(SubclassOutput(), loss_at, 3)
+    torch.manual_seed(0)
+    model = SubclassOutput()
+    with pytest.warns(RuntimeWarning, match="step 0 was not logged: RuntimeError"):
+        with gradtrace.watch(model, tmp_path / "run", every=1, full_traces=False):
+            train(model, loss_at, 3)
+    assert all(torch.equal(a, b) for a, b in zip(plain.parameters(), model.parameters(), strict=True))
+    run = gradtrace.load_run(tmp_path / "run")
+    assert run.steps == []
+    assert [(f.kind, f.step) for f in run.flags] == [("not_logged", 0)]
+    assert "tensor subclasses" in run.flags[0].message
+
+
 def test_a_traced_forward_without_backward_passes_the_trace_to_the_next_step(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = DeepMLP(depth=2)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import warnings
 from bisect import bisect_right
 from collections.abc import Callable
 from operator import itemgetter
@@ -51,7 +52,7 @@ from gradtrace.engine.graph_walk import op_name, raw_sequence_nr, sequence_base,
 from gradtrace.engine.own_hooks import Own, OwnHook
 from gradtrace.engine.step_capture import StepTrace
 from gradtrace.engine.watch_values import StepValues, copied_rows, exact_norms, norm_dtype
-from gradtrace.runs.flags import NO_FULL_TRACE, Flag, FlagRules, FlagState
+from gradtrace.runs.flags import NO_FULL_TRACE, NOT_LOGGED, Flag, FlagRules, FlagState
 from gradtrace.runs.store import NodeInfo, RunWriter, StepRecord
 
 # Nodes whose backward zeroes the gradient where the forward clipped: their zero fraction
@@ -95,6 +96,7 @@ class _Step:
         self.ratios: dict[int, int] = {}
         self.stepped = False
         self.handles: list[Any] = []
+        self.failure: str | None = None  # what the watch's own work raised (the step is not logged)
 
 
 class Watch(Own):
@@ -131,6 +133,7 @@ class Watch(Own):
         # the reason the next step is traced in full (step_capture.py), its capture while on
         self._trace_next: str | None = "first logged step" if full_traces else None
         self._armed: set[str] = set()  # the flag kinds that have armed a full trace
+        self._failures: set[str] = set()  # the reasons steps were not logged, told once each
         self._tracing: tuple[StepTrace, str] | None = None
         self._modes_left = False  # (a step capture's discovery mode is still to be dropped)
         self.last_nodes: int | None = None
@@ -326,9 +329,17 @@ class Watch(Own):
             tracing = self._tracing[0]
             with tracing.quiet():
                 tracing.forward_ended(output)
-                self._forward_ended(output)
+                self._forward_ended_safely(output)
         else:
+            self._forward_ended_safely(output)
+
+    def _forward_ended_safely(self, output: Any) -> None:
+        step = self._pending
+        try:
             self._forward_ended(output)
+        except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
+            if step is not None:
+                self._fail(step, exc)
 
     def _forward_ended(self, output: Any) -> None:
         step = self._pending
@@ -362,7 +373,12 @@ class Watch(Own):
             @functools.wraps(original)
             def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
                 self._unwrap_backward()
-                self._on_backward(tensors)
+                step = self._pending
+                try:
+                    self._on_backward(tensors)
+                except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
+                    if step is not None:
+                        self._fail(step, exc)
                 return original(tensors, *args, **kwargs)
 
             torch.autograd.backward = backward
@@ -527,14 +543,17 @@ class Watch(Own):
 
     # (a hook per node that ran: it keeps the gradients for the norms, computed together)
     def _on_node(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
-        if step is not self._pending:
+        if step is not self._pending or step.failure is not None:
             return
-        if not step.started:
-            self._start(step)
-        k = 2 * len(step.infos)
-        step.infos.append(info)
-        step.values.hold(grad_outputs, k)
-        step.values.hold(grad_inputs, k + 1)
+        try:
+            if not step.started:
+                self._start(step)
+            k = 2 * len(step.infos)
+            step.infos.append(info)
+            step.values.hold(grad_outputs, k)
+            step.values.hold(grad_inputs, k + 1)
+        except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
+            self._fail(step, exc)
 
     def _on_feeder(
         self,
@@ -546,22 +565,28 @@ class Watch(Own):
     ) -> None:
         k = len(step.infos)
         self._on_node(step, info, grad_inputs, grad_outputs)
-        if len(step.infos) == k:
+        if len(step.infos) == k or step.failure is not None:
             return
-        for j, acc in feeds:  # the AccumulateGrad nodes it feeds run next
-            k = len(step.infos)
-            step.accumulates.append(k)
-            step.values.hold(grad_inputs[j : j + 1], 2 * k)
-            step.infos.append(acc)
+        try:
+            for j, acc in feeds:  # the AccumulateGrad nodes it feeds run next
+                k = len(step.infos)
+                step.accumulates.append(k)
+                step.values.hold(grad_inputs[j : j + 1], 2 * k)
+                step.infos.append(acc)
+        except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
+            self._fail(step, exc)
 
     def _on_accumulate(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
-        if step is not self._pending:
+        if step is not self._pending or step.failure is not None:
             return
-        if not step.started:
-            self._start(step)
-        step.accumulates.append(len(step.infos))  # (what it accumulates is what it passes on)
-        step.values.hold(grad_outputs, 2 * len(step.infos))
-        step.infos.append(info)
+        try:
+            if not step.started:
+                self._start(step)
+            step.accumulates.append(len(step.infos))  # (what it accumulates is what it passes on)
+            step.values.hold(grad_outputs, 2 * len(step.infos))
+            step.infos.append(info)
+        except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
+            self._fail(step, exc)
 
     def _on_relu(self, step: _Step, info: NodeInfo, feeds: Any, grad_inputs: Any, grad_outputs: Any) -> None:
         k = len(step.infos)
@@ -570,8 +595,11 @@ class Watch(Own):
         else:
             self._on_node(step, info, grad_inputs, grad_outputs)
         g = grad_inputs[0] if grad_inputs else None
-        if g is not None and len(step.infos) > k:
-            step.zeros.append((k, step.values.zeros(g), g.numel()))
+        if g is not None and len(step.infos) > k and step.failure is None:
+            try:
+                step.zeros.append((k, step.values.zeros(g), g.numel()))
+            except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
+                self._fail(step, exc)
 
     def _start(self, step: _Step) -> None:
         step.started = True
@@ -588,12 +616,18 @@ class Watch(Own):
     def _after_backward(self, step: _Step) -> None:
         if step is not self._pending:
             return
-        with_grad = [(name, p) for name, p in self._params if p.grad is not None]
-        with torch.no_grad():
-            grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad], self._on_cpu))  # type: ignore[misc]
-        for (name, p), g in zip(with_grad, grads, strict=True):
-            step.params[id(p)] = [name, g, None, p]
         step.backward_done = True
+        if step.failure is not None:
+            return
+        try:
+            with_grad = [(name, p) for name, p in self._params if p.grad is not None]
+            with torch.no_grad():
+                grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad], self._on_cpu))  # type: ignore[misc]
+            for (name, p), g in zip(with_grad, grads, strict=True):
+                step.params[id(p)] = [name, g, None, p]
+        except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
+            self._fail(step, exc)
+            return
         if self._stepping is not None:  # (the backward of an optimizer's closure)
             self._copy_before_step(step, self._stepping)
 
@@ -611,15 +645,20 @@ class Watch(Own):
             self._copy_before_step(step, optimizer)
 
     def _copy_before_step(self, step: _Step, optimizer: Any) -> None:
+        if step.failure is not None:
+            return
         params = step.params
-        todo = [p for p in _optimizer_params(optimizer) if id(p) in params and params[id(p)][2] is None]
-        with torch.no_grad():  # a copy of the parameters, as the rows of one tensor per shape
-            for ps, old in copied_rows(todo):
-                # (the weights' norms before the step, from the copy: not another pass over them)
-                norms = torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype))
-                for p, slot in zip(ps, step.values.vector(norms), strict=True):
-                    params[id(p)][2] = slot
-                step.olds.append((ps, old))
+        try:
+            todo = [p for p in _optimizer_params(optimizer) if id(p) in params and params[id(p)][2] is None]
+            with torch.no_grad():  # a copy of the parameters, as the rows of one tensor per shape
+                for ps, old in copied_rows(todo):
+                    # (the weights' norms before the step, from the copy: not another pass over them)
+                    norms = torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype))
+                    for p, slot in zip(ps, step.values.vector(norms), strict=True):
+                        params[id(p)][2] = slot
+                    step.olds.append((ps, old))
+        except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
+            self._fail(step, exc)
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._stepping = None
@@ -628,16 +667,20 @@ class Watch(Own):
         step = self._pending
         if step is None or not step.backward_done:
             return
-        with torch.no_grad():
-            for ps, old in step.olds:
-                new = torch.stack(ps).reshape(len(ps), -1) if len(ps) > 1 else ps[0].reshape(1, -1)
-                old.sub_(new)  # (old - new: the norm of Δw)
-                slots = step.values.vector(torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype)))
-                for p, slot in zip(ps, slots, strict=True):
-                    step.ratios[id(p)] = slot
+        if step.failure is None:
+            try:
+                with torch.no_grad():
+                    for ps, old in step.olds:
+                        new = torch.stack(ps).reshape(len(ps), -1) if len(ps) > 1 else ps[0].reshape(1, -1)
+                        old.sub_(new)  # (old - new: the norm of Δw)
+                        norms = torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype))
+                        for p, slot in zip(ps, step.values.vector(norms), strict=True):
+                            step.ratios[id(p)] = slot
+            except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
+                self._fail(step, exc)
         step.olds = []
         step.stepped = True
-        if len(step.ratios) == len(step.params):
+        if step.failure is not None or len(step.ratios) == len(step.params):
             self._finish_pending()
 
     # ---- writing -----------------------------------------------------------------------------
@@ -646,9 +689,40 @@ class Watch(Own):
         if step is None:
             return
         self._drop(step)
-        if step.backward_done:  # (else a forward without its backward: nothing to log)
-            self._weigh(step)
-            self._write(step)
+        if not step.backward_done:  # (a forward without its backward: nothing to log)
+            return
+        if step.failure is None:
+            try:
+                self._weigh(step)
+                self._write(step)
+                return
+            except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
+                self._fail(step, exc)
+        self._not_logged(step)
+
+    def _fail(self, step: _Step, exc: Exception) -> None:
+        """The watch's own work on ``step`` raised ``exc`` (a gradient it cannot norm or read
+        to the host, a tensor subclass's): the step goes on as without the watch, and is not
+        logged; the run says why (``_not_logged``)."""
+        if step.failure is None:
+            step.failure = f"{type(exc).__name__}: {exc}"
+
+    def _not_logged(self, step: _Step) -> None:
+        """A ``not_logged`` flag and a warning the first time a failure is met (the same one
+        at later steps: not again)."""
+        why = step.failure or "unknown"
+        if why in self._failures:
+            return
+        self._failures.add(why)
+        message = f"step {step.index} was not logged: {why}; the step itself ran as without gradtrace"
+        warnings.warn(f"gradtrace.watch: {message}", RuntimeWarning, stacklevel=2)
+        try:
+            if self._writer is not None:
+                self._writer.write_flags([Flag(NOT_LOGGED, step.index, None, message)])
+        except Exception as exc:  # noqa: BLE001 - the run's file failed too: the warning says so
+            warnings.warn(
+                f"gradtrace.watch: the run could not be written ({exc})", RuntimeWarning, stacklevel=2
+            )
 
     def _weigh(self, step: _Step) -> None:
         """The weights' norms of the parameters no optimizer stepped (the others' were taken

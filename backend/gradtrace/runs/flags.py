@@ -20,10 +20,11 @@ stalled        a parameter's update ratio ‖Δw‖/‖w‖ stays below ``stalle
                each of ``window`` logged steps in a row where the optimizer stepped it
 =============  ============================================================================
 
-One more kind is the watch's own, about the run rather than the gradients:
-``no_full_trace`` (no node), a full trace the watch was to save of a step was not saved,
-and why (the recorder could not read a tensor of the step, the graph was past the node
-limit, …); the step itself ran as without gradtrace.
+Two more kinds are the watch's own, about the run rather than the gradients (no node; the
+step itself ran as without gradtrace): ``no_full_trace``, a full trace the watch was to save
+of a step was not saved, and why (the recorder could not read a tensor of the step, the graph
+was past the node limit, …); ``not_logged``, a logged step's numbers were not recorded, and
+why (the watch could not norm or read a gradient: a tensor subclass's), once per reason.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-NO_FULL_TRACE = "no_full_trace"  # (the watch's own kind: see the module's docstring)
+NO_FULL_TRACE = "no_full_trace"  # (the watch's own kinds: see the module's docstring)
+NOT_LOGGED = "not_logged"
 
 
 @dataclass(frozen=True)
