@@ -57,10 +57,27 @@ def test_clients_take_turns_one_job_each_and_are_charged() -> None:
 
 
 @pytest.mark.process  # helper processes
-def test_too_many_waiting_are_shed_with_503() -> None:
+def test_one_client_past_its_share_gets_429_not_503() -> None:
     async def main() -> list[object]:
         lane = CpuLane(processes=1, waiting=64, per_client_waiting=3)
         jobs = [_as("a", lane, _spin, 0.01) for _ in range(6)]
+        outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+        lane.close()
+        return outcomes
+
+    outcomes = asyncio.run(main())
+    refused = [o for o in outcomes if isinstance(o, Problem)]
+    # 1 runs, 3 wait, 2 refused: the client's own share, not the server's
+    assert len(refused) == 2 and {(p.status, p.code) for p in refused} == {(429, "too_many_in_flight")}
+    assert all(p.headers["Retry-After"] == "2" for p in refused)
+    assert sum(isinstance(o, tuple) for o in outcomes) == 4
+
+
+@pytest.mark.process  # helper processes
+def test_a_full_lane_sheds_with_503() -> None:
+    async def main() -> list[object]:
+        lane = CpuLane(processes=1, waiting=3, per_client_waiting=16)
+        jobs = [_as(f"c{n}", lane, _spin, 0.01) for n in range(6)]  # six clients, one job each
         outcomes = await asyncio.gather(*jobs, return_exceptions=True)
         lane.close()
         return outcomes

@@ -14,8 +14,10 @@ the event loop only takes turns and waits:
   goes to light jobs first (in order of arrival), then to the heavy job whose client used the
   least: a flood of costly sources or of big specs refused after a long check slows the
   flooders, not the others;
-- at most ``per_client_waiting`` jobs of one client and ``waiting`` in all wait; past either
-  the request is shed at once (503 ``overloaded``, ``Retry-After``);
+- at most ``per_client_waiting`` jobs of one client wait: past that the client is over its own
+  share and refused at once (429 ``too_many_in_flight``, ``Retry-After``, as for the workers,
+  ``service/client_share.py``); at most ``waiting`` jobs in all wait: past that (everyone's
+  jobs, the lane is full) the request is shed (503 ``overloaded``, ``Retry-After``);
 - the CPU seconds of each job are charged to the client's compute budget (the rate limiter's
   worker-time share), so a client that keeps the lane busy is refused with 429;
 - a job past ``timeout_s`` is a 413 ``too_costly`` (remembered, as below) and its helpers are
@@ -43,6 +45,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from gradtrace.problem import Problem
+from gradtrace.service.client_share import too_many_in_flight
 from gradtrace.service.ctrl_c import children_spared
 from gradtrace.service.ratelimit import CURRENT_CLIENT
 
@@ -91,10 +94,15 @@ class CpuLane:
         return sum(len(q) for q in self._queues.values())
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in a helper, in this client's turn; 503 when too many wait."""
+        """``fn(*args)`` in a helper, in this client's turn; 429 when too many of this client's
+        jobs wait, 503 when too many of everyone's do."""
         client = CURRENT_CLIENT.get() or "unknown"
         queue = self._queues.get(client)
-        if self.queued >= self.waiting or (queue is not None and len(queue) >= self.per_client_waiting):
+        if queue is not None and len(queue) >= self.per_client_waiting:
+            raise too_many_in_flight(
+                int(client in self._running), f"{len(queue)} more waiting", "request(s) being checked"
+            )
+        if self.queued >= self.waiting:
             raise Problem(
                 "overloaded",
                 "too many requests are waiting to be checked; retry shortly",

@@ -41,7 +41,7 @@ _ERROR_DESCRIPTIONS: dict[int, str] = {
     415: "Content-Type is not application/json",
     422: "The spec is invalid, or PyTorch refused to build or run it; `path`/`line`/`column` point at "
     "it and `errors` lists every validation error found",
-    429: "Too many requests from this client; see Retry-After",
+    429: "Too many requests from this client, or too many of its requests in flight at once; see Retry-After",
     431: "Request headers over 16 KiB in total",
     503: "Overloaded, a worker died or ran out of time, a store is unreachable, or an unexpected "
     "error; see Retry-After",

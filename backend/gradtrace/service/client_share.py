@@ -32,11 +32,11 @@ FIRST_ESTIMATE_S = 1.0
 _CLIENTS_REMEMBERED = 4096  # estimates kept (least recently used out)
 
 
-def too_many_in_flight(running: int, why: str) -> Problem:
+def too_many_in_flight(running: int, why: str, what: str = "trace(s) running on the workers") -> Problem:
+    """429: this client's own share is taken (also the API's CPU lane's, ``api/cpu.py``)."""
     return Problem(
         "too_many_in_flight",
-        f"this client already has {running} trace(s) running on the workers and {why}; "
-        "wait for them to finish before sending more",
+        f"this client already has {running} {what} and {why}; wait for them to finish before sending more",
         status=429,
         headers={"Retry-After": "2"},
     )
