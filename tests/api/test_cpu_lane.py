@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
 from cost_bombs import identity_calls
 
-from gradtrace.api.cpu import CpuLane, RefusalMemory
+import gradtrace
+from gradtrace.api.cpu import LARGE_BODY, AcceptedMemory, CpuLane, RefusalMemory, lane
 from gradtrace.problem import Problem
 from gradtrace.service.ratelimit import CURRENT_CLIENT
 
@@ -168,3 +171,51 @@ def test_a_translation_refused_once_is_answered_from_memory(live_server: str, bo
         )
         answers.append((r.status_code, r.json()))
     assert answers[0] == answers[1] and answers[0][0] == 413
+
+
+def test_accepted_bodies_are_remembered_bounded_by_count_and_bytes() -> None:
+    memory = AcceptedMemory(entries=2, max_bytes=100 * AcceptedMemory.BYTES_PER_BODY_BYTE)
+    keys = [RefusalMemory.key("POST", "/api/v1/trace", b"%d" % n) for n in range(4)]
+    memory.remember(keys[0], "a", 10)
+    memory.remember(keys[1], "b", 10)
+    assert memory.recall(keys[0]) == "a"  # now the most recently used
+    memory.remember(keys[2], "c", 10)  # over two entries: b (least recently used) goes
+    assert [memory.recall(k) for k in keys[:3]] == ["a", None, "c"]
+    memory.remember(keys[3], "d", 95)  # over 100 body bytes: a and c go
+    assert [memory.recall(k) for k in keys] == [None, None, None, "d"]
+    assert memory.bytes == 95 * AcceptedMemory.BYTES_PER_BODY_BYTE
+    memory.remember(keys[0], "big", LARGE_BODY + 1)  # a big body is not kept
+    assert memory.recall(keys[0]) is None and memory.recall(keys[3]) == "d"
+
+
+def test_a_repeated_trace_body_skips_the_lane(app_server: str) -> None:
+    # the app serves in this process: its lane's jobs are counted here
+    doc = json.loads(
+        (Path(gradtrace.__file__).parent / "examples" / "full-backward-hook.json").read_text(encoding="utf-8")
+    )
+    doc["title"] = f"repeated, {uuid.uuid4()}"  # not accepted before in this session's app
+    body = json.dumps(doc).encode()
+    jobs, caches, etags = [], [], set()
+    for _ in range(3):
+        before = lane().jobs_run
+        r = httpx.post(
+            app_server + "/api/v1/trace",
+            content=body,
+            headers={"Content-Type": "application/json"},
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text[:300]
+        jobs.append(lane().jobs_run - before)
+        caches.append(r.headers["X-Cache"])
+        etags.add(r.headers["ETag"])
+    assert jobs == [1, 0, 0] and caches == ["miss", "hit", "hit"] and len(etags) == 1
+    # the same spec in other bytes is checked again (and answered from the trace cache)
+    before = lane().jobs_run
+    r = httpx.post(
+        app_server + "/api/v1/trace",
+        content=body + b" ",
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert r.status_code == 200 and r.headers["X-Cache"] == "hit" and r.headers["ETag"] in etags
+    assert lane().jobs_run - before == 1

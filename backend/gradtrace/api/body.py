@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import Request
 from starlette.requests import ClientDisconnect
 
-from gradtrace.api.cpu import BODY_BYTES, lane, refusals
+from gradtrace.api.cpu import BODY_BYTES, accepted, lane, refusals
 from gradtrace.api.errors import ApiError
 from gradtrace.problem import Problem
 from gradtrace.service.trace_service import CheckedSpec
@@ -125,6 +125,25 @@ def parse_json_bytes(raw: bytes) -> Any:
 
 
 async def read_json(request: Request) -> Any:
+    raw, _ = await _read_body(request)
+    return parse_json_bytes(raw)
+
+
+async def read_spec(request: Request) -> CheckedSpec:
+    """The body's spec, parsed and checked (``check_spec``); the same bytes accepted before on
+    this route are answered from memory, neither parsed nor checked again (the CPU lane's
+    ``AcceptedMemory``)."""
+    raw, key = await _read_body(request)
+    memory = accepted()
+    checked: CheckedSpec | None = memory.recall(key)
+    if checked is None:
+        checked = await check_spec(parse_json_bytes(raw))
+        memory.remember(key, checked, len(raw))
+    return checked
+
+
+async def _read_body(request: Request) -> tuple[bytes, bytes]:
+    """The raw body and its key (method, path, bytes); a body refused before is refused again."""
     _check_content_type(request)
     try:
         raw = await request.body()  # max_body_size on the app answers 413 past the cap
@@ -139,7 +158,7 @@ async def read_json(request: Request) -> Any:
     if remembered is not None:
         raise remembered
     request.state.body_key = key  # the error handler remembers a refusal under it
-    return parse_json_bytes(raw)
+    return raw, key
 
 
 def _check_spec_sync(doc: Any) -> CheckedSpec:

@@ -24,7 +24,9 @@ the event loop only takes turns and waits:
   killed and started again, as a worker past its deadline is.
 
 Refusals of a body (400/413/422) are remembered by the hash of the method, path and raw body
-(``RefusalMemory``): the same body again is answered from memory before it is parsed.
+(``RefusalMemory``): the same body again is answered from memory before it is parsed. So are
+the specs a trace's body was checked into (``AcceptedMemory``): a byte-identical repeat (a page
+reloaded, a cached trace asked again) goes straight to the trace cache, without the lane.
 """
 
 from __future__ import annotations
@@ -314,6 +316,39 @@ class RefusalMemory:
             self._refused.popitem(last=False)
 
 
+class AcceptedMemory:
+    """What bodies were checked into (a ``CheckedSpec``), by ``RefusalMemory.key`` (LRU).
+
+    Bounded by count and by bytes: an entry counts ``BYTES_PER_BODY_BYTE`` times its body's
+    size (a checked spec takes 11-21 times its JSON's size in memory, measured on the
+    examples); bodies over ``LARGE_BODY`` are not kept."""
+
+    BYTES_PER_BODY_BYTE = 24
+
+    def __init__(self, entries: int = 1024, max_bytes: int = 16 * 1024 * 1024) -> None:
+        self.entries = entries
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._accepted: OrderedDict[bytes, tuple[Any, int]] = OrderedDict()
+
+    def recall(self, key: bytes) -> Any | None:
+        found = self._accepted.get(key)
+        if found is None:
+            return None
+        self._accepted.move_to_end(key)
+        return found[0]
+
+    def remember(self, key: bytes, checked: Any, body_bytes: int) -> None:
+        size = body_bytes * self.BYTES_PER_BODY_BYTE
+        if body_bytes > LARGE_BODY or size > self.max_bytes or key in self._accepted:
+            return
+        self._accepted[key] = (checked, size)
+        self.bytes += size
+        while len(self._accepted) > self.entries or self.bytes > self.max_bytes:
+            _, (_, dropped) = self._accepted.popitem(last=False)
+            self.bytes -= dropped
+
+
 _lane = CpuLane()
 
 
@@ -337,3 +372,11 @@ _refusals = RefusalMemory()
 def refusals() -> RefusalMemory:
     """The process's memory of refused bodies (read_json recalls, the error handler remembers)."""
     return _refusals
+
+
+_accepted = AcceptedMemory()
+
+
+def accepted() -> AcceptedMemory:
+    """The process's memory of checked bodies (``read_spec``, ``api/body.py``)."""
+    return _accepted

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from gradtrace.api.body import check_spec, read_json
+from gradtrace.api.body import read_spec
 from gradtrace.api.deps import TraceServiceDep
 from gradtrace.api.docs import NOT_MODIFIED, SPEC_BODY, SPEC_BODY_ERRORS, TRACE_RESPONSE
 from gradtrace.api.tracing import trace_response
@@ -24,6 +24,5 @@ router = APIRouter(tags=["trace"])
     response_class=Response,
 )
 async def post_trace(request: Request, service: TraceServiceDep) -> Response:
-    doc = await read_json(request)
-    checked = await check_spec(doc)
+    checked = await read_spec(request)
     return await trace_response(request, service, checked)
