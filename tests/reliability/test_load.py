@@ -1,7 +1,8 @@
 """Load without faults: 4 and 32 clients, heavy (~5 MB traces) and light specs.
 
 Promises: no 5xx but load shedding (503 ``overloaded`` with Retry-After, which the clients
-honour), no request longer than 30 s, and the API process's memory bounded: traces are cached
+honour; the clients are one address, so 32 of them at once are also refused 429
+``too_many_in_flight`` past their share of the API's CPU lane), no request longer than 30 s, and the API process's memory bounded: traces are cached
 in a byte budget (64 MB by default), so RSS levels off however many distinct traces pass.
 """
 
@@ -63,7 +64,7 @@ def test_load(server_factory, clients: int, weight: str) -> None:  # noqa: ANN00
     load_ = figures["load"]
     assert load_["ok"] > 0
     assert load_["failed"] == 0, load_  # only shedding (503 overloaded), nothing else
-    assert set(load_["statuses"]) <= {"200", "503"}, load_
+    assert set(load_["statuses"]) <= {"200", "429", "503"}, load_
     assert load_["longest_s"] <= MAX_REQUEST_S, load_
     assert figures["api_rss_mb_max"] <= load.api_rss_mb_before + CACHE_MB + TRANSIENT_MB, figures
     assert figures["processes_left_after_stop"] == 0
