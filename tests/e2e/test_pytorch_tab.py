@@ -60,6 +60,12 @@ def test_pytorch_tab_shows_edits_runs_and_underlines(page: Any, run_server: str,
     entry.wait_for()
     assert entry.inner_text().startswith(f"Line {line}: ") and "softplus" in entry.inner_text()
     mark = page.locator(".editor-marks .editor-mark")
+    # the run's mark (the whole line) stands until the translator's answer marks the column
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.editor-marks .editor-mark')]"
+        ".some(m => m.innerText.startsWith('softplus()'))",
+        timeout=10_000,
+    )
     assert mark.count() == 1 and mark.inner_text().startswith("softplus()")
 
 
@@ -91,7 +97,9 @@ def test_a_tutorial_program_pasted_as_written_runs(page: Any, run_server: str, s
     )
     assert "loss: " in printed and page.locator(".program-output-exception").count() == 0
     assert page.locator("#spec-error").is_hidden()
-    assert "run=" in page.evaluate("() => location.hash")  # the program's permalink
+    # the program's permalink, written to the hash on the view's short throttle
+    page.wait_for_function("() => location.hash.includes('run=')", timeout=10_000)
+    assert "run=" in page.evaluate("() => location.hash")
     # outside the translator's subset: no "Edit as spec"; the JSON tab lists every reason at once
     assert page.get_by_role("button", name="Edit as spec").is_hidden()
     page.screenshot(path=str(screenshots / "pytorch-tab-run-1440.png"))
