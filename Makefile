@@ -20,13 +20,16 @@ run: setup
 # The tiers of tests/conftest.py: the quick tier starts no process, browser or service.
 QUICK := not process and not browser and not services
 
-# Every test. All but the `alone` ones on two pytest-xdist workers: a module that starts processes
+# Every test. All but the `alone` ones on three pytest-xdist workers: a module that starts processes
 # runs whole on one worker (its own server starts once, its tests keep their order; the
-# PostgreSQL/Redis/nginx tests share one worker), the quick tier's tests fill the gaps. Then the
-# `alone` ones (load, faults, slow clients: their figures assume a machine of their own), one
-# at a time.
+# PostgreSQL/Redis/nginx tests share one worker), the quick tier's tests fill the gaps. Three on
+# 2 cores, as that stage mostly waits (servers starting, browsers, deadlines): with three it used
+# 1-1.25 cores on average and took 9.2-11.9 min where two took 16.7-17 min on the same shared
+# machine at the same load.
+# Then the `alone` ones (load, faults, slow clients: their figures assume a machine of their
+# own), one at a time.
 test: setup system
-	$(PY) -m pytest -n 2 --dist loadgroup -m "not alone"
+	$(PY) -m pytest -n 3 --dist loadgroup -m "not alone"
 	$(PY) -m pytest -m alone
 	$(MAKE) test-js
 
