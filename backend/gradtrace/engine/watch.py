@@ -66,6 +66,22 @@ BEFORE = "(input)"  # ops before it (inputs built with grad)
 LEAF = "(leaf)"  # AccumulateGrad nodes of leaves that are not the model's parameters
 
 
+def _on_step(method: Callable[..., None]) -> Callable[..., None]:
+    """A method doing the watch's own work on the step it is given first: what that work
+    raises (a gradient it cannot norm or read to the host, a tensor subclass's) is never raised
+    into the training; it marks the step failed (``Watch._fail``), and the step goes on as
+    without the watch."""
+
+    @functools.wraps(method)
+    def guarded(self: Watch, step: _Step, *args: Any) -> None:
+        try:
+            method(self, step, *args)
+        except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
+            self._fail(step, exc)
+
+    return guarded
+
+
 class _Step:
     """What one logged step has gathered so far."""
 
@@ -329,21 +345,14 @@ class Watch(Own):
             tracing = self._tracing[0]
             with tracing.quiet():
                 tracing.forward_ended(output)
-                self._forward_ended_safely(output)
-        else:
-            self._forward_ended_safely(output)
+                if self._pending is not None:
+                    self._forward_ended(self._pending, output)
+        elif self._pending is not None:
+            self._forward_ended(self._pending, output)
 
-    def _forward_ended_safely(self, output: Any) -> None:
-        step = self._pending
-        try:
-            self._forward_ended(output)
-        except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
-            if step is not None:
-                self._fail(step, exc)
-
-    def _forward_ended(self, output: Any) -> None:
-        step = self._pending
-        if step is None or step.started or step.model_span is None or step.model_span[1] != -1:
+    @_on_step
+    def _forward_ended(self, step: _Step, output: Any) -> None:
+        if step.started or step.model_span is None or step.model_span[1] != -1:
             return
         numbered = bool(step.handles)
         for h in step.handles:
@@ -373,12 +382,8 @@ class Watch(Own):
             @functools.wraps(original)
             def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
                 self._unwrap_backward()
-                step = self._pending
-                try:
-                    self._on_backward(tensors)
-                except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
-                    if step is not None:
-                        self._fail(step, exc)
+                if self._pending is not None:
+                    self._on_backward(self._pending, tensors)
                 return original(tensors, *args, **kwargs)
 
             torch.autograd.backward = backward
@@ -388,9 +393,9 @@ class Watch(Own):
             torch.autograd.backward = self._backward
             self._backward = None
 
-    def _on_backward(self, tensors: Any) -> None:
-        step = self._pending
-        if step is None or step.started:
+    @_on_step
+    def _on_backward(self, step: _Step, tensors: Any) -> None:
+        if step.started:
             return
         roots = list(_tensors(tensors))
         if len(roots) == 1 and roots[0].numel() == 1:
@@ -542,19 +547,18 @@ class Watch(Own):
             node.register_hook(functools.partial(self._on_node, step, info))
 
     # (a hook per node that ran: it keeps the gradients for the norms, computed together)
+    @_on_step
     def _on_node(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
         if step is not self._pending or step.failure is not None:
             return
-        try:
-            if not step.started:
-                self._start(step)
-            k = 2 * len(step.infos)
-            step.infos.append(info)
-            step.values.hold(grad_outputs, k)
-            step.values.hold(grad_inputs, k + 1)
-        except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
-            self._fail(step, exc)
+        if not step.started:
+            self._start(step)
+        k = 2 * len(step.infos)
+        step.infos.append(info)
+        step.values.hold(grad_outputs, k)
+        step.values.hold(grad_inputs, k + 1)
 
+    @_on_step
     def _on_feeder(
         self,
         step: _Step,
@@ -567,27 +571,23 @@ class Watch(Own):
         self._on_node(step, info, grad_inputs, grad_outputs)
         if len(step.infos) == k or step.failure is not None:
             return
-        try:
-            for j, acc in feeds:  # the AccumulateGrad nodes it feeds run next
-                k = len(step.infos)
-                step.accumulates.append(k)
-                step.values.hold(grad_inputs[j : j + 1], 2 * k)
-                step.infos.append(acc)
-        except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
-            self._fail(step, exc)
+        for j, acc in feeds:  # the AccumulateGrad nodes it feeds run next
+            k = len(step.infos)
+            step.accumulates.append(k)
+            step.values.hold(grad_inputs[j : j + 1], 2 * k)
+            step.infos.append(acc)
 
+    @_on_step
     def _on_accumulate(self, step: _Step, info: NodeInfo, grad_inputs: Any, grad_outputs: Any) -> None:
         if step is not self._pending or step.failure is not None:
             return
-        try:
-            if not step.started:
-                self._start(step)
-            step.accumulates.append(len(step.infos))  # (what it accumulates is what it passes on)
-            step.values.hold(grad_outputs, 2 * len(step.infos))
-            step.infos.append(info)
-        except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
-            self._fail(step, exc)
+        if not step.started:
+            self._start(step)
+        step.accumulates.append(len(step.infos))  # (what it accumulates is what it passes on)
+        step.values.hold(grad_outputs, 2 * len(step.infos))
+        step.infos.append(info)
 
+    @_on_step
     def _on_relu(self, step: _Step, info: NodeInfo, feeds: Any, grad_inputs: Any, grad_outputs: Any) -> None:
         k = len(step.infos)
         if feeds:
@@ -596,10 +596,7 @@ class Watch(Own):
             self._on_node(step, info, grad_inputs, grad_outputs)
         g = grad_inputs[0] if grad_inputs else None
         if g is not None and len(step.infos) > k and step.failure is None:
-            try:
-                step.zeros.append((k, step.values.zeros(g), g.numel()))
-            except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
-                self._fail(step, exc)
+            step.zeros.append((k, step.values.zeros(g), g.numel()))
 
     def _start(self, step: _Step) -> None:
         step.started = True
@@ -613,21 +610,18 @@ class Watch(Own):
             functools.partial(self._after_backward, step)
         )
 
+    @_on_step
     def _after_backward(self, step: _Step) -> None:
         if step is not self._pending:
             return
         step.backward_done = True
         if step.failure is not None:
             return
-        try:
-            with_grad = [(name, p) for name, p in self._params if p.grad is not None]
-            with torch.no_grad():
-                grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad], self._on_cpu))  # type: ignore[misc]
-            for (name, p), g in zip(with_grad, grads, strict=True):
-                step.params[id(p)] = [name, g, None, p]
-        except Exception as exc:  # noqa: BLE001 - never raised into the backward (see _fail)
-            self._fail(step, exc)
-            return
+        with_grad = [(name, p) for name, p in self._params if p.grad is not None]
+        with torch.no_grad():
+            grads = step.values.scalars(exact_norms([p.grad for _n, p in with_grad], self._on_cpu))  # type: ignore[misc]
+        for (name, p), g in zip(with_grad, grads, strict=True):
+            step.params[id(p)] = [name, g, None, p]
         if self._stepping is not None:  # (the backward of an optimizer's closure)
             self._copy_before_step(step, self._stepping)
 
@@ -644,21 +638,19 @@ class Watch(Own):
         if step is not None and step.backward_done:
             self._copy_before_step(step, optimizer)
 
+    @_on_step
     def _copy_before_step(self, step: _Step, optimizer: Any) -> None:
         if step.failure is not None:
             return
         params = step.params
-        try:
-            todo = [p for p in _optimizer_params(optimizer) if id(p) in params and params[id(p)][2] is None]
-            with torch.no_grad():  # a copy of the parameters, as the rows of one tensor per shape
-                for ps, old in copied_rows(todo):
-                    # (the weights' norms before the step, from the copy: not another pass over them)
-                    norms = torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype))
-                    for p, slot in zip(ps, step.values.vector(norms), strict=True):
-                        params[id(p)][2] = slot
-                    step.olds.append((ps, old))
-        except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
-            self._fail(step, exc)
+        todo = [p for p in _optimizer_params(optimizer) if id(p) in params and params[id(p)][2] is None]
+        with torch.no_grad():  # a copy of the parameters, as the rows of one tensor per shape
+            for ps, old in copied_rows(todo):
+                # (the weights' norms before the step, from the copy: not another pass over them)
+                norms = torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype))
+                for p, slot in zip(ps, step.values.vector(norms), strict=True):
+                    params[id(p)][2] = slot
+                step.olds.append((ps, old))
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._stepping = None
@@ -667,21 +659,24 @@ class Watch(Own):
         step = self._pending
         if step is None or not step.backward_done:
             return
-        if step.failure is None:
-            try:
-                with torch.no_grad():
-                    for ps, old in step.olds:
-                        new = torch.stack(ps).reshape(len(ps), -1) if len(ps) > 1 else ps[0].reshape(1, -1)
-                        old.sub_(new)  # (old - new: the norm of Δw)
-                        norms = torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype))
-                        for p, slot in zip(ps, step.values.vector(norms), strict=True):
-                            step.ratios[id(p)] = slot
-            except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
-                self._fail(step, exc)
+        self._updates(step)
         step.olds = []
         step.stepped = True
         if step.failure is not None or len(step.ratios) == len(step.params):
             self._finish_pending()
+
+    @_on_step
+    def _updates(self, step: _Step) -> None:
+        """‖Δw‖ of the stepped parameters, from the copies made before the step."""
+        if step.failure is not None:
+            return
+        with torch.no_grad():
+            for ps, old in step.olds:
+                new = torch.stack(ps).reshape(len(ps), -1) if len(ps) > 1 else ps[0].reshape(1, -1)
+                old.sub_(new)  # (old - new: the norm of Δw)
+                norms = torch.linalg.vector_norm(old, dim=1, dtype=norm_dtype(old.dtype))
+                for p, slot in zip(ps, step.values.vector(norms), strict=True):
+                    step.ratios[id(p)] = slot
 
     # ---- writing -----------------------------------------------------------------------------
     def _finish_pending(self) -> None:
@@ -691,14 +686,15 @@ class Watch(Own):
         self._drop(step)
         if not step.backward_done:  # (a forward without its backward: nothing to log)
             return
+        self._log(step)
+        if step.failure is not None:
+            self._not_logged(step)
+
+    @_on_step
+    def _log(self, step: _Step) -> None:
         if step.failure is None:
-            try:
-                self._weigh(step)
-                self._write(step)
-                return
-            except Exception as exc:  # noqa: BLE001 - never raised into the training (see _fail)
-                self._fail(step, exc)
-        self._not_logged(step)
+            self._weigh(step)
+            self._write(step)
 
     def _fail(self, step: _Step, exc: Exception) -> None:
         """The watch's own work on ``step`` raised ``exc`` (a gradient it cannot norm or read
