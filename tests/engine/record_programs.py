@@ -1,10 +1,94 @@
 """Tutorial-style PyTorch programs, as people write them, for ``gradtrace.record()``'s tests.
 
-Each is source text run twice by test_record.py: plainly, and inside ``with
+Each is source text run twice by test_record.py (``run_program``): plainly, and inside ``with
 gradtrace.record() as rec:``. Each seeds torch first, so both runs draw the same numbers.
 """
 
 from __future__ import annotations
+
+import contextlib
+import io
+import textwrap
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+import gradtrace
+
+
+def run_program(source: str, recorded: bool) -> tuple[dict[str, Any], str]:
+    """The program run in a fresh namespace (a notebook cell, exec'd): plainly, or as the
+    body of ``with gradtrace.record() as rec:``. Its namespace and what it printed."""
+    namespace: dict[str, Any] = {"torch": torch, "nn": nn, "gradtrace": gradtrace}
+    if recorded:
+        source = "with gradtrace.record() as rec:\n" + textwrap.indent(source, "    ")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(source, "<program>", "exec"), namespace)
+    return namespace, printed.getvalue()
+
+
+def named_leaves(namespace: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """What record() names in a finished program's namespace: every parameter by its path
+    under the variable holding its (outermost) model, every other leaf that requires grad by
+    its variable."""
+    variables = {n: v for n, v in namespace.items() if not n.startswith("_")}
+    models = {n: m for n, m in variables.items() if isinstance(m, nn.Module)}
+    inner = {id(sub) for m in models.values() for sub in m.modules() if sub is not m}
+    named: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    for name, model in models.items():
+        if id(model) in inner:
+            continue
+        for path, param in model.named_parameters():
+            seen.add(id(param))
+            named[f"{name}.{path}"] = param
+    for name, value in variables.items():
+        if (
+            isinstance(value, torch.Tensor)
+            and value.is_leaf
+            and value.requires_grad
+            and id(value) not in seen
+        ):
+            named[name] = value
+    return named
+
+
+def recorded_as_plain(source: str) -> dict[str, Any]:
+    """The program run plainly and inside ``record()``: asserts that it printed the same, that
+    its named leaves' final ``.grad`` (in ``rec.trace.grads`` and on the tensors) and values
+    (the weights after any optimizer step) are bit-equal to the plain run's, that each
+    backward is a pass and each event inside the pass it names, and that the trace
+    serialises. The recorded run's namespace (``rec`` in it)."""
+    source = textwrap.dedent(source)
+    plain, plain_printed = run_program(source, recorded=False)
+    recorded, recorded_printed = run_program(source, recorded=True)
+    trace = recorded["rec"].trace
+    assert recorded_printed == plain_printed
+    expected = named_leaves(plain)
+    after = named_leaves(recorded)
+    assert set(after) == set(expected)
+    assert set(expected) <= set(trace.grads), sorted(set(expected) - set(trace.grads))
+    for name, leaf in expected.items():
+        # the weights after the program (optimizer steps included), and the final gradients
+        assert torch.equal(after[name].detach(), leaf.detach()), name
+        if leaf.grad is None:
+            assert trace.grads[name] is None, name
+        else:
+            assert torch.equal(torch.from_numpy(np.asarray(trace.grads[name])), leaf.grad), name
+            assert torch.equal(after[name].grad, leaf.grad), name
+    # every backward() and autograd.grad of the program is a pass of its own
+    backwards = [p for p in trace.doc.passes if p.phase == "backward" and p.parent is None]
+    assert backwards, "no backward pass recorded"
+    assert trace.doc.source == "program"
+    for event in trace.doc.events:  # every event inside the pass it names
+        within = trace.doc.passes[event.pass_index]
+        assert within.first_seq <= event.seq <= within.last_seq, (event.seq, event.kind, within.label)
+    trace.to_json_bytes()  # (serialises)
+    return recorded
+
 
 AUTOGRAD_TUTORIAL = """
 torch.manual_seed(0)
@@ -374,6 +458,743 @@ penalty = (ga ** 2).sum()
 penalty.backward()
 """
 
+# ---- more programs as PyTorch's tutorials and common practice write them ----------------
+
+POLYNOMIAL_TENSORS = """
+torch.manual_seed(0)
+import math
+
+dtype = torch.float
+device = torch.device("cpu")
+x = torch.linspace(-math.pi, math.pi, 200, device=device, dtype=dtype)
+y = torch.sin(x)
+a = torch.randn((), device=device, dtype=dtype, requires_grad=True)
+b = torch.randn((), device=device, dtype=dtype, requires_grad=True)
+c = torch.randn((), device=device, dtype=dtype, requires_grad=True)
+d = torch.randn((), device=device, dtype=dtype, requires_grad=True)
+learning_rate = 1e-6
+for t in range(3):
+    y_pred = a + b * x + c * x ** 2 + d * x ** 3
+    loss = (y_pred - y).pow(2).sum()
+    print(t, loss.item())
+    loss.backward()
+    with torch.no_grad():
+        a -= learning_rate * a.grad
+        b -= learning_rate * b.grad
+        c -= learning_rate * c.grad
+        d -= learning_rate * d.grad
+        a.grad = None
+        b.grad = None
+        c.grad = None
+        d.grad = None
+print(f"Result: y = {a.item()} + {b.item()} x + {c.item()} x^2 + {d.item()} x^3")
+"""
+
+
+LEGENDRE_FUNCTION = """
+torch.manual_seed(0)
+import math
+
+class LegendrePolynomial3(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input):
+        ctx.save_for_backward(input)
+        return 0.5 * (5 * input ** 3 - 3 * input)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, = ctx.saved_tensors
+        return grad_output * 1.5 * (5 * input ** 2 - 1)
+
+dtype = torch.float
+x = torch.linspace(-math.pi, math.pi, 200, dtype=dtype)
+y = torch.sin(x)
+a = torch.full((), 0.0, dtype=dtype, requires_grad=True)
+b = torch.full((), -1.0, dtype=dtype, requires_grad=True)
+c = torch.full((), 0.0, dtype=dtype, requires_grad=True)
+d = torch.full((), 0.3, dtype=dtype, requires_grad=True)
+learning_rate = 5e-6
+for t in range(3):
+    P3 = LegendrePolynomial3.apply
+    y_pred = a + b * P3(c + d * x)
+    loss = (y_pred - y).pow(2).sum()
+    print(t, loss.item())
+    loss.backward()
+    with torch.no_grad():
+        a -= learning_rate * a.grad
+        b -= learning_rate * b.grad
+        c -= learning_rate * c.grad
+        d -= learning_rate * d.grad
+        a.grad = None
+        b.grad = None
+        c.grad = None
+        d.grad = None
+y_pred = a + b * P3(c + d * x)
+loss = (y_pred - y).pow(2).sum()
+loss.backward()
+"""
+
+
+POLYNOMIAL_RMSPROP = """
+torch.manual_seed(0)
+import math
+
+x = torch.linspace(-math.pi, math.pi, 200)
+y = torch.sin(x)
+p = torch.tensor([1, 2, 3])
+xx = x.unsqueeze(-1).pow(p)
+model = torch.nn.Sequential(
+    torch.nn.Linear(3, 1),
+    torch.nn.Flatten(0, 1)
+)
+loss_fn = torch.nn.MSELoss(reduction="sum")
+learning_rate = 1e-3
+optimizer = torch.optim.RMSprop(model.parameters(), lr=learning_rate)
+for t in range(3):
+    y_pred = model(xx)
+    loss = loss_fn(y_pred, y)
+    print(t, loss.item())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+linear_layer = model[0]
+print(f"Result: y = {linear_layer.bias.item()} + {linear_layer.weight[:, 0].item()} x")
+"""
+
+
+POLYNOMIAL_NN_MANUAL = """
+torch.manual_seed(0)
+import math
+
+x = torch.linspace(-math.pi, math.pi, 200)
+y = torch.sin(x)
+p = torch.tensor([1, 2, 3])
+xx = x.unsqueeze(-1).pow(p)
+model = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Flatten(0, 1))
+loss_fn = torch.nn.MSELoss(reduction="sum")
+learning_rate = 1e-6
+for t in range(3):
+    y_pred = model(xx)
+    loss = loss_fn(y_pred, y)
+    model.zero_grad()
+    loss.backward()
+    with torch.no_grad():
+        for param in model.parameters():
+            param -= learning_rate * param.grad
+"""
+
+
+DYNAMIC_NET = """
+import random
+import math
+random.seed(0)
+torch.manual_seed(0)
+
+class DynamicNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.randn(()))
+        self.b = torch.nn.Parameter(torch.randn(()))
+        self.c = torch.nn.Parameter(torch.randn(()))
+        self.d = torch.nn.Parameter(torch.randn(()))
+        self.e = torch.nn.Parameter(torch.randn(()))
+
+    def forward(self, x):
+        y = self.a + self.b * x + self.c * x ** 2 + self.d * x ** 3
+        for exp in range(4, random.randint(4, 6)):
+            y = y + self.e * x ** exp
+        return y
+
+    def string(self):
+        return f"y = {self.a.item()} + {self.b.item()} x + {self.c.item()} x^2 + {self.d.item()} x^3 + {self.e.item()} x^4 ? + {self.e.item()} x^5 ?"
+
+x = torch.linspace(-math.pi, math.pi, 200)
+y = torch.sin(x)
+model = DynamicNet()
+criterion = torch.nn.MSELoss(reduction="sum")
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-8, momentum=0.9)
+for t in range(4):
+    y_pred = model(x)
+    loss = criterion(y_pred, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print(f"Result: {model.string()}")
+"""
+
+
+LENET = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+import torch.optim as optim
+
+class Net(nn.Module):
+    def __init__(self):
+        super(Net, self).__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, input):
+        c1 = F.relu(self.conv1(input))
+        s2 = F.max_pool2d(c1, (2, 2))
+        c3 = F.relu(self.conv2(s2))
+        s4 = F.max_pool2d(c3, 2)
+        s4 = torch.flatten(s4, 1)
+        f5 = F.relu(self.fc1(s4))
+        f6 = F.relu(self.fc2(f5))
+        output = self.fc3(f6)
+        return output
+
+net = Net()
+print(net)
+params = list(net.parameters())
+print(len(params))
+print(params[0].size())
+input = torch.randn(1, 1, 32, 32)
+out = net(input)
+print(out)
+net.zero_grad()
+out.backward(torch.randn(1, 10))
+
+output = net(input)
+target = torch.randn(10)
+target = target.view(1, -1)
+criterion = nn.MSELoss()
+loss = criterion(output, target)
+print(loss)
+print(loss.grad_fn.name())
+print(loss.grad_fn.next_functions[0][0].name())
+net.zero_grad()
+print("conv1.bias.grad before backward")
+print(net.conv1.bias.grad)
+loss.backward()
+print("conv1.bias.grad after backward")
+print(net.conv1.bias.grad)
+
+learning_rate = 0.01
+for f in net.parameters():
+    f.data.sub_(f.grad.data * learning_rate)
+
+optimizer = optim.SGD(net.parameters(), lr=0.01)
+optimizer.zero_grad()
+output = net(input)
+loss = criterion(output, target)
+loss.backward()
+optimizer.step()
+"""
+
+
+DCGAN = """
+torch.manual_seed(0)
+import torch.optim as optim
+
+nc, nz, ngf, ndf = 1, 4, 4, 4
+
+def weights_init(m):
+    classname = m.__class__.__name__
+    if classname.find("Conv") != -1:
+        nn.init.normal_(m.weight.data, 0.0, 0.02)
+    elif classname.find("BatchNorm") != -1:
+        nn.init.normal_(m.weight.data, 1.0, 0.02)
+        nn.init.constant_(m.bias.data, 0)
+
+class Generator(nn.Module):
+    def __init__(self):
+        super(Generator, self).__init__()
+        self.main = nn.Sequential(
+            nn.ConvTranspose2d(nz, ngf * 2, 4, 1, 0, bias=False),
+            nn.BatchNorm2d(ngf * 2),
+            nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 2, nc, 4, 2, 1, bias=False),
+            nn.Tanh()
+        )
+
+    def forward(self, input):
+        return self.main(input)
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super(Discriminator, self).__init__()
+        self.main = nn.Sequential(
+            nn.Conv2d(nc, ndf, 4, 2, 1, bias=False),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf, 1, 4, 1, 0, bias=False),
+            nn.Sigmoid()
+        )
+
+    def forward(self, input):
+        return self.main(input)
+
+netG = Generator()
+netG.apply(weights_init)
+netD = Discriminator()
+netD.apply(weights_init)
+criterion = nn.BCELoss()
+fixed_noise = torch.randn(4, nz, 1, 1)
+real_label = 1.
+fake_label = 0.
+optimizerD = optim.Adam(netD.parameters(), lr=0.0002, betas=(0.5, 0.999))
+optimizerG = optim.Adam(netG.parameters(), lr=0.0002, betas=(0.5, 0.999))
+dataloader = [(torch.rand(3, nc, 8, 8) * 2 - 1, torch.zeros(3)) for _ in range(2)]
+G_losses = []
+D_losses = []
+for i, data in enumerate(dataloader, 0):
+    netD.zero_grad()
+    real_cpu = data[0]
+    b_size = real_cpu.size(0)
+    label = torch.full((b_size,), real_label, dtype=torch.float)
+    output = netD(real_cpu).view(-1)
+    errD_real = criterion(output, label)
+    errD_real.backward()
+    D_x = output.mean().item()
+    noise = torch.randn(b_size, nz, 1, 1)
+    fake = netG(noise)
+    label.fill_(fake_label)
+    output = netD(fake.detach()).view(-1)
+    errD_fake = criterion(output, label)
+    errD_fake.backward()
+    D_G_z1 = output.mean().item()
+    errD = errD_real + errD_fake
+    optimizerD.step()
+
+    netG.zero_grad()
+    label.fill_(real_label)
+    output = netD(fake).view(-1)
+    errG = criterion(output, label)
+    errG.backward()
+    D_G_z2 = output.mean().item()
+    optimizerG.step()
+    print(f"Loss_D: {errD.item():.4f} Loss_G: {errG.item():.4f} D(x): {D_x:.4f} D(G(z)): {D_G_z1:.4f} / {D_G_z2:.4f}")
+    G_losses.append(errG.item())
+    D_losses.append(errD.item())
+with torch.no_grad():
+    fake = netG(fixed_noise).detach()
+"""
+
+
+SEQ2SEQ = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+from torch import optim
+
+SOS_token = 0
+
+class EncoderRNN(nn.Module):
+    def __init__(self, input_size, hidden_size, dropout_p=0.1):
+        super(EncoderRNN, self).__init__()
+        self.hidden_size = hidden_size
+        self.embedding = nn.Embedding(input_size, hidden_size)
+        self.gru = nn.GRU(hidden_size, hidden_size, batch_first=True)
+        self.dropout = nn.Dropout(dropout_p)
+
+    def forward(self, input):
+        embedded = self.dropout(self.embedding(input))
+        output, hidden = self.gru(embedded)
+        return output, hidden
+
+class DecoderRNN(nn.Module):
+    def __init__(self, hidden_size, output_size):
+        super(DecoderRNN, self).__init__()
+        self.embedding = nn.Embedding(output_size, hidden_size)
+        self.gru = nn.GRU(hidden_size, hidden_size, batch_first=True)
+        self.out = nn.Linear(hidden_size, output_size)
+
+    def forward(self, input, hidden):
+        output = self.embedding(input)
+        output = F.relu(output)
+        output, hidden = self.gru(output, hidden)
+        output = self.out(output)
+        return output, hidden
+
+encoder = EncoderRNN(10, 8)
+decoder = DecoderRNN(8, 12)
+learning_rate = 0.01
+encoder_optimizer = optim.SGD(encoder.parameters(), lr=learning_rate)
+decoder_optimizer = optim.SGD(decoder.parameters(), lr=learning_rate)
+criterion = nn.NLLLoss()
+pairs = [(torch.tensor([[1, 4, 6, 2]]), torch.tensor([[3, 5, 2]])),
+         (torch.tensor([[7, 3, 2]]), torch.tensor([[9, 1, 11, 2]]))]
+
+def train(input_tensor, target_tensor):
+    encoder_optimizer.zero_grad()
+    decoder_optimizer.zero_grad()
+    encoder_outputs, encoder_hidden = encoder(input_tensor)
+    target_length = target_tensor.size(1)
+    loss = 0
+    decoder_input = torch.tensor([[SOS_token]])
+    decoder_hidden = encoder_hidden
+    for di in range(target_length):
+        decoder_output, decoder_hidden = decoder(decoder_input, decoder_hidden)
+        log_probs = F.log_softmax(decoder_output.squeeze(1), dim=-1)
+        loss += criterion(log_probs, target_tensor[:, di])
+        decoder_input = target_tensor[:, di].unsqueeze(1)  # Teacher forcing
+    loss.backward()
+    encoder_optimizer.step()
+    decoder_optimizer.step()
+    return loss.item() / target_length
+
+for input_tensor, target_tensor in pairs:
+    print(train(input_tensor, target_tensor))
+"""
+
+
+DQN = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+import torch.optim as optim
+
+BATCH_SIZE = 8
+GAMMA = 0.99
+TAU = 0.005
+LR = 1e-4
+
+class DQN(nn.Module):
+    def __init__(self, n_observations, n_actions):
+        super(DQN, self).__init__()
+        self.layer1 = nn.Linear(n_observations, 16)
+        self.layer2 = nn.Linear(16, 16)
+        self.layer3 = nn.Linear(16, n_actions)
+
+    def forward(self, x):
+        x = F.relu(self.layer1(x))
+        x = F.relu(self.layer2(x))
+        return self.layer3(x)
+
+policy_net = DQN(4, 2)
+target_net = DQN(4, 2)
+target_net.load_state_dict(policy_net.state_dict())
+optimizer = optim.AdamW(policy_net.parameters(), lr=LR, amsgrad=True)
+
+def optimize_model(state_batch, action_batch, reward_batch, non_final_mask, non_final_next_states):
+    state_action_values = policy_net(state_batch).gather(1, action_batch)
+    next_state_values = torch.zeros(BATCH_SIZE)
+    with torch.no_grad():
+        next_state_values[non_final_mask] = target_net(non_final_next_states).max(1).values
+    expected_state_action_values = (next_state_values * GAMMA) + reward_batch
+    criterion = nn.SmoothL1Loss()
+    loss = criterion(state_action_values, expected_state_action_values.unsqueeze(1))
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_value_(policy_net.parameters(), 0.05)
+    optimizer.step()
+
+for i_episode in range(2):
+    state_batch = torch.randn(BATCH_SIZE, 4)
+    action_batch = torch.randint(0, 2, (BATCH_SIZE, 1))
+    reward_batch = torch.randn(BATCH_SIZE)
+    non_final_mask = torch.tensor([True, True, False, True, True, True, False, True])
+    non_final_next_states = torch.randn(int(non_final_mask.sum()), 4)
+    optimize_model(state_batch, action_batch, reward_batch, non_final_mask, non_final_next_states)
+    target_net_state_dict = target_net.state_dict()
+    policy_net_state_dict = policy_net.state_dict()
+    for key in policy_net_state_dict:
+        target_net_state_dict[key] = policy_net_state_dict[key] * TAU + target_net_state_dict[key] * (1 - TAU)
+    target_net.load_state_dict(target_net_state_dict)
+"""
+
+
+GRADIENT_ACCUMULATION = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 3))
+loss_fn = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+micro_batches = [(torch.randn(4, 6), torch.randint(0, 3, (4,))) for _ in range(6)]
+accumulation_steps = 4
+optimizer.zero_grad()
+for i, (inputs, labels) in enumerate(micro_batches):
+    outputs = model(inputs)
+    loss = loss_fn(outputs, labels)
+    loss = loss / accumulation_steps
+    loss.backward()
+    if (i + 1) % accumulation_steps == 0:
+        total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.5)
+        print(f"step {i + 1}: grad norm {total_norm.item():.6f}")
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+AUTOCAST_BF16 = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+x = torch.randn(6, 8)
+y = torch.randint(0, 4, (6,))
+for step in range(2):
+    optimizer.zero_grad()
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        output = model(x)
+        assert output.dtype is torch.bfloat16
+        loss = F.cross_entropy(output, y)
+    loss.backward()
+    optimizer.step()
+    print(loss.dtype, output.dtype)
+"""
+
+
+CHECKPOINT = """
+torch.manual_seed(0)
+from torch.utils.checkpoint import checkpoint
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block1 = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Dropout(0.25), nn.Linear(12, 12))
+        self.block2 = nn.Sequential(nn.Linear(12, 12), nn.Tanh())
+        self.head = nn.Linear(12, 2)
+
+    def forward(self, x):
+        h = checkpoint(self.block1, x, use_reentrant=False)
+        h = checkpoint(self.block2, h, use_reentrant=False)
+        return self.head(h)
+
+model = Net()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+x = torch.randn(5, 6)
+target = torch.randn(5, 2)
+for step in range(2):
+    optimizer.zero_grad()
+    loss = nn.functional.mse_loss(model(x), target)
+    loss.backward()
+    optimizer.step()
+"""
+
+
+HESSIAN_VECTOR = """
+torch.manual_seed(0)
+import warnings
+model = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 1))
+x = torch.randn(4, 3)
+y = torch.randn(4, 1)
+params = [p for p in model.parameters()]
+loss = nn.functional.mse_loss(model(x), y)
+grads = torch.autograd.grad(loss, params, create_graph=True)
+v = [torch.randn_like(p) for p in params]
+gv = sum((g * vi).sum() for g, vi in zip(grads, v))
+hv = torch.autograd.grad(gv, params)
+
+loss = nn.functional.mse_loss(model(x), y)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # (create_graph=True with backward(): a reference cycle)
+    loss.backward(create_graph=True)
+grad_norm = sum(p.grad.pow(2).sum() for p in model.parameters())
+model.zero_grad()
+grad_norm.backward()
+"""
+
+
+SPATIAL_TRANSFORMER = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+import torch.optim as optim
+
+class Net(nn.Module):
+    def __init__(self):
+        super(Net, self).__init__()
+        self.conv1 = nn.Conv2d(1, 4, kernel_size=3)
+        self.fc1 = nn.Linear(4 * 5 * 5, 10)
+        self.localization = nn.Sequential(
+            nn.Conv2d(1, 4, kernel_size=5),
+            nn.MaxPool2d(2, stride=2),
+            nn.ReLU(True),
+        )
+        self.fc_loc = nn.Sequential(
+            nn.Linear(4 * 4 * 4, 8),
+            nn.ReLU(True),
+            nn.Linear(8, 3 * 2)
+        )
+        self.fc_loc[2].weight.data.zero_()
+        self.fc_loc[2].bias.data.copy_(torch.tensor([1, 0, 0, 0, 1, 0], dtype=torch.float))
+
+    def stn(self, x):
+        xs = self.localization(x)
+        xs = xs.view(-1, 4 * 4 * 4)
+        theta = self.fc_loc(xs)
+        theta = theta.view(-1, 2, 3)
+        grid = F.affine_grid(theta, x.size(), align_corners=False)
+        x = F.grid_sample(x, grid, align_corners=False)
+        return x
+
+    def forward(self, x):
+        x = self.stn(x)
+        x = F.relu(F.max_pool2d(self.conv1(x), 2))
+        x = x.view(-1, 4 * 5 * 5)
+        x = self.fc1(x)
+        return F.log_softmax(x, dim=1)
+
+model = Net()
+optimizer = optim.SGD(model.parameters(), lr=0.01)
+data = torch.randn(3, 1, 12, 12)
+target = torch.tensor([1, 7, 3])
+model.train()
+for batch_idx in range(2):
+    optimizer.zero_grad()
+    output = model(data)
+    loss = F.nll_loss(output, target)
+    loss.backward()
+    optimizer.step()
+"""
+
+
+WEIGHT_TIED_LM = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+
+class RNNModel(nn.Module):
+    def __init__(self, ntoken, ninp, nhid, nlayers, dropout=0.2, tie_weights=True):
+        super(RNNModel, self).__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers, dropout=dropout)
+        self.decoder = nn.Linear(nhid, ntoken)
+        if tie_weights:
+            self.decoder.weight = self.encoder.weight
+        self.init_weights()
+        self.nhid = nhid
+        self.nlayers = nlayers
+
+    def init_weights(self):
+        initrange = 0.1
+        nn.init.uniform_(self.encoder.weight, -initrange, initrange)
+        nn.init.zeros_(self.decoder.bias)
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        output = self.drop(output)
+        decoded = self.decoder(output)
+        decoded = decoded.view(-1, self.ntoken)
+        return F.log_softmax(decoded, dim=1), hidden
+
+    def init_hidden(self, bsz):
+        weight = next(self.parameters())
+        return (weight.new_zeros(self.nlayers, bsz, self.nhid),
+                weight.new_zeros(self.nlayers, bsz, self.nhid))
+
+def repackage_hidden(h):
+    if isinstance(h, torch.Tensor):
+        return h.detach()
+    else:
+        return tuple(repackage_hidden(v) for v in h)
+
+def get_batch(source, i, bptt=4):
+    seq_len = min(bptt, len(source) - 1 - i)
+    data = source[i:i + seq_len]
+    target = source[i + 1:i + 1 + seq_len].view(-1)
+    return data, target
+
+ntokens = 20
+model = RNNModel(ntokens, 8, 8, 2)
+criterion = nn.NLLLoss()
+train_data = torch.randint(0, ntokens, (9, 2))
+lr = 20
+model.train()
+hidden = model.init_hidden(2)
+for batch, i in enumerate(range(0, train_data.size(0) - 1, 4)):
+    data, targets = get_batch(train_data, i)
+    model.zero_grad()
+    hidden = repackage_hidden(hidden)
+    output, hidden = model(data, hidden)
+    loss = criterion(output, targets)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+    for p in model.parameters():
+        p.data.add_(p.grad, alpha=-lr)
+"""
+
+
+MULTIHEAD_ATTENTION = """
+torch.manual_seed(0)
+embed_dim, num_heads = 8, 2
+multihead_attn = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+query = torch.randn(2, 5, embed_dim, requires_grad=True)
+key_padding_mask = torch.tensor([[False, False, False, False, False],
+                                 [False, False, False, True, True]])
+attn_output, attn_output_weights = multihead_attn(query, query, query, key_padding_mask=key_padding_mask)
+loss = attn_output.pow(2).mean() + attn_output_weights.sum()
+loss.backward()
+encoder_layer = nn.TransformerEncoderLayer(d_model=embed_dim, nhead=num_heads, dim_feedforward=16, batch_first=True)
+src = torch.randn(2, 5, embed_dim)
+out = encoder_layer(src, src_key_padding_mask=key_padding_mask)
+out.sum().backward()
+"""
+
+
+DATALOADER_LOOP = """
+torch.manual_seed(0)
+from torch.utils.data import DataLoader, TensorDataset
+
+X = torch.randn(16, 5)
+Y = torch.randint(0, 2, (16,))
+dataset = TensorDataset(X, Y)
+train_dataloader = DataLoader(dataset, batch_size=8, shuffle=True)
+model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 2))
+loss_fn = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-1)
+
+def train_loop(dataloader, model, loss_fn, optimizer):
+    size = len(dataloader.dataset)
+    model.train()
+    for batch, (X, y) in enumerate(dataloader):
+        pred = model(X)
+        loss = loss_fn(pred, y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        loss, current = loss.item(), batch * 8 + len(X)
+        print(f"loss: {loss:>7f}  [{current:>5d}/{size:>5d}]")
+
+def test_loop(dataloader, model, loss_fn):
+    model.eval()
+    test_loss, correct = 0, 0
+    with torch.no_grad():
+        for X, y in dataloader:
+            pred = model(X)
+            test_loss += loss_fn(pred, y).item()
+            correct += (pred.argmax(1) == y).type(torch.float).sum().item()
+    print(f"Accuracy: {100 * correct / len(dataloader.dataset):>0.1f}%, Avg loss: {test_loss / len(dataloader):>8f}")
+
+for t in range(2):
+    print(f"Epoch {t + 1}")
+    train_loop(train_dataloader, model, loss_fn, optimizer)
+    test_loop(train_dataloader, model, loss_fn)
+"""
+
+
+TRANSFER_LEARNING = """
+torch.manual_seed(0)
+import torch.optim as optim
+from torch.optim import lr_scheduler
+from torchvision import models
+
+model_conv = models.resnet18(weights=None)
+for param in model_conv.parameters():
+    param.requires_grad = False
+num_ftrs = model_conv.fc.in_features
+model_conv.fc = nn.Linear(num_ftrs, 2)
+criterion = nn.CrossEntropyLoss()
+optimizer_conv = optim.SGD(model_conv.fc.parameters(), lr=0.001, momentum=0.9)
+exp_lr_scheduler = lr_scheduler.StepLR(optimizer_conv, step_size=1, gamma=0.1)
+inputs = torch.randn(2, 3, 32, 32)
+labels = torch.tensor([0, 1])
+for epoch in range(2):
+    model_conv.train()
+    optimizer_conv.zero_grad()
+    with torch.set_grad_enabled(True):
+        outputs = model_conv(inputs)
+        _, preds = torch.max(outputs, 1)
+        loss = criterion(outputs, labels)
+        loss.backward()
+        optimizer_conv.step()
+    exp_lr_scheduler.step()
+    print(epoch, exp_lr_scheduler.get_last_lr())
+"""
+
 PROGRAMS = {
     "autograd_tutorial": AUTOGRAD_TUTORIAL,
     "quickstart": QUICKSTART,
@@ -387,4 +1208,24 @@ PROGRAMS = {
     "seed_tensor_hooks": SEED_TENSOR_HOOKS,
     "hooks_that_store": HOOKS_THAT_STORE,
     "retain_graph_and_grad": RETAIN_GRAPH_AND_GRAD,
+    "polynomial_tensors": POLYNOMIAL_TENSORS,
+    "legendre_function": LEGENDRE_FUNCTION,
+    "polynomial_rmsprop": POLYNOMIAL_RMSPROP,
+    "polynomial_nn_manual": POLYNOMIAL_NN_MANUAL,
+    "dynamic_net": DYNAMIC_NET,
+    "lenet": LENET,
+    "dcgan": DCGAN,
+    "seq2seq": SEQ2SEQ,
+    "dqn": DQN,
+    "gradient_accumulation": GRADIENT_ACCUMULATION,
+    "autocast_bf16": AUTOCAST_BF16,
+    "checkpoint": CHECKPOINT,
+    "hessian_vector": HESSIAN_VECTOR,
+    "spatial_transformer": SPATIAL_TRANSFORMER,
+    "weight_tied_lm": WEIGHT_TIED_LM,
+    "multihead_attention": MULTIHEAD_ATTENTION,
+    "dataloader_loop": DATALOADER_LOOP,
 }
+
+# needs torchvision (its Python code: see third_party.torchvision_python_only)
+TORCHVISION_PROGRAMS = {"transfer_learning": TRANSFER_LEARNING}

@@ -16,81 +16,19 @@ import numpy as np
 import pytest
 import torch
 from engine_specs import SEED001_RETAIN
-from record_programs import PROGRAMS
+from record_programs import PROGRAMS, recorded_as_plain, run_program
 from torch import nn
 
 import gradtrace
 
 
-def _run(source: str, recorded: bool) -> tuple[dict[str, Any], str]:
-    """The program run in a fresh namespace (a notebook cell, exec'd): plainly, or as the
-    body of ``with gradtrace.record() as rec:``. Its namespace and what it printed."""
-    namespace: dict[str, Any] = {"torch": torch, "nn": nn, "gradtrace": gradtrace}
-    if recorded:
-        source = "with gradtrace.record() as rec:\n" + textwrap.indent(source, "    ")
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(source, "<program>", "exec"), namespace)
-    return namespace, printed.getvalue()
-
-
-def _named_leaves(namespace: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """What record() names in a finished program's namespace: every parameter by its path
-    under the variable holding its (outermost) model, every other leaf that requires grad by
-    its variable."""
-    variables = {n: v for n, v in namespace.items() if not n.startswith("_")}
-    models = {n: m for n, m in variables.items() if isinstance(m, nn.Module)}
-    inner = {id(sub) for m in models.values() for sub in m.modules() if sub is not m}
-    named: dict[str, torch.Tensor] = {}
-    seen: set[int] = set()
-    for name, model in models.items():
-        if id(model) in inner:
-            continue
-        for path, param in model.named_parameters():
-            seen.add(id(param))
-            named[f"{name}.{path}"] = param
-    for name, value in variables.items():
-        if (
-            isinstance(value, torch.Tensor)
-            and value.is_leaf
-            and value.requires_grad
-            and id(value) not in seen
-        ):
-            named[name] = value
-    return named
-
-
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_program_grads_and_weights_bit_equal_to_plain_run(program: str) -> None:
-    source = textwrap.dedent(PROGRAMS[program])
-    plain, plain_printed = _run(source, recorded=False)
-    recorded, recorded_printed = _run(source, recorded=True)
-    trace = recorded["rec"].trace
-    assert recorded_printed == plain_printed
-    expected = _named_leaves(plain)
-    after = _named_leaves(recorded)
-    assert set(after) == set(expected)
-    assert set(expected) <= set(trace.grads), sorted(set(expected) - set(trace.grads))
-    for name, leaf in expected.items():
-        # the weights after the program (optimizer steps included), and the final gradients
-        assert torch.equal(after[name].detach(), leaf.detach()), name
-        if leaf.grad is None:
-            assert trace.grads[name] is None, name
-        else:
-            assert torch.equal(torch.from_numpy(np.asarray(trace.grads[name])), leaf.grad), name
-            assert torch.equal(after[name].grad, leaf.grad), name
-    # every backward() and autograd.grad of the program is a pass of its own
-    backwards = [p for p in trace.doc.passes if p.phase == "backward" and p.parent is None]
-    assert backwards, "no backward pass recorded"
-    assert trace.doc.source == "program"
-    for event in trace.doc.events:  # every event inside the pass it names
-        within = trace.doc.passes[event.pass_index]
-        assert within.first_seq <= event.seq <= within.last_seq, (event.seq, event.kind, within.label)
-    trace.to_json_bytes()  # (serialises)
+    recorded_as_plain(PROGRAMS[program])
 
 
 def test_autograd_tutorial_trace_names_and_passes() -> None:
-    recorded, _ = _run(textwrap.dedent(PROGRAMS["autograd_tutorial"]), recorded=True)
+    recorded, _ = run_program(textwrap.dedent(PROGRAMS["autograd_tutorial"]), recorded=True)
     doc = recorded["rec"].trace.doc
     assert [p.label for p in doc.passes] == ["forward #1", "backward #1 of loss"]
     tensors = {n.tensor for n in doc.graph.nodes if n.kind == "tensor"}
@@ -103,7 +41,7 @@ def test_autograd_tutorial_trace_names_and_passes() -> None:
 
 
 def test_models_named_by_the_program_variables() -> None:
-    recorded, _ = _run(textwrap.dedent(PROGRAMS["quickstart"]), recorded=True)
+    recorded, _ = run_program(textwrap.dedent(PROGRAMS["quickstart"]), recorded=True)
     doc = recorded["rec"].trace.doc
     paths = {m.path for m in doc.graph.modules}
     assert {"model", "model.flatten", "model.linear_relu_stack.0", "loss_fn"} <= paths
@@ -204,7 +142,7 @@ def test_trace_read_inside_the_block_is_refused() -> None:
 
 
 def test_optimizer_steps_and_zero_grad_are_events_with_the_parameters_they_changed() -> None:
-    recorded, _ = _run(textwrap.dedent(PROGRAMS["adam_regression"]), recorded=True)
+    recorded, _ = run_program(textwrap.dedent(PROGRAMS["adam_regression"]), recorded=True)
     trace = recorded["rec"].trace
     doc = trace.doc
     steps = [e for e in doc.events if e.kind == "optimizer_step"]
@@ -254,7 +192,7 @@ def test_a_freed_graph_error_is_pytorchs_with_the_passes_before_it() -> None:
 
 
 def test_the_programs_hooks_are_events_where_they_fire() -> None:
-    recorded, printed = _run(textwrap.dedent(PROGRAMS["seed_tensor_hooks"]), recorded=True)
+    recorded, printed = run_program(textwrap.dedent(PROGRAMS["seed_tensor_hooks"]), recorded=True)
     assert printed.splitlines() == [
         "register_hook: tensor(2.)",
         "post_accumulate: tensor(2.)",
@@ -270,7 +208,7 @@ def test_the_programs_hooks_are_events_where_they_fire() -> None:
         ("backward #2 of y2", "post_accumulate_grad"),
     ]
 
-    recorded, _ = _run(textwrap.dedent(PROGRAMS["hooks_that_store"]), recorded=True)
+    recorded, _ = run_program(textwrap.dedent(PROGRAMS["hooks_that_store"]), recorded=True)
     doc = recorded["rec"].trace.doc
     hooks = {m.path: [h.type for h in m.hooks] for m in doc.graph.modules if m.hooks}
     assert hooks == {"model.0": ["forward"], "model.2": ["full_backward"]}
@@ -324,7 +262,7 @@ def test_the_readme_record_examples_work_as_written(tmp_path: Any, monkeypatch: 
         assert torch.equal(torch.from_numpy(trained["rec"].trace.grads[f"model.{name}"]), param.grad)
 
 
-def test_a_loop_hooks_only_the_graph_each_backward_can_run() -> None:
+def test_a_loop_hooks_only_the_graph_each_backward_canrun_program() -> None:
     """A training loop's later backward passes hook the graph they run, not every graph the
     program built before (the engine cannot run those): each pass has the same node events,
     and the zero_grad at the loop's end is told by its event, not by a grad_cleared warning."""

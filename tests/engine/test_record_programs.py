@@ -1,0 +1,295 @@
+"""``gradtrace.record()`` around more programs written as PyTorch's tutorials write them
+(record_programs.py; each is also run by test_record's bit-equality test): what the trace says
+of them, as a new user would read it: its passes, the optimizers' and zero_grad's events,
+the names, and that it saves."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from record_programs import PROGRAMS, TORCHVISION_PROGRAMS, recorded_as_plain, run_program
+from third_party import torchvision_python_only
+
+import gradtrace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _recorded(program: str) -> tuple[dict[str, Any], gradtrace.Trace]:
+    namespace, _printed = run_program(textwrap.dedent(PROGRAMS[program]), recorded=True)
+    return namespace, namespace["rec"].trace
+
+
+def _labels(trace: gradtrace.Trace) -> list[str]:
+    return [p.label for p in trace.doc.passes if p.parent is None]
+
+
+def _events(trace: gradtrace.Trace, kind: str) -> list[Any]:
+    return [e for e in trace.doc.events if e.kind == kind]
+
+
+def _loop(*steps: list[str]) -> list[str]:
+    return [label for step in steps for label in step]
+
+
+EXPECTED_PASSES = {
+    # a.grad = None (four of them in a row): one zero_grad event, as one zero_grad() call makes
+    "polynomial_tensors": _loop(
+        *([f"forward #{k}", f"backward #{k} of loss", "zero_grad"] for k in (1, 2, 3))
+    ),
+    "legendre_function": _loop(
+        *([f"forward #{k}", f"backward #{k} of loss", "zero_grad"] for k in (1, 2, 3)),
+        ["forward #4", "backward #4 of loss"],
+    ),
+    # (optimizer.zero_grad() between the forward and the backward: inside the forward pass;
+    # linear_layer.weight[:, 0] after the loop builds graph: a forward of its own)
+    "polynomial_rmsprop": _loop(
+        *([f"forward #{k}", f"backward #{k} of loss", f"optimizer.step #{k}"] for k in (1, 2, 3)),
+        ["forward #4"],
+    ),
+    "polynomial_nn_manual": _loop(*([f"forward #{k}", f"backward #{k} of loss"] for k in (1, 2, 3))),
+    "dynamic_net": _loop(
+        *([f"forward #{k}", f"backward #{k} of loss", f"optimizer.step #{k}"] for k in (1, 2, 3, 4))
+    ),
+    "lenet": [
+        "forward #1",
+        "backward #1 of out",  # out.backward(torch.randn(1, 10))
+        "forward #2",
+        "backward #2 of loss",
+        "zero_grad",
+        "forward #3",
+        "backward #3 of loss",
+        "optimizer.step #1",
+    ],
+    "gradient_accumulation": _loop(
+        *([f"forward #{k}", f"backward #{k} of loss"] for k in (1, 2, 3, 4)),
+        ["optimizer.step #1", "zero_grad"],
+        *([f"forward #{k}", f"backward #{k} of loss"] for k in (5, 6)),
+    ),
+    "autocast_bf16": [
+        "forward #1",
+        "backward #1 of loss",
+        "optimizer.step #1",
+        "zero_grad",
+        "forward #2",
+        "backward #2 of loss",
+        "optimizer.step #2",
+    ],
+    "checkpoint": [
+        "forward #1",
+        "backward #1 of loss",
+        "optimizer.step #1",
+        "zero_grad",
+        "forward #2",
+        "backward #2 of loss",
+        "optimizer.step #2",
+    ],
+    "hessian_vector": [
+        "forward #1",
+        "autograd.grad #1 of loss",  # the gradients, with create_graph=True
+        "forward #2",
+        "autograd.grad #2 of gv",  # the Hessian-vector product: through the first one's graph
+        "forward #3",
+        "backward #1 of loss",  # backward(create_graph=True)
+        "forward #4",
+        "backward #2 of grad_norm",  # through the .grad the first one left with a graph
+    ],
+    "spatial_transformer": [
+        "forward #1",
+        "backward #1 of loss",
+        "optimizer.step #1",
+        "zero_grad",
+        "forward #2",
+        "backward #2 of loss",
+        "optimizer.step #2",
+    ],
+    "weight_tied_lm": ["forward #1", "backward #1 of loss", "zero_grad", "forward #2", "backward #2 of loss"],
+    "multihead_attention": ["forward #1", "backward #1 of loss", "forward #2", "backward #2 of tensor"],
+}
+
+
+@pytest.mark.parametrize("program", sorted(EXPECTED_PASSES))
+def test_the_passes_are_the_programs_in_its_order(program: str) -> None:
+    _namespace, trace = _recorded(program)
+    assert _labels(trace) == EXPECTED_PASSES[program]
+
+
+def test_manual_updates_under_no_grad_leave_the_leaves_named_and_cleared() -> None:
+    namespace, trace = _recorded("polynomial_tensors")
+    doc = trace.doc
+    tensors = {n.tensor for n in doc.graph.nodes if n.kind == "tensor"}
+    assert tensors == {"x", "y", "a", "b", "c", "d", None}  # (None: x ** 2, x ** 3, made of x alone)
+    cleared = [e.payload for e in _events(trace, "zero_grad")]
+    assert cleared == [{"set_to_none": True, "tensors": ["a", "b", "c", "d"]}] * 3
+    assert trace.grads == {"a": None, "b": None, "c": None, "d": None}
+    # the in-place updates under no_grad are no graph: three forwards of the same ops
+    ops = {n.op for n in doc.graph.nodes if n.kind != "tensor"}
+    assert "AccumulateGrad" in ops and not {op for op in ops if "Sub" in op and op != "SubBackward0"}
+    assert namespace["a"].requires_grad and namespace["a"].is_leaf
+
+
+def test_a_custom_autograd_function_is_its_own_node() -> None:
+    namespace, trace = _recorded("legendre_function")
+    nodes = [n for n in trace.doc.graph.nodes if n.op == "LegendrePolynomial3Backward"]
+    assert len(nodes) == 4  # one per forward
+    for name in "abcd":
+        np.testing.assert_array_equal(trace.grads[name], namespace[name].grad.numpy())
+
+
+def test_lenet_names_its_modules_and_the_optimizer_changes_every_parameter() -> None:
+    namespace, trace = _recorded("lenet")
+    doc = trace.doc
+    assert [m.path for m in doc.graph.modules] == [
+        "net",
+        "net.conv1",
+        "net.conv2",
+        "net.fc1",
+        "net.fc2",
+        "net.fc3",
+        "criterion",
+    ]
+    inputs = {n.tensor for n in doc.graph.nodes if n.kind == "tensor" and not n.requires_grad}
+    assert inputs == {"input", "target"}
+    (step,) = _events(trace, "optimizer_step")
+    net = namespace["net"]
+    assert step.payload["optimizer"] == "SGD" and step.payload["name"] == "optimizer"
+    assert list(step.payload["after"]) == [f"net.{n}" for n, _p in net.named_parameters()]
+    for name, param in net.named_parameters():
+        assert torch.equal(
+            torch.from_numpy(trace.array(step.payload["after"][f"net.{name}"])), param.detach()
+        )
+    # net.zero_grad() between the forward and the backward: in the forward's pass
+    zeroed = _events(trace, "zero_grad")
+    assert [doc.passes[e.pass_index].label for e in zeroed] == ["forward #2", "zero_grad"]
+
+
+def test_two_models_two_optimizers_each_step_changes_its_own() -> None:
+    namespace, trace = _recorded("dcgan")
+    doc = trace.doc
+    steps = _events(trace, "optimizer_step")
+    assert [(e.payload["name"], e.payload["optimizer"]) for e in steps] == [
+        ("optimizerD", "Adam"),
+        ("optimizerG", "Adam"),
+    ] * 2
+    for event in steps:
+        model = "netD" if event.payload["name"] == "optimizerD" else "netG"
+        params = [f"{model}.{n}" for n, _p in namespace[model].named_parameters()]
+        assert list(event.payload["after"]) == params
+    backwards = [p.label for p in doc.passes if p.phase == "backward"]
+    assert backwards == [
+        "backward #1 of errD_real",
+        "backward #2 of errD_fake",  # netD(fake.detach()): nothing of netG in it
+        "backward #3 of errG",
+        "backward #4 of errD_real",
+        "backward #5 of errD_fake",
+        "backward #6 of errG",
+    ]
+    second = doc.passes[[p.label for p in doc.passes].index("backward #2 of errD_fake")]
+    written = {
+        doc.graph.nodes[int(e.target[1:])].tensor
+        for e in doc.events[second.first_seq : second.last_seq + 1]
+        if e.kind == "grad_write"
+    }
+    assert written == {"netD.main.0.weight", "netD.main.2.weight"}
+    assert {m.path for m in doc.graph.modules if m.parent is None} == {"netG", "netD", "criterion"}
+
+
+def test_a_target_network_under_no_grad_gets_no_gradient_and_clipping_is_in_the_grads() -> None:
+    namespace, trace = _recorded("dqn")
+    target = namespace["target_net"]
+    for name, param in target.named_parameters():
+        assert param.grad is None and trace.grads[f"target_net.{name}"] is None
+    policy = namespace["policy_net"]
+    for name, param in policy.named_parameters():
+        got = trace.grads[f"policy_net.{name}"]
+        assert np.abs(got).max() <= 0.05  # clip_grad_value_ after the backward: the final .grad
+        np.testing.assert_array_equal(got, param.grad.numpy())
+    assert [e.payload["optimizer"] for e in _events(trace, "optimizer_step")] == ["AdamW", "AdamW"]
+
+
+def test_gradient_accumulation_steps_once_per_four_backwards() -> None:
+    namespace, trace = _recorded("gradient_accumulation")
+    (step,) = _events(trace, "optimizer_step")
+    assert trace.doc.passes[step.pass_index].label == "optimizer.step #1"
+    (cleared,) = _events(trace, "zero_grad")  # (the first zero_grad() clears nothing: no event)
+    assert cleared.payload["tensors"] == [f"model.{n}" for n, _p in namespace["model"].named_parameters()]
+    # the final .grad: the last two micro-batches' (after the step's zero_grad), accumulated
+    model = namespace["model"]
+    loss_fn = namespace["loss_fn"]
+    again = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
+    for inputs, labels in namespace["micro_batches"][4:]:
+        grads = torch.autograd.grad(loss_fn(model(inputs), labels) / 4, list(model.parameters()))
+        for (name, _p), grad in zip(model.named_parameters(), grads, strict=True):
+            again[name] += grad
+    for name, grad in again.items():
+        np.testing.assert_allclose(trace.grads[f"model.{name}"], grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_autocast_bfloat16_values_are_recorded_in_their_dtype() -> None:
+    _namespace, trace = _recorded("autocast_bf16")
+    dtypes = {n.op: n.dtype for n in trace.doc.graph.nodes if n.op == "AddmmBackward0"}
+    assert dtypes == {"AddmmBackward0": "bfloat16"}
+    assert all(g is not None and g.dtype == np.float32 for g in trace.grads.values())
+
+
+def test_a_tied_weight_has_one_name() -> None:
+    namespace, trace = _recorded("weight_tied_lm")
+    model = namespace["model"]
+    assert model.decoder.weight is model.encoder.weight
+    assert "model.encoder.weight" in trace.grads and "model.decoder.weight" not in trace.grads
+    assert set(trace.grads) == {f"model.{n}" for n, _p in model.named_parameters()}
+
+
+def test_a_loop_in_functions_over_a_dataloader() -> None:
+    namespace, trace = _recorded("dataloader_loop")
+    steps = _events(trace, "optimizer_step")
+    assert len(steps) == 4  # 2 epochs of 2 batches
+    assert trace.grads == dict.fromkeys(trace.grads)  # (each loop ends with zero_grad: None)
+    model = namespace["model"]
+    for name, param in model.named_parameters():
+        assert torch.equal(
+            torch.from_numpy(trace.array(steps[-1].payload["after"][f"model.{name}"])), param.detach()
+        )
+
+
+@pytest.mark.parametrize("suffix", [".json", ".html", ".svg"])
+def test_a_programs_trace_saves(tmp_path: Path, suffix: str) -> None:
+    _namespace, trace = _recorded("dcgan")
+    path = trace.save(tmp_path / f"dcgan{suffix}")
+    assert path.stat().st_size > 0
+    if suffix == ".json":
+        loaded = gradtrace.Trace.load(path)
+        assert [p.label for p in loaded.doc.passes] == [p.label for p in trace.doc.passes]
+
+
+@pytest.mark.parametrize("program", sorted(TORCHVISION_PROGRAMS))
+def test_torchvision_programs_bit_equal_to_plain_run(program: str) -> None:
+    if torchvision_python_only(also_in=ROOT / "var" / "bench-torchvision") is None:
+        pytest.skip("torchvision is not installed (make bench installs it in var/bench-torchvision)")
+    recorded = recorded_as_plain(TORCHVISION_PROGRAMS[program])
+    trace = recorded["rec"].trace
+    model = recorded["model_conv"]
+    # frozen: no gradient; the new fc: its gradient, and the only parameters the steps change
+    for name, param in model.named_parameters():
+        got = trace.grads[f"model_conv.{name}"]
+        if name.startswith("fc."):
+            np.testing.assert_array_equal(got, param.grad.numpy())
+        else:
+            assert got is None, name
+    steps = _events(trace, "optimizer_step")
+    assert [sorted(e.payload["after"]) for e in steps] == [["model_conv.fc.bias", "model_conv.fc.weight"]] * 2
+    assert [e.payload["lr"] for e in steps] == [0.001, pytest.approx(0.0001)]  # (StepLR's step between)
+    assert _labels(trace) == [
+        "forward #1",
+        "backward #1 of loss",
+        "optimizer_conv.step #1",
+        "zero_grad",
+        "forward #2",
+        "backward #2 of loss",
+        "optimizer_conv.step #2",
+    ]
