@@ -70,7 +70,8 @@ def _tripping(rec: Recorder, hook: Callable[..., None]) -> Callable[..., None]:
         try:
             hook(*args)
         except Exception as exc:
-            rec.trip(exc)
+            if not rec.trip(exc):
+                raise
 
     return tripping
 

@@ -205,9 +205,8 @@ class _DiscoveryMode(TorchFunctionMode):
         try:
             capture.after_op(args, kwargs, out, first)
         except Exception as exc:
-            if not capture.recorder.fail_safe:
+            if not capture.recorder.trip(exc):
                 raise
-            capture.recorder.trip(exc)
         return out
 
 
@@ -388,9 +387,8 @@ class ForwardCapture:
         try:
             self._module_began(module, args)
         except Exception as exc:
-            if not rec.fail_safe:
+            if not rec.trip(exc):
                 raise
-            rec.trip(exc)
 
     def _module_began(self, module: nn.Module, args: tuple) -> None:
         path = self.module_paths.get(id(module))
@@ -439,9 +437,8 @@ class ForwardCapture:
         try:
             self._module_ended(module, args, output)
         except Exception as exc:
-            if not rec.fail_safe:
+            if not rec.trip(exc):
                 raise
-            rec.trip(exc)
 
     def _module_ended(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.module_paths.get(id(module))

@@ -641,17 +641,15 @@ class ModelHooks:
                     versions = _versions(given)
                     copies = [_bits(t).clone() for t in given] if bits_checked else None
             except Exception as exc:
-                if not rec.fail_safe:
+                if not rec.trip(exc):
                     raise
-                rec.trip(exc)
                 return hook(*args, **kwargs), None
             result = hook(*args, **kwargs)
             try:
                 return result, self._after_hook(kind, args, result, given, versions, copies, payload)
             except Exception as exc:
-                if not rec.fail_safe:
+                if not rec.trip(exc):
                     raise
-                rec.trip(exc)
                 return result, None
 
         return fire

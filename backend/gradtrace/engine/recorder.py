@@ -160,14 +160,18 @@ class Recorder:
         # discovery mode lets every call through, the hooks return at once
         self.stopped = False
 
-    def trip(self, exc: Exception) -> None:
-        """gradtrace's own recording raised ``exc`` in a fail-safe capture: kept (the first
-        one), and the capture stops recording (the discovery mode lets every call through,
-        the hooks return at once). Called from an ``except`` block, only when ``fail_safe``
-        (elsewhere the exception is raised as it is)."""
+    def trip(self, exc: Exception) -> bool:
+        """gradtrace's own recording raised ``exc``: in a fail-safe capture it is kept (the
+        first one), the capture stops recording (the discovery mode lets every call through,
+        the hooks return at once) and this returns True; elsewhere False, for the caller to
+        raise it as it is. Called from an ``except`` block, the one way every recording hook
+        handles what it raised: ``except Exception as exc: if not rec.trip(exc): raise``."""
+        if not self.fail_safe:
+            return False
         if self.failure is None:
             self.failure = exc
         self.stopped = True
+        return True
 
     # ---- passes and events -------------------------------------------------------------
     def begin_pass(self, phase: Phase, label: str, step: int | None) -> None:

@@ -102,8 +102,9 @@ class StepSession(ProgramSession):
             return
         try:
             (self._step_starts if began else self._step_ends)(optimizer, args, kwargs)
-        except Exception as exc:  # noqa: BLE001 - the training goes on (see Recorder.trip)
-            rec.trip(exc)
+        except Exception as exc:
+            if not rec.trip(exc):  # (never raises: the training goes on, see the module's docstring)
+                raise
 
 
 def _unreadable(model: nn.Module, args: tuple, kwargs: dict[str, Any]) -> str | None:
@@ -188,8 +189,9 @@ class StepTrace:
                 for key, value in output.items():
                     if isinstance(value, torch.Tensor) and isinstance(key, str) and key != "loss":
                         session.name(key, value)
-        except Exception as exc:  # noqa: BLE001 - the training goes on (see Recorder.trip)
-            session.recorder.trip(exc)
+        except Exception as exc:
+            if not session.recorder.trip(exc):  # (never raises: the training goes on)
+                raise
 
     def _backward_ended(self) -> None:
         self.backward_done = True
