@@ -8,6 +8,7 @@ import { svgEl } from "./dom.js";
 // 12-layer graph fits with readable text.
 const FIT_PAD = 2;
 const EXTENT_MARGIN = 4; // graph px around the drawn boxes: strokes of a running or selected node
+const MINIMAP_CLEAR = 4; // screen px kept free around the minimap (a node's stroke, its glow)
 
 /**
  * insetTop: screen px at the top that tools float over (a player's folded legend, Fit, zoom):
@@ -95,14 +96,64 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
     const cx = bottom ? bottom.x + bottom.width / 2 : content.width / 2;
     tx = clampAxis(w / 2 - cx * k, w, content.width * k);
     ty = clampAxis(h - FIT_PAD - content.height * k, h, content.height * k);
-    // No node cut in half by the top edge: move the picture up past it (the loss stays in view).
+    uncutTop();
+    userMoved = false;
+    apply();
+    clearMinimap();
+  }
+
+  /** No node cut in half by the top edge: move the picture up past it (the loss stays in view). */
+  function uncutTop() {
     for (let i = 0; i < 16; i++) {
       const cut = nodes.find((n) => n !== bottom && n.y * k + ty < -0.5 && (n.y + n.height) * k + ty > 0.5);
       if (!cut) break;
       ty = -(cut.y + cut.height) * k - 2;
     }
-    userMoved = false;
+  }
+
+  /**
+   * The opening view keeps every node clear of the minimap: the graph's bottom corner, where the
+   * loss and the last layer's ops sit, is where the minimap stands. It takes the other bottom
+   * corner when no node is there, else the picture moves up above it (the loss stays in view,
+   * the strip beside the minimap is left empty).
+   */
+  function clearMinimap() {
+    if (!minimapSvg) return;
+    minimapSvg.classList.remove("is-dodging");
+    if (!nodes.some((n) => covers(minimapRect(), n))) return;
+    minimapSvg.classList.add("is-dodging");
+    if (!nodes.some((n) => covers(minimapRect(), n))) return;
+    minimapSvg.classList.remove("is-dodging");
+    const m = minimapRect();
+    if (!m) return;
+    for (let i = 0; i < 16; i++) {
+      const under = nodes.filter((n) => covers(m, n));
+      if (!under.length) break;
+      const rise = Math.max(...under.map((n) => (n.y + n.height) * k + ty)) - m.top + 1;
+      // (a panel too small for both: the loss stays on screen, under the minimap if it must)
+      if (bottom && (bottom.y + bottom.height) * k + ty - rise < bottom.height * k + FIT_PAD) break;
+      ty -= rise;
+      uncutTop();
+    }
     apply();
+  }
+
+  /** The minimap's box in the panel's px, where it stands now; null when it is not shown. */
+  function minimapRect() {
+    if (!minimapSvg || minimapSvg.classList.contains("is-whole")) return null;
+    const m = minimapSvg.getBoundingClientRect();
+    if (!m.width) return null; // hidden (a narrow screen)
+    const s = svg.getBoundingClientRect();
+    const c = MINIMAP_CLEAR;
+    return { left: m.left - s.left - c, top: m.top - s.top - c, right: m.right - s.left + c, bottom: m.bottom - s.top + c };
+  }
+
+  /** Whether a panel rect (minimapRect) covers the box (in graph coordinates) in the view now. */
+  function covers(m, box) {
+    if (!m) return false;
+    const left = box.x * k + tx;
+    const top = box.y * k + ty;
+    return left < m.right && left + box.width * k > m.left && top < m.bottom && top + box.height * k > m.top;
   }
 
   /** Keep the box in view: pan only when it is (nearly) off-screen, so the picture stays calm. */
@@ -127,13 +178,7 @@ export function createCamera(svg, viewport, minimapSvg, { onView = () => {}, rea
 
   /** Whether the minimap, where it stands now, covers the box (in graph coordinates). */
   function underMinimap(box) {
-    if (!minimapSvg || minimapSvg.classList.contains("is-whole")) return false;
-    const m = minimapSvg.getBoundingClientRect();
-    if (!m.width) return false; // hidden (a narrow screen)
-    const s = svg.getBoundingClientRect();
-    const left = box.x * k + tx + s.left;
-    const top = box.y * k + ty + s.top;
-    return left < m.right && left + box.width * k > m.left && top < m.bottom && top + box.height * k > m.top;
+    return covers(minimapRect(), box);
   }
 
   /** The active node at the graph's edge can sit where the minimap stands: it moves to the other corner. */

@@ -76,6 +76,21 @@ def drawn_states(page: Any) -> dict[str, str]:
     )
 
 
+def nodes_under_minimap(page: Any) -> list[str]:
+    """The drawn nodes whose box (client px) meets the minimap's, where it stands now: none may
+    at the opening view (the minimap hidden, as when the whole graph is on screen: none)."""
+    return page.evaluate(
+        """() => {
+          const m = document.getElementById('minimap').getBoundingClientRect();
+          if (!m.width) return [];
+          return [...document.querySelectorAll('#graph .gt-node:not([data-state=hidden])')].filter((e) => {
+            const b = e.getBoundingClientRect();
+            return b.left < m.right && b.right > m.left && b.top < m.bottom && b.bottom > m.top;
+          }).map((e) => e.dataset.nodeId);
+        }"""
+    )
+
+
 def wait_step(page: Any, step: int) -> None:
     # A selector, not wait_for_function: the page's CSP (script-src 'self') forbids string eval.
     page.wait_for_selector(f'body[data-step="{step}"]', state="attached", timeout=15000)

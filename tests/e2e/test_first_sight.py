@@ -8,7 +8,7 @@ import urllib.request
 from typing import Any
 
 import pytest
-from e2e_helpers import docs_server, get_json, open_example, post_json, wait_step
+from e2e_helpers import docs_server, get_json, nodes_under_minimap, open_example, post_json, wait_step
 
 pytestmark = pytest.mark.browser
 
@@ -95,6 +95,8 @@ def test_every_example_opens_on_its_built_graph_readable(
             assert whole, f"{ex['id']}: {len(geo['nodes']) - len(on_screen)} nodes outside the opening view"
         # The minimap helps only where part of the graph is off screen; elsewhere it would cover it.
         assert page.locator("#minimap").is_visible() == (not whole), ex["id"]
+        # and where it shows, it keeps clear of every node (the loss's corner is where it stands)
+        assert not nodes_under_minimap(page), (ex["id"], nodes_under_minimap(page))
         # The ▶ is there to press, and it is an icon, not a font glyph.
         assert page.locator("#play svg").count() == 1
     # The legend stays on the page, beside the graph rather than over it.
@@ -113,8 +115,10 @@ def test_a_smaller_screen_opens_readable(
     try:
         geo = _first_sight(page, live_server, example_id, example_traces[example_id])
         page.screenshot(path=str(screenshots / f"first-sight-1280x720-{example_id}.png"))
+        under = nodes_under_minimap(page)
     finally:
         page.close()
+    assert not under, f"the minimap covers {under}"
     assert geo["minText"] >= 11 - 1e-6, f"graph text {geo['minText']:.1f} px"
     loss = max(geo["nodes"], key=lambda n: geo["nodes"][n][3])
     assert _inside(geo["nodes"][loss], geo["panel"]), "the loss is not in the opening view"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import get_json, open_example
+from e2e_helpers import get_json, nodes_under_minimap, open_example
 from server_process import gradtrace_view
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,6 +81,9 @@ def test_the_step_slider_moves_the_colours(
         page.wait_for_selector("body.is-ready", timeout=60_000)
         assert int(page.evaluate("() => document.body.dataset.nodes")) > 30
         page.screenshot(path=str(screenshots / "watch-step0-in-player.png"))
+        # the loss and the head's ops sit in the graph's bottom corner, where the minimap stands
+        assert page.locator("#minimap").is_visible()
+        assert not nodes_under_minimap(page), nodes_under_minimap(page)
 
 
 # ---- the hosted service: the gallery's training runs, run on the server in its jail ----------
@@ -154,6 +157,8 @@ def test_a_gallery_run_opens_scrubs_and_folds_its_layers(
     assert int(page.evaluate("() => document.body.dataset.nodes")) > 30
     assert "step 0" in page.locator("#example option:checked").inner_text()
     page.screenshot(path=str(screenshots / "watch-sigmoid-mlp-step0-in-player-1280.png"))
+    assert page.locator("#minimap").is_visible()
+    assert not nodes_under_minimap(page), nodes_under_minimap(page)
     # the player's Open, given the run's file, hands it to the run view
     page.locator("#open-trace-file").set_input_files(str(run_file))
     page.wait_for_url(re.compile(r"/watch\.html\?handoff=run"))
