@@ -214,20 +214,55 @@ function goToFlag(f) {
   goTo(k >= 0 ? k : state.at, flagNode(f));
 }
 
+// The flags row fits the page's width: a line per kind, wrapping, with a button per flagged
+// step (a step's several nodes of one kind share it: a stalled run flags every layer at once).
+// At most FLAGS_SHOWN buttons in all, shared among the kinds; the rest are counted.
 const FLAGS_SHOWN = 12;
+
+/** The run's flags as [kind, [[step, flags at that step], …]], each in the order it first fired. */
+function flagGroups(flags) {
+  const kinds = new Map();
+  for (const f of flags) {
+    if (!kinds.has(f.kind)) kinds.set(f.kind, new Map());
+    const steps = kinds.get(f.kind);
+    if (!steps.has(f.step)) steps.set(f.step, []);
+    steps.get(f.step).push(f);
+  }
+  return [...kinds].map(([kind, steps]) => [kind, [...steps]]);
+}
 
 function drawFlags() {
   const list = document.getElementById("flags");
   list.replaceChildren();
   const flags = state.run.flags;
-  for (const f of flags.slice(0, FLAGS_SHOWN)) {
+  const groups = flagGroups(flags);
+  const perKind = Math.max(2, Math.floor(FLAGS_SHOWN / Math.max(1, groups.length)));
+  for (const [kind, steps] of groups) {
     const li = document.createElement("li");
-    const b = document.createElement("button");
-    b.type = "button";
-    b.textContent = `${f.kind} · step ${f.step}${f.node ? " · " + f.node : ""}`;
-    b.title = f.message;
-    b.addEventListener("click", () => goToFlag(f));
-    li.append(b);
+    li.className = "watch-flag-kind";
+    const count = steps.reduce((n, [, at]) => n + at.length, 0);
+    const name = document.createElement("span");
+    name.className = "watch-flag-kind-name";
+    name.textContent = count > 1 ? `${kind} (${count})` : kind;
+    li.append(name);
+    for (const [step, at] of steps.slice(0, perKind)) {
+      const f = at[0];
+      const b = document.createElement("button");
+      b.type = "button";
+      const others = at.length > 1 ? ` and ${at.length - 1} more` : "";
+      b.textContent = `step ${step}${f.node ? " · " + f.node : ""}${others}`;
+      b.setAttribute("aria-label", `${kind} · ${b.textContent}`);
+      b.title = at.map((g) => g.message).join("\n");
+      b.addEventListener("click", () => goToFlag(f));
+      li.append(b);
+    }
+    if (steps.length > perKind) {
+      const rest = steps.slice(perKind);
+      const more = document.createElement("span");
+      more.className = "watch-flags-more";
+      more.textContent = `and ${rest.length} more step${rest.length > 1 ? "s" : ""} (to step ${rest[rest.length - 1][0]}), marked on the loss curve`;
+      li.append(more);
+    }
     list.append(li);
   }
   if (!flags.length) {
@@ -235,14 +270,6 @@ function drawFlags() {
     none.className = "watch-flags-more";
     none.textContent = "No flags: no gradient vanished, exploded, went NaN or inf, died behind a ReLU or stalled.";
     list.append(none);
-  }
-  if (flags.length > FLAGS_SHOWN) {
-    const more = document.createElement("li");
-    more.className = "watch-flags-more";
-    const kinds = {};
-    for (const f of flags.slice(FLAGS_SHOWN)) kinds[f.kind] = (kinds[f.kind] || 0) + 1;
-    more.textContent = `and ${flags.length - FLAGS_SHOWN} more (${Object.entries(kinds).map(([k, n]) => `${n} ${k}`).join(", ")}): each is marked on the loss curve`;
-    list.append(more);
   }
   const cut = document.getElementById("run-cut");
   cut.hidden = !state.run.cut?.length;

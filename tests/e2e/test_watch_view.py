@@ -104,6 +104,13 @@ def _heat(page: Any, prefix: str, row: int, col: int) -> list[int]:
     )
 
 
+def _flags_fit(page: Any) -> bool:
+    """The flags row fits the page's width: it wraps, it never scrolls sideways."""
+    return page.evaluate(
+        "() => { const f = document.getElementById('flags'); return f.scrollWidth <= f.clientWidth }"
+    )
+
+
 def _open_gallery_run(page: Any, base: str, example: str) -> None:
     page.goto(f"{base}/watch.html?example={example}")
     page.wait_for_selector("body.is-ready, body.is-failed", timeout=180_000)
@@ -125,14 +132,19 @@ def test_a_gallery_run_opens_scrubs_and_folds_its_layers(
     heat = page.locator('#blocks canvas[data-prefix="layers."]')
     assert heat.get_attribute("data-rows") == "8" and heat.get_attribute("data-cols") == "50"
     first_layer, last_layer = _heat(page, "layers.", 0, 0), _heat(page, "layers.", 7, 0)
-    flags = page.locator("#flags button").all_inner_texts()
+    flags = [b.get_attribute("aria-label") for b in page.locator("#flags button").all()]
     if example == "watch-sigmoid-mlp":
         assert flags[0] == "vanishing · step 0 · layers.0/AccumulateGrad#weight"
         assert first_layer != last_layer  # the vanished gradient is another colour than the last layer's
+        # the flags grouped by kind, a button per flagged step: layers.0–4 all stall at step 4
+        assert page.locator("#flags .watch-flag-kind-name").all_inner_texts() == ["vanishing", "stalled (14)"]
+        assert flags[1] == "stalled · step 4 · layers.0.weight and 9 more"
     else:
         assert not [f for f in flags if f.startswith("vanishing")]
+    assert _flags_fit(page)
     page.screenshot(path=str(screenshots / f"{example}-1440.png"))
     page.set_viewport_size({"width": 1280, "height": 720})
+    assert _flags_fit(page)
     page.screenshot(path=str(screenshots / f"{example}-1280.png"))
     # a click on a heatmap cell goes to that step and that layer's node
     box = heat.bounding_box()
@@ -163,14 +175,14 @@ def test_a_gallery_run_opens_scrubs_and_folds_its_layers(
     page.locator("#open-trace-file").set_input_files(str(run_file))
     page.wait_for_url(re.compile(r"/watch\.html\?handoff=run"))
     page.wait_for_selector("body.is-ready", timeout=60_000)
-    assert page.locator("#flags button").first.inner_text() == flags[0]
+    assert page.locator("#flags button").first.get_attribute("aria-label") == flags[0]
     assert slider.get_attribute("max") == "49"
     # the run view's Open reads a file the player's way (off the page, its size checked first) and
     # shows a run in place; a file that is no run or trace is refused, the run shown left as it is
     page.locator("#open-run-file").set_input_files(str(run_file))
     page.get_by_text(f"A run opened from the file {run_file.name}, read in this browser.").wait_for()
     assert page.url.endswith("/watch.html?handoff=run")
-    assert page.locator("#flags button").first.inner_text() == flags[0]
+    assert page.locator("#flags button").first.get_attribute("aria-label") == flags[0]
     bad = run_file.with_name("not-json.json")
     bad.write_text("{not json")
     page.locator("#open-run-file").set_input_files(str(bad))
