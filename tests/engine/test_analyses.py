@@ -12,8 +12,7 @@ from torch import nn
 
 import gradtrace
 from gradtrace.engine import analyses
-from gradtrace.engine.analysis import Analysis, Finished
-from gradtrace.engine.session import TraceSession
+from gradtrace.engine.analysis import Analysis, Backward, Finished
 from gradtrace.trace_schema import Analyses
 
 
@@ -32,14 +31,19 @@ class _Probe(Analysis):
     def saved(self, node_id: str, node: Any, seq: int, tensors: list[tuple[str, torch.Tensor]]) -> None:
         self.calls.append(("saved", node_id))
 
-    def backward_starting(self, session: TraceSession, pass_index: int) -> None:
-        self.calls.append(("start", pass_index))
+    def backward_starting(self, backward: Backward) -> None:
+        self.calls.append(("start", backward.pass_index))
 
-    def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
-        self.calls.append(("end", pass_index, ok))
+    def backward_ended(self, backward: Backward, ok: bool) -> None:
+        self.calls.append(("end", backward.pass_index, ok))
+        # (its events so far, its own included: the last one is its node's post hook)
+        kinds = [e.kind for e in backward.events[backward.first_seq :]]
+        self.calls.append(("ended with", kinds[0], ok and kinds[-1] == "node_post", sorted(backward.params)))
 
     def add(self, done: Finished, out: Analyses) -> None:
         self.calls.append(("add", sorted(done.final_grads)))
+        with pytest.raises(TypeError):  # (read-only: the capture's own dict, not the analysis's)
+            done.env["loss"] = None  # type: ignore[index]
 
     def add_after_values(self, done: Finished, out: Analyses) -> None:
         self.calls.append(("after values", out.grad_norms is not None))
@@ -68,6 +72,12 @@ def test_an_analysis_in_the_list_observes_each_backward_and_adds_after_the_passe
         ("end", backwards[1], True),
         ("start", backwards[2]),
         ("end", backwards[2], False),
+    ]
+    params = ["model.0.bias", "model.0.weight"]
+    assert [c[1:] for c in calls if c[0] == "ended with"] == [
+        ("pass_start", True, params),
+        ("pass_start", True, params),
+        ("pass_start", False, params),
     ]
     assert ("weights", ["model.0.weight"]) in calls
     saved = {c[1] for c in calls if c[0] == "saved"}

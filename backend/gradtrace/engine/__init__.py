@@ -24,7 +24,9 @@ records, analyses, trace ``assemble``: the final values, then each analysis, the
 
 The capture (``forward_capture``, ``backward_capture``, ``recorder``, ``model_hooks``) records
 the passes and names no analysis. The analyses, each a module of its own that says what it
-asks of the capture and computes its records from what was kept; the session runs them:
+asks of the capture and computes its records from what was kept, see only the read-only
+records ``analysis.py``'s interface hands them (never the session); the session and the
+assembly call them through it:
 
 =========================  =========================  ==========================================
 analysis                   module                     what it asks of the capture

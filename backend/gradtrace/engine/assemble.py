@@ -23,6 +23,7 @@ byte the same from one run to the next.
 from __future__ import annotations
 
 import warnings
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 import torch
@@ -88,7 +89,7 @@ def assemble_trace(
 
         # 2. analyses (analyses.ANALYSES, in its order), after the capture's own diagnostics
         model_warnings = list(session.recorded_warnings)
-        done = Finished(session, final_grads, grads, cleared, [str(w.message) for w in model_warnings])
+        done = _finished(session, final_grads, grads, cleared, [str(w.message) for w in model_warnings])
         analyses = Analyses(diagnostics=session.diagnostics)
         for analysis in session.analyses:
             analysis.add(done, analyses)
@@ -122,6 +123,38 @@ def assemble_trace(
             tensor_data=Base64Blocks(summarize.tensor_data),
         )
         return Assembled(doc, final_grads, model_warnings)
+
+
+def _finished(
+    session: TraceSession,
+    final_grads: dict[str, torch.Tensor | None],
+    grads: dict[str, TensorValue | None],
+    cleared: dict[str, str | None],
+    warning_texts: list[str],
+) -> Finished:
+    """What the analyses are offered of the closed capture (see analysis.Finished)."""
+    rec = session.recorder
+    return Finished(
+        nodes=rec.nodes,
+        edges=rec.edges,
+        events=rec.events,
+        node_ids=MappingProxyType(rec.node_ids),
+        leaves=session.all_leaves_named(),
+        param_modules=MappingProxyType(session.param_modules),
+        module_types=MappingProxyType(session.module_types),
+        env=MappingProxyType(session.env),
+        retained=MappingProxyType(session.retained),
+        backward_roots=session.backward_roots,
+        kept_calls=session.forward_capture.kept_calls,
+        deltas=MappingProxyType(session.backward_capture.deltas),
+        dynamo_frames=session.forward_capture.dynamo_frames,
+        wrapped=MappingProxyType(session.summarize.wrapped),
+        summarize=session.summarize,
+        final_grads=MappingProxyType(final_grads),
+        grads=MappingProxyType(grads),
+        cleared=MappingProxyType(cleared),
+        warnings=warning_texts,
+    )
 
 
 def _final_grads(session: TraceSession) -> dict[str, torch.Tensor | None]:

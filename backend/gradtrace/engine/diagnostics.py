@@ -6,6 +6,7 @@ notes, a hook that fired unrecorded or a double backward, are the same record, m
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gradtrace.engine.analysis import Analysis, Finished
@@ -23,7 +24,7 @@ def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> Diagnostic:
     )
 
 
-def reachable_from(roots: list[str], edges: list[GraphEdge]) -> set[str]:
+def reachable_from(roots: Sequence[str], edges: Sequence[GraphEdge]) -> set[str]:
     """Node ids upstream of ``roots`` (following edges against data flow)."""
     sources: dict[str, list[str]] = {}
     for e in edges:
@@ -38,7 +39,7 @@ def reachable_from(roots: list[str], edges: list[GraphEdge]) -> set[str]:
     return seen
 
 
-def connected_to(roots: list[str], edges: list[GraphEdge], wanted: set[str]) -> set[str]:
+def connected_to(roots: Sequence[str], edges: Sequence[GraphEdge], wanted: set[str]) -> set[str]:
     """The nodes of ``wanted`` upstream of ``roots``, most often without a walk of the whole
     graph: the program's named tensors (the loss, the output) sit next to the backward's
     roots, at the end of the edges.
@@ -60,20 +61,14 @@ def connected_to(roots: list[str], edges: list[GraphEdge], wanted: set[str]) -> 
     return wanted & reachable_from(roots, edges)
 
 
-def diagnose(
-    rec: Any,
-    env: dict[str, Any],
-    retained: dict[str, Any],
-    backward_roots: list[str],
-    warnings: list[str],
-    already_found: bool = False,
-) -> list[Diagnostic]:
+def diagnose(done: Finished, already_found: bool = False) -> list[Diagnostic]:
     """Diagnostics from the finished trace: detached branches, intermediates whose .grad is
     not kept, and PyTorch's own warnings (e.g. a full backward hook firing on outputs only)."""
     out: list[Diagnostic] = []
+    env, retained, backward_roots, node_ids = done.env, done.retained, done.backward_roots, done.node_ids
     if backward_roots:
-        nodes = {name: rec.node_ids.get(fn) for name, t in env.items() if (fn := t.grad_fn) is not None}
-        connected = connected_to(backward_roots, rec.edges, {node for node in nodes.values() if node})
+        nodes = {name: node_ids.get(fn) for name, t in env.items() if (fn := t.grad_fn) is not None}
+        connected = connected_to(backward_roots, done.edges, {node for node in nodes.values() if node})
         roots = set(backward_roots)
         for name, node in nodes.items():
             if node is not None and node not in connected:
@@ -88,7 +83,7 @@ def diagnose(
                 )
         for name, t in env.items():
             fn = t.grad_fn
-            if fn is not None and name not in retained and rec.node_ids.get(fn) not in roots:
+            if fn is not None and name not in retained and node_ids.get(fn) not in roots:
                 out.append(
                     Diagnostic(
                         code="grad_not_retained",
@@ -98,7 +93,7 @@ def diagnose(
                         tensor=name,
                     )
                 )
-    for text in dict.fromkeys(warnings):  # each distinct warning once, in order
+    for text in dict.fromkeys(done.warnings):  # each distinct warning once, in order
         code = "hook_on_outputs_only" if "no inputs require gradients" in text else "torch_warning"
         if code == "hook_on_outputs_only" and already_found:
             continue  # already reported, naming the module
@@ -106,7 +101,7 @@ def diagnose(
     return out
 
 
-def cleared_grads(events: list[Any], cleared: dict[str, str | None]) -> list[Diagnostic]:
+def cleared_grads(events: Sequence[Any], cleared: Mapping[str, str | None]) -> list[Diagnostic]:
     """Leaves that were written a gradient, yet whose ``.grad`` is None when the trace ends:
     a hook (or the model) set it back to None, as an optimizer stepped and zeroed in a
     post-accumulate-grad hook does. ``cleared``: the leaves whose final ``.grad`` is None,
@@ -134,7 +129,7 @@ def cleared_grads(events: list[Any], cleared: dict[str, str | None]) -> list[Dia
 
 
 def wrapped_values(
-    nodes: list[Any], events: list[Any], wrapped: dict[int, tuple[TensorValue, str]]
+    nodes: Sequence[Any], events: Sequence[Any], wrapped: Mapping[int, tuple[TensorValue, str]]
 ) -> list[Diagnostic]:
     """One diagnostic per node or module whose values in the trace are torch.func wrapper
     tensors read from what they wrap (``Summarizer.wrapped``), naming it and how it was
@@ -173,7 +168,8 @@ def wrapped_values(
 
 
 def compiled_modules(
-    module_types: dict[str, tuple[str, str | None, list[str]]], dynamo_frames: tuple[int, int] | None = None
+    module_types: Mapping[str, tuple[str, str | None, list[str]]],
+    dynamo_frames: tuple[int, int] | None = None,
 ) -> list[Diagnostic]:
     """An info diagnostic for each module compiled by torch.compile (its insides are unseen),
     and one that says so when Dynamo compiled anew during the trace, or could not compile and
@@ -217,17 +213,13 @@ def compiled_modules(
 
 class Diagnostics(Analysis):
     """The analysis: it observes nothing while the passes run (the capture's own notes are in
-    ``session.diagnostics`` already) and adds, after them, what the finished graph, events and
+    ``out.diagnostics`` already) and adds, after them, what the finished graph, events and
     values show, after those notes."""
 
     def add(self, done: Finished, out: Analyses) -> None:
-        session = done.session
-        rec = session.recorder
         diagnostics = out.diagnostics
         found = any(d.code == "hook_on_outputs_only" for d in diagnostics)
-        diagnostics += diagnose(
-            rec, session.env, session.retained, session.backward_roots, done.warnings, found
-        )
-        diagnostics += wrapped_values(rec.nodes, rec.events, session.summarize.wrapped)
-        diagnostics += compiled_modules(session.module_types, session.forward_capture.dynamo_frames)
-        diagnostics += cleared_grads(rec.events, done.cleared)
+        diagnostics += diagnose(done, found)
+        diagnostics += wrapped_values(done.nodes, done.events, done.wrapped)
+        diagnostics += compiled_modules(done.module_types, done.dynamo_frames)
+        diagnostics += cleared_grads(done.events, done.cleared)

@@ -7,16 +7,14 @@ What it observes: the parameters' gradients as each backward pass ends (:class:`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
-from gradtrace.engine.analysis import Analysis, Finished
+from gradtrace.engine.analysis import Analysis, Backward, Finished
 from gradtrace.engine.summarize import finite_or_name
 from gradtrace.trace_schema import Analyses, GradNorm, TensorValue
-
-if TYPE_CHECKING:
-    from gradtrace.engine.session import TraceSession
 
 
 def grad_norm(name: str, module: str | None, pass_index: int | None, grad: torch.Tensor) -> GradNorm:
@@ -114,9 +112,9 @@ def grad_norms(grads: list[tuple[str, str | None, torch.Tensor]], pass_index: in
 
 def all_grad_norms(
     pass_norms: list[PendingNorms],
-    leaves: list[tuple[str, torch.Tensor]],
-    modules: dict[str, str | None],
-    final_values: dict[str, TensorValue | None],
+    leaves: Sequence[tuple[str, torch.Tensor]],
+    modules: Mapping[str, str | None],
+    final_values: Mapping[str, TensorValue | None],
 ) -> list[GradNorm]:
     """The ``analyses.grad_norms`` records: each pass's norms (read now), then the norm of
     every leaf's final ``.grad`` (``leaves``: (name, leaf); ``modules``: a parameter's module).
@@ -156,21 +154,20 @@ class GradNorms(Analysis):
     def __init__(self) -> None:
         self.pending: list[PendingNorms] = []
 
-    def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
+    def backward_ended(self, backward: Backward, ok: bool) -> None:
         if not ok:
             return
-        modules = session.param_modules
+        modules = backward.param_modules
         grads = [
-            (name, modules[name], grad) for name, p in session.params.items() if (grad := p.grad) is not None
+            (name, modules[name], grad) for name, p in backward.params.items() if (grad := p.grad) is not None
         ]
-        self.pending.append(PendingNorms(grads, pass_index))
+        self.pending.append(PendingNorms(grads, backward.pass_index))
 
     def add_after_values(self, done: Finished, out: Analyses) -> None:
-        session = done.session
-        retained = session.retained
+        retained = done.retained
         out.grad_norms = all_grad_norms(
             self.pending,
-            session.all_leaves_named(),
-            session.param_modules,
+            done.leaves,
+            done.param_modules,
             {name: None if name in retained else value for name, value in done.grads.items()},
         )

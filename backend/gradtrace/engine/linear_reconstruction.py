@@ -18,19 +18,17 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
-from gradtrace.engine.analysis import Analysis, Finished
+from gradtrace.engine.analysis import Analysis, Backward, Finished
 from gradtrace.engine.linear_factors import Call, Factors, LayerPass
 from gradtrace.engine.per_sample import per_sample_records
 from gradtrace.engine.summarize import Summarizer
 from gradtrace.trace_schema import Analyses, LinearReconstruction, PerSampleContributions, TensorValue
-
-if TYPE_CHECKING:
-    from gradtrace.engine.session import TraceSession
 
 
 class LinearAnalysis(Analysis):
@@ -52,22 +50,19 @@ class LinearAnalysis(Analysis):
     def weights_found(self, weights: dict[str, torch.Tensor]) -> None:
         self.weights.update(weights)
 
-    def backward_starting(self, session: TraceSession, pass_index: int) -> None:
-        self.before_pass(pass_index)
+    def backward_starting(self, backward: Backward) -> None:
+        self.before_pass(backward.pass_index)
 
-    def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
+    def backward_ended(self, backward: Backward, ok: bool) -> None:
         if ok:
-            self.after_pass(pass_index)
+            self.after_pass(backward.pass_index)
 
     def add(self, done: Finished, out: Analyses) -> None:
-        session = done.session
-        summarize = session.summarize
         # (the calls the forward kept, of every analysis's types: those of weights not in
         # ``weights`` are passed over)
-        calls = session.forward_capture.kept_calls
-        layers, factors = self.layer_passes(calls, session.backward_capture.deltas)
-        out.linear = self.build(layers, factors, summarize)
-        out.per_sample = self.per_sample(layers, factors, summarize)
+        layers, factors = self.layer_passes(done.kept_calls, done.deltas)
+        out.linear = self.build(layers, factors, done.summarize)
+        out.per_sample = self.per_sample(layers, factors, done.summarize)
 
     @staticmethod
     def _copies(grads: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor | None]:
@@ -97,7 +92,7 @@ class LinearAnalysis(Analysis):
         return per_sample_records(layers, factors, summarize)
 
     def layer_passes(
-        self, kept_calls: list[dict[str, Any]], deltas: dict[int, dict[str, list[tuple]]]
+        self, kept_calls: Sequence[dict[str, Any]], deltas: Mapping[int, dict[str, list[tuple]]]
     ) -> tuple[list[LayerPass], Factors]:
         """Every Linear weight the backward reached and that received a gradient, per pass,
         with its reconstruction compared, and the factors stacked by shape (what both
@@ -110,7 +105,7 @@ class LinearAnalysis(Analysis):
         factors = Factors((calls, grad.dtype) for _pass, _weight, calls, grad in reached)
         return reconstruct(reached, factors), factors
 
-    def grouped(self, kept_calls: list[dict[str, Any]], deltas: dict[int, dict[str, list[tuple]]]):
+    def grouped(self, kept_calls: Sequence[dict[str, Any]], deltas: Mapping[int, dict[str, list[tuple]]]):
         """(pass, weight, [(call, a, δ, δ's summary)]) for every Linear call of ``kept_calls``
         the backward reached."""
         for pass_index in sorted(self._after):

@@ -21,17 +21,15 @@ memory of the autograd graph as backward sees it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from gradtrace.engine.analysis import Analysis, Finished
+from gradtrace.engine.analysis import Analysis, Backward, Finished
 from gradtrace.engine.saved_attributes import SavedVariable, saved_plan
 from gradtrace.trace_schema import Analyses, Event, MemoryAnalysis, MemoryPoint, NodeMemory
-
-if TYPE_CHECKING:
-    from gradtrace.engine.session import TraceSession
 
 StorageKey = tuple[int, int, str]  # (data pointer, bytes, device): one block of memory
 
@@ -95,14 +93,13 @@ class SavedMemory(Analysis):
         attr = tensors[0][0].split("[", 1)[0]
         self._probe[node_id] = saved_plan(node).get(attr) or attr
 
-    def backward_ended(self, session: TraceSession, pass_index: int, ok: bool) -> None:
-        rec = session.recorder
-        self.after_backward(rec.events, rec.passes[pass_index].first_seq)
+    def backward_ended(self, backward: Backward, ok: bool) -> None:
+        self.after_backward(backward.events, backward.first_seq)
 
     def add(self, done: Finished, out: Analyses) -> None:
         out.memory = self.build()
 
-    def after_backward(self, events: list[Event], first_seq: int) -> None:
+    def after_backward(self, events: Sequence[Event], first_seq: int) -> None:
         """After a backward pass (its events from ``first_seq``): which nodes the engine freed."""
         holders, released = self._nodes, self.released_at
         # (at a node's first node_post: the engine frees it right after its post hooks)

@@ -16,6 +16,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -23,6 +24,7 @@ from torch import nn
 
 from gradtrace.engine import graph_walk
 from gradtrace.engine.analyses import kept_call_types, new_analyses, saved_observer
+from gradtrace.engine.analysis import Backward
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors
@@ -359,8 +361,9 @@ class TraceSession:
         if self.model_hooks is not None:
             self.model_hooks.catch_up()
         self._watch_kept_outputs()
+        starting = self._backward(pass_index)
         for analysis in self.analyses:
-            analysis.backward_starting(self, pass_index)
+            analysis.backward_starting(starting)
         result = None
         ok = False
         try:
@@ -376,10 +379,23 @@ class TraceSession:
             raise
         finally:
             self._discover_created_in_backward(result)
+            ended = self._backward(pass_index)
             for analysis in self.analyses:
-                analysis.backward_ended(self, pass_index, ok)
+                analysis.backward_ended(ended, ok)
             rec.end_pass()
             self._settle()
+
+    def _backward(self, pass_index: int) -> Backward:
+        """The top-level backward pass ``pass_index`` as the analyses see it (made as it starts
+        and again as it ends: its events are read then)."""
+        rec = self.recorder
+        return Backward(
+            pass_index,
+            rec.passes[pass_index].first_seq,
+            rec.events,
+            MappingProxyType(self.params),
+            MappingProxyType(self.param_modules),
+        )
 
     def pass_roots(self) -> list[Any] | None:
         """The nodes the backward starting now runs from, when only the known nodes reachable
