@@ -1166,6 +1166,35 @@ for t in range(2):
 """
 
 
+PER_SAMPLE_GRADS = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+from torch.func import functional_call, vmap, grad
+
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+data = torch.randn(5, 4)
+targets = torch.randint(0, 3, (5,))
+params = {k: v.detach() for k, v in model.named_parameters()}
+buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+def compute_loss(params, buffers, sample, target):
+    batch = sample.unsqueeze(0)
+    targets = target.unsqueeze(0)
+    predictions = functional_call(model, (params, buffers), (batch,))
+    loss = F.cross_entropy(predictions, targets)
+    return loss
+
+ft_compute_grad = grad(compute_loss)
+ft_compute_sample_grad = vmap(ft_compute_grad, in_dims=(None, None, 0, 0))
+ft_per_sample_grads = ft_compute_sample_grad(params, buffers, data, targets)
+
+loss = F.cross_entropy(model(data), targets, reduction="sum")
+loss.backward()
+for name, p in model.named_parameters():
+    assert torch.allclose(ft_per_sample_grads[name].sum(0), p.grad, atol=1e-6), name
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim
@@ -1225,6 +1254,7 @@ PROGRAMS = {
     "weight_tied_lm": WEIGHT_TIED_LM,
     "multihead_attention": MULTIHEAD_ATTENTION,
     "dataloader_loop": DATALOADER_LOOP,
+    "per_sample_grads": PER_SAMPLE_GRADS,
 }
 
 # needs torchvision (its Python code: see third_party.torchvision_python_only)

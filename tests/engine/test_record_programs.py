@@ -293,3 +293,30 @@ def test_torchvision_programs_bit_equal_to_plain_run(program: str) -> None:
         "backward #2 of loss",
         "optimizer_conv.step #2",
     ]
+
+
+def test_functional_call_first_does_not_take_the_models_parameter_names() -> None:
+    """torch.func.functional_call swaps the tensors it is given into the model's
+    ``_parameters`` for the call: a model met there first (per-sample gradients with vmap and
+    grad, then the plain backward) keeps its paths for its own parameters, whose ``.grad`` the
+    plain backward fills; no variable that happens to hold one (a loop's ``p``) names it too."""
+    namespace, trace = _recorded("per_sample_grads")
+    model = namespace["model"]
+    assert set(trace.grads) == {f"model.{n}" for n, _p in model.named_parameters()}
+    for name, param in model.named_parameters():
+        np.testing.assert_array_equal(trace.grads[f"model.{name}"], param.grad.numpy())
+    assert _labels(trace) == ["forward #1", "autograd.grad #1 of tensor", "forward #2", "backward #1 of loss"]
+
+
+def test_functional_call_after_the_plain_call_keeps_the_names() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    with gradtrace.record() as rec:
+        model(x).sum().backward()
+        fast = {k: v - 0.1 * v.grad for k, v in model.named_parameters()}  # (MAML's fast weights)
+        loss = torch.func.functional_call(model, fast, (x,)).square().sum()
+        loss.backward()
+    assert set(rec.trace.grads) == {"model.weight", "model.bias"}
+    np.testing.assert_array_equal(rec.trace.grads["model.weight"], model.weight.grad.numpy())
+    np.testing.assert_array_equal(rec.trace.grads["model.bias"], model.bias.grad.numpy())

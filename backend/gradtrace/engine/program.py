@@ -256,7 +256,34 @@ class ProgramSession(TraceSession):
         named = self.recorder.leaf_names.get(id(tensor))
         if named is not None and named[0] is tensor:
             return named[1]
+        if isinstance(tensor, nn.Parameter):
+            path = self._own_parameter_path(tensor)
+            if path is not None:
+                return path
         return self.variable_of(tensor)
+
+    def _own_parameter_path(self, param: nn.Parameter) -> str | None:
+        """The path of a known model's own parameter met only now, if it is one: its model
+        was met inside ``torch.func.functional_call``, which had swapped the tensors it was
+        given (no Parameters: detached ones, torch.func's wrappers) into the modules'
+        ``_parameters`` for the call, so that path went to one of those. The model's own
+        parameter takes its path back (its ``.grad`` is the one ``grads`` reports); a
+        Parameter swapped in while the path holds the model's own Parameter is not named by it."""
+        paths = self.forward_capture.module_paths
+        for module in self.forward_capture.modules:
+            for local, candidate in module._parameters.items():
+                if candidate is not param:
+                    continue
+                full = paths[id(module)]
+                path = f"{full}.{local}" if full else local
+                held = self.params.get(path)
+                if isinstance(held, nn.Parameter) and held is not param:
+                    return None
+                self.params[path] = param
+                self.recorder.leaf_names[id(param)] = (param, path)
+                self.forward_capture.param_names[id(param)] = path
+                return path
+        return None
 
     def variable_of(self, obj: object) -> str | None:
         """The name of the frame's variable bound to this very object (a tensor, an
