@@ -6,6 +6,7 @@ the names, and that it saves."""
 from __future__ import annotations
 
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -320,3 +321,29 @@ def test_functional_call_after_the_plain_call_keeps_the_names() -> None:
     assert set(rec.trace.grads) == {"model.weight", "model.bias"}
     np.testing.assert_array_equal(rec.trace.grads["model.weight"], model.weight.grad.numpy())
     np.testing.assert_array_equal(rec.trace.grads["model.bias"], model.bias.grad.numpy())
+
+
+def test_a_loss_summed_after_its_backward_is_no_detached_branch() -> None:
+    """DCGAN's ``errD = errD_real + errD_fake``, made after both backwards to be logged, is
+    made from what backward ran on, not cut off from it: no diagnostic. A branch the
+    backward does not reach still is one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gradtrace.GradtraceWarning)
+        _namespace, trace = _recorded("dcgan")
+    assert not [d for d in trace.doc.analyses.diagnostics if d.code == "detached_branch"]
+
+    torch.manual_seed(0)
+    model, head = torch.nn.Linear(3, 4), torch.nn.Linear(4, 1)
+    x = torch.randn(2, 3)
+    with warnings.catch_warnings(record=True) as caught, gradtrace.record() as rec:
+        h = model(x)
+        aux = head(h)  # (never in the loss)
+        loss = h.square().mean()
+        loss.backward()
+        logged = loss + aux.sum()  # (made from the loss, and from aux)
+    detached = [d.tensor for d in rec.trace.doc.analyses.diagnostics if d.code == "detached_branch"]
+    assert detached == ["aux"]
+    assert [str(w.message) for w in caught if issubclass(w.category, gradtrace.GradtraceWarning)] == [
+        "'aux' is not connected to what backward was called on: no gradient reaches it [detached_branch]"
+    ]
+    del logged

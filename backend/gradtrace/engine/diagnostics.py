@@ -24,11 +24,15 @@ def reduced_to_sum(name: str, shape: tuple[int, ...], why: str) -> Diagnostic:
     )
 
 
-def reachable_from(roots: Sequence[str], edges: Sequence[GraphEdge]) -> set[str]:
-    """Node ids upstream of ``roots`` (following edges against data flow)."""
+def reachable_from(roots: Sequence[str], edges: Sequence[GraphEdge], downstream: bool = False) -> set[str]:
+    """Node ids upstream of ``roots`` (following edges against data flow); ``downstream``:
+    those made from them (following edges with it)."""
     sources: dict[str, list[str]] = {}
     for e in edges:
-        sources.setdefault(e.target, []).append(e.source)
+        if downstream:
+            sources.setdefault(e.source, []).append(e.target)
+        else:
+            sources.setdefault(e.target, []).append(e.source)
     seen = set(roots)
     stack = list(roots)
     while stack:
@@ -70,17 +74,20 @@ def diagnose(done: Finished, already_found: bool = False) -> list[Diagnostic]:
         nodes = {name: node_ids.get(fn) for name, t in env.items() if (fn := t.grad_fn) is not None}
         connected = connected_to(backward_roots, done.edges, {node for node in nodes.values() if node})
         roots = set(backward_roots)
-        for name, node in nodes.items():
-            if node is not None and node not in connected:
-                out.append(
-                    Diagnostic(
-                        code="detached_branch",
-                        severity="info",
-                        message=f"'{name}' is not connected to what backward was called on: no gradient reaches it",
-                        node=node,
-                        tensor=name,
-                    )
+        detached = {name: node for name, node in nodes.items() if node is not None and node not in connected}
+        if detached:  # (a tensor made from a backward's root, a loss summed to be logged: none)
+            made_from_roots = reachable_from(backward_roots, done.edges, downstream=True)
+            detached = {name: node for name, node in detached.items() if node not in made_from_roots}
+        for name, node in detached.items():
+            out.append(
+                Diagnostic(
+                    code="detached_branch",
+                    severity="info",
+                    message=f"'{name}' is not connected to what backward was called on: no gradient reaches it",
+                    node=node,
+                    tensor=name,
                 )
+            )
         for name, t in env.items():
             fn = t.grad_fn
             if fn is not None and name not in retained and node_ids.get(fn) not in roots:
