@@ -109,6 +109,27 @@ EXPECTED_PASSES = {
         "backward #2 of loss",
         "optimizer.step #2",
     ],
+    # backward() called in a function the block calls (train(), optimize_model(), train_loop()):
+    # labelled by that function's variable
+    "seq2seq": [
+        "forward #1",
+        "backward #1 of loss",
+        "encoder_optimizer.step #1",
+        "decoder_optimizer.step #1",
+        "zero_grad",
+        "forward #2",
+        "backward #2 of loss",
+        "encoder_optimizer.step #2",
+        "decoder_optimizer.step #2",
+    ],
+    "dqn": _loop(*([f"forward #{k}", f"backward #{k} of loss", f"optimizer.step #{k}"] for k in (1, 2))),
+    "dataloader_loop": _loop(
+        *(
+            [f"forward #{k}", f"backward #{k} of loss", f"optimizer.step #{k}", "zero_grad"]
+            for k in (1, 2, 3, 4)
+        ),
+        ["forward #5"],  # (test_loop's model calls under no_grad: module calls, no graph)
+    ),
     "weight_tied_lm": ["forward #1", "backward #1 of loss", "zero_grad", "forward #2", "backward #2 of loss"],
     "multihead_attention": ["forward #1", "backward #1 of loss", "forward #2", "backward #2 of tensor"],
 }

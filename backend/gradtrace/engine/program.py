@@ -39,6 +39,8 @@ start (a spec run before its dry run).
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -62,6 +64,12 @@ from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import OptimizerStepPayload, SgdStepPayload, ZeroGradPayload
 
+# frames that are not the program's: gradtrace's and torch's (loss.backward() reaches the
+# discovery mode through torch/_tensor.py and torch/overrides.py)
+_LIBRARIES = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    os.path.dirname(torch.__file__) + os.sep,
+)
 _ZEROING = (torch.Tensor.zero_, torch._foreach_zero_)  # (how zero_grad(set_to_none=False) zeroes)
 _GRAD_SET = torch.Tensor.grad.__set__  # type: ignore[union-attr]  # (a torch function: the discovery mode sees `t.grad = v`)
 
@@ -81,6 +89,18 @@ def _variables(frame: types.FrameType | None) -> Iterator[tuple[str, Any]]:
             if name[:1] != "_" and name not in seen:
                 seen.add(name)
                 yield name, value
+
+
+def _callers_variable(obj: object) -> str | None:
+    """The name a local variable of the program's code that made this call (the innermost
+    frame outside torch and gradtrace: a ``train()`` the block called) gives this very object,
+    if one does (none starting with ``_``)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARIES):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return next((n for n, value in frame.f_locals.items() if value is obj and n[:1] != "_"), None)
 
 
 def input_names(args: tuple, kwargs: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -532,8 +552,10 @@ class ProgramSession(TraceSession):
 
     def unnamed_root(self, root: torch.Tensor | None, kind: str) -> str:
         """What a top-level engine run (``kind``: "backward", "autograd.grad") is "of" when no
-        name holds its root."""
-        return "tensor"
+        variable of the block holds its root: in a program, the local variable of the function
+        that made the call, if one holds it (``loss`` in a ``train()`` the block called)."""
+        caller = _callers_variable(root) if self.program and root is not None else None
+        return caller or "tensor"
 
     def backward_ended(self, kind: str) -> None:
         """A top-level engine run has ended (inside the call the mode intercepted)."""
