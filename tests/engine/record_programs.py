@@ -1195,6 +1195,39 @@ for name, p in model.named_parameters():
 """
 
 
+PACKED_LSTM = """
+torch.manual_seed(0)
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(12, 5, padding_idx=0)
+        self.lstm = nn.LSTM(5, 6, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, text, text_lengths):
+        embedded = self.embedding(text)
+        packed = pack_padded_sequence(embedded, text_lengths, batch_first=True, enforce_sorted=False)
+        packed_output, (hidden, cell) = self.lstm(packed)
+        output, output_lengths = pad_packed_sequence(packed_output, batch_first=True)
+        hidden = torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1)
+        return self.fc(hidden)
+
+model = Classifier()
+criterion = nn.CrossEntropyLoss()
+optimizer = torch.optim.Adam(model.parameters())
+text = torch.tensor([[3, 5, 7, 2], [4, 9, 0, 0], [11, 1, 6, 0]])
+text_lengths = torch.tensor([4, 2, 3])
+labels = torch.tensor([0, 2, 1])
+optimizer.zero_grad()
+predictions = model(text, text_lengths)
+loss = criterion(predictions, labels)
+loss.backward()
+optimizer.step()
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim
@@ -1255,6 +1288,7 @@ PROGRAMS = {
     "multihead_attention": MULTIHEAD_ATTENTION,
     "dataloader_loop": DATALOADER_LOOP,
     "per_sample_grads": PER_SAMPLE_GRADS,
+    "packed_lstm": PACKED_LSTM,
 }
 
 # needs torchvision (its Python code: see third_party.torchvision_python_only)

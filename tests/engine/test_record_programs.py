@@ -368,3 +368,13 @@ def test_a_loss_summed_after_its_backward_is_no_detached_branch() -> None:
         "'aux' is not connected to what backward was called on: no gradient reaches it [detached_branch]"
     ]
     del logged
+
+
+def test_an_embedding_with_a_padding_index_made_inside_the_block() -> None:
+    """nn.Embedding(padding_idx=…) zeroes its padding row in ``__init__`` under no_grad
+    (``self.weight[padding_idx].fill_(0)``): the view's grad_fn cannot be read after that,
+    which the program never does. Made inside the block, it records as plain."""
+    recorded = recorded_as_plain(PROGRAMS["packed_lstm"])
+    trace = recorded["rec"].trace
+    assert not trace.grads["model.embedding.weight"][0].any()  # (the padding row: no gradient)
+    assert _labels(trace) == ["forward #1", "backward #1 of loss", "optimizer.step #1"]

@@ -317,16 +317,23 @@ class ForwardCapture:
         # before the first read of ``out``: a __torch_function__ subclass would see each
         # ``grad_fn`` read as a call, one a plain run does not make)
         with _NO_TORCH_FUNCTION():
-            if isinstance(out, torch.Tensor):  # (most ops)
-                consumer = out.grad_fn
-                if consumer is None:
-                    return
-                outs = [out]
-            else:
-                outs = flat_tensors(out)
-                consumer = next((fn for t in outs if (fn := t.grad_fn) is not None), None)
-                if consumer is None:
-                    return
+            try:
+                if isinstance(out, torch.Tensor):  # (most ops)
+                    consumer = out.grad_fn
+                    outs = [out]
+                else:
+                    outs = flat_tensors(out)
+                    consumer = next((fn for t in outs if (fn := t.grad_fn) is not None), None)
+            except RuntimeError:
+                # (a view made under no_grad, changed in place under no_grad since, as
+                # nn.Embedding(padding_idx=0) zeroes its padding row in __init__: PyTorch
+                # refuses to read its grad_fn, and the program never reads it, as using it
+                # with grad mode on raises; an op under no_grad made no graph)
+                if torch.is_grad_enabled():
+                    raise
+                return
+            if consumer is None:
+                return
             if self.outside_pass is not None and not self.recorder.in_pass:
                 self.outside_pass()
             self.discover_from(outs, first)
