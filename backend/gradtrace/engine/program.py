@@ -489,7 +489,7 @@ class ProgramSession(TraceSession):
         rec = self.recorder
         name = rec.by_id[leaf].tensor or leaf
         zero = self._zeroing
-        if zero is not None and zero[1] == len(rec.events) - 1 and zero[0].set_to_none == set_to_none:
+        if zero is not None and zero[1] == rec.next_seq() - 1 and zero[0].set_to_none == set_to_none:
             zero[0].tensors.append(name)
             return
         self.zero_grad_event(set_to_none, [name])
@@ -506,7 +506,7 @@ class ProgramSession(TraceSession):
             rec.begin_pass("step", "zero_grad", self._step_index())
             rec.emit("zero_grad", payload=payload)
             rec.end_pass()
-        self._zeroing = (payload, len(rec.events) - 1)
+        self._zeroing = (payload, rec.next_seq() - 1)
 
     def _engine_run(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """``backward()`` or ``torch.autograd.grad``: a backward pass of its own at the top
