@@ -77,10 +77,12 @@ def recorded_as_plain(source: str) -> dict[str, Any]:
         if leaf.grad is None:
             assert trace.grads[name] is None, name
         else:
-            assert torch.equal(torch.from_numpy(np.asarray(trace.grads[name])), leaf.grad), name
-            assert torch.equal(after[name].grad, leaf.grad), name
-    # every backward() and autograd.grad of the program is a pass of its own
-    backwards = [p for p in trace.doc.passes if p.phase == "backward" and p.parent is None]
+            grad = leaf.grad.to_dense() if leaf.grad.is_sparse else leaf.grad  # (grads: dense)
+            assert torch.equal(torch.from_numpy(np.asarray(trace.grads[name])), grad), name
+            assert torch.equal(after[name].grad.to_dense(), grad), name
+    # every backward() and autograd.grad of the program is a pass of its own (inside an
+    # optimizer's step, LBFGS's closure's: nested in the step's pass)
+    backwards = [p for p in trace.doc.passes if p.phase == "backward"]
     assert backwards, "no backward pass recorded"
     assert trace.doc.source == "program"
     for event in trace.doc.events:  # every event inside the pass it names
@@ -1228,6 +1230,277 @@ optimizer.step()
 """
 
 
+LBFGS_CLOSURE = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(2, 6), nn.Tanh(), nn.Linear(6, 1))
+x = torch.randn(10, 2)
+y = (x[:, :1] * 0.5 - x[:, 1:] ** 2)
+loss_fn = nn.MSELoss()
+optimizer = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=4)
+
+def closure():
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    return loss
+
+for step in range(2):
+    loss = optimizer.step(closure)
+    print(step, f"{loss.item():.6f}")
+"""
+
+
+GRAD_SCALER = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 8)
+x = torch.randn(4, 8)
+y = torch.randint(0, 2, (4,))
+for step in range(2):
+    optimizer.zero_grad()
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        loss = nn.functional.cross_entropy(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+    print(scaler.get_scale())
+"""
+
+
+WGAN_GP = """
+torch.manual_seed(0)
+critic = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1))
+generator = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 4))
+opt_c = torch.optim.Adam(critic.parameters(), lr=1e-3, betas=(0.0, 0.9))
+opt_g = torch.optim.Adam(generator.parameters(), lr=1e-3, betas=(0.0, 0.9))
+lambda_gp = 10
+
+def compute_gradient_penalty(D, real_samples, fake_samples):
+    alpha = torch.rand(real_samples.size(0), 1)
+    interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+    d_interpolates = D(interpolates)
+    fake = torch.ones(real_samples.size(0), 1)
+    gradients = torch.autograd.grad(
+        outputs=d_interpolates,
+        inputs=interpolates,
+        grad_outputs=fake,
+        create_graph=True,
+        retain_graph=True,
+        only_inputs=True,
+    )[0]
+    gradients = gradients.view(gradients.size(0), -1)
+    return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+
+for i in range(2):
+    real = torch.randn(6, 4)
+    z = torch.randn(6, 3)
+    opt_c.zero_grad()
+    fake_imgs = generator(z)
+    gradient_penalty = compute_gradient_penalty(critic, real.data, fake_imgs.data)
+    d_loss = -torch.mean(critic(real)) + torch.mean(critic(fake_imgs)) + lambda_gp * gradient_penalty
+    d_loss.backward()
+    opt_c.step()
+    opt_g.zero_grad()
+    fake_imgs = generator(z)
+    g_loss = -torch.mean(critic(fake_imgs))
+    g_loss.backward()
+    opt_g.step()
+"""
+
+
+VAE = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+
+class VAE(nn.Module):
+    def __init__(self):
+        super(VAE, self).__init__()
+        self.fc1 = nn.Linear(16, 8)
+        self.fc21 = nn.Linear(8, 2)
+        self.fc22 = nn.Linear(8, 2)
+        self.fc3 = nn.Linear(2, 8)
+        self.fc4 = nn.Linear(8, 16)
+
+    def encode(self, x):
+        h1 = F.relu(self.fc1(x))
+        return self.fc21(h1), self.fc22(h1)
+
+    def reparameterize(self, mu, logvar):
+        std = torch.exp(0.5 * logvar)
+        eps = torch.randn_like(std)
+        return mu + eps * std
+
+    def decode(self, z):
+        h3 = F.relu(self.fc3(z))
+        return torch.sigmoid(self.fc4(h3))
+
+    def forward(self, x):
+        mu, logvar = self.encode(x.view(-1, 16))
+        z = self.reparameterize(mu, logvar)
+        return self.decode(z), mu, logvar
+
+def loss_function(recon_x, x, mu, logvar):
+    BCE = F.binary_cross_entropy(recon_x, x.view(-1, 16), reduction="sum")
+    KLD = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+    return BCE + KLD
+
+model = VAE()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+data = torch.rand(5, 1, 4, 4)
+model.train()
+train_loss = 0
+for batch_idx in range(2):
+    optimizer.zero_grad()
+    recon_batch, mu, logvar = model(data)
+    loss = loss_function(recon_batch, data, mu, logvar)
+    loss.backward()
+    train_loss += loss.item()
+    optimizer.step()
+print(f"{train_loss / 10:.4f}")
+"""
+
+
+SPARSE_EMBEDDING = """
+torch.manual_seed(0)
+embedding = nn.Embedding(20, 4, sparse=True)
+linear = nn.Linear(4, 1)
+sparse_opt = torch.optim.SparseAdam(list(embedding.parameters()), lr=0.01)
+dense_opt = torch.optim.Adam(linear.parameters(), lr=0.01)
+idx = torch.tensor([[1, 4, 4, 9], [2, 3, 19, 0]])
+target = torch.randn(2, 4, 1)
+for step in range(2):
+    sparse_opt.zero_grad()
+    dense_opt.zero_grad()
+    loss = nn.functional.mse_loss(linear(embedding(idx)), target)
+    loss.backward()
+    sparse_opt.step()
+    dense_opt.step()
+loss = nn.functional.mse_loss(linear(embedding(idx)), target)
+loss.backward()
+"""
+
+
+PARAM_GROUPS_ONECYCLE = """
+torch.manual_seed(0)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Linear(6, 10), nn.GELU(), nn.LayerNorm(10))
+        self.classifier = nn.Linear(10, 3)
+
+    def forward(self, x):
+        return self.classifier(self.backbone(x))
+
+model = Net()
+optimizer = torch.optim.AdamW([
+    {"params": model.backbone.parameters(), "lr": 1e-4},
+    {"params": model.classifier.parameters()},
+], lr=1e-3, weight_decay=0.01)
+scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=[1e-3, 1e-2], total_steps=5)
+x = torch.randn(8, 6)
+y = torch.randint(0, 3, (8,))
+for step in range(3):
+    optimizer.zero_grad(set_to_none=True)
+    loss = nn.functional.cross_entropy(model(x), y, label_smoothing=0.1)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    print([f"{g['lr']:.6f}" for g in optimizer.param_groups])
+"""
+
+
+GRAD_CLAMP_HOOKS = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 1))
+for p in model.parameters():
+    p.register_hook(lambda grad: torch.clamp(grad, -0.1, 0.1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+x = torch.randn(4, 5)
+y = torch.randn(4, 1)
+for step in range(2):
+    optimizer.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+DISTILLATION = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+teacher = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
+student = nn.Sequential(nn.Linear(6, 4))
+teacher.eval()
+optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+T = 2.0
+soft_target_loss_weight, ce_loss_weight = 0.25, 0.75
+inputs = torch.randn(5, 6)
+labels = torch.randint(0, 4, (5,))
+for epoch in range(2):
+    optimizer.zero_grad()
+    with torch.no_grad():
+        teacher_logits = teacher(inputs)
+    student_logits = student(inputs)
+    soft_targets = F.softmax(teacher_logits / T, dim=-1)
+    soft_prob = F.log_softmax(student_logits / T, dim=-1)
+    soft_targets_loss = torch.sum(soft_targets * (soft_targets.log() - soft_prob)) / soft_prob.size()[0] * (T ** 2)
+    label_loss = nn.CrossEntropyLoss()(student_logits, labels)
+    loss = soft_target_loss_weight * soft_targets_loss + ce_loss_weight * label_loss
+    loss.backward()
+    optimizer.step()
+"""
+
+
+FUNCTIONAL_JACOBIAN = """
+torch.manual_seed(0)
+from torch.autograd.functional import jacobian, hessian, vjp
+
+def exp_reducer(x):
+    return x.exp().sum(dim=1)
+
+inputs = torch.rand(2, 2)
+J = jacobian(exp_reducer, inputs)
+print(J.shape)
+
+def pow_reducer(x):
+    return x.pow(3).sum()
+
+H = hessian(pow_reducer, torch.rand(2, 2))
+v = torch.ones(2)
+out, vjp_out = vjp(exp_reducer, inputs, v)
+w = torch.randn(3, requires_grad=True)
+total = (J.sum() + H.sum()) * w.sum()
+total.backward()
+"""
+
+
+LEAF_INPLACE_ERROR = """
+w = torch.ones(3, requires_grad=True)
+try:
+    w.add_(1)
+except RuntimeError as e:
+    print("refused:", e)
+y = (w * 2).sum()
+y.backward()
+"""
+
+
+RETAIN_GRAD_INTERMEDIATE = """
+torch.manual_seed(0)
+x = torch.randn(3, requires_grad=True)
+h = x * 2
+h.retain_grad()
+out = (h ** 2).sum()
+out.backward()
+print(h.grad)
+print(x.grad)
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim
@@ -1289,6 +1562,17 @@ PROGRAMS = {
     "dataloader_loop": DATALOADER_LOOP,
     "per_sample_grads": PER_SAMPLE_GRADS,
     "packed_lstm": PACKED_LSTM,
+    "lbfgs_closure": LBFGS_CLOSURE,
+    "grad_scaler": GRAD_SCALER,
+    "wgan_gp": WGAN_GP,
+    "vae": VAE,
+    "sparse_embedding": SPARSE_EMBEDDING,
+    "param_groups_onecycle": PARAM_GROUPS_ONECYCLE,
+    "grad_clamp_hooks": GRAD_CLAMP_HOOKS,
+    "distillation": DISTILLATION,
+    "functional_jacobian": FUNCTIONAL_JACOBIAN,
+    "leaf_inplace_error": LEAF_INPLACE_ERROR,
+    "retain_grad_intermediate": RETAIN_GRAD_INTERMEDIATE,
 }
 
 # needs torchvision (its Python code: see third_party.torchvision_python_only)

@@ -130,6 +130,34 @@ EXPECTED_PASSES = {
         ),
         ["forward #5"],  # (test_loop's model calls under no_grad: module calls, no graph)
     ),
+    # opt_g.zero_grad() clears what d_loss's backward gave the generator (critic(fake_imgs));
+    # autograd.grad in compute_gradient_penalty: labelled by its variable
+    "wgan_gp": [
+        "forward #1",
+        "autograd.grad #1 of d_interpolates",
+        "forward #2",
+        "backward #1 of d_loss",
+        "opt_c.step #1",
+        "zero_grad",
+        "forward #3",
+        "backward #2 of g_loss",
+        "opt_g.step #1",
+        "zero_grad",
+        "forward #4",
+        "autograd.grad #2 of d_interpolates",
+        "forward #5",
+        "backward #3 of d_loss",
+        "opt_c.step #2",
+        "zero_grad",
+        "forward #6",
+        "backward #4 of g_loss",
+        "opt_g.step #2",
+    ],
+    # scaler.scale(loss).backward(): the scaled loss is no variable's; scaler.step: the step
+    "grad_scaler": _loop(
+        *([f"forward #{k}", f"backward #{k} of tensor", f"optimizer.step #{k}"] for k in (1,)),
+        ["zero_grad", "forward #2", "backward #2 of tensor", "optimizer.step #2"],
+    ),
     "weight_tied_lm": ["forward #1", "backward #1 of loss", "zero_grad", "forward #2", "backward #2 of loss"],
     "multihead_attention": ["forward #1", "backward #1 of loss", "forward #2", "backward #2 of tensor"],
 }
@@ -378,3 +406,49 @@ def test_an_embedding_with_a_padding_index_made_inside_the_block() -> None:
     trace = recorded["rec"].trace
     assert not trace.grads["model.embedding.weight"][0].any()  # (the padding row: no gradient)
     assert _labels(trace) == ["forward #1", "backward #1 of loss", "optimizer.step #1"]
+
+
+def test_lbfgs_closure_backwards_are_nested_in_its_step() -> None:
+    """LBFGS calls the closure (zero_grad, forward, backward) inside ``step()``: each backward
+    is a pass nested in the step's."""
+    namespace, trace = _recorded("lbfgs_closure")
+    doc = trace.doc
+    assert _labels(trace) == ["optimizer.step #1", "optimizer.step #2"]
+    nested = [(p.label, doc.passes[p.parent].label) for p in doc.passes if p.parent is not None]
+    assert (
+        nested
+        == [("nested backward inside optimizer.step #1", "optimizer.step #1")] * 4
+        + [("nested backward inside optimizer.step #2", "optimizer.step #2")] * 4
+    )
+    steps = _events(trace, "optimizer_step")
+    assert [doc.passes[e.pass_index].label for e in steps] == ["optimizer.step #1", "optimizer.step #2"]
+    # the closure's zero_grad() in each step (the very first clears nothing: no event)
+    cleared = [doc.passes[e.pass_index].label for e in _events(trace, "zero_grad")]
+    assert cleared == ["optimizer.step #1"] * 3 + ["optimizer.step #2"] * 4
+    model = namespace["model"]
+    for name, param in model.named_parameters():
+        after = steps[-1].payload["after"][f"model.{name}"]
+        assert torch.equal(torch.from_numpy(trace.array(after)), param.detach())
+
+
+def test_a_sparse_gradient_is_in_grads_dense() -> None:
+    namespace, trace = _recorded("sparse_embedding")
+    weight = namespace["embedding"].weight
+    assert weight.grad.is_sparse
+    np.testing.assert_array_equal(trace.grads["embedding.weight"], weight.grad.to_dense().numpy())
+    names = [(e.payload["name"], e.payload["optimizer"]) for e in _events(trace, "optimizer_step")]
+    assert names == [("sparse_opt", "SparseAdam"), ("dense_opt", "Adam")] * 2
+
+
+def test_param_groups_and_a_scheduler_the_step_event_has_the_first_groups_lr() -> None:
+    namespace, trace = _recorded("param_groups_onecycle")
+    steps = _events(trace, "optimizer_step")
+    assert len(steps) == 3 and all(e.payload["optimizer"] == "AdamW" for e in steps)
+    model = namespace["model"]
+    # every parameter of both groups changes (weight decay too)
+    assert all(
+        sorted(e.payload["after"]) == sorted(f"model.{n}" for n, _p in model.named_parameters())
+        for e in steps
+    )
+    # OneCycleLR's lr of the first group before each step (the scheduler steps after it)
+    assert [e.payload["lr"] for e in steps][0] == pytest.approx(1e-3 / 25)
