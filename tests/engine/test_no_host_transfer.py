@@ -2,7 +2,7 @@
 forward and the backward run; every read to the host happens after them (the Summarizer's
 finalize()).
 
-For the duration of each pass (a spec's: the ``run`` of ``ProgramSession.forward`` and the
+For the duration of each pass (a spec's: the ``run`` of ``TraceSession.forward`` and the
 ``call`` of ``TraceSession.backward_pass``, the session's pass boundaries, wrapped here, the
 pass itself unchanged; ``trace()``'s block, its forward and backward, as a whole, as a
 ``record()`` block is) ``Tensor.item``, ``.tolist``, ``.numpy``, ``.cpu`` and ``.to(<a CPU device>)``
@@ -32,7 +32,6 @@ from torch import nn
 
 import gradtrace
 from gradtrace.engine import run
-from gradtrace.engine.program import ProgramSession
 from gradtrace.engine.session import TraceSession
 from gradtrace.engine.summarize import BATCH_STATS, Summarizer
 from gradtrace.examples import get_example
@@ -114,11 +113,9 @@ class PassGuard:
             return any(_is_cpu(a) for a in args) or _is_cpu(kwargs.get("device"))
 
         monkeypatch.setattr(torch.Tensor, "to", refusing("to", torch.Tensor.to, to_cpu))
-        forward, backward_pass = ProgramSession.forward, TraceSession.backward_pass
+        forward, backward_pass = TraceSession.forward, TraceSession.backward_pass
 
-        def guarded_forward(
-            session: ProgramSession, run: Callable[[], Any], *args: Any, **kwargs: Any
-        ) -> Any:
+        def guarded_forward(session: TraceSession, run: Callable[[], Any], *args: Any, **kwargs: Any) -> Any:
             def inside() -> Any:
                 with guard.during("forward"):
                     return run()
@@ -148,7 +145,7 @@ class PassGuard:
             with guard.during("forward"):
                 block(session, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(ProgramSession, "forward", guarded_forward)
+        monkeypatch.setattr(TraceSession, "forward", guarded_forward)
         monkeypatch.setattr(run, "_capture", guarded_block)
         monkeypatch.setattr(TraceSession, "backward_pass", guarded_backward)
         monkeypatch.setattr(TraceSession, "_settle", settled)

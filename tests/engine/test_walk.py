@@ -103,11 +103,10 @@ def test_every_capture_finishes_through_the_one_assembly() -> None:
             model(x).sum().backward()
 
     finish = capture.Capture.finish.__code__
-    # a spec, trace() and record() end the same session, the recorder a program runs in (see
-    # program.py)
+    # a spec, trace() and record() end the same session (session.TraceSession)
     assert walk(finish, 1, lambda: spec_pipeline.run_spec(spec, SpecLimits())) == [
         "engine.recorder",  # the graph's nodes, held until the session is gone
-        "engine.program",  # the block ended: passes left open end
+        "engine.session",  # the block ended: passes left open end
         "engine.assemble",  # records, analyses, the trace
         "engine.graph_walk",  # the graph let go newest node first (no recursion as deep as it)
         "engine.capture",  # the GC pause ends
@@ -122,10 +121,10 @@ def test_every_capture_finishes_through_the_one_assembly() -> None:
     ]
     assert walk(finish, 1, lambda: gradtrace.trace(model, x, lambda out: out.sum())) == [
         "engine.recorder",
-        "engine.program",
+        "engine.session",
         *after_block,
     ]
-    assert walk(finish, 1, program) == ["engine.recorder", "engine.program", *after_block]
+    assert walk(finish, 1, program) == ["engine.recorder", "engine.session", *after_block]
 
 
 def test_the_assembly_enters_each_analysis_once_after_the_records() -> None:
@@ -134,7 +133,7 @@ def test_the_assembly_enters_each_analysis_once_after_the_records() -> None:
     assembly = _stage(stays, "engine.assemble", "engine.grad_norms")
     # (engine.analysis: the interface's methods an analysis leaves as they are, doing nothing)
     assert [stay for stay in assembly if stay not in ("engine.assemble", "engine.analysis")] == [
-        "engine.program",  # the capture closed (the recorder a program runs in)
+        "engine.session",  # the capture closed
         "engine.diagnostics",  # analyses.ANALYSES in its order
         "engine.memory",
         "engine.linear_reconstruction",  # W.grad from (a, δ), per-sample factors

@@ -17,7 +17,7 @@ stage                    modules
 the spec checked         ``spec.price``, ``dryrun`` (a spec: limits before any allocation)
 the built model          ``build`` (a spec; a user's model comes built)
 the capture              ``capture``, running ``spec_capture``, ``run`` or ``program``
-                         (each in ``program``'s session, which finds the passes)
+                         (each in ``session``'s TraceSession, which finds the passes)
 records, analyses, trace ``assemble``: the final values, then each analysis, then every
                          record's numbers read to the host at once, then the TraceDoc
 =======================  ==================================================================

@@ -4,7 +4,7 @@ inside a ``Capture``, the same entry, the same ending, the same assembly.
 * ``start``: one capture at a time in a thread (``one_capture``), Python's GC paused (see
   session.gc_paused), the session made (its hooks on) and its block begun (``record()``'s
   session: the discovery mode on for the whole block).
-* the block: the program as written (``record()``, the passes found as it runs: program.py);
+* the block: the program as written (``record()``, the passes found as it runs: session.py);
   ``trace()``'s forward and backward (run.py); a spec's program and steps (spec_capture.py),
   each a program the same session runs (its forward declared, as ``trace()``'s is; its
   ``backward`` and ``grad`` steps found as a program's engine runs).

@@ -1,7 +1,7 @@
 """trace_module: the engine's pipeline for a user's nn.Module (the library): the code
 ``out = model(*inputs); loss = loss_fn(out); loss.backward()`` run inside the one capture entry
-(capture.Capture) with the recorder ``record()`` uses (program.ProgramSession), told the
-model and the inputs to name and that the forward is declared (an engine run inside it is a
+(capture.Capture) with the session ``record()`` uses (session.TraceSession, with no frame), told
+the model and the inputs to name and that the forward is declared (an engine run inside it is a
 nested pass); then records, analyses and the trace (``assemble``, in the capture's finish).
 A spec's pipeline is ``run_spec``."""
 
@@ -16,10 +16,26 @@ from torch import nn
 
 from gradtrace.engine.capture import Capture
 from gradtrace.engine.diagnostics import reduced_to_sum
-from gradtrace.engine.program import ProgramSession, input_names
+from gradtrace.engine.forward_capture import flat_tensors
 from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.trace_schema import TraceDoc
+
+
+def input_names(args: tuple, kwargs: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """A model call's input tensors by their names in the trace (``trace()``'s inputs, a
+    watched step's): positional ``x`` (several: ``x0``, ``x1``, …, in order), keyword ones by
+    their keyword (the first tensor inside a nested one); a tensor given twice
+    (``input_ids=ids, labels=ids``) under its first name."""
+    positional = flat_tensors(args)
+    names = {"x": positional[0]} if len(positional) == 1 else {f"x{k}": t for k, t in enumerate(positional)}
+    seen = {id(t) for t in names.values()}
+    for key, value in kwargs.items():
+        found = flat_tensors(value)
+        if found and key not in names and id(found[0]) not in seen:
+            names[key] = found[0]
+            seen.add(id(found[0]))
+    return names
 
 
 def _retained_names(retain_grad: Any) -> set[str]:
@@ -75,7 +91,7 @@ def trace_module(
     )
     doc, grads = capture.run(
         functools.partial(
-            ProgramSession,
+            TraceSession,
             None,
             model,
             input_names(inputs, {}),
@@ -92,7 +108,7 @@ def trace_module(
 
 
 def _capture(
-    session: ProgramSession,
+    session: TraceSession,
     model: nn.Module,
     inputs: tuple[torch.Tensor, ...],
     loss_fn: Callable[[Any], Any] | None,

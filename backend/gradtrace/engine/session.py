@@ -1,35 +1,85 @@
-"""The capture of one trace: the recorder, the forward and backward captures and what the
-analyses ask of them, wired together.
+"""The session of one capture: the recorder, the forward and backward captures and what the
+analyses ask of them, wired together, finding the program's passes (and, with a frame, its
+models and leaves) as its code runs.
 
-Every capture (``record()``, ``trace()``, a spec) runs a program.ProgramSession (this session,
-finding its passes as the code runs: ``backward_pass`` for each engine run) inside the one
-entry, capture.Capture; ``assemble.assemble_trace`` then makes the trace (a TraceDoc) of what
-it kept. The session owns every hook it installs
-(an ExitStack closed in ``close()``) and restores grad mode itself. Its whole life, teardown included,
-runs inside the GC pause (the entry sees to it).
+Every capture (``record()``, ``trace()``, a spec, gradtrace.watch's step) runs one
+``TraceSession`` inside the one entry, capture.Capture; ``assemble.assemble_trace`` then makes
+the trace (a TraceDoc) of what it kept. The session owns every hook it installs (an ExitStack
+closed in ``close()``) and restores grad mode itself. Its whole life, teardown included, runs
+inside the GC pause (the entry sees to it).
+
+``record()`` (program.py: a ``frame``, the block's) runs the block as written: the discovery
+mode sees every torch call of the block, the process-wide module hooks every module call, and
+every engine run (``backward()``, ``torch.autograd.grad``) becomes a backward pass with every
+node hooked, in the engine's order. Nothing of torch is patched; everything comes off when the
+block ends, however it ends.
+
+Passes. There is no forward boundary in a plain program: a forward pass opens when the block
+first records something (an op that builds graph, a module call) and closes when an engine run
+starts at the top level (not inside a module's forward, nor inside a backward: those are
+nested passes, see nested_runs). The next op opens the next forward pass. Without a frame
+(``trace()``, a spec) the code declares its forward pass (``open_forward`` …
+``close_forward``, or ``forward``: an engine run inside it is a nested pass), and every known
+node is hooked for a backward (one forward: one graph).
+
+Names (never an address). The block's frame (the one that runs the ``with``) is read when the
+capture meets something it cannot name yet, and when the block ends, locals first, then the
+frame's globals; variables whose names start with ``_`` are skipped:
+
+* a model bound to a variable: its modules and parameters are named under that variable,
+  ``model.fc1.weight`` (a model inside another one found there: under the outer one);
+* a module no variable holds (``nn.Linear(3, 4)(x)``): ``Linear#0``, ``Linear#1``, …;
+* a tensor: the variable bound to it, ``w``, ``x``, ``loss`` (a parameter keeps its path).
+
+Without a frame, the model and named inputs are given (``root``, ``leaves``), a module no model
+holds (a loss module inside ``loss_fn``) is not recorded, and a backward is labelled by the
+name the code gave its root (``name``).
+
+The trace's ``grads``: the final ``.grad`` of every parameter of every model met and of every
+leaf tensor the block used that requires grad and is bound to a variable when the block ends
+(and of every tensor there that retains its grad); its ``values``: every tensor bound to a
+variable then that the trace saw.
+
+Steps. Code that drives a program step by step (a spec's steps) says which step runs
+(``TraceSession.in_step``, a ``StepNote``): the passes found while it runs carry its number,
+and an engine run is labelled by the kind and the root the step names (``grad #1 of a, b``).
+
+One capture at a time in a thread: ``record()`` inside another ``record()`` or inside
+``trace()``, and ``trace()`` or a spec run inside ``record()``, raise a RuntimeError when they
+start (a spec run before its dry run).
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import threading
+import types
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 import torch
 from torch import nn
+from torch.autograd.graph import get_gradient_edge
+from torch.optim.optimizer import (
+    Optimizer,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 
 from gradtrace.engine import graph_walk
 from gradtrace.engine.analyses import kept_call_types, new_analyses, saved_observer
 from gradtrace.engine.analysis import Backward
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
-from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors
+from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors, leave_mode
 from gradtrace.engine.model_hooks import ModelHooks
-from gradtrace.engine.nested_runs import NestedRuns
+from gradtrace.engine.nested_runs import ENGINE_CALLS, NestedRuns, call_arguments
 from gradtrace.engine.recorder import Recorder, owning_module
 from gradtrace.engine.summarize import (
     DEFAULT_FINAL_VALUE_LIMIT,
@@ -43,7 +93,19 @@ from gradtrace.trace_schema import (
     Diagnostic,
     ErrorPayload,
     ModuleHook,
+    OptimizerStepPayload,
+    SgdStepPayload,
+    ZeroGradPayload,
 )
+
+# frames that are not the program's: gradtrace's and torch's (loss.backward() reaches the
+# discovery mode through torch/_tensor.py and torch/overrides.py)
+_LIBRARIES = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    os.path.dirname(torch.__file__) + os.sep,
+)
+_ZEROING = (torch.Tensor.zero_, torch._foreach_zero_)  # (how zero_grad(set_to_none=False) zeroes)
+_GRAD_SET = torch.Tensor.grad.__set__  # type: ignore[union-attr]  # (a torch function: the discovery mode sees `t.grad = v`)
 
 
 @contextmanager
@@ -95,27 +157,98 @@ def one_capture(what: str) -> Iterator[None]:
         _capturing.what = None
 
 
+def _variables(frame: types.FrameType | None) -> Iterator[tuple[str, Any]]:
+    """The frame's variables the program named: its locals, then its globals (a function's
+    frame: the module's models and tensors it uses), none starting with ``_`` (no frame:
+    none)."""
+    if frame is None:
+        return
+    scopes = [frame.f_locals]
+    if frame.f_globals is not scopes[0]:
+        scopes.append(frame.f_globals)
+    seen: set[str] = set()
+    for scope in scopes:
+        for name, value in list(scope.items()):
+            if name[:1] != "_" and name not in seen:
+                seen.add(name)
+                yield name, value
+
+
+def _callers_variable(obj: object) -> str | None:
+    """The name a local variable of the program's code that made this call (the innermost
+    frame outside torch and gradtrace: a ``train()`` the block called) gives this very object,
+    if one does (none starting with ``_``)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARIES):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return next((n for n, value in frame.f_locals.items() if value is obj and n[:1] != "_"), None)
+
+
+@dataclass(frozen=True, slots=True)
+class StepNote:
+    """The step the code driving a program runs now (see ``TraceSession.in_step``):
+    ``index``, the number its passes carry; for a step that is one engine run, ``kind`` and
+    ``of``, its pass's label (``grad`` … ``of a, b``), the root looked up by that name; for an
+    optimizer step that is a spec's ``sgd_step``, ``kind`` "sgd_step"."""
+
+    index: int
+    kind: str | None = None
+    of: str | None = None
+
+
+def _has_tensor_hooks(tensor: torch.Tensor) -> bool:
+    return bool(tensor._backward_hooks or getattr(tensor, "_post_accumulate_grad_hooks", None))
+
+
 class TraceSession:
+    """The session of one capture (see the module's docstring): with a ``frame`` (a program's
+    block, ``record()``) its models and leaves are found and named by the frame's variables;
+    without one (``trace()``, a spec, a watched step) they are given (``root``, ``leaves``)."""
+
     # what gradtrace's own recording raises is kept, not raised into the code it records
     # (Recorder.trip): gradtrace.watch's step capture, where the training must run as without it
     fail_safe = False
+    # an optimizer's step() is recorded by process-wide step hooks of the session's own
+    # (gradtrace.watch's step capture: its watch, which has its own, says when: step_capture.py)
+    optimizer_hooks = True
 
     def __init__(
         self,
-        root: nn.Module | None,
-        leaves: dict[str, torch.Tensor],
+        frame: types.FrameType | None,
+        root: nn.Module | None = None,
+        leaves: dict[str, torch.Tensor] | None = None,
         *,
         max_nodes: int = LIBRARY_MAX_NODES,
         value_budget: int = DEFAULT_VALUE_BUDGET,
         final_value_limit: int = DEFAULT_FINAL_VALUE_LIMIT,
-        root_path: str = "",
-        model_hooks: bool = False,
+        model_hooks: bool = True,
         grad_mode: bool = True,
     ) -> None:
-        """``model_hooks``: record the model's own hooks (the library; a spec's model has
-        none, its hooks are the spec's). ``grad_mode``: whether the passes run with grad mode
-        on (the library: the caller's, so that a trace under ``torch.no_grad()`` stops with
-        PyTorch's own error where a plain run does)."""
+        """``model_hooks``: record the model's own hooks (a spec's model has none: its hooks
+        are the spec's, recording themselves). ``grad_mode``: whether the passes run with grad
+        mode on (the library: the caller's, so that a trace under ``torch.no_grad()`` stops
+        with PyTorch's own error where a plain run does; a program's: as each engine run is
+        called)."""
+        self.frame = frame
+        self.program = frame is not None
+        # the code declares its forward pass (trace(): an engine run inside it is nested);
+        # else a top-level engine run ends the open forward (a program's, a watched step's)
+        self.declared = frame is None
+        self._anonymous = 0
+        self._thread = threading.get_ident()  # (the program's: the one running the block)
+        self._roots: list[Any] = []  # the nodes the top-level backward starting now runs from
+        self._steps: dict[str, int] = {}  # optimizer.step pass label -> how many so far
+        # per step() running: its parameters and their versions before it
+        self._stepping: list[tuple[list[torch.Tensor], list[int]]] = []
+        # the zero_grad event a run of ``.grad = None`` adds to, and the seq it must be last at
+        self._zeroing: tuple[ZeroGradPayload, int] | None = None
+        self._models: dict[str, nn.Module] = {}  # each model found, by the path it was named under
+        self._mode: Any = None  # the discovery mode, on for the whole block
+        self.step: StepNote | None = None  # (see in_step)
+        self._forwards = 0
+        self._backwards: dict[str, int] = {}
         self.root = root
         self.grad_mode = grad_mode
         self.summarize = Summarizer(value_budget, final_value_limit)
@@ -127,14 +260,14 @@ class TraceSession:
             self.summarize, graph_walk.sequence_base(), max_nodes, on_saved=saved_observer(self.analyses)
         )
         self.recorder.fail_safe = self.fail_safe
-        self.leaves = dict(leaves)  # named leaves: spec inputs / module inputs
+        self.leaves = dict(leaves or {})  # named leaves: spec inputs / module inputs
         self.params: dict[str, torch.Tensor] = {}
         self.param_modules: dict[str, str | None] = {}  # (see _scan_modules)
         modules: list[nn.Module] = []
         module_paths: dict[int, str] = {}
         self.module_types: dict[str, tuple[str, str | None, list[str]]] = {}
         if root is not None:
-            self._scan_modules(root, root_path, modules, module_paths)
+            self._scan_modules(root, "", modules, module_paths)
         for name, tensor in {**self.params, **self.leaves}.items():
             self.recorder.leaf_names[id(tensor)] = (tensor, name)
         self.forward_capture = ForwardCapture(
@@ -158,8 +291,6 @@ class TraceSession:
         except BaseException:
             self.close()  # nothing stays on the user's model when a later step fails
             raise
-        self._forwards = 0
-        self._backwards: dict[str, int] = {}
 
     def _scan_modules(
         self,
@@ -229,25 +360,49 @@ class TraceSession:
                     }
                 )
 
-    def add_model(self, root: nn.Module, root_path: str) -> None:
+    def add_model(self, root: nn.Module, root_path: str, starting: nn.Module | None = None) -> None:
         """A model met while a program runs (``record()``): its modules, their paths under
-        ``root_path`` and its parameters join the capture's, as a root given at the start."""
+        ``root_path`` and its parameters join the capture's, as a root given at the start, and
+        their hooks are wrapped (``starting``: the module whose call is beginning, see
+        ModelHooks.adopt)."""
+        modules = self.forward_capture.modules
+        known = len(modules)
+        taken = self.module_types
+        if root_path in taken:  # (the variable now holds another model: the first kept its name)
+            root_path = next(
+                f"{root_path}#{k}" for k in range(2, len(taken) + 3) if f"{root_path}#{k}" not in taken
+            )
         before = set(self.params)
-        self._scan_modules(root, root_path, self.forward_capture.modules, self.forward_capture.module_paths)
+        self._scan_modules(root, root_path, modules, self.forward_capture.module_paths)
         for name, param in self.params.items():
             if name not in before:
                 self.recorder.leaf_names[id(param)] = (param, name)
                 self.forward_capture.param_names[id(param)] = name
+        self._models[root_path] = root
+        if self.model_hooks is not None:
+            self.model_hooks.adopt(modules[known:], starting)
 
     def _install(self, model_hooks: bool, modules: list[nn.Module], module_paths: dict[int, str]) -> None:
         """Wrap the model's own hooks and install gradtrace's, each undone by ``close()``."""
+        capture = self.forward_capture
+        capture.outside_pass = self.open_forward
+        if self.program:
+            capture.unknown_module = self._module_met
+            self.recorder.name_of = self._leaf_met
+        # the models and hooked leaves the frame holds already, found first: their hooks are
+        # wrapped as a traced model's are (those registered later: as they come, see adopt)
+        self._scan_models()
+        for name, value in _variables(self.frame):
+            if isinstance(value, torch.Tensor) and value.is_leaf and _has_tensor_hooks(value):
+                self.leaves.setdefault(name, value)
+                self.recorder.leaf_names.setdefault(id(value), (value, name))
         self.recorded_warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
         record_all_but_errors(self.recorded_warnings)
         if model_hooks:
             inside_compiled = compiled_and_inside(modules)[1]
             self.model_hooks = ModelHooks(
                 self.recorder,
-                self.forward_capture,
+                capture,
                 [m for m in modules if id(m) not in inside_compiled],
                 module_paths,
                 {**self.params, **self.leaves},
@@ -257,13 +412,13 @@ class TraceSession:
             self._stack.enter_context(self.model_hooks.wrapped())  # before gradtrace's own hooks
             self.backward_capture.node_dict_seen = self.model_hooks.node_hooks_seen
             self._stack.callback(setattr, self.backward_capture, "node_dict_seen", None)
-        self._stack.enter_context(self.forward_capture.hooks_installed())
+        self._stack.enter_context(capture.hooks_installed())
         self._stack.enter_context(self.backward_capture.grad_write_hooks)
         if self.model_hooks is not None:
             self._stack.enter_context(self.model_hooks.following())
         nested = self.nested = NestedRuns(
             self.recorder,
-            self.forward_capture,
+            capture,
             self.backward_capture,
             self.retained,
             self.all_leaves,
@@ -271,16 +426,32 @@ class TraceSession:
             self.diagnostics,
         )
         self._stack.enter_context(nested.installed())
+        capture.intercepts.update(dict.fromkeys(ENGINE_CALLS, self._engine_run))
+        capture.intercepts[_GRAD_SET] = self._grad_set
+        capture.intercepts.update(dict.fromkeys(_ZEROING, self._grad_zeroed))
+        # (process-wide: every optimizer's steps; removed by close(), as every hook here)
+        if self.optimizer_hooks:
+            for register, hook in (
+                (register_optimizer_step_pre_hook, self._step_starts),
+                (register_optimizer_step_post_hook, self._step_ends),
+            ):
+                self._stack.callback(register(hook).remove)
 
     def close(self) -> None:
         """The capture is over: its hooks come off, and the summarizer stops copying (nothing
         writes the model's tensors any more; see Summarizer.passes_over)."""
         self.summarize.passes_over()
-        # (this also undoes NestedRuns' interception, which points back at this session: with
-        # no cycle left the session and every tensor it holds are freed when the trace is done,
-        # by reference counting, not by a later full GC pass over all of them)
+        # (this also undoes NestedRuns' interception; with no cycle left the session and every
+        # tensor it holds are freed when the trace is done, by reference counting, not by a
+        # later full GC pass over all of them)
         self._stack.close()
         self.nested = None  # (it points back at this session: see NestedRuns.installed)
+        # (each points back at this session too)
+        capture = self.forward_capture
+        capture.unknown_module = capture.outside_pass = self.recorder.name_of = None
+        self.frame = None  # (the block's frame: its variables stay the program's)
+        for func in (_GRAD_SET, *_ZEROING):
+            capture.intercepts.pop(func, None)
 
     def reissue_warnings(self) -> None:
         """The model's warnings, recorded while the session ran, issued again to the caller
@@ -290,12 +461,18 @@ class TraceSession:
 
     # ---- the captured block (see capture.py) --------------------------------------------
     def begin_block(self) -> None:
-        """The block the capture runs begins (a program's session: its passes are found as it
-        runs from here on)."""
+        """The block the capture runs begins: the discovery mode is on for the whole block
+        (the program's passes are found as it runs, see the module's docstring)."""
+        self._mode = self.forward_capture.new_mode()
+        self._mode.__enter__()
 
     def end_block(self, error: BaseException | None) -> None:
-        """The block is over: ``error``, when given, recorded where it broke (once: an error
-        a pass recorded already is not recorded again); the passes it left open end."""
+        """The block is over: the discovery mode off; ``error``, when given, recorded where it
+        broke (once: an error a pass recorded already is not recorded again); the passes it
+        left open end; then a program's variables name what it left."""
+        mode, self._mode = self._mode, None
+        if mode is not None:
+            leave_mode(mode)
         if error is not None:
             self.error_event(error, None)
         rec = self.recorder
@@ -304,6 +481,8 @@ class TraceSession:
                 self.close_forward()
             else:
                 rec.end_pass()
+        if self.program:
+            self.name_variables()
 
     def close_forward(self) -> None:
         """The open top-level forward pass (if any) ends."""
@@ -313,14 +492,7 @@ class TraceSession:
             rec.end_pass()
             self._settle()
 
-    # ---- passes -------------------------------------------------------------------------
-    def _settle(self) -> None:
-        """After a pass, what it left to read on the host: the large copies (read, and dropped)
-        and the model's hooks' comparisons made on a device."""
-        self.summarize.settle()
-        if self.model_hooks is not None:
-            self.model_hooks.settle()
-
+    # ---- names --------------------------------------------------------------------------
     def name(self, name: str, value: Any) -> None:
         """The program assigned ``name`` (called while the forward runs)."""
         if isinstance(value, torch.Tensor):
@@ -341,6 +513,161 @@ class TraceSession:
         its leaf node, when an op consumes it, is labelled with that text."""
         if isinstance(value, torch.Tensor):
             self.recorder.label_leaf(value, text)
+
+    def _scan_models(self, starting: nn.Module | None = None) -> None:
+        """Every model the frame's variables hold that the capture does not know yet, named
+        under its variable (the outermost first: a model inside another one found here is
+        named under the outer one)."""
+        paths = self.forward_capture.module_paths
+        found = [(n, v) for n, v in _variables(self.frame) if isinstance(v, nn.Module) and id(v) not in paths]
+        if not found:
+            return
+        inner = {id(sub) for _n, m in found for sub in m.modules() if sub is not m}
+        for name, model in sorted(found, key=lambda item: id(item[1]) in inner):
+            if id(model) not in paths:
+                self.add_model(model, name, starting)
+
+    def _module_met(self, module: nn.Module) -> str | None:
+        """The path of a module called for the first time (its model joins the capture);
+        None for a module another thread calls (the module hooks are process-wide)."""
+        if threading.get_ident() != self._thread:
+            return None
+        self._scan_models(starting=module)
+        paths = self.forward_capture.module_paths
+        if id(module) not in paths:  # no variable holds it: named by its type
+            self.add_model(module, f"{type(module).__name__}#{self._anonymous}", starting=module)
+            self._anonymous += 1
+        return paths[id(module)]
+
+    def _leaf_met(self, tensor: torch.Tensor) -> str | None:
+        """The name of a leaf seen for the first time: a parameter's path, or the variable
+        bound to it; None when nothing names it."""
+        self._scan_models()
+        named = self.recorder.leaf_names.get(id(tensor))
+        if named is not None and named[0] is tensor:
+            return named[1]
+        if isinstance(tensor, nn.Parameter):
+            path = self._own_parameter_path(tensor)
+            if path is not None:
+                return path
+        return self.variable_of(tensor)
+
+    def _own_parameter_path(self, param: nn.Parameter) -> str | None:
+        """The path of a known model's own parameter met only now, if it is one: its model
+        was met inside ``torch.func.functional_call``, which had swapped the tensors it was
+        given (no Parameters: detached ones, torch.func's wrappers) into the modules'
+        ``_parameters`` for the call, so that path went to one of those. The model's own
+        parameter takes its path back (its ``.grad`` is the one ``grads`` reports); a
+        Parameter swapped in while the path holds the model's own Parameter is not named by it."""
+        paths = self.forward_capture.module_paths
+        for module in self.forward_capture.modules:
+            for local, candidate in module._parameters.items():
+                if candidate is not param:
+                    continue
+                full = paths[id(module)]
+                path = f"{full}.{local}" if full else local
+                held = self.params.get(path)
+                if isinstance(held, nn.Parameter) and held is not param:
+                    return None
+                self.params[path] = param
+                self.recorder.leaf_names[id(param)] = (param, path)
+                self.forward_capture.param_names[id(param)] = path
+                return path
+        return None
+
+    def variable_of(self, obj: object) -> str | None:
+        """The name of the frame's variable bound to this very object (a tensor, an
+        optimizer), if one is (no frame: the last name the code gave it, see ``name``)."""
+        if not self.program:
+            return next((name for name, value in reversed(self.env.items()) if value is obj), None)
+        return next((name for name, value in _variables(self.frame) if value is obj), None)
+
+    def name_variables(self) -> None:
+        """The block is over: the tensors its variables hold now are the trace's named leaves,
+        retained tensors and values (see the module's docstring)."""
+        self._scan_models()
+        rec = self.recorder
+        for name in [n for n, t in self.leaves.items() if rec.leaf_id(t) is None]:
+            del self.leaves[name]  # (a hooked leaf of the frame the block never used)
+        self._drop_unused_models()
+        params = {id(p) for p in self.params.values()}
+        for name, value in _variables(self.frame):
+            if not isinstance(value, torch.Tensor) or id(value) in params:
+                continue
+            if value.is_leaf:
+                if rec.leaf_id(value) is not None:  # (a leaf the block used)
+                    self.leaves[name] = value
+                    rec.leaf_names.setdefault(id(value), (value, name))
+            elif rec.tensor_node(value) is not None:
+                self.env[name] = value
+                if value.retains_grad:
+                    self.retained[name] = value
+                with self.forward_capture.quiet():
+                    rec.name_tensor(name, value)
+
+    def _drop_unused_models(self) -> None:
+        """The models the frame held that the block never used (no module of theirs called,
+        no parameter of theirs in a graph) leave the trace: their parameters' ``.grad`` is none
+        of the block's doing (None there would read as "got no gradient", a ``.grad`` from
+        before the block as the block's)."""
+        rec = self.recorder
+        called = {event.module for event in rec.events if event.kind == "module_forward_pre"}
+        for root_path, root in self._models.items():
+            inside = root_path + "."
+            if any(path == root_path or path.startswith(inside) for path in called if path):
+                continue
+            if any(rec.leaf_id(param) is not None for param in root.parameters()):
+                continue
+            for table in (self.params, self.param_modules, self.module_types):
+                for name in [n for n in table if n == root_path or n.startswith(inside)]:
+                    del table[name]
+
+    # ---- passes -------------------------------------------------------------------------
+    def _settle(self) -> None:
+        """After a pass, what it left to read on the host: the large copies (read, and dropped)
+        and the model's hooks' comparisons made on a device."""
+        self.summarize.settle()
+        if self.model_hooks is not None:
+            self.model_hooks.settle()
+
+    @contextmanager
+    def in_step(self, note: StepNote) -> Iterator[None]:
+        """The passes found inside this block are the step ``note`` says (see StepNote); its
+        clearings of ``.grad`` are a run of their own (one zero_grad event per step)."""
+        self.step = note
+        self._zeroing = None
+        try:
+            yield
+        finally:
+            self.step = None
+
+    def _step_index(self) -> int | None:
+        return self.step.index if self.step is not None else None
+
+    def open_forward(self) -> None:
+        """Something is recorded while no pass is open (or the code declares its forward): a
+        forward pass begins (the models the frame holds now are looked for: a hook registered
+        on one before its first call is wrapped before that call collects it)."""
+        self._scan_models()
+        self._forwards += 1
+        self.recorder.begin_pass("forward", f"forward #{self._forwards}", self._step_index())
+
+    def forward(
+        self, run: Callable[[], Any], error_is_event: Callable[[Exception], bool] | None = None
+    ) -> Any:
+        """``run()`` as a forward pass the code declares (a spec's program; trace()'s forward
+        is the caller's code between ``open_forward`` and ``close_forward``); returns what it
+        returns. An exception is re-raised; it is also recorded as an ``error`` event in the
+        pass when it is a step's (see in_step) or ``error_is_event(exc)`` says so."""
+        self.open_forward()
+        try:
+            return run()
+        except Exception as exc:
+            if self.step is not None or (error_is_event is not None and error_is_event(exc)):
+                self.error_event(exc, self._step_index())
+            raise
+        finally:
+            self.close_forward()
 
     def backward_pass(
         self, kind: str, of: str, step: int | None, call: Callable[[], Any], root: Any = None
@@ -369,7 +696,9 @@ class TraceSession:
         try:
             with (
                 torch.set_grad_enabled(self.grad_mode),
-                self.backward_capture.node_hooks(self.retained, self.pass_roots()),
+                # (a program: only the graph the backward can run, a loop's earlier graphs are
+                # known too; no frame: one forward, one graph, every known node)
+                self.backward_capture.node_hooks(self.retained, self._roots if self.program else None),
             ):
                 result = call()
             ok = True
@@ -397,11 +726,6 @@ class TraceSession:
             MappingProxyType(self.param_modules),
         )
 
-    def pass_roots(self) -> list[Any] | None:
-        """The nodes the backward starting now runs from, when only the known nodes reachable
-        from them are to be hooked; None: every known node (one forward, one graph)."""
-        return None
-
     def _watch_kept_outputs(self) -> None:
         self.backward_capture.watch.update(self.forward_capture.kept_output_nodes())
 
@@ -414,6 +738,175 @@ class TraceSession:
 
     def all_leaves(self) -> list[torch.Tensor]:
         return [t for _name, t in self.all_leaves_named()]
+
+    def _engine_run(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """``backward()`` or ``torch.autograd.grad``: a backward pass of its own at the top
+        level of the program, a nested pass inside a module's forward or a backward."""
+        rec = self.recorder
+        if rec.in_pass and (
+            rec.phase != "forward"
+            or rec.module_running()
+            or rec.passes[rec.pass_index].parent
+            or self.declared  # (inside a forward the code declared)
+        ):
+            assert self.nested is not None  # (installed until close)
+            return self.nested.run(func, args, kwargs)
+        self.close_forward()
+        roots = flat_tensors(call_arguments(func, args, kwargs)[0])
+        root = roots[0] if roots else None
+        kind = ENGINE_CALLS[func]
+        note = self.step
+        if note is not None and note.of is not None:  # (labelled by the step: its root by name)
+            kind, of, root = note.kind or kind, note.of, None
+        else:
+            of = (self.variable_of(root) if root is not None else None) or self.unnamed_root(root, kind)
+        self.grad_mode = torch.is_grad_enabled()  # (the program's, as the call is made)
+        # (gradtrace's reads of the roots: no calls a __torch_function__ subclass sees)
+        with torch._C.DisableTorchFunction():
+            self._roots = [
+                t.grad_fn if t.grad_fn is not None else get_gradient_edge(t).node
+                for t in roots
+                if t.requires_grad
+            ]
+        try:
+            result = self.backward_pass(
+                kind,
+                of,
+                self._step_index(),
+                lambda: self.forward_capture.real(func, *args, **kwargs),
+                root=root,
+            )
+        finally:
+            self._roots = []
+        self.backward_ended(kind)
+        return result
+
+    def unnamed_root(self, root: torch.Tensor | None, kind: str) -> str:
+        """What a top-level engine run (``kind``: "backward", "autograd.grad") is "of" when no
+        variable of the block holds its root: in a program, the local variable of the function
+        that made the call, if one holds it (``loss`` in a ``train()`` the block called). (This
+        and ``backward_ended``: what gradtrace.watch's StepSession changes.)"""
+        caller = _callers_variable(root) if self.program and root is not None else None
+        return caller or "tensor"
+
+    def backward_ended(self, kind: str) -> None:
+        """A top-level engine run has ended (inside the call the mode intercepted)."""
+
+    # ---- optimizers and zero_grad --------------------------------------------------------
+    def _step_starts(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
+        """An optimizer's ``step()`` begins: a pass of its own at the top level (inside a
+        backward, e.g. in a post-accumulate-grad hook, its event goes in that pass). Another
+        thread's optimizers are not the program's (the step hooks are process-wide)."""
+        if threading.get_ident() != self._thread:
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        self._stepping.append((params, [p._version for p in params]))
+        rec = self.recorder
+        if rec.in_pass and (rec.phase != "forward" or rec.module_running()):
+            return
+        self.close_forward()
+        if self._sgd_step():
+            rec.begin_pass("step", f"sgd_step lr={optimizer.param_groups[0]['lr']:g}", self._step_index())
+            return
+        name = self.variable_of(optimizer)
+        label = f"{name or type(optimizer).__name__}.step"
+        count = self._steps[label] = self._steps.get(label, 0) + 1
+        rec.begin_pass("step", f"{label} #{count}", None)
+
+    def sgd_step_event(self, lr: float, after: dict[str, Any]) -> None:
+        """A spec's ``sgd_step`` event: its learning rate, the parameters it changed (after
+        the step). In the optimizer step's pass; in one of its own when no optimizer ran (a
+        spec with no parameter: nothing to update, the step's event all the same)."""
+        rec = self.recorder
+        opened = not rec.in_pass
+        if opened:
+            rec.begin_pass("step", f"sgd_step lr={lr:g}", self._step_index())
+        rec.emit("sgd_step", payload=SgdStepPayload(lr=lr, after=after))
+        rec.end_pass()
+        self._settle()
+
+    def _sgd_step(self) -> bool:
+        """The optimizer step running is a spec's ``sgd_step`` (see StepNote): its event is
+        the trace format's ``sgd_step`` (the learning rate, the parameters after)."""
+        return self.step is not None and self.step.kind == "sgd_step"
+
+    def _step_ends(self, optimizer: Optimizer, _args: tuple, _kwargs: dict) -> None:
+        """Its ``optimizer_step`` event: the parameters it changed, after the step."""
+        if threading.get_ident() != self._thread:
+            return
+        params, versions = self._stepping.pop()
+        rec = self.recorder
+        after: dict[str, Any] = {}
+        with self.forward_capture.quiet():
+            for k, (param, version) in enumerate(zip(params, versions, strict=True)):
+                if param._version != version:
+                    name = self._leaf_met(param) or f"param_groups.{k}"
+                    after[name] = rec.summarize(param)
+        lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
+        if self._sgd_step():
+            self.sgd_step_event(optimizer.param_groups[0]["lr"], after)
+            return
+        payload = OptimizerStepPayload(
+            optimizer=type(optimizer).__name__,
+            name=self.variable_of(optimizer),
+            lr=float(lr) if isinstance(lr, int | float) else None,
+            after=after,
+        )
+        rec.emit("optimizer_step", message=rec.passes[rec.pass_index].label, payload=payload)
+        if rec.in_pass and rec.phase == "step":
+            rec.end_pass()
+            self._settle()
+
+    def _grad_set(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """``tensor.grad = value`` (what ``zero_grad()`` does by default): a ``zero_grad``
+        event when it clears the gradient of a tensor the trace has (one event for a run of
+        them, as one ``zero_grad()`` call makes)."""
+        tensor = args[0]
+        before = tensor.grad
+        result = self.forward_capture.real(func, *args, **kwargs)
+        if before is not None and args[1] is None:
+            self._cleared(self.recorder.leaf_id(tensor), set_to_none=True)
+        return result
+
+    def _grad_zeroed(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """``grad.zero_()`` / ``torch._foreach_zero_(grads)`` (``zero_grad(set_to_none=False)``):
+        a ``zero_grad`` event for the leaves whose ``.grad`` it filled with zeros."""
+        result = self.forward_capture.real(func, *args, **kwargs)
+        zeroed = flat_tensors(args[0])
+        if zeroed:  # (few calls: a look at the known leaves' .grad each time)
+            ids = {id(t) for t in zeroed}
+            for leaf, node in self.recorder.known_leaves():
+                grad = leaf.grad
+                if grad is not None and id(grad) in ids:
+                    self._cleared(node, set_to_none=False)
+        return result
+
+    def _cleared(self, leaf: str | None, set_to_none: bool) -> None:
+        """The ``.grad`` of the leaf with this node was cleared: its name joins the zero_grad
+        event of this run of clearings (a new one: see zero_grad_event)."""
+        if leaf is None:
+            return
+        rec = self.recorder
+        name = rec.by_id[leaf].tensor or leaf
+        zero = self._zeroing
+        if zero is not None and zero[1] == rec.next_seq() - 1 and zero[0].set_to_none == set_to_none:
+            zero[0].tensors.append(name)
+            return
+        self.zero_grad_event(set_to_none, [name])
+
+    def zero_grad_event(self, set_to_none: bool, tensors: list[str]) -> None:
+        """A new ``zero_grad`` event naming ``tensors`` (in a pass of its own outside any
+        pass), which the clearings right after it join. (Called as is by a step that is a
+        zero_grad and cleared nothing: its event all the same, naming no tensor.)"""
+        rec = self.recorder
+        payload = ZeroGradPayload(set_to_none=set_to_none, tensors=tensors)
+        if rec.in_pass:
+            rec.emit("zero_grad", payload=payload)
+        else:
+            rec.begin_pass("step", "zero_grad", self._step_index())
+            rec.emit("zero_grad", payload=payload)
+            rec.end_pass()
+        self._zeroing = (payload, rec.next_seq() - 1)
 
     # ---- errors in steps ----------------------------------------------------------------
     def error_event(self, exc: BaseException, step: int | None) -> None:

@@ -1,6 +1,6 @@
 """The capture of a spec's model: its program run as the forward, its steps, its hooks,
 inside the one capture entry (capture.Capture, as ``record()``'s block and ``trace()``'s
-forward and backward are), by the recorder they use (program.ProgramSession, given the
+forward and backward are), by the session they use (session.TraceSession, given the
 spec's model and inputs, as ``trace()``'s is given its own): the forward is declared, as
 ``trace()``'s; the steps run as a program whose passes the session finds (see steps.py).
 
@@ -20,7 +20,7 @@ from gradtrace.engine.build import BuiltModel, resolve_tensor, seeded_global_rng
 from gradtrace.engine.capture import Capture
 from gradtrace.engine.diagnostics import reduced_to_sum
 from gradtrace.engine.interpreter import ProgramModule, run_program
-from gradtrace.engine.program import ProgramSession
+from gradtrace.engine.session import TraceSession
 from gradtrace.engine.steps import StepRunner, default_sum, limit_hit
 from gradtrace.engine.user_hooks import UserHooks
 from gradtrace.problem import public_text
@@ -57,7 +57,7 @@ class SpecCapture:
     def __init__(self, spec: Any, built: BuiltModel) -> None:
         self.spec = spec
         self.built = built
-        self.session: ProgramSession  # (the capture's, given to run)
+        self.session: TraceSession  # (the capture's, given to run)
         self.hooks = [h.model_dump(mode="json", by_alias=True, exclude_none=True) for h in spec.hooks]
         self.tensor_hooks: dict[str, list[int]] = {}  # intermediate name -> hook indexes
         self.retain = set(spec.retain_grad)
@@ -130,7 +130,7 @@ class SpecCapture:
             on_constant=self.session.label_constant,
         )
 
-    def run(self, session: ProgramSession) -> None:
+    def run(self, session: TraceSession) -> None:
         """The forward program and the steps, captured by ``session``, its passes over."""
         self.session = session
         with ExitStack() as stack:
@@ -201,7 +201,7 @@ def capture_spec(
         SPEC_RUN, "spec", spec.title, spec=normalized, want_grads=want_grads, callers_code=False
     )
     make_session = functools.partial(
-        ProgramSession,
+        TraceSession,
         None,
         built.root,
         dict(built.inputs),

@@ -1,7 +1,7 @@
 """A full trace of one real training step, for ``gradtrace.watch`` (its first logged step, and
 the step after the first flag of each kind).
 
-The step is recorded as it runs, by the recorder ``record()`` uses (a ``ProgramSession`` in
+The step is recorded as it runs, by the session ``record()`` uses (a ``TraceSession`` in
 the one capture entry, capture.Capture), with no frame: the watched model given, its
 parameters named by their paths, its inputs ``x`` (``x0``, ``x1``, …) and by their keywords.
 The capture starts inside the model's call (the watch's forward pre-hook: the model's own
@@ -39,8 +39,8 @@ import torch
 from torch import nn
 
 from gradtrace.engine.capture import Capture
-from gradtrace.engine.program import ProgramSession, input_names
-from gradtrace.engine.session import LIBRARY_MAX_NODES
+from gradtrace.engine.run import input_names
+from gradtrace.engine.session import LIBRARY_MAX_NODES, TraceSession
 from gradtrace.trace_schema import encode_doc
 
 
@@ -49,8 +49,8 @@ class _NoBackward(BaseException):
     BaseException: no partial trace is assembled for it, see Capture.finish)."""
 
 
-class StepSession(ProgramSession):
-    """A ProgramSession started inside ``model``'s call with ``args`` and ``kwargs`` (see the
+class StepSession(TraceSession):
+    """A TraceSession started inside ``model``'s call with ``args`` and ``kwargs`` (see the
     module's docstring); ``ended()`` is called as its backward ends."""
 
     def __init__(

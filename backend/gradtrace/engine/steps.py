@@ -1,7 +1,7 @@
 """The spec's steps after the first forward: backward, grad, forward, zero_grad, sgd_step.
 
 Each step is one pass of the timeline, run as the program it stands for inside the capture's
-ProgramSession (the recorder ``record()`` and ``trace()`` use), in a ``StepNote`` giving its
+TraceSession (the session ``record()`` and ``trace()`` use), in a ``StepNote`` giving its
 number and, for an engine run, its label: ``backward`` and ``grad`` are plain
 ``Tensor.backward`` / ``torch.autograd.grad`` calls, ``zero_grad`` sets each leaf's ``.grad``
 to None (or zeroes it) as ``Optimizer.zero_grad`` does, and the session finds their passes as
@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from gradtrace.engine.errors import TraceError
-from gradtrace.engine.program import ProgramSession, StepNote
+from gradtrace.engine.session import StepNote, TraceSession
 from gradtrace.spec.steps import BackwardStep, ForwardStep, GradStep, SgdStep, StepSpec, ZeroGradStep
 
 Resolve = Callable[[str], torch.Tensor]  # a step's tensor reference -> the tensor
@@ -102,7 +102,7 @@ def limit_hit(exc: BaseException | None) -> TraceError | None:
 class StepRunner:
     def __init__(
         self,
-        session: ProgramSession,
+        session: TraceSession,
         resolve: Resolve,
         rerun_forward: Callable[[int], None],
         assign: Callable[[str, torch.Tensor], None],
