@@ -1501,6 +1501,67 @@ print(x.grad)
 """
 
 
+WEIGHT_NORM = """
+torch.manual_seed(0)
+from torch.nn.utils.parametrizations import weight_norm, spectral_norm
+model = nn.Sequential(weight_norm(nn.Linear(4, 6)), nn.ReLU(), spectral_norm(nn.Linear(6, 2)))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(3, 4)
+for step in range(2):
+    optimizer.zero_grad()
+    loss = model(x).pow(2).sum()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+CNN_SIZED_IN_INIT = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+import torch.optim as optim
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3)
+        self.conv2 = nn.Conv2d(4, 8, 3)
+        x = torch.randn(16, 16).view(-1, 1, 16, 16)
+        self._to_linear = None
+        self.convs(x)
+        self.fc1 = nn.Linear(self._to_linear, 10)
+        self.fc2 = nn.Linear(10, 2)
+
+    def convs(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
+        x = F.max_pool2d(F.relu(self.conv2(x)), (2, 2))
+        if self._to_linear is None:
+            self._to_linear = x[0].shape[0] * x[0].shape[1] * x[0].shape[2]
+        return x
+
+    def forward(self, x):
+        x = self.convs(x)
+        x = x.view(-1, self._to_linear)
+        x = F.relu(self.fc1(x))
+        x = self.fc2(x)
+        return F.softmax(x, dim=1)
+
+net = Net()
+optimizer = optim.Adam(net.parameters(), lr=0.001)
+loss_function = nn.MSELoss()
+train_X = torch.rand(6, 16, 16)
+train_y = torch.eye(2)[torch.tensor([0, 1, 1, 0, 1, 0])]
+BATCH_SIZE = 3
+for i in range(0, len(train_X), BATCH_SIZE):
+    batch_X = train_X[i:i + BATCH_SIZE].view(-1, 1, 16, 16)
+    batch_y = train_y[i:i + BATCH_SIZE]
+    net.zero_grad()
+    outputs = net(batch_X)
+    loss = loss_function(outputs, batch_y)
+    loss.backward()
+    optimizer.step()
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim
@@ -1573,6 +1634,8 @@ PROGRAMS = {
     "functional_jacobian": FUNCTIONAL_JACOBIAN,
     "leaf_inplace_error": LEAF_INPLACE_ERROR,
     "retain_grad_intermediate": RETAIN_GRAD_INTERMEDIATE,
+    "weight_norm": WEIGHT_NORM,
+    "cnn_sized_in_init": CNN_SIZED_IN_INIT,
 }
 
 # needs torchvision (its Python code: see third_party.torchvision_python_only)

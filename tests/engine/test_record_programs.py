@@ -452,3 +452,70 @@ def test_param_groups_and_a_scheduler_the_step_event_has_the_first_groups_lr() -
     )
     # OneCycleLR's lr of the first group before each step (the scheduler steps after it)
     assert [e.payload["lr"] for e in steps][0] == pytest.approx(1e-3 / 25)
+
+
+def test_layers_called_while_their_model_is_built_are_named_under_it() -> None:
+    """A model built inside the block whose ``__init__`` calls its layers (to size the next
+    one), and spectral_norm's parametrization (which calls itself as it registers): their
+    modules and parameters are named under the variable that holds the model once built,
+    ``net.conv1.weight``, not by their type as modules no variable holds."""
+    _namespace, trace = _recorded("cnn_sized_in_init")
+    doc = trace.doc
+    assert [m.path for m in doc.graph.modules] == [
+        "net",
+        "net.conv1",
+        "net.conv2",
+        "net.fc1",
+        "net.fc2",
+        "loss_function",
+    ]
+    params = sorted(n.tensor for n in doc.graph.nodes if n.kind == "tensor" and n.requires_grad)
+    assert params == sorted(trace.grads)
+    assert "net.conv1.weight" in trace.grads
+    _namespace, trace = _recorded("weight_norm")
+    assert sorted(trace.grads) == [
+        "model.0.bias",
+        "model.0.parametrizations.weight.original0",
+        "model.0.parametrizations.weight.original1",
+        "model.2.bias",
+        "model.2.parametrizations.weight.original",
+    ]
+
+
+def test_a_layer_added_to_a_model_after_it_was_found() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(4, 3)
+    with gradtrace.record() as rec:
+        model = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU())
+        model.add_module("fc", torch.nn.Linear(5, 2))
+        model(x).sum().backward()
+        old_head = model.fc
+        model.fc = torch.nn.Linear(5, 1)  # (a new head: its path is taken, it is the second)
+        model(x).sum().backward()
+    grads = rec.trace.grads
+    assert sorted(grads) == sorted(
+        [
+            "model.0.weight",
+            "model.0.bias",
+            "model.fc.weight",
+            "model.fc.bias",
+            "model.fc#2.weight",
+            "model.fc#2.bias",
+        ]
+    )
+    np.testing.assert_array_equal(grads["model.fc#2.weight"], model.fc.weight.grad.numpy())
+    np.testing.assert_array_equal(grads["model.fc.weight"], old_head.weight.grad.numpy())
+    assert [m.parent for m in rec.trace.doc.graph.modules if m.path == "model.fc#2"] == [None]
+
+
+def test_a_layer_of_a_model_only_a_function_holds() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(2, 3)
+
+    def run() -> None:
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh())
+        model[0](x).sum().backward()  # (only its layer is called)
+
+    with gradtrace.record() as rec:
+        run()
+    assert sorted(rec.trace.grads) == ["Sequential#0.0.bias", "Sequential#0.0.weight"]

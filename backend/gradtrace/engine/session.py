@@ -374,10 +374,15 @@ class TraceSession:
             )
         before = set(self.params)
         self._scan_modules(root, root_path, modules, self.forward_capture.module_paths)
+        rec = self.recorder
         for name, param in self.params.items():
             if name not in before:
-                self.recorder.leaf_names[id(param)] = (param, name)
+                rec.leaf_names[id(param)] = (param, name)
                 self.forward_capture.param_names[id(param)] = name
+                if rec.leaf_id(param) is not None:
+                    # (used before its model was found, while it was being built: its leaf
+                    # node, unnamed then, takes its path)
+                    rec.name_tensor(name, param)
         self._models[root_path] = root
         if self.model_hooks is not None:
             self.model_hooks.adopt(modules[known:], starting)
@@ -534,10 +539,48 @@ class TraceSession:
             return None
         self._scan_models(starting=module)
         paths = self.forward_capture.module_paths
-        if id(module) not in paths:  # no variable holds it: named by its type
+        if id(module) in paths:
+            return paths[id(module)]
+        owner = self._owner(module)
+        if self._being_built(owner[0] if owner is not None else module):
+            return None  # (recorded once its model is found: its variable names it then)
+        if owner is None:  # no variable holds it, nor a model: named by its type
             self.add_model(module, f"{type(module).__name__}#{self._anonymous}", starting=module)
             self._anonymous += 1
+        elif id(owner[0]) in paths:  # (a layer added to a model after it was found)
+            self.add_model(module, f"{paths[id(owner[0])]}.{owner[1]}", starting=module)
+        else:  # (a model no variable of the block holds, a local of a function it calls)
+            self.add_model(owner[0], f"{type(owner[0]).__name__}#{self._anonymous}", starting=module)
+            self._anonymous += 1
         return paths[id(module)]
+
+    def _below_the_block(self) -> Iterator[types.FrameType]:
+        """The frames of the code the block is running, innermost first (gradtrace's too)."""
+        frame: types.FrameType | None = sys._getframe(1)
+        while frame is not None and frame is not self.frame:
+            yield frame
+            frame = frame.f_back
+
+    def _owner(self, module: nn.Module) -> tuple[nn.Module, str] | None:
+        """A model that holds ``module``, and its path there, if a local variable of the code
+        the block is running holds one: ``self`` in a model's ``__init__`` that calls its
+        layers to size the next one, or in a model's forward calling a layer added to it after
+        it was found."""
+        for frame in self._below_the_block():
+            for value in list(frame.f_locals.values()):
+                if isinstance(value, nn.Module) and value is not module:
+                    path = next((p for p, sub in value.named_modules() if sub is module), None)
+                    if path is not None:
+                        return value, path
+        return None
+
+    def _being_built(self, module: nn.Module) -> bool:
+        """Its ``__init__`` is running (it calls its layers, or itself: torch's
+        ParametrizationList does, in ``register_parametrization``): no variable can hold it yet."""
+        return any(
+            frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is module
+            for frame in self._below_the_block()
+        )
 
     def _leaf_met(self, tensor: torch.Tensor) -> str | None:
         """The name of a leaf seen for the first time: a parameter's path, or the variable
