@@ -56,8 +56,29 @@ QUIET_DIAGNOSTICS = frozenset({"grad_not_retained", "torch_warning"})
 
 
 def diagnostic_warnings(doc: TraceDoc) -> list[GradtraceWarning]:
-    """The trace's diagnostics that are issued as warnings, in the trace's order."""
-    return [GradtraceWarning(d) for d in doc.analyses.diagnostics if not _quiet(d)]
+    """The trace's diagnostics that are issued as warnings, in the trace's order. The
+    ``functorch_value`` ones (one per node or module that ran inside a torch.func transform:
+    27 for the per-sample-gradients tutorial) are one warning per way they ran, naming the
+    first places and counting the rest, where the first of them stands; the trace keeps each."""
+    out: list[Diagnostic] = []
+    places: dict[str, list[str]] = {}  # functorch_value: how it ran -> where, in order
+    for d in doc.analyses.diagnostics:
+        if _quiet(d):
+            continue
+        if d.code == "functorch_value":
+            where, _, how = d.message.partition(" ran inside ")
+            if how in places:
+                places[how].append(where)
+                continue
+            places[how] = [where]
+        out.append(d)
+    for k, d in enumerate(out):
+        where, _, how = d.message.partition(" ran inside ")
+        if d.code == "functorch_value" and len(places[how]) > 1:
+            named = places[how]
+            listed = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+            out[k] = Diagnostic(code=d.code, severity=d.severity, message=f"{listed} ran inside {how}")
+    return [GradtraceWarning(d) for d in out]
 
 
 def _quiet(d: Diagnostic) -> bool:

@@ -519,3 +519,26 @@ def test_a_layer_of_a_model_only_a_function_holds() -> None:
     with gradtrace.record() as rec:
         run()
     assert sorted(rec.trace.grads) == ["Sequential#0.0.bias", "Sequential#0.0.weight"]
+
+
+def test_values_read_through_torch_func_wrappers_are_one_warning_per_transform() -> None:
+    """The per-sample-gradients program's 27 nodes and modules that ran inside vmap(grad(…))
+    are a diagnostic each in the trace, and one warning per way they ran (grad; grad inside
+    vmap), naming the first three and counting the rest."""
+    source = "with gradtrace.record() as rec:\n" + textwrap.indent(
+        textwrap.dedent(PROGRAMS["per_sample_grads"]), "    "
+    )
+    namespace: dict[str, Any] = {"torch": torch, "nn": torch.nn, "gradtrace": gradtrace}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(compile(source, "<program>", "exec"), namespace)
+    notes = [d for d in namespace["rec"].trace.doc.analyses.diagnostics if d.code == "functorch_value"]
+    assert len(notes) > 10 and all(d.node or d.module for d in notes)
+    issued = [str(w.message) for w in caught if issubclass(w.category, gradtrace.GradtraceWarning)]
+    assert len(issued) == 2, issued
+    grad_only, in_vmap = issued
+    total = sum(int(m.split(" and ")[1].split(" more")[0]) + 3 for m in issued)
+    assert total == len(notes)
+    assert grad_only.startswith("node n") and "ran inside torch.func (a grad transform):" in grad_only
+    assert "ran inside torch.func (a grad transform, inside vmap (batch dim 0 of size 5))" in in_vmap
+    assert in_vmap.endswith("(a vmap lane's value is shown as its whole batch) [functorch_value]")
