@@ -63,7 +63,7 @@ def test_a_spec_walks_each_stage_once_in_order() -> None:
     spec = parse_spec(get_example("mlp-hooks-reconstruction"))
     stays = walk(spec_pipeline.run_spec.__code__, 1, lambda: spec_pipeline.run_spec(spec, SpecLimits()))
     assert stays == [
-        "engine.session",  # no capture running in this thread (one at a time), before anything runs
+        "engine.capture",  # no capture running in this thread (one at a time), before anything runs
         "spec.price",  # the price, from the programs
         "engine.dryrun",  # the limits, on the meta device
         "spec.models",  # the normalized spec the trace carries

@@ -2,7 +2,7 @@
 inside a ``Capture``, the same entry, the same ending, the same assembly.
 
 * ``start``: one capture at a time in a thread (``one_capture``), Python's GC paused (see
-  session.gc_paused), the session made (its hooks on) and its block begun (``record()``'s
+  gc_paused), the session made (its hooks on) and its block begun (``record()``'s
   session: the discovery mode on for the whole block).
 * the block: the program as written (``record()``, the passes found as it runs: session.py);
   ``trace()``'s forward and backward (run.py); a spec's program and steps (spec_capture.py),
@@ -20,14 +20,16 @@ stay in its diagnostics.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
 from gradtrace.engine.assemble import assemble_trace, final_grad_arrays
 from gradtrace.engine.caller_warnings import reissue
 from gradtrace.engine.errors import TraceError, UnreadableTensor
 from gradtrace.engine.graph_walk import release_newest_first
-from gradtrace.engine.session import TraceSession, one_capture
+from gradtrace.engine.session import TraceSession
 from gradtrace.trace_schema import TraceDoc
 
 Source = Literal["spec", "module", "program"]
@@ -56,6 +58,55 @@ def attach_partial(
     else:
         exc.gradtrace_partial = (doc, grads)  # type: ignore[attr-defined]
     session.reissue_warnings()
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic GC off for a whole trace, the user's setting restored exactly after.
+
+    A trace allocates several containers per node: with the GC on, its allocations keep
+    triggering collections, and the older generations' collections rescan everything the
+    capture built so far (they grow with the trace and can cost more than the capture
+    itself). Nothing a
+    trace builds is cyclic garbage (tests/engine/test_gc.py), so the session and everything
+    it held are freed by reference counting: drop them inside the pause, and the first
+    collection after it sees only the trace that is kept, not the session's objects too.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_capturing = threading.local()  # .what: the capture running in this thread (see one_capture)
+
+
+def refuse_inside_capture(what: str) -> None:
+    """RuntimeError, naming both, when a capture runs in this thread (see one_capture): for
+    ``what`` to say before it does anything (a spec run's dry run would otherwise run under
+    the outer capture's hooks)."""
+    running = getattr(_capturing, "what", None)
+    if running is not None:
+        raise RuntimeError(
+            f"{what} cannot start inside {running}: gradtrace records one program at a time "
+            "(end the outer one first, or record the whole program once)"
+        )
+
+
+@contextmanager
+def one_capture(what: str) -> Iterator[None]:
+    """A capture runs inside this block: ``trace()``, ``record()`` or a spec run started
+    inside it (in the same thread) raises RuntimeError, naming both. gradtrace records one
+    program at a time: a capture inside another would hook the same nodes and modules twice."""
+    refuse_inside_capture(what)
+    _capturing.what = what
+    try:
+        yield
+    finally:
+        _capturing.what = None
 
 
 class Capture:

@@ -51,8 +51,6 @@ start (a spec run before its dry run).
 
 from __future__ import annotations
 
-import gc
-import os
 import sys
 import threading
 import types
@@ -78,6 +76,7 @@ from gradtrace.engine.analysis import Backward
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors, leave_mode
+from gradtrace.engine.frames import callers_variable, variables
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import ENGINE_CALLS, NestedRuns, call_arguments
 from gradtrace.engine.recorder import Recorder, owning_module
@@ -98,92 +97,8 @@ from gradtrace.trace_schema import (
     ZeroGradPayload,
 )
 
-# frames that are not the program's: gradtrace's and torch's (loss.backward() reaches the
-# discovery mode through torch/_tensor.py and torch/overrides.py)
-_LIBRARIES = (
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-    os.path.dirname(torch.__file__) + os.sep,
-)
 _ZEROING = (torch.Tensor.zero_, torch._foreach_zero_)  # (how zero_grad(set_to_none=False) zeroes)
 _GRAD_SET = torch.Tensor.grad.__set__  # type: ignore[union-attr]  # (a torch function: the discovery mode sees `t.grad = v`)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic GC off for a whole trace, the user's setting restored exactly after.
-
-    A trace allocates several containers per node: with the GC on, its allocations keep
-    triggering collections, and the older generations' collections rescan everything the
-    capture built so far (they grow with the trace and can cost more than the capture
-    itself). Nothing a
-    trace builds is cyclic garbage (tests/engine/test_gc.py), so the session and everything
-    it held are freed by reference counting: drop them inside the pause, and the first
-    collection after it sees only the trace that is kept, not the session's objects too.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-_capturing = threading.local()  # .what: the capture running in this thread (see one_capture)
-
-
-def refuse_inside_capture(what: str) -> None:
-    """RuntimeError, naming both, when a capture runs in this thread (see one_capture): for
-    ``what`` to say before it does anything (a spec run's dry run would otherwise run under
-    the outer capture's hooks)."""
-    running = getattr(_capturing, "what", None)
-    if running is not None:
-        raise RuntimeError(
-            f"{what} cannot start inside {running}: gradtrace records one program at a time "
-            "(end the outer one first, or record the whole program once)"
-        )
-
-
-@contextmanager
-def one_capture(what: str) -> Iterator[None]:
-    """A capture runs inside this block: ``trace()``, ``record()`` or a spec run started
-    inside it (in the same thread) raises RuntimeError, naming both. gradtrace records one
-    program at a time: a capture inside another would hook the same nodes and modules twice."""
-    refuse_inside_capture(what)
-    _capturing.what = what
-    try:
-        yield
-    finally:
-        _capturing.what = None
-
-
-def _variables(frame: types.FrameType | None) -> Iterator[tuple[str, Any]]:
-    """The frame's variables the program named: its locals, then its globals (a function's
-    frame: the module's models and tensors it uses), none starting with ``_`` (no frame:
-    none)."""
-    if frame is None:
-        return
-    scopes = [frame.f_locals]
-    if frame.f_globals is not scopes[0]:
-        scopes.append(frame.f_globals)
-    seen: set[str] = set()
-    for scope in scopes:
-        for name, value in list(scope.items()):
-            if name[:1] != "_" and name not in seen:
-                seen.add(name)
-                yield name, value
-
-
-def _callers_variable(obj: object) -> str | None:
-    """The name a local variable of the program's code that made this call (the innermost
-    frame outside torch and gradtrace: a ``train()`` the block called) gives this very object,
-    if one does (none starting with ``_``)."""
-    frame: types.FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARIES):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return next((n for n, value in frame.f_locals.items() if value is obj and n[:1] != "_"), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,7 +312,7 @@ class TraceSession:
         # the models and hooked leaves the frame holds already, found first: their hooks are
         # wrapped as a traced model's are (those registered later: as they come, see adopt)
         self._scan_models()
-        for name, value in _variables(self.frame):
+        for name, value in variables(self.frame):
             if isinstance(value, torch.Tensor) and value.is_leaf and _has_tensor_hooks(value):
                 self.leaves.setdefault(name, value)
                 self.recorder.leaf_names.setdefault(id(value), (value, name))
@@ -524,7 +439,7 @@ class TraceSession:
         under its variable (the outermost first: a model inside another one found here is
         named under the outer one)."""
         paths = self.forward_capture.module_paths
-        found = [(n, v) for n, v in _variables(self.frame) if isinstance(v, nn.Module) and id(v) not in paths]
+        found = [(n, v) for n, v in variables(self.frame) if isinstance(v, nn.Module) and id(v) not in paths]
         if not found:
             return
         inner = {id(sub) for _n, m in found for sub in m.modules() if sub is not m}
@@ -623,7 +538,7 @@ class TraceSession:
         optimizer), if one is (no frame: the last name the code gave it, see ``name``)."""
         if not self.program:
             return next((name for name, value in reversed(self.env.items()) if value is obj), None)
-        return next((name for name, value in _variables(self.frame) if value is obj), None)
+        return next((name for name, value in variables(self.frame) if value is obj), None)
 
     def name_variables(self) -> None:
         """The block is over: the tensors its variables hold now are the trace's named leaves,
@@ -634,7 +549,7 @@ class TraceSession:
             del self.leaves[name]  # (a hooked leaf of the frame the block never used)
         self._drop_unused_models()
         params = {id(p) for p in self.params.values()}
-        for name, value in _variables(self.frame):
+        for name, value in variables(self.frame):
             if not isinstance(value, torch.Tensor) or id(value) in params:
                 continue
             if value.is_leaf:
@@ -829,7 +744,7 @@ class TraceSession:
         variable of the block holds its root: in a program, the local variable of the function
         that made the call, if one holds it (``loss`` in a ``train()`` the block called). (This
         and ``backward_ended``: what gradtrace.watch's StepSession changes.)"""
-        caller = _callers_variable(root) if self.program and root is not None else None
+        caller = callers_variable(root) if self.program and root is not None else None
         return caller or "tensor"
 
     def backward_ended(self, kind: str) -> None:

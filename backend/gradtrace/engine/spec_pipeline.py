@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from gradtrace.engine.build import build_model
+from gradtrace.engine.capture import gc_paused, refuse_inside_capture
 from gradtrace.engine.dryrun import dry_run
-from gradtrace.engine.session import gc_paused, refuse_inside_capture
 from gradtrace.engine.spec_capture import SPEC_RUN, capture_spec
 from gradtrace.engine.summarize import DEFAULT_FINAL_VALUE_LIMIT, DEFAULT_VALUE_BUDGET
 from gradtrace.spec.limits import SpecLimits
