@@ -542,3 +542,41 @@ def test_values_read_through_torch_func_wrappers_are_one_warning_per_transform()
     assert grad_only.startswith("node n") and "ran inside torch.func (a grad transform):" in grad_only
     assert "ran inside torch.func (a grad transform, inside vmap (batch dim 0 of size 5))" in in_vmap
     assert in_vmap.endswith("(a vmap lane's value is shown as its whole batch) [functorch_value]")
+
+
+def test_pruning_finds_its_own_hooks_inside_the_block() -> None:
+    """torch.nn.utils.prune keeps its methods as forward-pre hooks and finds them again by
+    their class (prune.remove; pruning a tensor twice): left unwrapped, the pruning tutorial's
+    steps run inside the block as plain (prune.remove raised 'has to be pruned before pruning
+    can be removed'). (The model is pruned before the block: inside it, pruning renames
+    parameters the trace met already, weight to weight_orig, and the trace keeps the first.)"""
+    import torch.nn.utils.prune as prune
+
+    def build() -> torch.nn.Module:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 3, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(108, 2)
+        )
+        prune.random_unstructured(model[0], name="weight", amount=0.3)
+        prune.l1_unstructured(model[3], name="weight", amount=0.5)
+        return model
+
+    def train(model: torch.nn.Module) -> None:
+        x = torch.randn(2, 1, 8, 8)
+        model(x).pow(2).mean().backward()
+        prune.l1_unstructured(model[0], name="weight", amount=0.2)  # (again: a PruningContainer)
+        prune.remove(model[3], "weight")
+
+    plain = build()
+    train(plain)
+    model = build()
+    with gradtrace.record() as rec:
+        train(model)
+    for name, param in plain.named_parameters():
+        assert torch.equal(dict(model.named_parameters())[name], param), name
+    hooks = model[0]._forward_pre_hooks.values()
+    assert [type(h).__name__ for h in hooks] == ["PruningContainer"]
+    grads = rec.trace.grads
+    assert sorted(grads) == ["model.0.bias", "model.0.weight_orig", "model.3.bias", "model.3.weight_orig"]
+    np.testing.assert_array_equal(grads["model.0.weight_orig"], plain[0].weight_orig.grad.numpy())
+    assert not [e for e in rec.trace.doc.events if e.hook is not None]  # (torch's hooks: no events)

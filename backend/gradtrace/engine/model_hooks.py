@@ -6,7 +6,9 @@ backward-pre, full backward, the deprecated non-full backward hook) and on its p
 inputs (``Tensor.register_hook``, ``register_post_accumulate_grad_hook``). Wrapping writes a
 new value under the hook's existing key of PyTorch's own hook dict, so the dict keeps its keys
 in their order (``prepend`` included) and every flag keyed by the hook id (``with_kwargs``,
-``always_call``) still applies. :meth:`ModelHooks.wrapped` writes each original hook object
+``always_call``) still applies. Torch's own hook objects there (``torch.nn.utils.prune``'s
+methods, which ``prune.remove`` and a second pruning look up in that dict by their class) are
+not the model's hooks: left as they are, unrecorded. :meth:`ModelHooks.wrapped` writes each original hook object
 back under its key: the model leaves the trace with exactly the hook objects, dicts and order
 it came with.
 
@@ -394,7 +396,10 @@ class ModelHooks:
                 for key, hook in list(hooks.items()):
                     if known is not None and key in known:
                         continue
-                    if is_own(hook):  # (gradtrace.watch's: not the model's)
+                    # (gradtrace.watch's: not the model's; torch's own hook objects, such as
+                    # torch.nn.utils.prune's methods, which prune.remove and a second pruning
+                    # find by their class in this very dict: left as they are)
+                    if is_own(hook) or _is_torchs(hook):
                         known = seen.setdefault(id(hooks), set())
                         known.add(key)
                         continue
