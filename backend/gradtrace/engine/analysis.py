@@ -71,9 +71,8 @@ class Finished(NamedTuple):
     backward_roots: Sequence[str]  # the node of each named root a backward ran from
     # what the capture kept for the analyses
     kept_calls: Sequence[dict[str, Any]]  # see keeps_calls_of (ForwardCapture.kept_calls)
-    deltas: Mapping[
-        int, dict[str, list[tuple]]
-    ]  # pass -> node -> the gradients at it (BackwardCapture.deltas)
+    # pass -> node -> the gradients arriving at it (BackwardCapture.deltas)
+    deltas: Mapping[int, dict[str, list[tuple]]]
     dynamo_frames: tuple[int, int] | None  # torch.compile's frames (ForwardCapture.dynamo_frames)
     wrapped: Mapping[int, tuple[TensorValue, str]]  # records of torch.func wrappers (Summarizer.wrapped)
     # the value summarizer: a record of each tensor an analysis keeps (each spends what the
