@@ -391,7 +391,7 @@ def test_a_loss_summed_after_its_backward_is_no_detached_branch() -> None:
         loss.backward()
         logged = loss + aux.sum()  # (made from the loss, and from aux)
     detached = [d.tensor for d in rec.trace.doc.analyses.diagnostics if d.code == "detached_branch"]
-    assert detached == ["aux"]
+    assert detached == ["aux"]  # (logged: made from the loss)
     assert [str(w.message) for w in caught if issubclass(w.category, gradtrace.GradtraceWarning)] == [
         "'aux' is not connected to what backward was called on: no gradient reaches it [detached_branch]"
     ]
@@ -580,3 +580,24 @@ def test_pruning_finds_its_own_hooks_inside_the_block() -> None:
     assert sorted(grads) == ["model.0.bias", "model.0.weight_orig", "model.3.bias", "model.3.weight_orig"]
     np.testing.assert_array_equal(grads["model.0.weight_orig"], plain[0].weight_orig.grad.numpy())
     assert not [e for e in rec.trace.doc.events if e.hook is not None]  # (torch's hooks: no events)
+
+
+def test_a_forward_after_the_last_backward_is_no_detached_branch() -> None:
+    """FGSM's last forward (the perturbed image through the model, to evaluate it) follows
+    every backward: no backward was called that could reach it, no diagnostic. Before the last
+    backward, a branch it does not reach still is one."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    data = torch.rand(2, 4, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught, gradtrace.record() as rec:
+        warnings.simplefilter("always")
+        output = model(data)
+        unused = data * 2  # noqa: F841  # (before the backward, not in the loss)
+        loss = output.logsumexp(1).mean()
+        model.zero_grad()
+        loss.backward()
+        perturbed_data = torch.clamp(data + 0.1 * data.grad.sign(), 0, 1)
+        output = model(perturbed_data)
+    detached = [d.tensor for d in rec.trace.doc.analyses.diagnostics if d.code == "detached_branch"]
+    assert detached == ["unused"]
+    assert len([w for w in caught if issubclass(w.category, gradtrace.GradtraceWarning)]) == 1

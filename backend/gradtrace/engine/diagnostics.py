@@ -75,9 +75,16 @@ def diagnose(done: Finished, already_found: bool = False) -> list[Diagnostic]:
         connected = connected_to(backward_roots, done.edges, {node for node in nodes.values() if node})
         roots = set(backward_roots)
         detached = {name: node for name, node in nodes.items() if node is not None and node not in connected}
-        if detached:  # (a tensor made from a backward's root, a loss summed to be logged: none)
+        if detached:
+            # none: a tensor made from a backward's root (a loss summed to be logged), or made
+            # after the last backward began (a program's forward to evaluate: no backward since)
             made_from_roots = reachable_from(backward_roots, done.edges, downstream=True)
-            detached = {name: node for name, node in detached.items() if node not in made_from_roots}
+            last = max((e.seq for e in done.events if e.kind == "node_pre"), default=-1)
+            ids = set(detached.values())
+            late = {
+                n.id for n in done.nodes if n.id in ids and n.created_seq is not None and n.created_seq > last
+            }
+            detached = {name: node for name, node in detached.items() if node not in made_from_roots | late}
         for name, node in detached.items():
             out.append(
                 Diagnostic(
