@@ -601,3 +601,28 @@ def test_a_forward_after_the_last_backward_is_no_detached_branch() -> None:
     detached = [d.tensor for d in rec.trace.doc.analyses.diagnostics if d.code == "detached_branch"]
     assert detached == ["unused"]
     assert len([w for w in caught if issubclass(w.category, gradtrace.GradtraceWarning)]) == 1
+
+
+def test_a_compiled_model_trains_as_plain_without_torchs_global_hooks_warning() -> None:
+    """torch warns when a compiled module is called while process-wide module hooks exist:
+    record()'s own make it do so, a plain run does not. Not the program's warning: not issued
+    (the trace says the module is compiled), and the training is bit-equal."""
+    source = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 6), nn.GELU(), nn.Linear(6, 1))
+compiled = torch.compile(model, backend="eager")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(5, 4)
+for step in range(2):
+    optimizer.zero_grad()
+    loss = compiled(x).square().mean()
+    loss.backward()
+    optimizer.step()
+"""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        recorded = recorded_as_plain(source)
+    torchs = [str(w.message) for w in caught if not issubclass(w.category, gradtrace.GradtraceWarning)]
+    assert not [m for m in torchs if "global hooks" in m], torchs
+    codes = {d.code for d in recorded["rec"].trace.doc.analyses.diagnostics}
+    assert "compiled_module" in codes and "torch_warning" not in codes

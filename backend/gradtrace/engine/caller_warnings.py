@@ -17,6 +17,7 @@ import sys
 import warnings
 from types import FrameType, ModuleType
 
+import torch.nn.modules.module
 import torch.overrides
 
 _GRADTRACE = os.path.dirname(os.path.dirname(__file__)) + os.sep  # (the gradtrace package, as imported)
@@ -46,7 +47,34 @@ def record_all_but_errors(log: list[warnings.WarningMessage]) -> None:
         warnings._showwarnmsg_impl = functools.partial(_record, log)  # type: ignore[attr-defined]
 
 
+# torch's warning that a compiled module is called while process-wide module hooks exist:
+# gradtrace's own (record() finds a program's modules through them) make it, a plain run does not
+_COMPILED_WITH_GLOBAL_HOOKS = "Using `torch.compile(module)` when there are global hooks on modules"
+# torch.nn.modules.module's process-wide hook dicts (register_module_forward_hook, …)
+GLOBAL_HOOK_DICTS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
+
+
+def _of_gradtrace(hook: object) -> bool:
+    function = getattr(hook, "func", hook)  # (a functools.partial: the function it calls)
+    return (getattr(function, "__module__", None) or "").startswith("gradtrace.")
+
+
+def _gradtraces_doing(message: warnings.WarningMessage) -> bool:
+    """A warning only gradtrace's recording makes torch raise (see above): not the program's."""
+    if not str(message.message).startswith(_COMPILED_WITH_GLOBAL_HOOKS):
+        return False
+    hooks = [h for name in GLOBAL_HOOK_DICTS for h in getattr(torch.nn.modules.module, name, {}).values()]
+    return all(_of_gradtrace(h) for h in hooks)
+
+
 def _record(log: list[warnings.WarningMessage], message: warnings.WarningMessage) -> None:
+    if _gradtraces_doing(message):
+        return
     if message.filename.startswith(_GRADTRACE):
         frame: FrameType | None = sys._getframe(1)
         while frame is not None and frame.f_code.co_filename != message.filename:

@@ -49,6 +49,7 @@ from msgspec import UNSET, UnsetType
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from gradtrace.engine.caller_warnings import GLOBAL_HOOK_DICTS
 from gradtrace.engine.forward_capture import ForwardCapture, compiling, flat_tensors
 from gradtrace.engine.node_hook_sets import is_set_key
 from gradtrace.engine.own_hooks import is_own
@@ -75,13 +76,6 @@ _MODULE_DICTS = {
     "_backward_pre_hooks": "full_backward_pre",
     "_backward_hooks": "full_backward",
 }
-# torch.nn.modules.module's process-wide hook dicts (register_module_forward_hook, …)
-_GLOBAL_DICTS = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
-)
 # the payload records of the events a model's hook fires as (each with HookFiring's keys)
 _HookPayload = (
     ModuleForwardPrePayload
@@ -414,7 +408,7 @@ class ModelHooks:
         the model's and are not wrapped: say that they fire unrecorded."""
         found = [
             name
-            for name in _GLOBAL_DICTS
+            for name in GLOBAL_HOOK_DICTS
             if any(not _is_gradtraces(hook) for hook in getattr(torch.nn.modules.module, name, {}).values())
         ]
         if found:
