@@ -1562,6 +1562,104 @@ for i in range(0, len(train_X), BATCH_SIZE):
 """
 
 
+FGSM = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+
+class Net(nn.Module):
+    def __init__(self):
+        super(Net, self).__init__()
+        self.conv1 = nn.Conv2d(1, 4, kernel_size=3)
+        self.fc1 = nn.Linear(4 * 5 * 5, 10)
+
+    def forward(self, x):
+        x = F.relu(F.max_pool2d(self.conv1(x), 2))
+        x = x.view(-1, 4 * 5 * 5)
+        return F.log_softmax(self.fc1(x), dim=1)
+
+def fgsm_attack(image, epsilon, data_grad):
+    sign_data_grad = data_grad.sign()
+    perturbed_image = image + epsilon * sign_data_grad
+    perturbed_image = torch.clamp(perturbed_image, 0, 1)
+    return perturbed_image
+
+model = Net()
+model.eval()
+epsilon = 0.1
+correct = 0
+test_loader = [(torch.rand(1, 1, 12, 12), torch.tensor([3])), (torch.rand(1, 1, 12, 12), torch.tensor([7]))]
+for data, target in test_loader:
+    data.requires_grad = True
+    output = model(data)
+    init_pred = output.max(1, keepdim=True)[1]
+    loss = F.nll_loss(output, target)
+    model.zero_grad()
+    loss.backward()
+    data_grad = data.grad.data
+    perturbed_data = fgsm_attack(data, epsilon, data_grad)
+    output = model(perturbed_data)
+    final_pred = output.max(1, keepdim=True)[1]
+    if final_pred.item() == target.item():
+        correct += 1
+print(correct)
+"""
+
+
+SALIENCY = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5))
+for param in model.parameters():
+    param.requires_grad = False
+model.eval()
+img = torch.rand(1, 3, 8, 8)
+img.requires_grad_()
+scores = model(img)
+score_max_index = scores.argmax()
+score_max = scores[0, score_max_index]
+score_max.backward()
+saliency, _ = torch.max(img.grad.data.abs(), dim=1)
+print(saliency.shape)
+"""
+
+
+INFERENCE_MODE_EVAL = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(6, 4)
+y = torch.randint(0, 2, (6,))
+
+@torch.inference_mode()
+def evaluate(model, x, y):
+    model.eval()
+    logits = model(x)
+    return (logits.argmax(1) == y).float().mean().item()
+
+@torch.no_grad()
+def evaluate_no_grad(model, x):
+    return model(x).softmax(-1)
+
+for epoch in range(2):
+    model.train()
+    optimizer.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    print(epoch, evaluate(model, x, y), evaluate_no_grad(model, x).shape)
+"""
+
+
+CHECKPOINT_REENTRANT = """
+torch.manual_seed(0)
+from torch.utils.checkpoint import checkpoint_sequential
+model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+x = torch.randn(3, 5, requires_grad=True)
+out = checkpoint_sequential(model, 2, x, use_reentrant=True)
+loss = out.sum()
+loss.backward()
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim
@@ -1636,6 +1734,10 @@ PROGRAMS = {
     "retain_grad_intermediate": RETAIN_GRAD_INTERMEDIATE,
     "weight_norm": WEIGHT_NORM,
     "cnn_sized_in_init": CNN_SIZED_IN_INIT,
+    "fgsm": FGSM,
+    "saliency": SALIENCY,
+    "inference_mode_eval": INFERENCE_MODE_EVAL,
+    "checkpoint_reentrant": CHECKPOINT_REENTRANT,
 }
 
 # needs torchvision (its Python code: see third_party.torchvision_python_only)

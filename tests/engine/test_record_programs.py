@@ -158,6 +158,9 @@ EXPECTED_PASSES = {
         *([f"forward #{k}", f"backward #{k} of tensor", f"optimizer.step #{k}"] for k in (1,)),
         ["zero_grad", "forward #2", "backward #2 of tensor", "optimizer.step #2"],
     ),
+    # FGSM: the attack's backward in the loop, then the perturbed image's forward (evaluated)
+    "fgsm": ["forward #1", "backward #1 of loss", "forward #2", "backward #2 of loss", "forward #3"],
+    "saliency": ["forward #1", "backward #1 of score_max"],  # (frozen model, the image's .grad)
     "weight_tied_lm": ["forward #1", "backward #1 of loss", "zero_grad", "forward #2", "backward #2 of loss"],
     "multihead_attention": ["forward #1", "backward #1 of loss", "forward #2", "backward #2 of tensor"],
 }
