@@ -3,7 +3,9 @@
 A pre-hook and a post-hook on every known autograd node for the duration of one backward (or
 autograd.grad) call, registered in bulk and every one removed when the call ends, however it
 ends (``node_hook_sets.hooks_on``: never leave a hook behind). The gradient along each edge
-is the target's ``grad_inputs[slot]`` (``grad_inputs[k]`` goes to ``next_functions[k]``).
+is the target's ``grad_inputs[slot]`` (``grad_inputs[k]`` goes to ``next_functions[k]``): the
+node's ``node_post`` event holds them, the recorder gives the edges their gradients from it
+after the pass.
 
 ``.grad`` writes are recorded where they happen, inside the leaf's AccumulateGrad node (the
 value "before" is read in its pre-hook). Nothing runs between the write and the node's
@@ -42,9 +44,7 @@ from gradtrace.engine.graph_walk import walk_new
 from gradtrace.engine.node_hook_sets import NodeDictSeen, hooks_on
 from gradtrace.engine.recorder import Recorder
 from gradtrace.trace_schema import (
-    EdgeGrad,
     GradWritePayload,
-    GraphEdge,
     NodePostPayload,
     NodePrePayload,
     TensorValue,
@@ -113,9 +113,8 @@ class _NodeHooks:
         )
         return summaries
 
-    def _emit_post(self, inputs: list[TensorValue | None], grad_outputs: tuple) -> int:
-        """Its ``node_post`` event, with the summaries of ``grad_inputs`` made by the caller;
-        its seq."""
+    def _emit_post(self, inputs: list[TensorValue | None], grad_outputs: tuple) -> None:
+        """Its ``node_post`` event, with the summaries of ``grad_inputs`` made by the caller."""
         # the engine hands post the same grad_outputs as pre: those summaries again
         outputs = self.outputs
         if outputs is None:
@@ -123,7 +122,7 @@ class _NodeHooks:
         else:
             self.outputs = None
         node_id = self.node_id
-        return self.capture.recorder.emit(
+        self.capture.recorder.emit(
             "node_post",
             target=node_id,
             node=node_id,
@@ -137,7 +136,7 @@ class _OpHooks(_NodeHooks):
     too); it may be watched (an analysis wants the gradient arriving there), a retain_grad
     carrier, a Python Function."""
 
-    __slots__ = ("watched", "make_mode", "retained", "mode", "edges", "to_leaf")
+    __slots__ = ("watched", "make_mode", "retained", "mode", "slots", "to_leaf")
 
     def __init__(
         self,
@@ -153,9 +152,9 @@ class _OpHooks(_NodeHooks):
         self.make_mode = make_mode
         self.retained = retained
         self.mode: Any = None  # the mode entered in pre, left in post
-        # per grad_inputs slot (made by the first post): its data edge, and the hooks of the
-        # leaf's AccumulateGrad it feeds (None: no slot feeds one)
-        self.edges: Sequence[GraphEdge | None] = ()
+        # per grad_inputs slot (made by the first post, for ``slots`` of them): the hooks of
+        # the leaf's AccumulateGrad it feeds (None: no slot feeds one)
+        self.slots = 0
         self.to_leaf: list[_AccumulateHooks | None] | None = None
 
     def pre(self, grad_outputs: tuple) -> None:
@@ -178,8 +177,9 @@ class _OpHooks(_NodeHooks):
         rec = capture.recorder
         node_id = self.node_id
         rec.node_finished(node_id)
-        if len(self.edges) < len(grad_inputs):
-            self.edges, self.to_leaf = capture._slots(node_id, len(grad_inputs))
+        if self.slots < len(grad_inputs):
+            self.slots = len(grad_inputs)
+            self.to_leaf = capture._to_leaf(node_id, len(grad_inputs))
         summarize = capture.summarize
         to_leaf = self.to_leaf
         inputs: list[TensorValue | None]
@@ -190,11 +190,7 @@ class _OpHooks(_NodeHooks):
                 summarize(g if leaf is None or g is None else leaf.hand_over(g))
                 for g, leaf in zip(grad_inputs, to_leaf, strict=False)
             ]
-        seq = self._emit_post(inputs, grad_outputs)
-        pass_index = rec.pass_index
-        for value, edge in zip(inputs, self.edges, strict=False):
-            if edge is not None:
-                edge.grads.append(EdgeGrad(pass_index=pass_index, seq=seq, value=value))
+        self._emit_post(inputs, grad_outputs)
 
 
 class _AccumulateHooks(_NodeHooks):
@@ -383,16 +379,14 @@ class BackwardCapture:
             else:
                 yield node, hooks.pre, hooks.post
 
-    def _slots(
-        self, node_id: str, count: int
-    ) -> tuple[list[GraphEdge | None], list[_AccumulateHooks | None] | None]:
-        """Per slot of a node's grad_inputs: its data edge; and the hooks of the leaf's
-        AccumulateGrad it feeds, if it does (None: no slot does)."""
+    def _to_leaf(self, node_id: str, count: int) -> list[_AccumulateHooks | None] | None:
+        """Per slot of a node's grad_inputs: the hooks of the leaf's AccumulateGrad its data
+        edge feeds, if it does (None: no slot does)."""
         edge_at = self.recorder.edge_at
         accumulate = self._accumulate_hooks
         edges = [edge_at.get((node_id, slot)) for slot in range(count)]
         to_leaf = [None if edge is None else accumulate.get(edge.source) for edge in edges]
-        return edges, (to_leaf if any(to_leaf) else None)  # (hooks objects are true)
+        return to_leaf if any(to_leaf) else None  # (hooks objects are true)
 
     def _keep_deltas(self, node_id: str, grad_outputs: tuple, summaries: list) -> None:
         """A copy of the gradient arriving at a watched node (a kept module call's output):

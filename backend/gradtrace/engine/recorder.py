@@ -5,13 +5,15 @@ One Recorder per trace. Ids come from per-trace counters (``n0…`` in discovery
 it named until the trace is serialised, so Python cannot reuse an address meanwhile.
 The records are trace_schema's own (GraphNode, GraphEdge, Event, Pass): what the trace holds.
 
-When they are built: an event is logged in the pass as one plain entry (``emit``), its Event
-record built after it (at the end of each top-level pass, or when ``events`` is read: a reader
-inside a pass). The graph's records are made as the pass finds the nodes and edges: the pass
-reads and completes them itself (a node's module, name, ``grad_fn``, an edge's gradients), so
-a plain entry would have to be a mutable object with the record's fields, and a msgspec record
-is the cheapest such object (a GraphNode ~0.2 us to make, a slotted Python class ~2 us, a tuple
-of the same fields ~0.15 us and immutable): a second object per node, for no saving.
+When they are built: an event is logged in the pass as one plain entry (``emit``); its Event
+record, and the gradients each ``node_post`` sent along its data edges (the edges' ``grads``),
+are built after the pass (at the end of each top-level pass, or when ``events`` or ``edges`` is
+read: a reader inside a pass). The nodes and edges themselves are made as the pass finds them:
+the pass reads and completes them itself (a node's module, name, ``grad_fn``; the edge at a
+slot), so a plain entry would have to be a mutable object with the record's fields, and a
+msgspec record is the cheapest such object (a GraphNode ~0.2 us to make, a slotted Python class
+~2 us, a tuple of the same fields ~0.15 us and immutable): a second object per node, for no
+saving.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from gradtrace.engine.graph_walk import (
 from gradtrace.engine.saved_attributes import FUNCTION_SAVED, SavedVariable, saved_plan
 from gradtrace.engine.summarize import Summarizer, dtype_name
 from gradtrace.trace_schema import (
+    EdgeGrad,
     EdgeKind,
     Event,
     EventKind,
@@ -136,7 +139,7 @@ class Recorder:
         self.sequence_base = sequence_base
         self.max_nodes = max_nodes
         self.nodes: list[GraphNode] = []
-        self.edges: list[GraphEdge] = []
+        self._edges: list[GraphEdge] = []  # (their grads built with the events: see edges)
         # the passes' events, one plain entry each (see emit): their records are built after
         # the passes (see events)
         self._log: list[tuple] = []
@@ -254,11 +257,21 @@ class Recorder:
             self._build_events()
         return self._events
 
+    @property
+    def edges(self) -> list[GraphEdge]:
+        """The graph's edges, with the gradients sent along them so far (see events)."""
+        if len(self._events) < len(self._log):
+            self._build_events()
+        return self._edges
+
     def _build_events(self) -> None:
         """The records of the log's entries that have none yet (the same list grows: a
-        reader holding it sees every event built since)."""
+        reader holding it sees every event built since), and the gradients their
+        ``node_post`` entries sent: ``grad_inputs[slot]`` went along the data edge at that
+        slot (an EdgeGrad of the edge, in the order the engine sent them)."""
         events = self._events
         done = len(events)
+        entries = self._log[done:]
         events.extend(
             Event(
                 seq=seq,
@@ -274,9 +287,17 @@ class Recorder:
                 payload=payload,
             )
             for seq, (pass_index, phase, kind, target, node, module, hook, message, payload) in enumerate(
-                self._log[done:], done
+                entries, done
             )
         )
+        edge_at = self.edge_at
+        for seq, entry in enumerate(entries, done):
+            if entry[2] == "node_post":
+                node = entry[4]
+                for slot, value in enumerate(entry[8].grad_inputs):
+                    edge = edge_at.get((node, slot))
+                    if edge is not None:
+                        edge.grads.append(EdgeGrad(pass_index=entry[0], seq=seq, value=value))
 
     def summaries(self, values: Any) -> list[Any]:
         """A hook's arguments or result as a list of TensorValue|None (one per item)."""
@@ -570,7 +591,7 @@ class Recorder:
         self, source: str, target: str, kind: EdgeKind, slot: int | None, output_nr: int
     ) -> GraphEdge:
         edge = GraphEdge(
-            id=f"e{len(self.edges)}",
+            id=f"e{len(self._edges)}",
             source=source,
             target=target,
             kind=kind,
@@ -578,7 +599,7 @@ class Recorder:
             output_nr=output_nr,
             requires_grad=kind != "no_grad",
         )
-        self.edges.append(edge)
+        self._edges.append(edge)
         if kind == "data" and slot is not None:
             self.edge_at[(target, slot)] = edge
         return edge
