@@ -1660,6 +1660,95 @@ loss.backward()
 """
 
 
+NN_TRANSFORMER = """
+torch.manual_seed(0)
+import math
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, dropout=0.1, max_len=50):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, 1, d_model)
+        pe[:, 0, 0::2] = torch.sin(position * div_term)
+        pe[:, 0, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe)
+
+    def forward(self, x):
+        x = x + self.pe[:x.size(0)]
+        return self.dropout(x)
+
+class TransformerModel(nn.Module):
+    def __init__(self, ntoken, d_model, nhead, d_hid, nlayers, dropout=0.1):
+        super().__init__()
+        self.pos_encoder = PositionalEncoding(d_model, dropout)
+        encoder_layers = nn.TransformerEncoderLayer(d_model, nhead, d_hid, dropout)
+        self.transformer_encoder = nn.TransformerEncoder(encoder_layers, nlayers, enable_nested_tensor=False)
+        self.embedding = nn.Embedding(ntoken, d_model)
+        self.d_model = d_model
+        self.linear = nn.Linear(d_model, ntoken)
+
+    def forward(self, src, src_mask=None):
+        src = self.embedding(src) * math.sqrt(self.d_model)
+        src = self.pos_encoder(src)
+        output = self.transformer_encoder(src, src_mask)
+        return self.linear(output)
+
+ntokens = 30
+model = TransformerModel(ntokens, 8, 2, 16, 2)
+criterion = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=5.0)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1.0, gamma=0.95)
+data = torch.randint(0, ntokens, (6, 2))
+targets = torch.randint(0, ntokens, (6 * 2,))
+model.train()
+src_mask = nn.Transformer.generate_square_subsequent_mask(6)
+output = model(data, src_mask)
+loss = criterion(output.view(-1, ntokens), targets)
+optimizer.zero_grad()
+loss.backward()
+torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+optimizer.step()
+scheduler.step()
+"""
+
+
+HF_GPT2 = """
+torch.manual_seed(0)
+from transformers import GPT2Config, GPT2LMHeadModel
+config = GPT2Config(vocab_size=50, n_positions=16, n_embd=16, n_layer=2, n_head=2)
+model = GPT2LMHeadModel(config)
+model.train()
+optimizer = torch.optim.AdamW(model.parameters(), lr=5e-4)
+input_ids = torch.randint(0, 50, (2, 8))
+for step in range(2):
+    outputs = model(input_ids, labels=input_ids)
+    loss = outputs.loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+outputs = model(input_ids, labels=input_ids)
+outputs.loss.backward()
+"""
+
+
+HF_BERT_CLASSIFIER = """
+torch.manual_seed(0)
+from transformers import BertConfig, BertForSequenceClassification
+config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=16, num_labels=3)
+model = BertForSequenceClassification(config)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+input_ids = torch.randint(1, 40, (2, 6))
+attention_mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
+labels = torch.tensor([0, 2])
+outputs = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+outputs.loss.backward()
+optimizer.step()
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim
@@ -1738,7 +1827,11 @@ PROGRAMS = {
     "saliency": SALIENCY,
     "inference_mode_eval": INFERENCE_MODE_EVAL,
     "checkpoint_reentrant": CHECKPOINT_REENTRANT,
+    "nn_transformer": NN_TRANSFORMER,
 }
 
 # needs torchvision (its Python code: see third_party.torchvision_python_only)
 TORCHVISION_PROGRAMS = {"transfer_learning": TRANSFER_LEARNING}
+
+# need transformers (models built from configs: no download)
+TRANSFORMERS_PROGRAMS = {"hf_gpt2": HF_GPT2, "hf_bert_classifier": HF_BERT_CLASSIFIER}

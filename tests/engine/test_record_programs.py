@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from record_programs import PROGRAMS, TORCHVISION_PROGRAMS, recorded_as_plain, run_program
+from record_programs import (
+    PROGRAMS,
+    TORCHVISION_PROGRAMS,
+    TRANSFORMERS_PROGRAMS,
+    recorded_as_plain,
+    run_program,
+)
 from third_party import torchvision_python_only
 
 import gradtrace
@@ -629,3 +635,13 @@ for step in range(2):
     assert not [m for m in torchs if "global hooks" in m], torchs
     codes = {d.code for d in recorded["rec"].trace.doc.analyses.diagnostics}
     assert "compiled_module" in codes and "torch_warning" not in codes
+
+
+@pytest.mark.parametrize("program", sorted(TRANSFORMERS_PROGRAMS))
+def test_hugging_face_programs_bit_equal_and_a_backward_of_outputs_loss(program: str) -> None:
+    """A Hugging Face model's training step as its docs write it: ``outputs.loss.backward()``
+    is labelled by the member of the output the block holds."""
+    pytest.importorskip("transformers")
+    recorded = recorded_as_plain(TRANSFORMERS_PROGRAMS[program])
+    backwards = [p.label for p in recorded["rec"].trace.doc.passes if p.phase == "backward"]
+    assert backwards[-1].endswith(" of outputs.loss"), backwards

@@ -1,5 +1,6 @@
 """The program's names as its frames hold them (``record()``: see session.py's docstring): the
-variables of the block's frame, and the local variable of the function that made a call.
+variables of the block's frame, the local variable of the function that made a call, and a
+mapping's member (``outputs.loss``).
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -46,4 +47,16 @@ def callers_variable(obj: object) -> str | None:
         frame = frame.f_back
     if frame is None:
         return None
-    return next((n for n, value in frame.f_locals.items() if value is obj and n[:1] != "_"), None)
+    named = [(n, value) for n, value in frame.f_locals.items() if n[:1] != "_"]
+    return next((n for n, value in named if value is obj), None) or member_of(obj, named)
+
+
+def member_of(obj: object, named: Iterable[tuple[str, Any]]) -> str | None:
+    """``name.key`` where a variable holds a mapping whose value under a string ``key`` is
+    this very object: a Hugging Face model's output, ``outputs.loss`` (one level deep)."""
+    for name, value in named:
+        if isinstance(value, Mapping):
+            key = next((k for k, item in value.items() if item is obj and isinstance(k, str)), None)
+            if key is not None:
+                return f"{name}.{key}"
+    return None

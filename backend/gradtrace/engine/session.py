@@ -76,7 +76,7 @@ from gradtrace.engine.analysis import Backward
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors, leave_mode
-from gradtrace.engine.frames import callers_variable, variables
+from gradtrace.engine.frames import callers_variable, member_of, variables
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import ENGINE_CALLS, NestedRuns, call_arguments
 from gradtrace.engine.recorder import Recorder, owning_module
@@ -741,11 +741,14 @@ class TraceSession:
 
     def unnamed_root(self, root: torch.Tensor | None, kind: str) -> str:
         """What a top-level engine run (``kind``: "backward", "autograd.grad") is "of" when no
-        variable of the block holds its root: in a program, the local variable of the function
-        that made the call, if one holds it (``loss`` in a ``train()`` the block called). (This
+        variable of the block holds its root: in a program, a member of a mapping the block
+        holds (a Hugging Face output, ``outputs.loss``), else the local variable of the
+        function that made the call (``loss`` in a ``train()`` the block called), or a member
+        of one. (This
         and ``backward_ended``: what gradtrace.watch's StepSession changes.)"""
-        caller = callers_variable(root) if self.program and root is not None else None
-        return caller or "tensor"
+        if not self.program or root is None:
+            return "tensor"
+        return member_of(root, variables(self.frame)) or callers_variable(root) or "tensor"
 
     def backward_ended(self, kind: str) -> None:
         """A top-level engine run has ended (inside the call the mode intercepted)."""
