@@ -28,8 +28,16 @@ frame's globals; variables whose names start with ``_`` are skipped:
 
 * a model bound to a variable: its modules and parameters are named under that variable,
   ``model.fc1.weight`` (a model inside another one found there: under the outer one);
-* a module no variable holds (``nn.Linear(3, 4)(x)``): ``Linear#0``, ``Linear#1``, …;
-* a tensor: the variable bound to it, ``w``, ``x``, ``loss`` (a parameter keeps its path).
+* a module no variable holds (``nn.Linear(3, 4)(x)``): ``Linear#0``, ``Linear#1``, …; one
+  called while it or its model is being built (its ``__init__`` runs it) is not recorded
+  then, and is named under the model once a variable holds it; a layer added to a model after
+  it was found, under it (``model.fc#2`` where ``model.fc`` was taken); a layer of a model only
+  a local of a function holds, under that model's type (``Sequential#0.0``);
+* a tensor: the variable bound to it, ``w``, ``x``, ``loss`` (a parameter keeps its path; a
+  model's own parameter takes back its path from the tensors ``torch.func.functional_call``
+  swapped in when the model was met there first);
+* a backward's root no variable holds: a member of an output the block holds
+  (``outputs.loss``), else the local variable of the function that called backward (label only).
 
 Without a frame, the model and named inputs are given (``root``, ``leaves``), a module no model
 holds (a loss module inside ``loss_fn``) is not recorded, and a backward is labelled by the
