@@ -1749,6 +1749,158 @@ optimizer.step()
 """
 
 
+REINFORCE = """
+torch.manual_seed(0)
+import torch.nn.functional as F
+from torch.distributions import Categorical
+
+class Policy(nn.Module):
+    def __init__(self):
+        super(Policy, self).__init__()
+        self.affine1 = nn.Linear(4, 16)
+        self.dropout = nn.Dropout(p=0.6)
+        self.affine2 = nn.Linear(16, 2)
+        self.saved_log_probs = []
+        self.rewards = []
+
+    def forward(self, x):
+        x = self.affine1(x)
+        x = self.dropout(x)
+        x = F.relu(x)
+        action_scores = self.affine2(x)
+        return F.softmax(action_scores, dim=1)
+
+policy = Policy()
+optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+eps = 1e-6
+gamma = 0.99
+
+def select_action(state):
+    state = state.float().unsqueeze(0)
+    probs = policy(state)
+    m = Categorical(probs)
+    action = m.sample()
+    policy.saved_log_probs.append(m.log_prob(action))
+    return action.item()
+
+def finish_episode():
+    R = 0
+    policy_loss = []
+    returns = []
+    for r in policy.rewards[::-1]:
+        R = r + gamma * R
+        returns.insert(0, R)
+    returns = torch.tensor(returns)
+    returns = (returns - returns.mean()) / (returns.std() + eps)
+    for log_prob, R in zip(policy.saved_log_probs, returns):
+        policy_loss.append(-log_prob * R)
+    optimizer.zero_grad()
+    policy_loss = torch.cat(policy_loss).sum()
+    policy_loss.backward()
+    optimizer.step()
+    del policy.rewards[:]
+    del policy.saved_log_probs[:]
+
+for i_episode in range(2):
+    state = torch.randn(4)
+    for t in range(4):
+        action = select_action(state)
+        state = state + 0.1 * (action - 0.5)
+        policy.rewards.append(1.0 if action == 1 else 0.5)
+    finish_episode()
+"""
+
+
+SWA = """
+torch.manual_seed(0)
+from torch.optim.swa_utils import AveragedModel, SWALR, get_ema_multi_avg_fn
+model = nn.Sequential(nn.Linear(3, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+swa_model = AveragedModel(model)
+ema_model = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.9))
+swa_scheduler = SWALR(optimizer, swa_lr=0.05)
+loader = [(torch.randn(4, 3), torch.randn(4, 1)) for _ in range(2)]
+for epoch in range(2):
+    for input, target in loader:
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(input), target).backward()
+        optimizer.step()
+        ema_model.update_parameters(model)
+    swa_model.update_parameters(model)
+    swa_scheduler.step()
+torch.optim.swa_utils.update_bn(((x,) for x, _ in loader), swa_model)
+preds = swa_model(loader[0][0])
+ema_model.eval()
+ema_preds = ema_model(loader[0][0])
+"""
+
+
+FUNCTION_SETUP_CONTEXT = """
+torch.manual_seed(0)
+
+class MyCube(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        result = x ** 3
+        dx = 3 * x ** 2
+        return result, dx
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, = inputs
+        result, dx = output
+        ctx.mark_non_differentiable(dx)
+        ctx.save_for_backward(x, dx)
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_dx):
+        x, dx = ctx.saved_tensors
+        return grad_output * dx
+
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, lo):
+        ctx.save_for_backward(x)
+        ctx.lo = lo
+        return x.clamp(min=lo)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return grad * (x > ctx.lo).to(grad.dtype), None
+
+x = torch.randn(5, requires_grad=True)
+y, dy = MyCube.apply(x)
+z = Clamp.apply(y, 0.1)
+loss = z.sum() + dy.sum().detach()
+loss.backward()
+per_sample = torch.func.vmap(torch.func.grad(lambda t: MyCube.apply(t)[0]))(x.detach())
+"""
+
+
+EMA_LERP = """
+torch.manual_seed(0)
+import copy
+model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+ema = copy.deepcopy(model).requires_grad_(False)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+x, y = torch.randn(6, 4), torch.randn(6, 1)
+for step in range(3):
+    loss = nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    with torch.no_grad():
+        for p_ema, p in zip(ema.parameters(), model.parameters()):
+            p_ema.lerp_(p, 0.1)
+vec = torch.nn.utils.parameters_to_vector(model.parameters())
+torch.nn.utils.vector_to_parameters(vec * 0.5, ema.parameters())
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim
@@ -1828,6 +1980,10 @@ PROGRAMS = {
     "inference_mode_eval": INFERENCE_MODE_EVAL,
     "checkpoint_reentrant": CHECKPOINT_REENTRANT,
     "nn_transformer": NN_TRANSFORMER,
+    "reinforce": REINFORCE,
+    "swa": SWA,
+    "function_setup_context": FUNCTION_SETUP_CONTEXT,
+    "ema_lerp": EMA_LERP,
 }
 
 # needs torchvision (its Python code: see third_party.torchvision_python_only)
