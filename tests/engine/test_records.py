@@ -12,6 +12,7 @@ from typing import Any, get_args
 
 import jsonschema
 import msgspec
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -272,3 +273,71 @@ def test_a_big_output_first_hands_freed_memory_back(monkeypatch: pytest.MonkeyPa
     assert trace.to_json_bytes() == before and calls == []  # (a small trace: nothing asked)
     monkeypatch.setattr(ts, "_BIG_OUTPUT", 0)
     assert trace.to_json_bytes() == before and calls == [0]
+
+
+def test_the_passes_only_log_the_event_and_edge_gradient_records_come_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32: inside a pass the hooks append plain entries; the Event records and the edges'
+    gradients (EdgeGrad) are built after it. None is built while a module's forward or the
+    autograd engine runs, and the trace has them all: each edge's gradients the ones PyTorch
+    sent along it, pass by pass, at its target's ``node_post``."""
+    from gradtrace.engine import recorder
+
+    inside = {"forward": False}
+    built_inside: list[str] = []
+
+    def counted(record: Any) -> Any:
+        def build(**fields: Any) -> Any:
+            if inside["forward"] or torch._C._current_graph_task_id() != -1:
+                built_inside.append(record.__name__)
+            return record(**fields)
+
+        return build
+
+    monkeypatch.setattr(recorder, "Event", counted(ts.Event))
+    monkeypatch.setattr(recorder, "EdgeGrad", counted(ts.EdgeGrad))
+
+    class Flagged(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            inside["forward"] = True
+            try:
+                return self.inner(x)
+            finally:
+                inside["forward"] = False
+
+    torch.manual_seed(0)
+    model = Flagged()
+    x = torch.randn(5, 3)
+    with gradtrace.record() as rec:
+        model(x).pow(2).mean().backward()
+        first = model.inner[0].weight.grad.clone()
+        model(x).pow(2).mean().backward()
+    assert built_inside == []
+    trace = rec.trace
+    doc = trace.doc
+    assert [e.seq for e in doc.events] == list(range(len(doc.events)))
+    assert sum(e.kind == "node_post" for e in doc.events) > 0
+    (acc,) = [
+        n.id for n in doc.graph.nodes if n.op == "AccumulateGrad" and n.tensor == "model.inner.0.weight"
+    ]
+    # one edge per forward's graph (each iteration's TBackward0 -> the weight's AccumulateGrad)
+    edges = [e for e in doc.graph.edges if e.source == acc and e.kind == "data"]
+    backwards = [p.index for p in doc.passes if p.phase == "backward"]
+    assert len(backwards) == 2 and [[g.pass_index for g in e.grads] for e in edges] == [
+        [b] for b in backwards
+    ]
+    for edge in edges:
+        post = doc.events[edge.grads[0].seq]
+        assert (
+            post.kind == "node_post"
+            and post.node == edge.target
+            and post.pass_index == edge.grads[0].pass_index
+        )
+    sent = [trace.array(e.grads[0].value) for e in edges]
+    assert np.array_equal(sent[0], first.numpy())
+    assert np.array_equal(sent[0] + sent[1], model.inner[0].weight.grad.numpy())
