@@ -645,3 +645,31 @@ def test_hugging_face_programs_bit_equal_and_a_backward_of_outputs_loss(program:
     recorded = recorded_as_plain(TRANSFORMERS_PROGRAMS[program])
     backwards = [p.label for p in recorded["rec"].trace.doc.passes if p.phase == "backward"]
     assert backwards[-1].endswith(" of outputs.loss"), backwards
+
+
+def test_an_optimizer_a_function_makes_is_named_by_its_variable_there() -> None:
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))
+
+    def fit(model: torch.nn.Module) -> None:
+        loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+
+    model = torch.nn.Linear(4, 2)
+    with gradtrace.record() as rec:
+        fit(model)
+    assert _labels(rec.trace) == [
+        "forward #1",
+        "backward #1 of loss",
+        "opt.step #1",
+        "zero_grad",
+        "forward #2",
+        "backward #2 of loss",
+        "opt.step #2",
+    ]
+    assert [e.payload["name"] for e in _events(rec.trace, "optimizer_step")] == ["opt", "opt"]

@@ -777,10 +777,15 @@ class TraceSession:
         if self._sgd_step():
             rec.begin_pass("step", f"sgd_step lr={optimizer.param_groups[0]['lr']:g}", self._step_index())
             return
-        name = self.variable_of(optimizer)
+        name = self._optimizer_name(optimizer)
         label = f"{name or type(optimizer).__name__}.step"
         count = self._steps[label] = self._steps.get(label, 0) + 1
         rec.begin_pass("step", f"{label} #{count}", None)
+
+    def _optimizer_name(self, optimizer: Optimizer) -> str | None:
+        """The variable holding the optimizer: the block's, else (a program's) the local one of
+        the function that called its ``step()`` (an optimizer made in a ``train()``)."""
+        return self.variable_of(optimizer) or (callers_variable(optimizer) if self.program else None)
 
     def sgd_step_event(self, lr: float, after: dict[str, Any]) -> None:
         """A spec's ``sgd_step`` event: its learning rate, the parameters it changed (after
@@ -817,7 +822,7 @@ class TraceSession:
             return
         payload = OptimizerStepPayload(
             optimizer=type(optimizer).__name__,
-            name=self.variable_of(optimizer),
+            name=self._optimizer_name(optimizer),
             lr=float(lr) if isinstance(lr, int | float) else None,
             after=after,
         )
