@@ -1901,6 +1901,41 @@ torch.nn.utils.vector_to_parameters(vec * 0.5, ema.parameters())
 """
 
 
+DETECT_ANOMALY = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+x = torch.randn(5, 3)
+with torch.autograd.detect_anomaly():
+    loss = model(x).pow(2).mean()
+    loss.backward()
+"""
+
+
+PROFILER = """
+torch.manual_seed(0)
+from torch.profiler import profile, record_function, ProfilerActivity
+model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+x = torch.randn(5, 3)
+with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    with record_function("model_inference"):
+        loss = model(x).sum()
+    loss.backward()
+names = {e.key for e in prof.key_averages()}
+print("model_inference" in names)
+"""
+
+
+DOUBLE_MODEL_FLOAT64 = """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 4), nn.Softplus(), nn.Linear(4, 1)).double()
+x = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+loss = model(x).sum()
+(gx,) = torch.autograd.grad(loss, x, create_graph=True)
+penalty = gx.pow(2).sum()
+(loss + penalty).backward()
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim
@@ -1984,6 +2019,9 @@ PROGRAMS = {
     "swa": SWA,
     "function_setup_context": FUNCTION_SETUP_CONTEXT,
     "ema_lerp": EMA_LERP,
+    "detect_anomaly": DETECT_ANOMALY,
+    "profiler": PROFILER,
+    "double_model_float64": DOUBLE_MODEL_FLOAT64,
 }
 
 # needs torchvision (its Python code: see third_party.torchvision_python_only)
