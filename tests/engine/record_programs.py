@@ -1936,6 +1936,42 @@ penalty = gx.pow(2).sum()
 """
 
 
+ENSEMBLE = """
+torch.manual_seed(0)
+import copy
+import torch.nn.functional as F
+from torch.func import stack_module_state, functional_call, vmap
+
+class SimpleMLP(nn.Module):
+    def __init__(self):
+        super(SimpleMLP, self).__init__()
+        self.fc1 = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 3)
+
+    def forward(self, x):
+        x = x.flatten(1)
+        x = F.relu(self.fc1(x))
+        return self.fc2(x)
+
+num_models = 3
+models = [SimpleMLP() for _ in range(num_models)]
+minibatch = torch.randn(4, 6)
+predictions_diff_minibatch_loop = [model(minibatch) for model in models]
+params, buffers = stack_module_state(models)
+base_model = copy.deepcopy(models[0])
+base_model = base_model.to("meta")
+
+def fmodel(params, buffers, x):
+    return functional_call(base_model, (params, buffers), (x,))
+
+predictions = vmap(fmodel, in_dims=(0, 0, None))(params, buffers, minibatch)
+assert torch.allclose(predictions, torch.stack(predictions_diff_minibatch_loop), atol=1e-5)
+loss = predictions.pow(2).mean()
+loss.backward()
+grad_fc1 = params["fc1.weight"].grad
+"""
+
+
 TRANSFER_LEARNING = """
 torch.manual_seed(0)
 import torch.optim as optim

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from record_programs import (
+    ENSEMBLE,
     PROGRAMS,
     TORCHVISION_PROGRAMS,
     TRANSFORMERS_PROGRAMS,
@@ -673,3 +674,26 @@ def test_an_optimizer_a_function_makes_is_named_by_its_variable_there() -> None:
         "opt.step #2",
     ]
     assert [e.payload["name"] for e in _events(rec.trace, "optimizer_step")] == ["opt", "opt"]
+
+
+def test_model_ensembling_with_stacked_state_and_a_meta_model() -> None:
+    """torch.func's model-ensembling tutorial: stack_module_state, a base model on the meta
+    device, vmap over functional_call, then a backward to the stacked parameters (a dict's
+    members: no variable names them, so the trace's grads do not hold them; their .grad is
+    the plain run's)."""
+    source = textwrap.dedent(ENSEMBLE)
+    plain, _ = run_program(source, recorded=False)
+    recorded, _ = run_program(source, recorded=True)
+    for key, param in plain["params"].items():
+        assert torch.equal(recorded["params"][key].grad, param.grad), key
+    trace = recorded["rec"].trace
+    assert _labels(trace) == ["forward #1", "backward #1 of loss"]
+    # the models of the list are no variable's: named by type; the meta base model has no gradient
+    assert {m.path for m in trace.doc.graph.modules if m.parent is None} == {
+        "SimpleMLP#0",
+        "SimpleMLP#1",
+        "SimpleMLP#2",
+        "base_model",
+    }
+    assert all(grad is None for name, grad in trace.grads.items() if name.startswith("base_model."))
+    trace.to_json_bytes()
