@@ -165,3 +165,13 @@ def test_a_program_past_the_node_budget_is_a_413(server: ServerProcess) -> None:
     source = "import torch\ny = torch.ones(3, requires_grad=True)\nfor _ in range(3000):\n    y = (y * 1.0001).sin()\n"
     r = post(server, source)
     assert r.status_code == 413 and r.json()["error"]["code"] == "too_many_nodes", r.text
+
+
+def test_a_program_out_of_memory_is_a_413_at_its_line(server: ServerProcess) -> None:
+    # a training loop's list of kept tensors, as a user writes it, past the run's memory
+    source = "import torch\nkept = []\nfor step in range(10):\n    kept.append(bytearray(16 * 1024 ** 3))\n"
+    r = post(server, source)
+    assert r.status_code == 413, r.text
+    error = r.json()["error"]
+    assert error["code"] == "memory_limit" and error["line"] == 4 and error["path"] == "/python", error
+    assert "line 4" in error["message"] and " MB " in error["message"], error

@@ -376,8 +376,23 @@ def _probe_request(settings: Settings) -> dict[str, Any]:
     return _run_request(settings, "print('ok')")
 
 
-def _memory_problem() -> Problem:
-    return Problem("memory_limit", "the program needed more memory than a run may use")
+def _line_of(value: Any) -> int | None:
+    """A line number from the jailed process's document (untrusted JSON), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _memory_problem(settings: Settings, line: int | None = None) -> Problem:
+    """413 memory_limit, at the program's line where it ran out when Python raised it there."""
+    where = f" (it ran out at line {line})" if line is not None else ""
+    return Problem(
+        "memory_limit",
+        f"the program needed more than the {settings.run_memory_mb} MB a run may use{where}; under "
+        "gradtrace.record() memory grows with every recorded step (the trace keeps what each "
+        "backward's analyses read): run a few steps, a smaller model or batch, or gradtrace.watch "
+        "for a long run",
+        "/python" if line is not None else None,
+        line,
+    )
 
 
 def outcome_of(answer: RunAnswer, settings: Settings) -> Answer:
@@ -415,17 +430,16 @@ def outcome_of(answer: RunAnswer, settings: Settings) -> Answer:
         result = None
     if not isinstance(result, dict):
         if answer.exit == "crashed" and doc.get("code") in _MEMORY_SIGNALS:
-            return Answer(_memory_problem(), seconds)
+            return Answer(_memory_problem(settings), seconds)
         return Answer(
             Problem("run_failed", "the program ended without a result (it exited or crashed outside Python)"),
             seconds,
         )
     if result.get("memory_error"):
-        return Answer(_memory_problem(), seconds)
+        return Answer(_memory_problem(settings, _line_of(result.get("memory_line"))), seconds)
     problem = result.get("problem")
     if isinstance(problem, dict):
-        line = problem.get("line")
-        line = line if isinstance(line, int) and not isinstance(line, bool) else None
+        line = _line_of(problem.get("line"))
         path = "/python" if line is not None else None
         return Answer(Problem(str(problem.get("code")), str(problem.get("message")), path, line), seconds)
     body = {

@@ -80,6 +80,7 @@ def run_program(source: str, watch_limits: dict[str, int]) -> dict[str, Any]:
     exception: dict[str, Any] | None = None
     problem: dict[str, Any] | None = None
     memory = False
+    memory_line: int | None = None
     watch_lines = jail_watch.watch_calls(source)
     recorder = None if watch_lines else _recorder()
     runs: list[Any] = []
@@ -98,8 +99,9 @@ def run_program(source: str, watch_limits: dict[str, int]) -> dict[str, Any]:
                 "message": public_text(str(exc.code), fallback=""),
                 "line": None,
             }
-    except MemoryError:
+    except MemoryError as exc:
         memory = True
+        memory_line = _user_line(exc.__traceback__)
     except Problem as exc:
         if exc.status == 413:  # a budget of the recorder (nodes, values): the service's limit
             problem = {"code": exc.code, "message": exc.message}
@@ -120,5 +122,6 @@ def run_program(source: str, watch_limits: dict[str, int]) -> dict[str, Any]:
         "exception": exception,
         "problem": problem,
         "memory_error": memory,
+        "memory_line": memory_line,  # the program's line it ran out at (None: not in its code)
         "program_seconds": time.monotonic() - started,
     }
