@@ -175,3 +175,21 @@ def test_a_program_out_of_memory_is_a_413_at_its_line(server: ServerProcess) -> 
     error = r.json()["error"]
     assert error["code"] == "memory_limit" and error["line"] == 4 and error["path"] == "/python", error
     assert "line 4" in error["message"] and " MB " in error["message"], error
+
+
+def test_what_record_warns_of_is_the_programs_not_a_line_of_ours(server: ServerProcess) -> None:
+    # per-sample gradients with torch.func: record() warns, as the run ends, that it read
+    # vmap's wrapper tensors from the tensors they wrap; the run's stderr says so of the
+    # program, at no line (the user's lines are their own; the wrapper's line is none of them)
+    source = (
+        "import torch\nfrom torch import nn\n\nmodel = nn.Linear(3, 1)\nx = torch.randn(4, 3)\n"
+        "grads = torch.func.vmap(torch.func.grad(lambda w, xi: (xi @ w).sin()), in_dims=(None, 0))(torch.randn(3), x)\n"
+        "loss = model(x).sum()\nloss.backward()\n"
+    )
+    r = post(server, source)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["exception"] is None
+    lines = doc["stderr"].splitlines()
+    assert lines and all(line.startswith("<program>: GradtraceWarning: ") for line in lines), lines
+    assert "torch.func" in doc["stderr"] and "<gradtrace>" not in doc["stderr"]

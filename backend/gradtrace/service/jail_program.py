@@ -13,11 +13,13 @@ import json
 import sys
 import time
 import types
+import warnings
 from typing import Any
 
 from gradtrace.problem import public_text
 
 PROGRAM_FILENAME = "<program>"
+RECORDED_FILENAME = "<gradtrace>"  # the ``with`` around the program (see _RECORDED)
 
 
 def _user_line(tb: types.TracebackType | None) -> int | None:
@@ -44,8 +46,22 @@ def exception_of(exc: BaseException) -> dict[str, Any]:
 # The ``with`` runs in the program's own module frame (its variables name what the trace
 # shows); the pair it needs is taken out of the module's namespace before the program's first line.
 _RECORDED = compile(
-    "with __gradtrace__[0]:\n    exec(globals().pop('__gradtrace__')[1], globals())\n", "<gradtrace>", "exec"
+    "with __gradtrace__[0]:\n    exec(globals().pop('__gradtrace__')[1], globals())\n",
+    RECORDED_FILENAME,
+    "exec",
 )
+_format_warning = warnings.formatwarning
+
+
+def _warning_text(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    """A warning as Python prints it, but one raised at the ``with`` around the program (what
+    ``record()`` says of the whole run as it ends) is the program's, at no line: the wrapper's
+    ``<gradtrace>:1`` is no line a user wrote."""
+    if filename == RECORDED_FILENAME:
+        return f"{PROGRAM_FILENAME}: {category.__name__}: {message}\n"
+    return _format_warning(message, category, filename, lineno, line)
 
 
 def _recorder() -> Any:
@@ -77,6 +93,7 @@ def run_program(source: str, watch_limits: dict[str, int]) -> dict[str, Any]:
     module.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = module
     sys.argv = ["program.py"]
+    warnings.formatwarning = _warning_text  # (this process runs this one program)
     exception: dict[str, Any] | None = None
     problem: dict[str, Any] | None = None
     memory = False
