@@ -33,9 +33,19 @@ def run_program(source: str, recorded: bool) -> tuple[dict[str, Any], str]:
 def named_leaves(namespace: dict[str, Any]) -> dict[str, torch.Tensor]:
     """What record() names in a finished program's namespace: every parameter by its path
     under the variable holding its (outermost) model, every other leaf that requires grad by
-    its variable."""
+    its variable; one level inside a list, tuple or dict a variable holds, by the member's
+    place there (``models[0].fc.weight``, ``params["w"]``: a model there by that place, even
+    when a variable holds it too)."""
     variables = {n: v for n, v in namespace.items() if not n.startswith("_")}
-    models = {n: m for n, m in variables.items() if isinstance(m, nn.Module)}
+    members: dict[str, Any] = {}
+    for name, value in variables.items():
+        if isinstance(value, dict):
+            members.update({f'{name}["{k}"]': item for k, item in value.items() if isinstance(k, str)})
+        elif isinstance(value, (list, tuple)):
+            members.update({f"{name}[{i}]": item for i, item in enumerate(value)})
+    held = {id(m): path for path, m in members.items() if isinstance(m, nn.Module)}
+    models = {held.get(id(m), n): m for n, m in variables.items() if isinstance(m, nn.Module)}
+    models.update({path: m for path, m in members.items() if isinstance(m, nn.Module)})
     inner = {id(sub) for m in models.values() for sub in m.modules() if sub is not m}
     named: dict[str, torch.Tensor] = {}
     seen: set[int] = set()
@@ -45,7 +55,7 @@ def named_leaves(namespace: dict[str, Any]) -> dict[str, torch.Tensor]:
         for path, param in model.named_parameters():
             seen.add(id(param))
             named[f"{name}.{path}"] = param
-    for name, value in variables.items():
+    for name, value in {**variables, **members}.items():
         if (
             isinstance(value, torch.Tensor)
             and value.is_leaf
@@ -2001,7 +2011,66 @@ for epoch in range(2):
     print(epoch, exp_lr_scheduler.get_last_lr())
 """
 
+HAND_DICT = """
+torch.manual_seed(0)
+params = {"w": torch.randn(3, 2, requires_grad=True), "b": torch.zeros(2, requires_grad=True)}
+x, y = torch.randn(8, 3), torch.randn(8, 2)
+lr = 0.1
+for step in range(3):
+    loss = ((x @ params["w"] + params["b"] - y) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in params.values():
+            p.data -= lr * p.grad
+            if step < 2:
+                p.grad.zero_()
+"""
+
+ENSEMBLE_OPTIMIZERS = """
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x).tanh()
+
+models = [Net(), Net()]
+optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in models]
+x, y = torch.randn(6, 4), torch.randn(6, 2)
+for step in range(2):
+    for model, optimizer in zip(models, optimizers):
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+"""
+
+TUPLE_UNPACKED = """
+torch.manual_seed(0)
+(w, b) = (torch.randn(3, requires_grad=True), torch.randn(1, requires_grad=True))
+x = torch.randn(5, 3)
+loss = (x @ w + b).pow(2).sum()
+loss.backward()
+"""
+
+MODULELIST_IN_LIST = """
+torch.manual_seed(0)
+stacks = [nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 1)])]
+x = torch.randn(4, 3)
+h = x
+for layer in stacks[0]:
+    h = layer(h)
+loss = h.pow(2).mean()
+loss.backward()
+"""
+
 PROGRAMS = {
+    "hand_dict": HAND_DICT,
+    "ensemble_optimizers": ENSEMBLE_OPTIMIZERS,
+    "tuple_unpacked": TUPLE_UNPACKED,
+    "modulelist_in_list": MODULELIST_IN_LIST,
     "autograd_tutorial": AUTOGRAD_TUTORIAL,
     "quickstart": QUICKSTART,
     "cifar_cnn": CIFAR_CNN,

@@ -679,21 +679,43 @@ def test_an_optimizer_a_function_makes_is_named_by_its_variable_there() -> None:
 def test_model_ensembling_with_stacked_state_and_a_meta_model() -> None:
     """torch.func's model-ensembling tutorial: stack_module_state, a base model on the meta
     device, vmap over functional_call, then a backward to the stacked parameters (a dict's
-    members: no variable names them, so the trace's grads do not hold them; their .grad is
-    the plain run's)."""
+    members: named by their key there, ``params["fc1.weight"]``; their .grad is the plain
+    run's)."""
     source = textwrap.dedent(ENSEMBLE)
     plain, _ = run_program(source, recorded=False)
     recorded, _ = run_program(source, recorded=True)
+    trace = recorded["rec"].trace
     for key, param in plain["params"].items():
         assert torch.equal(recorded["params"][key].grad, param.grad), key
-    trace = recorded["rec"].trace
+        assert torch.equal(torch.from_numpy(np.asarray(trace.grads[f'params["{key}"]'])), param.grad), key
     assert _labels(trace) == ["forward #1", "backward #1 of loss"]
-    # the models of the list are no variable's: named by type; the meta base model has no gradient
+    # the models of the list are named by their place there; the meta base model has no gradient
     assert {m.path for m in trace.doc.graph.modules if m.parent is None} == {
-        "SimpleMLP#0",
-        "SimpleMLP#1",
-        "SimpleMLP#2",
+        "models[0]",
+        "models[1]",
+        "models[2]",
         "base_model",
     }
     assert all(grad is None for name, grad in trace.grads.items() if name.startswith("base_model."))
     trace.to_json_bytes()
+
+
+def test_members_of_lists_and_dicts_are_named_by_their_place() -> None:
+    """A leaf a dict holds is ``params["w"]``, a model a list holds ``models[0]`` (even while
+    a loop variable holds it), a layer of a ModuleList a list holds ``stacks[0].1``: in grads,
+    bit-equal to the plain run's .grad (test_record's bit-equality test runs each program)."""
+    rec = recorded_as_plain(PROGRAMS["hand_dict"])["rec"]
+    assert {'params["w"]', 'params["b"]'} <= set(rec.trace.grads)
+    # (a container's member is no module's parameter)
+    assert all(
+        n.module is None for n in rec.trace.doc.graph.nodes if n.tensor and n.tensor.startswith("params")
+    )
+    rec = recorded_as_plain(PROGRAMS["ensemble_optimizers"])["rec"]
+    assert {m.path for m in rec.trace.doc.graph.modules if m.parent is None} == {"models[0]", "models[1]"}
+    assert {"models[0].fc.weight", "models[1].fc.bias"} <= set(rec.trace.grads)
+    names = [e.payload["name"] for e in _events(rec.trace, "optimizer_step")]
+    assert names == ["optimizers[0]", "optimizers[1]"] * 2
+    rec = recorded_as_plain(PROGRAMS["tuple_unpacked"])["rec"]
+    assert {"w", "b"} <= set(rec.trace.grads)
+    rec = recorded_as_plain(PROGRAMS["modulelist_in_list"])["rec"]
+    assert sorted(rec.trace.grads) == [f"stacks[0].{i}.{p}" for i in (0, 1) for p in ("bias", "weight")]

@@ -1,6 +1,6 @@
 """The program's names as its frames hold them (``record()``: see session.py's docstring): the
 variables of the block's frame, the local variable of the function that made a call, and a
-mapping's member (``outputs.loss``).
+member of a mapping, list or tuple one of them holds (``outputs.loss``, ``models[0]``).
 """
 
 from __future__ import annotations
@@ -51,12 +51,29 @@ def callers_variable(obj: object) -> str | None:
     return next((n for n, value in named if value is obj), None) or member_of(obj, named)
 
 
-def member_of(obj: object, named: Iterable[tuple[str, Any]]) -> str | None:
-    """``name.key`` where a variable holds a mapping whose value under a string ``key`` is
-    this very object: a Hugging Face model's output, ``outputs.loss`` (one level deep)."""
+def members(named: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """One level inside the containers the variables hold, each member spelled as the program
+    reaches it: ``name.key`` for a mapping's value it also holds as an attribute (a Hugging
+    Face model's output, ``outputs.loss``), ``name["key"]`` for another string key (a
+    hand-written model's ``params["w"]``), ``name[i]`` for a list's or tuple's item
+    (``models[0]``). No deeper."""
     for name, value in named:
         if isinstance(value, Mapping):
-            key = next((k for k, item in value.items() if item is obj and isinstance(k, str)), None)
-            if key is not None:
-                return f"{name}.{key}"
-    return None
+            for key, item in list(value.items()):
+                if isinstance(key, str):
+                    if key.isidentifier() and getattr(value, key, None) is item:
+                        yield f"{name}.{key}", item
+                    else:
+                        yield f"{name}[{_quoted(key)}]", item
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(list(value)):
+                yield f"{name}[{i}]", item
+
+
+def _quoted(key: str) -> str:
+    return f'"{key}"' if '"' not in key and "\\" not in key else repr(key)
+
+
+def member_of(obj: object, named: Iterable[tuple[str, Any]]) -> str | None:
+    """The path (see ``members``) of a member that is this very object, if one is."""
+    return next((path for path, item in members(named) if item is obj), None)

@@ -73,9 +73,11 @@ def _plain_list(value: tuple | list) -> list[Any]:
 
 
 def owning_module(name: str | None) -> str | None:
-    """The module path a parameter's name belongs to ("layers.0.weight" -> "layers.0");
-    None for a name with no module (a model input, a top-level parameter)."""
-    return name.rsplit(".", 1)[0] if name and "." in name else None
+    """The module path a parameter's name belongs to ("layers.0.weight" -> "layers.0",
+    "models[0].fc.weight" -> "models[0].fc"); None for a name with no module (a model input,
+    a top-level parameter, a container's member: ``params["fc1.weight"]``, ``hidden[0]``)."""
+    head, _, tail = (name or "").rpartition(".")
+    return head if head and "]" not in tail else None
 
 
 _TENSOR = torch.Tensor  # (read once: a module attribute lookup less per saved value)

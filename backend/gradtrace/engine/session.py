@@ -28,23 +28,31 @@ frame's globals; variables whose names start with ``_`` are skipped:
 
 * a model bound to a variable: its modules and parameters are named under that variable,
   ``model.fc1.weight`` (a model inside another one found there: under the outer one);
-* a module no variable holds (``nn.Linear(3, 4)(x)``): ``Linear#0``, ``Linear#1``, …; one
-  called while it or its model is being built (its ``__init__`` runs it) is not recorded
-  then, and is named under the model once a variable holds it; a layer added to a model after
+* a module no variable holds, nor a member of one (``nn.Linear(3, 4)(x)``): ``Linear#0``,
+  ``Linear#1``, …; one called while it or its model is being built (its ``__init__`` runs it)
+  is not recorded then, and is named under the model once a variable holds it; a layer added to a model after
   it was found, under it (``model.fc#2`` where ``model.fc`` was taken); a layer of a model only
   a local of a function holds, under that model's type (``Sequential#0.0``);
 * a tensor: the variable bound to it, ``w``, ``x``, ``loss`` (a parameter keeps its path; a
   model's own parameter takes back its path from the tensors ``torch.func.functional_call``
   swapped in when the model was met there first);
-* a backward's root no variable holds: a member of an output the block holds
-  (``outputs.loss``), else the local variable of the function that called backward (label only).
+* one level inside a list, tuple or dict a variable holds (frames.members), each member spelled
+  as the program reaches it: ``params["w"]``, ``models[0]``, ``outputs.loss`` (a mapping's
+  member that is also its attribute: a Hugging Face output): a leaf no variable holds, a leaf
+  that requires grad (in ``grads`` under that name too), a model or one holding the module met
+  (named there even while a loop variable holds it: ``models[0].fc.weight``), an optimizer
+  (``optimizers[0]``, before its variable), a backward's root no variable holds; looked for
+  only when something met has no name yet, and when the block ends;
+* a backward's root no variable nor member holds: the local variable of the function that
+  called backward, or a member of one (label only).
 
 Without a frame, the model and named inputs are given (``root``, ``leaves``), a module no model
 holds (a loss module inside ``loss_fn``) is not recorded, and a backward is labelled by the
 name the code gave its root (``name``).
 
 The trace's ``grads``: the final ``.grad`` of every parameter of every model met and of every
-leaf tensor the block used that requires grad and is bound to a variable when the block ends
+leaf tensor the block used that requires grad and is bound to a variable, or a member of one
+(see above), when the block ends
 (and of every tensor there that retains its grad); its ``values``: every tensor bound to a
 variable then that the trace saw.
 
@@ -84,7 +92,7 @@ from gradtrace.engine.analysis import Backward
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors, leave_mode
-from gradtrace.engine.frames import callers_variable, member_of, variables
+from gradtrace.engine.frames import callers_variable, member_of, members, variables
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import ENGINE_CALLS, NestedRuns, call_arguments
 from gradtrace.engine.recorder import Recorder, owning_module
@@ -450,6 +458,9 @@ class TraceSession:
         found = [(n, v) for n, v in variables(self.frame) if isinstance(v, nn.Module) and id(v) not in paths]
         if not found:
             return
+        # (a model a list or dict of the frame holds, or holds a model of, is named by its place
+        # there, not by the loop variable that holds it now: models[0], models[1], not model, model#2)
+        found = [self._held_by_member(v) or (n, v) for n, v in found]
         inner = {id(sub) for _n, m in found for sub in m.modules() if sub is not m}
         for name, model in sorted(found, key=lambda item: id(item[1]) in inner):
             if id(model) not in paths:
@@ -467,7 +478,10 @@ class TraceSession:
         owner = self._owner(module)
         if self._being_built(owner[0] if owner is not None else module):
             return None  # (recorded once its model is found: its variable names it then)
-        if owner is None:  # no variable holds it, nor a model: named by its type
+        held = None if owner is not None and id(owner[0]) in paths else self._held_by_member(module)
+        if held is not None:  # (a model in a list or dict of the frame: models[0])
+            self.add_model(held[1], held[0], starting=module)
+        elif owner is None:  # no variable holds it, nor a model: named by its type
             self.add_model(module, f"{type(module).__name__}#{self._anonymous}", starting=module)
             self._anonymous += 1
         elif id(owner[0]) in paths:  # (a layer added to a model after it was found)
@@ -476,6 +490,19 @@ class TraceSession:
             self.add_model(owner[0], f"{type(owner[0]).__name__}#{self._anonymous}", starting=module)
             self._anonymous += 1
         return paths[id(module)]
+
+    def _held_by_member(self, module: nn.Module) -> tuple[str, nn.Module] | None:
+        """The path of a member of a list, tuple or dict of the frame's variables (see
+        frames.members) that is this module, or a model the capture does not know yet that
+        holds it (an ``nn.ModuleList`` in a list), and that member."""
+        paths = self.forward_capture.module_paths
+        for path, value in members(variables(self.frame)):
+            if value is module:
+                return path, value
+            if isinstance(value, nn.Module) and id(value) not in paths:
+                if any(sub is module for sub in value.modules()):
+                    return path, value
+        return None
 
     def _below_the_block(self) -> Iterator[types.FrameType]:
         """The frames of the code the block is running, innermost first (gradtrace's too)."""
@@ -516,7 +543,9 @@ class TraceSession:
             path = self._own_parameter_path(tensor)
             if path is not None:
                 return path
-        return self.variable_of(tensor)
+        return self.variable_of(tensor) or (
+            member_of(tensor, variables(self.frame)) if self.program else None
+        )
 
     def _own_parameter_path(self, param: nn.Parameter) -> str | None:
         """The path of a known model's own parameter met only now, if it is one: its model
@@ -570,6 +599,16 @@ class TraceSession:
                     self.retained[name] = value
                 with self.forward_capture.quiet():
                     rec.name_tensor(name, value)
+        for name, value in members(variables(self.frame)):  # (params["w"], a hand-written model's)
+            if (
+                isinstance(value, torch.Tensor)
+                and value.is_leaf
+                and value.requires_grad
+                and id(value) not in params
+            ):
+                if rec.leaf_id(value) is not None and name not in self.leaves:
+                    self.leaves[name] = value
+                    rec.leaf_names.setdefault(id(value), (value, name))
 
     def _drop_unused_models(self) -> None:
         """The models the frame held that the block never used (no module of theirs called,
@@ -783,9 +822,17 @@ class TraceSession:
         rec.begin_pass("step", f"{label} #{count}", None)
 
     def _optimizer_name(self, optimizer: Optimizer) -> str | None:
-        """The variable holding the optimizer: the block's, else (a program's) the local one of
-        the function that called its ``step()`` (an optimizer made in a ``train()``)."""
-        return self.variable_of(optimizer) or (callers_variable(optimizer) if self.program else None)
+        """The variable holding the optimizer: in a program, its place in a list or dict of the
+        block's (``optimizers[0]``, not the loop variable holding it now), else the block's
+        variable, else the local one of the function that called its ``step()`` (an optimizer
+        made in a ``train()``)."""
+        if not self.program:
+            return self.variable_of(optimizer)
+        return (
+            member_of(optimizer, variables(self.frame))
+            or self.variable_of(optimizer)
+            or callers_variable(optimizer)
+        )
 
     def sgd_step_event(self, lr: float, after: dict[str, Any]) -> None:
         """A spec's ``sgd_step`` event: its learning rate, the parameters it changed (after

@@ -50,6 +50,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from gradtrace.engine.forward_capture import drop_left_modes
 from gradtrace.engine.graph_walk import op_name, raw_sequence_nr, sequence_base, walk_new
 from gradtrace.engine.own_hooks import Own, OwnHook
+from gradtrace.engine.recorder import owning_module
 from gradtrace.engine.step_capture import StepTrace
 from gradtrace.engine.watch_values import StepValues, copied_rows, exact_norms, norm_dtype
 from gradtrace.runs.flags import NO_FULL_TRACE, NOT_LOGGED, Flag, FlagRules, FlagState
@@ -520,7 +521,8 @@ class Watch(Own):
         if name is None:
             step.leaves += 1
             return self._info(LEAF, _ACCUMULATE, str(step.leaves - 1))
-        module, _, attr = name.rpartition(".")
+        module = owning_module(name)  # (none for a container's member: params["fc1.weight"])
+        attr = name[len(module) + 1 :] if module else name
         info = self._param_infos[id(var)] = self._info(module or MODEL, _ACCUMULATE, attr, name)
         return info
 
