@@ -61,19 +61,28 @@ def members(named: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
         if isinstance(value, Mapping):
             for key, item in list(value.items()):
                 if isinstance(key, str):
-                    if key.isidentifier() and getattr(value, key, None) is item:
-                        yield f"{name}.{key}", item
-                    else:
-                        yield f"{name}[{_quoted(key)}]", item
+                    yield _spelled(name, value, key, item), item
         elif isinstance(value, (list, tuple)):
             for i, item in enumerate(list(value)):
                 yield f"{name}[{i}]", item
 
 
-def _quoted(key: str) -> str:
-    return f'"{key}"' if '"' not in key and "\\" not in key else repr(key)
-
-
 def member_of(obj: object, named: Iterable[tuple[str, Any]]) -> str | None:
-    """The path (see ``members``) of a member that is this very object, if one is."""
-    return next((path for path, item in members(named) if item is obj), None)
+    """The path (see ``members``) of a member that is this very object, if one is (each
+    member only compared: a dict of thousands of tensors costs a pass over its values)."""
+    for name, value in named:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if item is obj and isinstance(key, str):
+                    return _spelled(name, value, key, item)
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                if item is obj:
+                    return f"{name}[{i}]"
+    return None
+
+
+def _spelled(name: str, mapping: Mapping, key: str, item: object) -> str:
+    if key.isidentifier() and getattr(mapping, key, None) is item:
+        return f"{name}.{key}"
+    return f'{name}["{key}"]' if '"' not in key and "\\" not in key else f"{name}[{key!r}]"
