@@ -108,6 +108,19 @@ def test_exception_raised_as_plain_with_partial_trace() -> None:
     assert [m.path for m in partial.doc.graph.modules] == ["my_module"]
 
 
+def test_an_error_between_passes_is_a_pass_named_by_its_exception() -> None:
+    # a program's own raise after a backward (no pass open): its error pass names the exception
+    w = torch.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match="diverged"):
+        with gradtrace.record() as rec:
+            (w * 3).sum().backward()
+            raise ValueError("diverged")
+    labels = [p.label for p in rec.trace.doc.passes]
+    assert labels == ["forward #1", "backward #1 of tensor", "ValueError raised"]
+    error = [e for e in rec.trace.doc.events if e.kind == "error"]
+    assert len(error) == 1 and error[0].message == "diverged" and error[0].pass_index == 2
+
+
 def test_one_capture_at_a_time() -> None:
     model = nn.Linear(2, 1)
     x = torch.ones(1, 2)

@@ -938,8 +938,9 @@ class TraceSession:
         # the interpreter wraps torch's errors in a SpecError naming the line: show torch's own
         cause = exc.__cause__ if isinstance(exc, SpecError) and exc.__cause__ is not None else exc
         opened = not rec.in_pass
-        if opened:
-            rec.begin_pass("step", f"error in step {step}", step)
+        if opened:  # (between passes: a spec's step, or a program's own code between them)
+            label = f"error in step {step}" if step is not None else f"{type(cause).__name__} raised"
+            rec.begin_pass("step", label, step)
         payload = ErrorPayload(exception=type(cause).__name__, step=step)
         if cause is not exc:
             payload.where = str(exc)
