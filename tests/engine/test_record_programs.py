@@ -22,6 +22,7 @@ from record_programs import (
     run_program,
 )
 from third_party import torchvision_python_only
+from torch import nn
 
 import gradtrace
 
@@ -528,7 +529,39 @@ def test_a_layer_of_a_model_only_a_function_holds() -> None:
 
     with gradtrace.record() as rec:
         run()
-    assert sorted(rec.trace.grads) == ["Sequential#0.0.bias", "Sequential#0.0.weight"]
+    assert sorted(rec.trace.grads) == ["model.0.bias", "model.0.weight"]  # (run()'s local)
+
+
+def test_a_model_built_and_trained_in_a_main_function_is_named_by_its_local() -> None:
+    # the `if __name__ == "__main__": main()` shape: no variable of the block holds the models
+    def main() -> tuple[nn.Module, nn.Module]:
+        torch.manual_seed(0)
+        netD = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+        netG = nn.Linear(2, 3)
+        optD = torch.optim.SGD(netD.parameters(), lr=0.1)
+        for _ in range(2):
+            optD.zero_grad()
+            errD = netD(netG(torch.randn(5, 2)).detach()).mean()
+            errD.backward()
+            optD.step()
+        return netD, netG
+
+    plain_d, _ = main()
+    with gradtrace.record() as rec:
+        main()
+    grads = rec.trace.grads
+    expected = [f"netD.{name}" for name, _p in plain_d.named_parameters()] + ["netG.weight", "netG.bias"]
+    assert sorted(grads) == sorted(expected)
+    assert grads["netG.weight"] is None and grads["netG.bias"] is None  # (its output detached)
+    for name, param in plain_d.named_parameters():
+        np.testing.assert_array_equal(grads[f"netD.{name}"], param.grad.numpy())
+    paths = {m.path for m in rec.trace.doc.graph.modules}
+    assert {"netD", "netD.0", "netG"} <= paths
+    assert [p.label for p in rec.trace.doc.passes][:3] == [
+        "forward #1",
+        "backward #1 of errD",
+        "optD.step #1",
+    ]
 
 
 def test_values_read_through_torch_func_wrappers_are_one_warning_per_transform() -> None:

@@ -51,6 +51,19 @@ def callers_variable(obj: object) -> str | None:
     return next((n for n, value in named if value is obj), None) or member_of(obj, named)
 
 
+def local_name(obj: object, frames: Iterable[types.FrameType]) -> str | None:
+    """The name a local variable of the program's own code among ``frames`` (innermost first;
+    torch's and gradtrace's frames skipped) gives this very object: the first frame with one
+    wins. ``self`` is no name (a model's own method refers to it so)."""
+    for frame in frames:
+        if frame.f_code.co_filename.startswith(_LIBRARIES):
+            continue
+        for name, value in list(frame.f_locals.items()):
+            if value is obj and name[:1] != "_" and name != "self":
+                return name
+    return None
+
+
 def members(named: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
     """One level inside the containers the variables hold, each member spelled as the program
     reaches it: ``name.key`` for a mapping's value it also holds as an attribute (a Hugging

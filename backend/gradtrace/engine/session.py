@@ -28,11 +28,14 @@ frame's globals; variables whose names start with ``_`` are skipped:
 
 * a model bound to a variable: its modules and parameters are named under that variable,
   ``model.fc1.weight`` (a model inside another one found there: under the outer one);
-* a module no variable holds, nor a member of one (``nn.Linear(3, 4)(x)``): ``Linear#0``,
+* a model no variable of the block holds that a local of a function the block called does
+  (a ``main()`` that builds and trains it; the innermost such function's, ``self`` aside):
+  under that local's name, ``netD.0.weight``;
+* a module none of these holds, nor a member of one (``nn.Linear(3, 4)(x)``): ``Linear#0``,
   ``Linear#1``, …; one called while it or its model is being built (its ``__init__`` runs it)
   is not recorded then, and is named under the model once a variable holds it; a layer added to a model after
   it was found, under it (``model.fc#2`` where ``model.fc`` was taken); a layer of a model only
-  a local of a function holds, under that model's type (``Sequential#0.0``);
+  a local of a function holds, under that local (``model.0``);
 * a tensor: the variable bound to it, ``w``, ``x``, ``loss`` (a parameter keeps its path; a
   model's own parameter takes back its path from the tensors ``torch.func.functional_call``
   swapped in when the model was met there first);
@@ -92,7 +95,7 @@ from gradtrace.engine.analysis import Backward
 from gradtrace.engine.backward_capture import BackwardCapture
 from gradtrace.engine.caller_warnings import record_all_but_errors, reissue
 from gradtrace.engine.forward_capture import ForwardCapture, compiled_and_inside, flat_tensors, leave_mode
-from gradtrace.engine.frames import callers_variable, member_of, members, variables
+from gradtrace.engine.frames import callers_variable, local_name, member_of, members, variables
 from gradtrace.engine.model_hooks import ModelHooks
 from gradtrace.engine.nested_runs import ENGINE_CALLS, NestedRuns, call_arguments
 from gradtrace.engine.recorder import Recorder, owning_module
@@ -481,14 +484,18 @@ class TraceSession:
         held = None if owner is not None and id(owner[0]) in paths else self._held_by_member(module)
         if held is not None:  # (a model in a list or dict of the frame: models[0])
             self.add_model(held[1], held[0], starting=module)
-        elif owner is None:  # no variable holds it, nor a model: named by its type
-            self.add_model(module, f"{type(module).__name__}#{self._anonymous}", starting=module)
-            self._anonymous += 1
-        elif id(owner[0]) in paths:  # (a layer added to a model after it was found)
+        elif owner is not None and id(owner[0]) in paths:  # (a layer added to a model after it was found)
             self.add_model(module, f"{paths[id(owner[0])]}.{owner[1]}", starting=module)
-        else:  # (a model no variable of the block holds, a local of a function it calls)
-            self.add_model(owner[0], f"{type(owner[0]).__name__}#{self._anonymous}", starting=module)
-            self._anonymous += 1
+        else:
+            # a model no variable of the block holds: named by the local variable of the
+            # function the block called that holds it (a main() that builds and trains it),
+            # else by its type
+            model = module if owner is None else owner[0]
+            name = local_name(model, self._below_the_block())
+            if name is None:
+                name = f"{type(model).__name__}#{self._anonymous}"
+                self._anonymous += 1
+            self.add_model(model, name, starting=module)
         return paths[id(module)]
 
     def _held_by_member(self, module: nn.Module) -> tuple[str, nn.Module] | None:
