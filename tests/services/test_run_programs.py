@@ -19,7 +19,7 @@ import httpx
 import numpy as np
 import pytest
 import torch
-from engine.record_programs import PROGRAMS
+from engine.record_programs import PROGRAMS, named_leaves
 from server_process import ServerProcess, runner_server
 
 from gradtrace.trace import tensor_array
@@ -107,18 +107,15 @@ def plain_pytorch(source: str) -> tuple[str, dict[str, Any]]:
     return out.getvalue(), namespace
 
 
-def final_grads(namespace: dict[str, Any]) -> list[tuple[set[str], np.ndarray]]:
-    """Every parameter's final .grad with the names it may have in a trace: its path under each
-    variable holding a model it is in (a model inside another is named under the outer one)."""
-    names: dict[int, set[str]] = {}
-    grads: dict[int, np.ndarray] = {}
-    for var, value in namespace.items():
-        if isinstance(value, torch.nn.Module) and not var.startswith("_"):
-            for name, p in value.named_parameters():
-                if p.grad is not None:
-                    names.setdefault(id(p), set()).add(f"{var}.{name}")
-                    grads[id(p)] = p.grad.detach().numpy()
-    return [(names[key], grads[key]) for key in grads]
+def final_grads(namespace: dict[str, Any]) -> list[tuple[str, np.ndarray]]:
+    """Every named leaf's final .grad (dense, as a trace's grads are), by the name record()
+    gives it (record_programs.named_leaves: the engine tests' oracle of names, containers'
+    members and all)."""
+    return [
+        (name, (grad.to_dense() if grad.is_sparse else grad).detach().numpy())
+        for name, leaf in named_leaves(namespace).items()
+        if (grad := leaf.grad) is not None
+    ]
 
 
 def post(server: ServerProcess, source: str) -> httpx.Response:
@@ -136,12 +133,10 @@ def test_a_tutorial_program_gives_plain_pytorchs_gradients(server: ServerProcess
     assert doc["stdout"] == printed  # the same lines, gradients and losses to the last digit
     trace = doc["trace"]
     assert trace is not None and trace["passes"]
-    for names, grad in final_grads(namespace):
-        found = sorted(names & set(trace["grads"]))
-        assert found, (names, sorted(trace["grads"]))
-        param = found[0]
-        got = tensor_array(trace["grads"][param], trace["tensor_data"])
-        np.testing.assert_array_equal(got, grad, err_msg=param)  # bit for bit
+    for name, grad in final_grads(namespace):
+        assert name in trace["grads"], (name, sorted(trace["grads"]))
+        got = tensor_array(trace["grads"][name], trace["tensor_data"])
+        np.testing.assert_array_equal(got, grad, err_msg=name)  # bit for bit
 
 
 def test_an_exception_names_the_programs_line(server: ServerProcess) -> None:
