@@ -11,6 +11,7 @@ Figures to ``var/reliability/jail.json``; RELIABILITY.md ("The runner") sums the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -21,6 +22,10 @@ import psutil
 import pytest
 from reliability_helpers import FULL, RESULTS_DIR, Load, light_spec, summary
 from server_process import ServerProcess, runner_server
+
+from gradtrace.service.jail_pool import JailPool, RunAnswer
+from gradtrace.service.runner import WorkerUnavailable
+from gradtrace.service.settings import Settings
 
 pytestmark = pytest.mark.slow
 
@@ -271,3 +276,29 @@ def test_a_template_killed_from_outside_is_replaced(jail_server: ServerProcess) 
         time.sleep(1)
     assert r.json()["stdout"] == "after the kill\n"
     assert left_behind(jail_server) == 0
+
+
+def test_a_program_posted_while_the_runner_starts_waits_for_it() -> None:
+    # the server answers before its jail's first template is up (2-3 s): a program posted then
+    # waits for it, as for a busy runner, not a 503 saying this server cannot confine programs.
+    # The pool itself, with its real templates: run() is called before start() has ended.
+    source = "import torch\nw = torch.ones(3, requires_grad=True)\n(w * w).sum().backward()\nprint(w.grad)\n"
+
+    async def first_program_at_once() -> tuple[bool, RunAnswer | Exception]:
+        pool = JailPool(Settings())
+        starting = asyncio.create_task(pool.start())
+        await asyncio.sleep(0)  # (start() has begun: its first template is being made)
+        ready_then = pool.available
+        try:
+            answer: RunAnswer | Exception = await pool.run(source)
+        except WorkerUnavailable as exc:
+            answer = exc
+        assert await asyncio.wait_for(starting, 120)  # (then closed: never while it starts)
+        await pool.close()
+        return ready_then, answer
+
+    ready_then, answer = asyncio.run(first_program_at_once())
+    assert not ready_then
+    assert isinstance(answer, RunAnswer), answer
+    assert answer.exit == "ok", answer.doc
+    assert answer.doc["stdout"] == "tensor([2., 2., 2.])\n"

@@ -18,6 +18,7 @@ then kills its whole PID namespace) and replaced.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -158,9 +159,19 @@ class JailPool:
         self.reason = "the runner has not started"
         self.available = False
         self.start_seconds: float | None = None
+        # set once ``start`` has ended, ready or not: a program posted while the first template
+        # starts (the server answers seconds before its runner can) waits for it (see run)
+        self._start_ended: asyncio.Event | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> bool:
+        ended = self._start_ended = asyncio.Event()
+        try:
+            return await self._start()
+        finally:
+            ended.set()
+
+    async def _start(self) -> bool:
         if self._settings.runner_workers <= 0:
             self.reason = "the runner is off on this server (GRADTRACE_RUNNER_WORKERS=0)"
             log.info("runner off: POST /run answers 503 runner_unavailable")
@@ -310,6 +321,12 @@ class JailPool:
     # -- the public operation ---------------------------------------------------------------
     async def run(self, source: str) -> RunAnswer:
         """Run one program in a fresh confined process; WorkerUnavailable when it could not run."""
+        starting = self._start_ended
+        if not self.available and starting is not None and not starting.is_set():
+            # (the runner is starting: the program waits for it as for a busy runner)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._settings.queue_timeout_s):
+                    await starting.wait()
         if not self.available:
             raise WorkerUnavailable(
                 "runner_unavailable", f"this server cannot confine programs: {self.reason}", 60
