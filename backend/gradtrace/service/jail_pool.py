@@ -319,23 +319,30 @@ class JailPool:
         return RunAnswer(doc.get("exit", "crashed"), doc)
 
     # -- the public operation ---------------------------------------------------------------
+    def _refusal(self) -> WorkerUnavailable:
+        """Why no program can run here (the runner is off, or could not start)."""
+        return WorkerUnavailable(
+            "runner_unavailable", f"this server cannot confine programs: {self.reason}", 60
+        )
+
     async def run(self, source: str) -> RunAnswer:
         """Run one program in a fresh confined process; WorkerUnavailable when it could not run."""
         starting = self._start_ended
-        if not self.available and starting is not None and not starting.is_set():
-            # (the runner is starting: the program waits for it as for a busy runner)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._settings.queue_timeout_s):
-                    await starting.wait()
-        if not self.available:
-            raise WorkerUnavailable(
-                "runner_unavailable", f"this server cannot confine programs: {self.reason}", 60
-            )
+        if not self.available and (starting is None or starting.is_set()):
+            raise self._refusal()
         settings = self._settings
         if self._in_flight >= settings.runner_workers + settings.queue_limit:
             raise WorkerUnavailable("overloaded", "every runner is busy and the queue is full; retry shortly")
         self._in_flight += 1
         try:
+            if not self.available and starting is not None:
+                # the runner is starting: the program waits for it as for a busy runner, one of
+                # the queue (a flood in the first seconds is bounded as any other)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(settings.queue_timeout_s):
+                        await starting.wait()
+                if not self.available:
+                    raise self._refusal()
             try:
                 template = await self._acquire(settings.queue_timeout_s)
             except TimeoutError as exc:
